@@ -1,0 +1,82 @@
+"""The one exception tree of Stash2Plex.
+
+The class decides the routing (see ``worker/settle.py``):
+
+* ``TransientError``: retried with the transient backoff policy.
+* ``PlexUnavailable``: Plex is down; trips the circuit breaker and does not spend
+  the job's retry budget.
+* ``PlexNotFound``: the item is not in Plex (yet); retried on the slow schedule.
+* ``PermanentError``: straight to the dead-letter queue; the message says what to do.
+* ``ConfigError``: a setting is missing or malformed; the task or drainer stops and
+  the reply names the setting.
+* ``DataFileError``: a data file is unreadable or corrupt; never deleted or recreated.
+
+Library errors (plexapi, requests, stashapi) are translated into these in exactly one
+place per client: ``plex/errors.py`` and ``core/stash.py``.
+"""
+
+from __future__ import annotations
+
+
+class Stash2PlexError(Exception):
+    """Root of every error Stash2Plex raises on purpose."""
+
+
+class TransientError(Stash2PlexError):
+    """A failure that may go away by itself: timeout, connection reset, 5xx, 429."""
+
+
+class PlexUnavailable(TransientError):
+    """Plex refuses connections or answers 503: the circuit breaker counts it."""
+
+
+class StashUnavailable(TransientError):
+    """Stash did not answer or answered with something that is not GraphQL."""
+
+
+class PlexNotFound(TransientError):
+    """No Plex item holds the scene's file (yet); retried on the slow schedule."""
+
+    def __init__(self, message: str, looked_for: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.looked_for = looked_for
+
+
+class PermanentError(Stash2PlexError):
+    """Retrying cannot help; the job goes to the dead-letter queue."""
+
+
+class InvalidMetadata(PermanentError):
+    """The scene's metadata from Stash cannot be written to Plex."""
+
+
+class SceneGone(PermanentError):
+    """The scene no longer exists in Stash (deleted after its hook fired)."""
+
+
+class PlexAuthError(PermanentError):
+    """Plex rejected the token (401/403)."""
+
+
+class PlexBadRequest(PermanentError):
+    """Plex rejected the request itself (400-class other than 401/403/404/429)."""
+
+
+class AmbiguousMatch(PermanentError):
+    """Several Plex items could hold the scene and none is clearly right."""
+
+    def __init__(self, message: str, candidates: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
+class ConfigError(Stash2PlexError):
+    """A plugin setting is missing or malformed; the message names the setting."""
+
+
+class InputError(Stash2PlexError):
+    """The document Stash wrote on stdin is malformed; the message names the field."""
+
+
+class DataFileError(Stash2PlexError):
+    """A queue, ledger or DLQ file cannot be read; the message names the file."""

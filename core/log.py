@@ -1,0 +1,132 @@
+"""Logging in Stash's stderr protocol, with secrets redacted in one place.
+
+Stash reads a plugin's stderr line by line. A line ``\\x01<c>\\x02<message>`` is
+logged at level ``c`` (t, d, i, w, e); ``\\x01p\\x02<0..1>`` drives a task's progress
+bar. A line over 64 KiB stops Stash's reader and breaks the pipe, so every line is
+cut well below that. Every message passes through :class:`Redactor`, which knows
+the Plex token and the Stash session cookie, before it is written anywhere.
+
+The same class writes the detached drainer's log file (``plain=True``: a timestamp
+and level name instead of the control bytes).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TextIO
+
+MAX_LINE_BYTES = 60_000
+LEVELS = {"trace": "t", "debug": "d", "info": "i", "warning": "w", "error": "e"}
+_PYTHON_LEVELS = {
+    logging.DEBUG: "debug",
+    logging.INFO: "info",
+    logging.WARNING: "warning",
+    logging.ERROR: "error",
+    logging.CRITICAL: "error",
+}
+
+
+class Redactor:
+    """Replaces every registered secret with ``***`` (longest first)."""
+
+    def __init__(self) -> None:
+        self._secrets: list[str] = []
+
+    def add(self, secret: str | None) -> None:
+        if secret and len(secret) >= 4 and secret not in self._secrets:
+            self._secrets.append(secret)
+            self._secrets.sort(key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+
+def _cut(line: str) -> str:
+    encoded = line.encode("utf-8", "replace")
+    if len(encoded) <= MAX_LINE_BYTES:
+        return line
+    kept = encoded[:MAX_LINE_BYTES].decode("utf-8", "ignore")
+    return f"{kept}… [cut, {len(encoded)} bytes]"
+
+
+class StashLog:
+    """Writes log lines and progress to a stream in Stash's protocol."""
+
+    def __init__(self, stream: TextIO, redactor: Redactor | None = None, plain: bool = False) -> None:
+        self.stream = stream
+        self.redact = redactor or Redactor()
+        self.plain = plain
+        self._lock = threading.Lock()
+        self.broken = False
+
+    def _write(self, text: str) -> None:
+        if self.broken:
+            return
+        with self._lock:
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                # Stash closed its end (a line too long, or it stopped reading):
+                # logging must never take the plugin down with it.
+                self.broken = True
+
+    def log(self, level: str, message: object) -> None:
+        code = LEVELS[level]
+        text = self.redact(str(message))
+        lines = [line for line in text.splitlines() if line.strip()] or ["(empty message)"]
+        if self.plain:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            out = "".join(f"{stamp} {level.upper():7} {_cut(line)}\n" for line in lines)
+        else:
+            out = "".join(f"\x01{code}\x02{_cut(line)}\n" for line in lines)
+        self._write(out)
+
+    def trace(self, message: object) -> None:
+        self.log("trace", message)
+
+    def debug(self, message: object) -> None:
+        self.log("debug", message)
+
+    def info(self, message: object) -> None:
+        self.log("info", message)
+
+    def warning(self, message: object) -> None:
+        self.log("warning", message)
+
+    def error(self, message: object) -> None:
+        self.log("error", message)
+
+    def progress(self, fraction: float) -> None:
+        value = min(1.0, max(0.0, float(fraction)))
+        if not self.plain:
+            self._write(f"\x01p\x02{value:.4f}\n")
+
+
+class _ForwardHandler(logging.Handler):
+    """Routes records of libraries (plexapi, stashapi, urllib3) into a StashLog."""
+
+    def __init__(self, target: StashLog) -> None:
+        super().__init__(level=logging.INFO)
+        self.target = target
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = f"[{record.name}] {record.getMessage()}"
+        except Exception:  # a library's bad format string must not crash us
+            message = f"[{record.name}] {record.msg!r}"
+        self.target.log(_PYTHON_LEVELS.get(record.levelno, "debug"), message)
+
+
+def capture_library_logs(target: StashLog, names: tuple[str, ...] = ("plexapi", "StashLogger", "urllib3")) -> None:
+    """Send the named libraries' log records through ``target`` (and so the redactor)."""
+    handler = _ForwardHandler(target)
+    for name in names:
+        logger = logging.getLogger(name)
+        logger.handlers = [handler]
+        logger.propagate = False

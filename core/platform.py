@@ -1,0 +1,147 @@
+"""Everything that differs between Linux, macOS and Windows, in one place.
+
+Two needs: an exclusive advisory lock on a file that the operating system releases
+when the holder dies (so a SIGKILLed drainer never leaves a stale lock behind), and
+starting a process that is fully detached from Stash (new session, no inherited
+stdio; Stash reads our stdout to EOF and would otherwise wait for the child).
+
+Why the standard library and not ``filelock``/``psutil``: the plugin's runtime
+dependency list is fixed (see requirements.txt), and ``fcntl.flock`` /
+``msvcrt.locking`` plus ``subprocess`` creation flags are the well-kept,
+always-present primitives those libraries wrap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO
+
+IS_WINDOWS = os.name == "nt"
+
+
+def _try_lock(handle: IO[bytes], blocking: bool) -> bool:
+    if IS_WINDOWS:
+        import msvcrt
+
+        mode = msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK
+        try:
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), mode, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
+    try:
+        fcntl.flock(handle.fileno(), flags)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(handle: IO[bytes]) -> None:
+    if IS_WINDOWS:
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        return
+    import fcntl
+
+    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, blocking: bool = True) -> Iterator[bool]:
+    """Hold an exclusive lock on ``path`` for the ``with`` block.
+
+    Yields True when the lock is held, False when ``blocking`` is False and another
+    process holds it. The lock dies with the process, whatever kills it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as handle:
+        acquired = _try_lock(handle, blocking)
+        try:
+            yield acquired
+        finally:
+            if acquired:
+                _unlock(handle)
+
+
+class HeldLock:
+    """A lock held beyond one ``with`` block (the drainer keeps it for its life)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: IO[bytes] | None = None
+
+    def acquire(self, blocking: bool = False) -> bool:
+        if self._handle is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+b")
+        if not _try_lock(handle, blocking):
+            handle.close()
+            return False
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()).encode())
+        handle.flush()
+        self._handle = handle
+        return True
+
+    def release(self) -> None:
+        if self._handle is None:
+            return
+        _unlock(self._handle)
+        self._handle.close()
+        self._handle = None
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None
+
+
+def is_locked(path: Path) -> bool:
+    """True when another process holds the lock on ``path`` right now."""
+    if not path.exists():
+        return False
+    with file_lock(path, blocking=False) as acquired:
+        return not acquired
+
+
+def spawn_detached(argv: Sequence[str], stdin_data: bytes, log_path: Path) -> int:
+    """Start ``argv`` detached from us and from Stash; return its pid at once.
+
+    ``stdin_data`` is written to the child's stdin pipe (it carries the Stash
+    connection, which must never appear on a command line). Its stdout and stderr
+    go to ``log_path``. We never wait for the child.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    kwargs: dict = {"close_fds": True}
+    if IS_WINDOWS:
+        flags = subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.DETACHED_PROCESS
+        kwargs["creationflags"] = flags | subprocess.CREATE_NO_WINDOW
+    else:
+        kwargs["start_new_session"] = True
+    with open(log_path, "ab") as log:
+        child = subprocess.Popen(
+            list(argv), stdin=subprocess.PIPE, stdout=log, stderr=log, **kwargs
+        )
+    assert child.stdin is not None
+    try:
+        child.stdin.write(stdin_data)
+    finally:
+        child.stdin.close()
+    return child.pid
+
+
+def python_executable() -> str:
+    """The interpreter running us (what Stash resolved for ``python``)."""
+    return sys.executable

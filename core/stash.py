@@ -1,0 +1,119 @@
+"""Stash's GraphQL API through stashapi, with its errors translated once, here.
+
+stashapi raises a bare ``Exception("<status> <reason> query failed. …")`` for every
+GraphQL failure and lets ``requests`` errors through; above this module only our
+own exception tree is seen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from core.errors import StashUnavailable
+from validation.plugin_input import ServerConnection
+
+PLUGIN_ID = "Stash2Plex"
+REQUEST_TIMEOUT_S = 30.0
+SCENE_FIELDS = (
+    "id title details date code director urls updated_at organized "
+    "studio { name } performers { name } tags { name } "
+    "files { path size duration } paths { screenshot }"
+)
+_FIND_BY_IDS = (
+    "query S2PScenesById($ids: [ID!], $filter: FindFilterType) {"
+    " findScenes(ids: $ids, filter: $filter) { count scenes { %s } } }" % SCENE_FIELDS
+)
+_FIND_PAGE = (
+    "query S2PScenesPage($filter: FindFilterType, $scene_filter: SceneFilterType) {"
+    " findScenes(filter: $filter, scene_filter: $scene_filter) { count scenes { %s } } }" % SCENE_FIELDS
+)
+_PLUGIN_CONFIG = "query S2PConfig($include: [ID!]) { configuration { plugins(include: $include) } }"
+
+
+@contextlib.contextmanager
+def stash_errors(what: str) -> Iterator[None]:
+    """Translate requests/stashapi failures into StashUnavailable naming ``what``."""
+    import requests
+
+    try:
+        yield
+    except requests.exceptions.Timeout:
+        raise StashUnavailable(f"Stash did not answer within {REQUEST_TIMEOUT_S:.0f} s while {what}") from None
+    except requests.exceptions.ConnectionError:
+        raise StashUnavailable(f"cannot connect to Stash while {what}; is Stash running?") from None
+    except StashUnavailable:
+        raise
+    except Exception as exc:  # stashapi's bare Exception; its message holds no secrets
+        raise StashUnavailable(f"Stash answered with an error while {what}: {exc}") from None
+
+
+class StashClient:
+    """The few Stash queries Stash2Plex needs."""
+
+    def __init__(self, connection: ServerConnection, logger: Any = None) -> None:
+        from stashapi.stashapp import StashInterface
+
+        conn: dict[str, Any] = {
+            "Scheme": connection.Scheme,
+            "Host": connection.host_for_client,
+            "Port": connection.Port,
+        }
+        if connection.SessionCookie is not None:
+            conn["SessionCookie"] = {"Name": connection.SessionCookie.Name, "Value": connection.SessionCookie.Value}
+        if logger is not None:
+            conn["Logger"] = logger
+        with stash_errors("connecting"):
+            self._api = StashInterface(conn)
+        self._bound_timeouts()
+
+    def _bound_timeouts(self) -> None:
+        """stashapi sets no timeout; a stalled Stash must not hang the drainer forever."""
+        session = self._api.s
+        original = session.request
+
+        def request(method, url, **kwargs):
+            kwargs.setdefault("timeout", REQUEST_TIMEOUT_S)
+            return original(method, url, **kwargs)
+
+        session.request = request
+
+    def _call(self, query: str, variables: dict[str, Any], what: str) -> dict[str, Any]:
+        with stash_errors(what):
+            data = self._api.call_GQL(query, variables)
+        if not isinstance(data, dict):
+            raise StashUnavailable(f"Stash answered without data while {what}")
+        return data
+
+    def plugin_settings(self) -> dict[str, Any]:
+        data = self._call(_PLUGIN_CONFIG, {"include": [PLUGIN_ID]}, "reading the plugin settings")
+        plugins = (data.get("configuration") or {}).get("plugins") or {}
+        return plugins.get(PLUGIN_ID) or {}
+
+    def scenes_by_id(self, scene_ids: list[int]) -> dict[int, dict[str, Any]]:
+        """One request for many scenes; scenes that no longer exist are absent."""
+        variables = {"ids": [str(i) for i in scene_ids], "filter": {"per_page": -1, "sort": "id"}}
+        data = self._call(_FIND_BY_IDS, variables, f"fetching {len(scene_ids)} scenes")
+        scenes = (data.get("findScenes") or {}).get("scenes") or []
+        return {int(s["id"]): s for s in scenes if isinstance(s, dict) and "id" in s}
+
+    def scenes_page(self, page: int, per_page: int, updated_after: str | None = None) -> tuple[int, list[dict]]:
+        """One page of scenes in id order, optionally only those updated after a time."""
+        variables: dict[str, Any] = {"filter": {"page": page, "per_page": per_page, "sort": "id", "direction": "ASC"}}
+        if updated_after:
+            variables["scene_filter"] = {"updated_at": {"value": updated_after, "modifier": "GREATER_THAN"}}
+        data = self._call(_FIND_PAGE, variables, f"fetching page {page} of scenes")
+        result = data.get("findScenes") or {}
+        return int(result.get("count") or 0), list(result.get("scenes") or [])
+
+    def version(self) -> str:
+        data = self._call("query S2PVersion { version { version } }", {}, "reading the version")
+        return (data.get("version") or {}).get("version") or "unknown"
+
+    def image(self, url: str) -> bytes:
+        """Download an image from Stash with this session's credentials."""
+        with stash_errors("downloading a screenshot"):
+            response = self._api.s.get(url, timeout=REQUEST_TIMEOUT_S)
+            response.raise_for_status()
+            return response.content

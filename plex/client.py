@@ -1,0 +1,186 @@
+"""Talking to Plex through plexapi: list sections, read an item, edit, upload, scan.
+
+Every call goes through :func:`plex.errors.plex_errors`, and quick in-call retries
+for network blips go through tenacity (a reset connection is retried once after a
+short pause; a refused connection or a 503 is not: the circuit breaker owns that).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random
+
+from core.errors import PlexUnavailable, TransientError
+from plex.errors import plex_errors
+
+REQUEST_TIMEOUT_S = 15.0
+LIST_PAGE_SIZE = 500
+PRODUCT = "Stash2Plex"
+
+blip_retry = retry(
+    retry=retry_if_exception_type(TransientError) & ~retry_if_exception_type(PlexUnavailable),
+    stop=stop_after_attempt(2),
+    wait=wait_random(0.1, 0.5),
+    reraise=True,
+)
+
+
+@dataclass(frozen=True)
+class SectionInfo:
+    key: int
+    title: str
+    type: str
+    stamp: str  # changes whenever Plex adds, removes or rescans items
+    refreshing: bool = False
+    locations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlexItemState:
+    """What Plex shows for one item now (from its detail view: full tag lists)."""
+
+    rating_key: int
+    section_id: int
+    files: tuple[str, ...]
+    fields: dict[str, str]
+    tags: dict[str, tuple[str, ...]]
+    locked: frozenset[str] = field(default_factory=frozenset)
+
+
+def _date_text(value: Any) -> str:
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.strftime("%Y-%m-%d")
+    return str(value or "")
+
+
+class PlexClient:
+    """A connection to one Plex server (created lazily on first use)."""
+
+    def __init__(self, url: str, token: str, client_id: str, timeout: float = REQUEST_TIMEOUT_S) -> None:
+        self.url = url
+        self._token = token
+        self.client_id = client_id
+        self.timeout = timeout
+        self._server = None
+        self._items: dict[int, Any] = {}
+
+    @property
+    def server(self):
+        if self._server is None:
+            self._server = self._connect()
+        return self._server
+
+    @blip_retry
+    def _connect(self):
+        import plexapi
+        import requests
+        from plexapi.server import PlexServer
+
+        # In-place update: plexapi.server holds a reference to this very dict.
+        plexapi.X_PLEX_IDENTIFIER = self.client_id
+        plexapi.X_PLEX_PRODUCT = PRODUCT
+        plexapi.BASE_HEADERS.update(plexapi.reset_base_headers())
+        session = requests.Session()
+        adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=32)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        with plex_errors("connecting to Plex"):
+            return PlexServer(self.url, self._token, session=session, timeout=self.timeout)
+
+    def version(self) -> str:
+        return str(self.server.version)
+
+    @blip_retry
+    def sections(self) -> list[SectionInfo]:
+        """Every library section, fresh from Plex (one request)."""
+        with plex_errors("listing Plex libraries"):
+            root = self.server.query("/library/sections")
+        found = []
+        for node in root.iter("Directory"):
+            stamp = "/".join(node.attrib.get(k, "") for k in ("updatedAt", "scannedAt", "contentChangedAt"))
+            found.append(SectionInfo(
+                key=int(node.attrib["key"]), title=node.attrib.get("title", ""), type=node.attrib.get("type", ""),
+                stamp=stamp, refreshing=node.attrib.get("refreshing") == "1",
+                locations=tuple(loc.attrib.get("path", "") for loc in node.iter("Location")),
+            ))
+        return found
+
+    def list_files(self, section_key: int) -> list[tuple[int, str, int | None, int | None]]:
+        """(ratingKey, file, size, duration ms) for every Part in a section, paged."""
+        rows: list[tuple[int, str, int | None, int | None]] = []
+        start = 0
+        while True:
+            root = self._list_page(section_key, start)
+            for video in root.iter("Video"):
+                key = int(video.attrib["ratingKey"])
+                for part in video.iter("Part"):
+                    rows.append((key, part.attrib.get("file", ""), _int(part.attrib.get("size")),
+                                 _int(part.attrib.get("duration") or video.attrib.get("duration"))))
+            total = _int(root.attrib.get("totalSize")) or 0
+            start += LIST_PAGE_SIZE
+            if start >= total:
+                return rows
+
+    @blip_retry
+    def _list_page(self, section_key: int, start: int):
+        headers = {"X-Plex-Container-Start": str(start), "X-Plex-Container-Size": str(LIST_PAGE_SIZE)}
+        with plex_errors(f"listing Plex library {section_key}"):
+            return self.server.query(f"/library/sections/{section_key}/all?type=1", headers=headers)
+
+    @blip_retry
+    def item_state(self, rating_key: int) -> PlexItemState:
+        """Read an item's detail view (one request); raises PlexNotFound when gone."""
+        with plex_errors(f"reading Plex item {rating_key}"):
+            item = self.server.fetchItem(int(rating_key))
+            item._autoReload = False  # the detail view is complete; no hidden extra GETs
+            state = PlexItemState(
+                rating_key=int(item.ratingKey),
+                section_id=int(item.librarySectionID),
+                files=tuple(part.file for part in item.iterParts()),
+                fields={
+                    "title": item.title or "",
+                    "summary": item.summary or "",
+                    "studio": item.studio or "",
+                    "originallyAvailableAt": _date_text(item.originallyAvailableAt),
+                },
+                tags={
+                    "genre": tuple(t.tag for t in item.genres),
+                    "actor": tuple(t.tag for t in item.roles),
+                    "collection": tuple(t.tag for t in item.collections),
+                },
+                locked=frozenset(f.name for f in item.fields if f.locked),
+            )
+        self._items[state.rating_key] = item
+        return state
+
+    @blip_retry
+    def edit(self, rating_key: int, params: dict[str, Any]) -> None:
+        """One PUT with every field and tag change of the item."""
+        with plex_errors(f"editing Plex item {rating_key}"):
+            item = self._items.get(rating_key) or self.server.fetchItem(int(rating_key))
+            item.edit(**params)
+
+    @blip_retry
+    def upload_poster(self, rating_key: int, image: bytes) -> None:
+        with plex_errors(f"uploading the poster of Plex item {rating_key}"):
+            item = self._items.get(rating_key) or self.server.fetchItem(int(rating_key))
+            item.uploadPoster(filepath=image)
+
+    @blip_retry
+    def scan_folder(self, section_key: int, folder: str) -> None:
+        """Ask Plex to scan one folder of a section (returns at once; Plex scans in the background)."""
+        with plex_errors(f"asking Plex to scan {folder}"):
+            self.server.library.sectionByID(int(section_key)).update(path=folder)
+
+    def forget(self, rating_key: int) -> None:
+        self._items.pop(rating_key, None)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None

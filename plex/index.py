@@ -1,0 +1,93 @@
+"""The path → Plex item index of the configured libraries, cached in the ledger.
+
+Built from one paged listing per section (the listing carries every Part's file
+path, so no per-scene searches), stored in SQLite, and reloaded only for a section
+whose update/scan stamps changed. A scene that is not found triggers a stamp check
+(one request), at most every ``min_refresh_s`` seconds.
+"""
+
+from __future__ import annotations
+
+import time
+
+from core.errors import ConfigError
+from plex.client import PlexClient, SectionInfo
+from plex.matcher import PathIndex, PlexFile
+from sync_queue.ledger import Ledger
+
+VIDEO_SECTION_TYPES = ("movie",)
+
+
+def pick_sections(available: list[SectionInfo], wanted: tuple[str, ...]) -> list[SectionInfo]:
+    """The configured sections (all movie/video sections when none are named)."""
+    if not wanted:
+        return [s for s in available if s.type in VIDEO_SECTION_TYPES]
+    by_title = {s.title.strip().lower(): s for s in available}
+    missing = [name for name in wanted if name.strip().lower() not in by_title]
+    if missing:
+        names = ", ".join(repr(s.title) for s in available) or "none"
+        raise ConfigError(
+            f"setting plex_libraries names {', '.join(map(repr, missing))}, which Plex does not have. "
+            f"Plex libraries: {names}."
+        )
+    return [by_title[name.strip().lower()] for name in wanted]
+
+
+class LibraryIndex:
+    def __init__(self, client: PlexClient, ledger: Ledger, libraries: tuple[str, ...],
+                 case_insensitive: bool = False, min_refresh_s: float = 5.0, clock=time.monotonic) -> None:
+        self.client = client
+        self.ledger = ledger
+        self.libraries = libraries
+        self.case_insensitive = case_insensitive
+        self.min_refresh_s = min_refresh_s
+        self.clock = clock
+        self._sections: list[SectionInfo] = []
+        self._index: PathIndex | None = None
+        self._checked_at = float("-inf")
+        self.listings = 0  # sections listed from Plex (for tests and stats)
+
+    @property
+    def sections(self) -> list[SectionInfo]:
+        self.index()
+        return self._sections
+
+    def index(self) -> PathIndex:
+        if self._index is None:
+            self.refresh(force=True)
+        assert self._index is not None
+        return self._index
+
+    def refresh(self, force: bool = False) -> bool:
+        """Re-check the sections' stamps; reload the changed ones. True if anything changed."""
+        now = self.clock()
+        if not force and now - self._checked_at < self.min_refresh_s:
+            return False
+        self._checked_at = now
+        sections = pick_sections(self.client.sections(), self.libraries)
+        changed = self._index is None or [s.stamp for s in sections] != [s.stamp for s in self._sections]
+        for section in sections:
+            if self.ledger.meta(f"index_stamp:{section.key}") != section.stamp:
+                self.ledger.replace_index(section.key, section.stamp, self.client.list_files(section.key))
+                self.listings += 1
+                changed = True
+        self._sections = sections
+        if changed:
+            self._index = PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
+        return changed
+
+    def _files(self, sections: list[SectionInfo]):
+        for section in sections:
+            for rating_key, path, size, duration in self.ledger.index_rows(section.key):
+                yield PlexFile(rating_key=rating_key, section_id=section.key, path=path, size=size, duration_ms=duration)
+
+    def section_for(self, plex_path: str) -> SectionInfo | None:
+        """The configured section whose location holds ``plex_path`` (for folder scans)."""
+        best = None
+        for section in self.sections:
+            for location in section.locations:
+                root = location.rstrip("/\\")
+                if plex_path.startswith(root + "/") or plex_path.startswith(root + "\\"):
+                    if best is None or len(root) > best[0]:
+                        best = (len(root), section)
+        return best[1] if best else None

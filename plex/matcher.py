@@ -1,0 +1,313 @@
+"""Find the Plex item that holds a Stash scene's file, and decide whether to trust it.
+
+``match_scene`` only looks (it returns a ``Match`` graded HIGH/MEDIUM/LOW/NONE);
+``choose`` applies the ``strict_matching`` setting to that result and either returns a
+``Choice`` or raises ``AmbiguousMatch`` / ``PlexNotFound`` with a message that says
+what was found and what the user can do. Writing to the wrong Plex item is worse than
+writing nothing, so nothing here ever takes the first of several candidates blindly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from core.errors import AmbiguousMatch, PlexNotFound
+from plex.pathmap import PathRule, basename, map_path, normalize
+
+__all__ = [
+    "Choice",
+    "Confidence",
+    "Match",
+    "PathIndex",
+    "PlexFile",
+    "SceneFile",
+    "choose",
+    "match_scene",
+]
+
+DURATION_TOLERANCE_S = 1.0
+
+
+@dataclass(frozen=True)
+class PlexFile:
+    """One media part in Plex. A multi-part item has one ``PlexFile`` per part."""
+
+    rating_key: int
+    section_id: int
+    path: str
+    size: int | None = None
+    duration_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class SceneFile:
+    """One file of a Stash scene, as Stash sees it (before path mapping)."""
+
+    path: str
+    size: int | None = None
+    duration_s: float | None = None
+
+
+class Confidence(str, Enum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class Match:
+    """What ``match_scene`` found.
+
+    ``item`` is set for HIGH and MEDIUM. ``candidates`` holds one ``PlexFile`` per
+    distinct Plex item. ``looked_for`` holds the mapped path of every scene file.
+    ``scene_index`` is the position of the scene file the candidates were found for
+    (``None`` for NONE); ``choose`` compares size and duration with that file.
+    """
+
+    confidence: Confidence
+    item: PlexFile | None
+    candidates: tuple[PlexFile, ...]
+    looked_for: tuple[str, ...]
+    reason: str
+    scene_index: int | None = None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The Plex file to write to and why it was accepted (for the log)."""
+
+    item: PlexFile
+    reason: str
+
+
+class PathIndex:
+    """Plex files by normalized full path and by normalized file name."""
+
+    def __init__(
+        self, files: Iterable[PlexFile], case_insensitive: bool = False
+    ) -> None:
+        self.case_insensitive = case_insensitive
+        self._by_path: dict[str, list[PlexFile]] = {}
+        self._by_name: dict[str, list[PlexFile]] = {}
+        self._count = 0
+        for file in files:
+            self._by_path.setdefault(self._norm(file.path), []).append(file)
+            self._by_name.setdefault(self._norm(basename(file.path)), []).append(file)
+            self._count += 1
+
+    def _norm(self, path: str) -> str:
+        return normalize(path, self.case_insensitive)
+
+    def by_path(self, path: str) -> list[PlexFile]:
+        """Every Plex file whose path equals ``path`` (after normalization)."""
+        return list(self._by_path.get(self._norm(path), ()))
+
+    def by_name(self, name: str) -> list[PlexFile]:
+        """Every Plex file whose file name equals ``name`` (a bare name or a path's last part)."""
+        return list(self._by_name.get(self._norm(basename(name) or name), ()))
+
+    def __len__(self) -> int:
+        return self._count
+
+
+def _distinct_items(files: Iterable[PlexFile]) -> tuple[PlexFile, ...]:
+    """One file per Plex item: the parts of one multi-part item are one candidate."""
+    seen: dict[int, PlexFile] = {}
+    for file in files:
+        seen.setdefault(file.rating_key, file)
+    return tuple(seen.values())
+
+
+def _paths(files: Iterable[PlexFile]) -> str:
+    return ", ".join(
+        f"{f.path} (item {f.rating_key}, section {f.section_id})" for f in files
+    )
+
+
+def match_scene(
+    files: Sequence[SceneFile],
+    index: PathIndex,
+    rules: Sequence[PathRule],
+    case_insensitive: bool = False,
+) -> Match:
+    """Grade how well the index holds the scene's files.
+
+    Every scene file is tried in order (primary first); the first file with an exact
+    path hit decides. HIGH: it is held by exactly one Plex item. LOW: by several. With
+    no exact hit for any file, the first file whose name appears in the index decides:
+    MEDIUM for one item, LOW for several. NONE when neither finds anything.
+    ``case_insensitive`` applies to the rules; the index has its own flag.
+    """
+    looked_for = tuple(map_path(f.path, rules, case_insensitive) for f in files)
+    for i, path in enumerate(looked_for):
+        items = _distinct_items(index.by_path(path))
+        if len(items) == 1:
+            return Match(
+                Confidence.HIGH, items[0], items, looked_for, f"exact path {path}", i
+            )
+        if items:
+            reason = f"{len(items)} Plex items hold {path}: {_paths(items)}"
+            return Match(Confidence.LOW, None, items, looked_for, reason, i)
+    for i, path in enumerate(looked_for):
+        items = _distinct_items(index.by_name(path))
+        name = basename(path)
+        if len(items) == 1:
+            reason = (
+                f"no Plex item at {path}; only file named '{name}' is {items[0].path}"
+            )
+            return Match(Confidence.MEDIUM, items[0], items, looked_for, reason, i)
+        if items:
+            reason = f"no Plex item at {path}; {len(items)} items have a file named '{name}': {_paths(items)}"
+            return Match(Confidence.LOW, None, items, looked_for, reason, i)
+    return Match(
+        Confidence.NONE,
+        None,
+        (),
+        looked_for,
+        f"no Plex item at {', '.join(looked_for)}",
+        None,
+    )
+
+
+def _size_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
+    """True/False when both sides report a size, ``None`` when one does not."""
+    if plex.size is None or scene.size is None:
+        return None
+    return plex.size == scene.size
+
+
+def _duration_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
+    """True/False (within 1 s) when both sides report a duration, else ``None``."""
+    if plex.duration_ms is None or scene.duration_s is None:
+        return None
+    return abs(plex.duration_ms / 1000.0 - scene.duration_s) <= DURATION_TOLERANCE_S
+
+
+def _contradicted(plex: PlexFile, scene: SceneFile) -> bool:
+    """True when a size or duration both sides report disagrees."""
+    return _size_agrees(plex, scene) is False or _duration_agrees(plex, scene) is False
+
+
+def _evidence(plex: PlexFile, scene: SceneFile) -> str:
+    """Both sides' size and duration, for messages."""
+
+    def show(value: object, unit: str) -> str:
+        return "unknown" if value is None else f"{value}{unit}"
+
+    plex_s = None if plex.duration_ms is None else plex.duration_ms / 1000.0
+    return (
+        f"Plex size {show(plex.size, ' B')}, duration {show(plex_s, ' s')}; "
+        f"Stash size {show(scene.size, ' B')}, duration {show(scene.duration_s, ' s')}"
+    )
+
+
+def _scene_file(match: Match, scene_files: Sequence[SceneFile]) -> SceneFile | None:
+    i = match.scene_index
+    return scene_files[i] if i is not None and i < len(scene_files) else None
+
+
+def choose(
+    match: Match, strict: bool = True, scene_files: Sequence[SceneFile] = ()
+) -> Choice:
+    """Accept a match under the ``strict_matching`` setting, or raise saying why not.
+
+    ``scene_files`` must be the sequence given to ``match_scene``. HIGH is always
+    accepted. NONE always raises ``PlexNotFound`` (the retry policy waits for a scan).
+
+    * strict: MEDIUM is accepted only when the size is equal or the duration agrees
+      within 1 s (an unconfirmable MEDIUM is refused); LOW always raises.
+    * not strict: MEDIUM is accepted as is; LOW is accepted only when exactly one
+      candidate is clearly best (see ``_best_of``).
+
+    Refusals raise ``AmbiguousMatch`` naming every candidate path.
+    """
+    if match.confidence is Confidence.NONE:
+        raise PlexNotFound(
+            f"No Plex item has the scene's file; looked for {', '.join(match.looked_for)}. "
+            "If Plex has not scanned it yet this resolves itself; otherwise check path_map.",
+            looked_for=match.looked_for,
+        )
+    scene = _scene_file(match, scene_files)
+    if match.confidence is Confidence.HIGH and match.item is not None:
+        return Choice(match.item, match.reason)
+    if match.confidence is Confidence.MEDIUM and match.item is not None:
+        return _choose_medium(match, match.item, scene, strict)
+    if not strict and scene is not None:
+        best = _best_of(
+            match.candidates, scene, match.looked_for[match.scene_index or 0]
+        )
+        if best is not None:
+            return best
+    raise _ambiguous(match)
+
+
+def _choose_medium(
+    match: Match, item: PlexFile, scene: SceneFile | None, strict: bool
+) -> Choice:
+    if not strict:
+        return Choice(
+            item, f"{match.reason}; accepted by file name (strict matching off)"
+        )
+    if scene is not None and (
+        _size_agrees(item, scene) or _duration_agrees(item, scene)
+    ):
+        return Choice(item, f"{match.reason}; {_evidence(item, scene)}")
+    evidence = (
+        _evidence(item, scene) if scene is not None else "no scene file to compare"
+    )
+    raise AmbiguousMatch(
+        f"{match.reason}, but it is not confirmed ({evidence}). "
+        "Fix path_map so the scene's path equals the Plex path, or turn strict matching off.",
+        candidates=(item.path,),
+    )
+
+
+def _ambiguous(match: Match) -> AmbiguousMatch:
+    return AmbiguousMatch(
+        f"{match.reason}. None is clearly the scene's file. Fix path_map so the scene's "
+        "path equals exactly one Plex path, or remove the duplicates in Plex.",
+        candidates=tuple(c.path for c in match.candidates),
+    )
+
+
+def _best_of(
+    candidates: Sequence[PlexFile], scene: SceneFile, mapped: str
+) -> Choice | None:
+    """The one clearly best candidate, or ``None``.
+
+    First: the only candidate whose size AND duration both agree. Otherwise: the only
+    candidate sharing the most trailing path components with the mapped scene path,
+    unless its size or duration contradicts the scene's.
+    """
+    agreeing = [
+        c for c in candidates if _size_agrees(c, scene) and _duration_agrees(c, scene)
+    ]
+    if len(agreeing) == 1:
+        return Choice(
+            agreeing[0],
+            f"only candidate whose size and duration agree, of: {_paths(candidates)}",
+        )
+    scores = {c.rating_key: _common_suffix(c.path, mapped) for c in candidates}
+    top = max(scores.values(), default=0)
+    winners = [c for c in candidates if scores[c.rating_key] == top]
+    if len(winners) == 1 and not _contradicted(winners[0], scene):
+        return Choice(
+            winners[0],
+            f"only candidate sharing {top} trailing path components with {mapped}, of: {_paths(candidates)}",
+        )
+    return None
+
+
+def _common_suffix(a: str, b: str) -> int:
+    """How many trailing path components ``a`` and ``b`` share (case-insensitively)."""
+    left = normalize(a, case_insensitive=True).split("/")[::-1]
+    right = normalize(b, case_insensitive=True).split("/")[::-1]
+    count = 0
+    for x, y in zip(left, right):
+        if x != y:
+            break
+        count += 1
+    return count

@@ -1,0 +1,166 @@
+"""Translate Stash file paths into the paths Plex sees, and compare paths.
+
+Stash and Plex often mount the same files at different places (Docker volumes, a
+Windows share seen from Linux). The ``path_map`` setting lists prefix rules::
+
+    /data=/media/stash;C:\\Videos=/mnt/videos
+
+A path is handled as an *anchor* plus components: ``/`` for POSIX paths, ``C:`` for
+Windows drive paths, ``//`` for UNC paths (``\\\\server\\share``). Windows-style paths
+accept both ``\\`` and ``/`` as separators; POSIX paths only ``/`` (a backslash is a
+legal character in a POSIX file name).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["PathRule", "basename", "map_path", "normalize", "parse_path_map"]
+
+_FORM = (
+    "write stash_prefix=plex_prefix, rules separated by ';' (e.g. /data=/media/stash)"
+)
+_DRIVE = re.compile(r"^[A-Za-z]:(?=[\\/]|$)")
+_UNC = re.compile(r"^[\\/]{2}(?=[^\\/])")
+
+
+@dataclass(frozen=True)
+class PathRule:
+    """Paths under ``stash_prefix`` in Stash are under ``plex_prefix`` in Plex."""
+
+    stash_prefix: str
+    plex_prefix: str
+
+
+def parse_path_map(text: str | None) -> tuple[PathRule, ...]:
+    """Parse the ``path_map`` setting; empty or ``None`` means no rules (identity).
+
+    Whitespace around rules and prefixes is trimmed and empty rules (``a=b;;``) are
+    skipped. Raises ``ValueError`` naming the rule (counted from 1 among non-empty
+    rules) when it has no ``=``, an empty side, or repeats an earlier Stash prefix.
+
+    >>> parse_path_map(" /data = /media ; ")
+    (PathRule(stash_prefix='/data', plex_prefix='/media'),)
+    """
+    rules: list[PathRule] = []
+    seen: dict[tuple[str, ...], int] = {}
+    pieces = [piece.strip() for piece in (text or "").split(";")]
+    for number, piece in enumerate((p for p in pieces if p), start=1):
+        rule = _parse_rule(number, piece)
+        key = _split(rule.stash_prefix)
+        if key in seen:
+            raise ValueError(
+                f"path_map rule {number} '{piece}' repeats the Stash prefix of rule {seen[key]}; "
+                "keep one rule per Stash prefix"
+            )
+        seen[key] = number
+        rules.append(rule)
+    return tuple(rules)
+
+
+def _parse_rule(number: int, piece: str) -> PathRule:
+    stash, eq, plex = (part.strip() for part in piece.partition("="))
+    if not eq:
+        raise ValueError(f"path_map rule {number} '{piece}' has no '='; {_FORM}")
+    for side, value in (("Stash", stash), ("Plex", plex)):
+        if not value:
+            raise ValueError(
+                f"path_map rule {number} '{piece}' has an empty {side} prefix; {_FORM}"
+            )
+    return PathRule(stash, plex)
+
+
+def is_windows_path(path: str) -> bool:
+    """True for drive paths (``C:\\x``, ``C:/x``, ``C:``) and UNC paths (``\\\\server\\share``)."""
+    return bool(_DRIVE.match(path) or _UNC.match(path))
+
+
+def _split(path: str) -> tuple[str, ...]:
+    """Anchor plus non-empty components; duplicate and trailing separators vanish.
+
+    The anchor is ``'/'``, an upper-cased drive such as ``'C:'``, ``'//'`` for UNC, or
+    ``''`` for a relative path.
+    """
+    if is_windows_path(path):
+        drive = _DRIVE.match(path)
+        anchor = drive.group(0).upper() if drive else "//"
+        rest = path[len(anchor) :] if drive else path[2:]
+        parts = re.split(r"[\\/]+", rest)
+    else:
+        anchor = "/" if path.startswith("/") else ""
+        parts = path.split("/")
+    return (anchor, *(part for part in parts if part))
+
+
+def _key(parts: tuple[str, ...], case_insensitive: bool) -> tuple[str, ...]:
+    parts = tuple(unicodedata.normalize("NFC", part) for part in parts)
+    return tuple(part.casefold() for part in parts) if case_insensitive else parts
+
+
+def _join(prefix: str, rest: tuple[str, ...]) -> str:
+    """Append ``rest`` to ``prefix`` with the prefix's own separator style."""
+    windows = is_windows_path(prefix)
+    sep = "/" if not windows or ("/" in prefix and "\\" not in prefix) else "\\"
+    base = prefix.rstrip("/\\" if windows else "/") or prefix
+    if not rest:
+        return base
+    if base.endswith(("/", "\\")):
+        return base + sep.join(rest)
+    return base + sep + sep.join(rest)
+
+
+def map_path(
+    path: str, rules: Iterable[PathRule], case_insensitive: bool = False
+) -> str:
+    """Return the Plex path for a Stash path; unchanged when no rule matches.
+
+    A rule matches when its Stash prefix equals the path's leading components (so
+    ``/data`` matches ``/data/x`` but not ``/database/x``); the rule with the most
+    components wins. Trailing separators in rules do not matter. The remainder is
+    joined with the Plex prefix's separator, so ``C:\\Videos\\a\\b.mp4`` under
+    ``C:\\Videos=/data`` becomes ``/data/a/b.mp4`` and the reverse turns ``/`` into ``\\``.
+    Drive letters always compare case-insensitively; the rest only when
+    ``case_insensitive`` is set.
+
+    >>> map_path("C:\\\\Videos\\\\a.mp4", parse_path_map("C:\\\\Videos=/data"))
+    '/data/a.mp4'
+    """
+    parts = _split(path)
+    key = _key(parts, case_insensitive)
+    best: tuple[int, PathRule] | None = None
+    for rule in rules:
+        prefix = _key(_split(rule.stash_prefix), case_insensitive)
+        if key[: len(prefix)] == prefix and (best is None or len(prefix) > best[0]):
+            best = (len(prefix), rule)
+    if best is None:
+        return path
+    size, rule = best
+    return _join(rule.plex_prefix, parts[size:])
+
+
+def normalize(path: str, case_insensitive: bool) -> str:
+    """The key two paths are compared by.
+
+    Separators become ``/``, duplicate and trailing separators go, the drive letter is
+    upper-cased, Unicode is NFC (macOS stores decomposed names) and, when
+    ``case_insensitive``, the text is casefolded. UNC keeps its leading ``//``.
+
+    >>> normalize("c:\\\\Videos\\\\\\\\Sub\\\\", case_insensitive=False)
+    'C:/Videos/Sub'
+    """
+    anchor, *parts = _key(_split(path), case_insensitive)
+    if anchor in ("/", "//"):
+        return anchor + "/".join(parts)
+    body = "/".join(parts)
+    if not anchor:
+        return body
+    return f"{anchor}/{body}" if parts else anchor + "/"
+
+
+def basename(path: str) -> str:
+    """The last component of a POSIX or Windows-style path (``''`` for a bare root)."""
+    parts = _split(path)
+    return parts[-1] if len(parts) > 1 else ""

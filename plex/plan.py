@@ -1,0 +1,155 @@
+"""What to change on a Plex item, computed as a value before anything is written.
+
+``plan_item`` compares what Plex shows now with what Stash wants and what
+Stash2Plex wrote last time (the ledger), per field and per tag type; ``edit_params``
+turns the plan into the parameters of ONE plexapi ``edit()`` call (one PUT).
+
+Tag lists are written so that the result is the same whether Plex replaces an
+item's tags with the listed ones or adds them: the complete wanted list is sent
+with indices, plus an explicit ``-=`` removal of every tag Stash2Plex put there
+earlier that Stash no longer has. Tags the user added in Plex are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import quote
+
+from plex.client import PlexItemState
+from sync_queue.ledger import SceneRecord
+from validation.metadata import SceneMetadata
+
+TAG_TYPES = ("genre", "actor", "collection")
+
+
+@dataclass(frozen=True)
+class Desired:
+    """What Stash wants the item to show (None: Stash2Plex leaves the field alone)."""
+
+    fields: dict[str, str | None]
+    tags: dict[str, tuple[str, ...]]
+    poster_url: str | None
+
+    def digest(self, extra: Any = None) -> str:
+        blob = json.dumps([asdict(self), extra], sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    name: str
+    plex: str
+    stash: str
+
+
+@dataclass(frozen=True)
+class TagChange:
+    tag_type: str
+    plex: tuple[str, ...]
+    result: tuple[str, ...]
+    removed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ItemPlan:
+    rating_key: int
+    fields: tuple[FieldChange, ...]
+    tags: tuple[TagChange, ...]
+    written_fields: dict[str, str]
+    written_tags: dict[str, list[str]]
+
+    @property
+    def empty(self) -> bool:
+        return not self.fields and not self.tags
+
+    def describe(self) -> list[str]:
+        lines = [f"{c.name}: {c.plex!r} → {c.stash!r}" for c in self.fields]
+        for change in self.tags:
+            added = [t for t in change.result if t not in change.plex]
+            if added:
+                lines.append(f"{change.tag_type} +{', '.join(added)}")
+            if change.removed:
+                lines.append(f"{change.tag_type} -{', '.join(change.removed)}")
+        return lines
+
+
+def desired_from(scene: SceneMetadata) -> Desired:
+    return Desired(
+        fields={
+            "title": scene.title or None,
+            "summary": scene.details,
+            "studio": scene.studio,
+            "originallyAvailableAt": scene.date,
+        },
+        tags={
+            "genre": scene.tags,
+            "actor": scene.performers,
+            "collection": (scene.studio,) if scene.studio else (),
+        },
+        poster_url=scene.screenshot,
+    )
+
+
+def _field_change(name: str, want: str | None, plex: str, wrote: str | None, preserve: bool) -> FieldChange | None:
+    if want is None:
+        return None
+    if want == "" and wrote in (None, ""):
+        return None  # Stash has nothing and never had: leave Plex's value alone
+    if want == "" and plex != wrote:
+        return None  # the user changed it in Plex since we wrote it: not ours to clear
+    if plex == want:
+        return None
+    if preserve and plex not in ("", wrote):
+        return None
+    return FieldChange(name, plex, want)
+
+
+def _tag_change(tag_type: str, want: tuple[str, ...], plex: tuple[str, ...], wrote: list[str], preserve: bool) -> TagChange | None:
+    ours = set(wrote)
+    if preserve and plex and not set(plex) <= ours:
+        return None  # Plex holds tags the user put there: fill-only mode leaves them
+    removed = tuple(t for t in plex if t in ours and t not in want)
+    result = tuple(want) + tuple(t for t in plex if t not in want and t not in removed)
+    if not removed and set(result) == set(plex):
+        return None
+    return TagChange(tag_type, plex, result, removed)
+
+
+def plan_item(desired: Desired, plex: PlexItemState, record: SceneRecord | None, preserve: bool) -> ItemPlan:
+    record = record or SceneRecord(scene_id=0)
+    fields = []
+    written_fields = dict(record.fields)
+    for name, want in desired.fields.items():
+        change = _field_change(name, want, plex.fields.get(name, ""), record.fields.get(name), preserve)
+        if change:
+            fields.append(change)
+        if want is not None and (change or plex.fields.get(name, "") == want):
+            written_fields[name] = want
+    tags = []
+    written_tags = {k: list(v) for k, v in record.written_tags.items()}
+    for tag_type in TAG_TYPES:
+        want = desired.tags.get(tag_type, ())
+        change = _tag_change(tag_type, want, plex.tags.get(tag_type, ()), record.written_tags.get(tag_type, []), preserve)
+        if change:
+            tags.append(change)
+        if change or set(want) <= set(plex.tags.get(tag_type, ())):
+            written_tags[tag_type] = list(want)
+    return ItemPlan(plex.rating_key, tuple(fields), tuple(tags), written_fields, written_tags)
+
+
+def edit_params(plan: ItemPlan) -> dict[str, Any]:
+    """The plexapi ``edit()`` keyword arguments for the whole plan (each field locked)."""
+    params: dict[str, Any] = {}
+    for change in plan.fields:
+        params[f"{change.name}.value"] = change.stash
+        params[f"{change.name}.locked"] = 1
+    for change in plan.tags:
+        params[f"{change.tag_type}.locked"] = 1
+        for i, name in enumerate(change.result):
+            params[f"{change.tag_type}[{i}].tag.tag"] = name
+        if change.removed:
+            params[f"{change.tag_type}[].tag.tag-"] = ",".join(quote(t, safe="") for t in change.removed)
+    return params

@@ -1,0 +1,142 @@
+"""Syncing one scene into its Plex item: locate, read, plan, write, poster, ledger.
+
+The caller has already skipped scenes whose desired state is unchanged since the
+last successful write (``Syncer.state_hash``), so everything here is real work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import ntpath
+from dataclasses import dataclass, field
+
+from core.errors import PlexNotFound, Stash2PlexError
+from plex.client import PlexClient, PlexItemState
+from plex.index import LibraryIndex
+from plex.matcher import SceneFile, choose, match_scene
+from plex.pathmap import map_path, normalize
+from plex.plan import ItemPlan, desired_from, edit_params, plan_item
+from sync_queue.ledger import Ledger, SceneRecord
+from validation.config import Settings
+from validation.metadata import SceneMetadata
+
+
+@dataclass
+class SyncResult:
+    scene_id: int
+    rating_key: int
+    plan: ItemPlan
+    poster: str  # uploaded | unchanged | none | failed
+    how: str  # why this item: linked | high | medium | chosen: <reason>
+    warnings: list[str] = field(default_factory=list)
+
+
+class Syncer:
+    def __init__(self, client: PlexClient, index: LibraryIndex, ledger: Ledger, stash, settings: Settings, log) -> None:
+        self.client = client
+        self.index = index
+        self.ledger = ledger
+        self.stash = stash
+        self.settings = settings
+        self.log = log
+
+    # -- what Stash wants ------------------------------------------------------
+    def mapped_paths(self, scene: SceneMetadata) -> list[str]:
+        return [map_path(f.path, self.settings.path_map) for f in scene.files]
+
+    def state_hash(self, scene: SceneMetadata) -> str:
+        extra = [self.mapped_paths(scene), self.settings.preserve_plex_edits]
+        return desired_from(scene).digest(extra)
+
+    # -- the sync --------------------------------------------------------------
+    def sync(self, scene: SceneMetadata, record: SceneRecord | None, scan_allowed: bool) -> SyncResult:
+        try:
+            state, how = self._locate(scene, record)
+        except PlexNotFound as exc:
+            if scan_allowed and self.settings.trigger_plex_scan:
+                self._request_scan(scene, exc)
+            raise
+        try:
+            return self._write(scene, record, state, how)
+        finally:
+            self.client.forget(state.rating_key)
+
+    def _write(self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, how: str) -> SyncResult:
+        desired = desired_from(scene)
+        if record is not None and record.rating_key != state.rating_key:
+            record = SceneRecord(scene_id=scene.id)  # a new item: nothing of ours is on it yet
+        plan = plan_item(desired, state, record, self.settings.preserve_plex_edits)
+        if not plan.empty:
+            self.client.edit(state.rating_key, edit_params(plan))
+        new = SceneRecord(
+            scene_id=scene.id, rating_key=state.rating_key, plex_path=state.files[0] if state.files else None,
+            fields=plan.written_fields, written_tags=plan.written_tags,
+            poster_source=record.poster_source if record else None, poster_hash=record.poster_hash if record else None,
+        )
+        result = SyncResult(scene.id, state.rating_key, plan, "none", how, list(scene.warnings))
+        result.poster = self._poster(scene, new, result.warnings)
+        new.state_hash = self.state_hash(scene) if result.poster != "failed" else None
+        self.ledger.save(new)
+        return result
+
+    # -- finding the item ------------------------------------------------------
+    def _locate(self, scene: SceneMetadata, record: SceneRecord | None) -> tuple[PlexItemState, str]:
+        wanted = {normalize(p, self.settings.case_insensitive_paths) for p in self.mapped_paths(scene)}
+        if record is not None and record.rating_key is not None:
+            try:
+                state = self.client.item_state(record.rating_key)
+            except PlexNotFound:
+                state = None
+            if state is not None:
+                if wanted & {normalize(f, self.settings.case_insensitive_paths) for f in state.files}:
+                    return state, "linked"
+                self.client.forget(state.rating_key)
+            self.log.info(f"scene {scene.id}: Plex item {record.rating_key} no longer holds its file; matching again")
+        chosen, how = self._match(scene)
+        return self.client.item_state(chosen.rating_key), how
+
+    def _match(self, scene: SceneMetadata):
+        files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
+        rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
+        match = match_scene(files, self.index.index(), rules, ci)
+        if match.item is None and not match.candidates and self.index.refresh():
+            match = match_scene(files, self.index.index(), rules, ci)
+        picked = choose(match, self.settings.strict_matching, files)
+        if match.confidence.value != "high":
+            self.log.info(f"scene {scene.id}: matched Plex item {picked.item.rating_key} ({picked.reason})")
+        return picked.item, f"{match.confidence.value}: {picked.reason}"
+
+    def _request_scan(self, scene: SceneMetadata, exc: PlexNotFound) -> None:
+        path = self.mapped_paths(scene)[0]
+        section = self.index.section_for(path) or (self.index.sections[0] if len(self.index.sections) == 1 else None)
+        if section is None:
+            self.log.warning(f"scene {scene.id}: no configured Plex library holds {path}; cannot ask Plex to scan it")
+            return
+        module = ntpath if "\\" in path and "/" not in path else posixpath
+        folder = module.dirname(path)
+        self.client.scan_folder(section.key, folder)
+        exc.scan_requested = True  # type: ignore[attr-defined]
+        self.log.info(f"scene {scene.id}: asked Plex to scan {folder} (library {section.title!r})")
+
+    # -- poster ----------------------------------------------------------------
+    def _poster(self, scene: SceneMetadata, record: SceneRecord, warnings: list[str]) -> str:
+        url = scene.screenshot
+        if not url:
+            return "none"
+        if url == record.poster_source:
+            return "unchanged"
+        try:
+            image = self.stash.image(url)
+            digest = hashlib.sha1(image).hexdigest()
+            if digest != record.poster_hash:
+                self.client.upload_poster(record.rating_key, image)
+                record.poster_hash = digest
+                outcome = "uploaded"
+            else:
+                outcome = "unchanged"
+        except Stash2PlexError as exc:
+            warnings.append(f"poster not updated ({exc}); it is retried on the next sync")
+            return "failed"
+        record.poster_source = url
+        return outcome

@@ -1,0 +1,93 @@
+"""The dead-letter queue: jobs that can never succeed, with the reason.
+
+Its own SQLite file (``dlq.db``), rows are JSON, at most one entry per scene: a newer
+failure replaces the older one. Listing groups entries by reason so a user sees
+"37 scenes: not in Plex" rather than 37 lines.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from sync_queue import sqlite
+from sync_queue.job import Job
+
+DLQ_FILE = "dlq.db"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS dlq (
+    scene_id INTEGER PRIMARY KEY,
+    job TEXT NOT NULL,
+    error_class TEXT NOT NULL,
+    message TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    failed_at REAL NOT NULL,
+    title TEXT
+);
+CREATE INDEX IF NOT EXISTS dlq_failed_at ON dlq (failed_at);
+"""
+
+
+class DeadLetterQueue:
+    def __init__(self, directory: Path, clock=time.time) -> None:
+        self.path = directory / DLQ_FILE
+        self.clock = clock
+        self._conn = None
+
+    def _db(self):
+        if self._conn is None:
+            self._conn = sqlite.connect(self.path, _SCHEMA)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    @sqlite.retry_locked
+    def add(self, job: Job, error_class: str, message: str, title: str | None = None) -> None:
+        """Record a job that will not succeed; replaces an older entry for the scene."""
+        with sqlite.write(self._db()) as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO dlq VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (job.scene_id, json.dumps(job.to_dict()), error_class, message[:4000],
+                 job.attempt + 1, self.clock(), title),
+            )
+
+    def count(self) -> int:
+        return self._db().execute("SELECT COUNT(*) FROM dlq").fetchone()[0]
+
+    def summary(self, newest: int = 5) -> dict[str, Any]:
+        """Entries grouped by error class, plus the newest few (scene id, title, reason)."""
+        groups = self._db().execute(
+            "SELECT error_class, COUNT(*) FROM dlq GROUP BY error_class ORDER BY COUNT(*) DESC"
+        ).fetchall()
+        rows = self._db().execute(
+            "SELECT scene_id, title, error_class, message, attempts, failed_at FROM dlq "
+            "ORDER BY failed_at DESC LIMIT ?", (newest,),
+        ).fetchall()
+        keys = ("scene_id", "title", "error_class", "reason", "attempts", "failed_at")
+        return {
+            "count": sum(n for _, n in groups),
+            "by_reason": {name: n for name, n in groups},
+            "newest": [dict(zip(keys, row)) for row in rows],
+        }
+
+    def jobs(self) -> list[Job]:
+        rows = self._db().execute("SELECT job FROM dlq ORDER BY failed_at").fetchall()
+        return [Job.from_dict(json.loads(r[0])) for r in rows]
+
+    @sqlite.retry_locked
+    def remove(self, scene_ids: list[int]) -> None:
+        with sqlite.write(self._db()) as conn:
+            conn.executemany("DELETE FROM dlq WHERE scene_id = ?", [(s,) for s in scene_ids])
+
+    @sqlite.retry_locked
+    def clear(self, older_than: float | None = None) -> int:
+        """Delete every entry, or only those failed before ``older_than``."""
+        with sqlite.write(self._db()) as conn:
+            if older_than is None:
+                return conn.execute("DELETE FROM dlq").rowcount
+            return conn.execute("DELETE FROM dlq WHERE failed_at < ?", (older_than,)).rowcount

@@ -1,0 +1,79 @@
+"""A sync job: which scene to sync, why, and its retry state.
+
+Stored as a plain JSON object with a schema version (never pickle): a job written by
+one plugin version must load in the next. Retry state lives on the job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+INTERACTIVE = "interactive"  # a user's edit (hook): outranks bulk work
+BULK = "bulk"  # scan-originated events and the all/recent tasks
+PRIORITIES = (INTERACTIVE, BULK)
+
+
+@dataclass(frozen=True)
+class Job:
+    scene_id: int
+    priority: str = INTERACTIVE
+    event: str = "task"
+    fields: tuple[str, ...] = ()
+    enqueued_at: float = 0.0
+    attempt: int = 0  # failures so far
+    next_attempt_at: float = 0.0
+    last_error: str | None = None
+    error_class: str | None = None
+    scan_requested: bool = False
+    not_found_since: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["fields"] = list(self.fields)
+        data["v"] = SCHEMA_VERSION
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Job:
+        """Load a stored job; raises ValueError naming what is wrong."""
+        if not isinstance(data, dict) or data.get("v") != SCHEMA_VERSION:
+            raise ValueError(f"not a Stash2Plex v{SCHEMA_VERSION} job: {str(data)[:120]!r}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["fields"] = tuple(values.get("fields") or ())
+        job = cls(**values)
+        if not isinstance(job.scene_id, int) or job.scene_id < 1:
+            raise ValueError(f"job has an invalid scene_id {job.scene_id!r}")
+        if job.priority not in PRIORITIES:
+            raise ValueError(f"job has an unknown priority {job.priority!r}")
+        return job
+
+    def retry(self, next_at: float, error: BaseException, **changes: Any) -> Job:
+        return dataclasses.replace(
+            self,
+            attempt=self.attempt + 1,
+            next_attempt_at=next_at,
+            last_error=str(error)[:2000],
+            error_class=type(error).__name__,
+            **changes,
+        )
+
+    def fresh(self) -> Job:
+        """The same job with a new retry budget (used by retry_dlq)."""
+        return dataclasses.replace(
+            self, attempt=0, next_attempt_at=0.0, last_error=None, error_class=None,
+            scan_requested=False, not_found_since=None,
+        )
+
+
+@dataclass
+class Taken:
+    """A job handed out by the queue, with the row id needed to settle it."""
+
+    job: Job
+    pqid: int
+    table: str
+    extra: dict[str, Any] = field(default_factory=dict)

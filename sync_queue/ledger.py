@@ -1,0 +1,148 @@
+"""The sync ledger: what Stash2Plex last wrote to Plex, per scene.
+
+Per scene: the Plex item it maps to, a hash of the whole desired state (a scene
+whose hash is unchanged needs no Plex request at all), per-field hashes, the tag
+names Stash2Plex itself put on the item (so removals in Stash remove exactly those
+in Plex and nothing the user added there), and the poster's source URL and hash
+(Plex keeps every uploaded poster, so a poster is uploaded only when its bytes
+changed). Also small key/value state (last sync time, outcome counts) and the
+cached Plex section index.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sync_queue import sqlite
+
+LEDGER_FILE = "ledger.db"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS scenes (
+    scene_id INTEGER PRIMARY KEY,
+    rating_key INTEGER,
+    plex_path TEXT,
+    state_hash TEXT,
+    fields TEXT NOT NULL DEFAULT '{}',
+    written_tags TEXT NOT NULL DEFAULT '{}',
+    poster_source TEXT,
+    poster_hash TEXT,
+    synced_at REAL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS plex_index (
+    section_id INTEGER NOT NULL,
+    rating_key INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER,
+    duration_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS plex_index_section ON plex_index (section_id);
+"""
+
+
+@dataclass
+class SceneRecord:
+    scene_id: int
+    rating_key: int | None = None
+    plex_path: str | None = None
+    state_hash: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    written_tags: dict[str, list[str]] = field(default_factory=dict)
+    poster_source: str | None = None
+    poster_hash: str | None = None
+    synced_at: float | None = None
+
+
+class Ledger:
+    def __init__(self, directory: Path, clock=time.time) -> None:
+        self.path = directory / LEDGER_FILE
+        self.clock = clock
+        self._conn = None
+
+    def _db(self):
+        if self._conn is None:
+            self._conn = sqlite.connect(self.path, _SCHEMA)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- scenes ----------------------------------------------------------------
+    def get(self, scene_id: int) -> SceneRecord | None:
+        return self.get_many([scene_id]).get(scene_id)
+
+    def get_many(self, scene_ids: list[int]) -> dict[int, SceneRecord]:
+        found: dict[int, SceneRecord] = {}
+        for start in range(0, len(scene_ids), 500):
+            chunk = scene_ids[start:start + 500]
+            rows = self._db().execute(
+                "SELECT scene_id, rating_key, plex_path, state_hash, fields, written_tags, "
+                f"poster_source, poster_hash, synced_at FROM scenes WHERE scene_id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+            for row in rows:
+                found[row[0]] = SceneRecord(
+                    row[0], row[1], row[2], row[3], json.loads(row[4]), json.loads(row[5]), row[6], row[7], row[8]
+                )
+        return found
+
+    def state_hashes(self, scene_ids: list[int]) -> dict[int, str | None]:
+        return {sid: rec.state_hash for sid, rec in self.get_many(scene_ids).items()}
+
+    @sqlite.retry_locked
+    def save(self, record: SceneRecord) -> None:
+        record.synced_at = self.clock()
+        with sqlite.write(self._db()) as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO scenes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.scene_id, record.rating_key, record.plex_path, record.state_hash,
+                 json.dumps(record.fields, sort_keys=True), json.dumps(record.written_tags, sort_keys=True),
+                 record.poster_source, record.poster_hash, record.synced_at),
+            )
+
+    def count(self) -> int:
+        return self._db().execute("SELECT COUNT(*) FROM scenes WHERE state_hash IS NOT NULL").fetchone()[0]
+
+    # -- key/value -------------------------------------------------------------
+    def meta(self, key: str, default: Any = None) -> Any:
+        row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    @sqlite.retry_locked
+    def set_meta(self, key: str, value: Any) -> None:
+        with sqlite.write(self._db()) as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    @sqlite.retry_locked
+    def bump_counts(self, counts: dict[str, int]) -> None:
+        if not counts:
+            return
+        with sqlite.write(self._db()) as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'outcomes'").fetchone()
+            total = json.loads(row[0]) if row else {}
+            for key, n in counts.items():
+                total[key] = total.get(key, 0) + n
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('outcomes', ?)", (json.dumps(total),))
+
+    # -- Plex section index cache ---------------------------------------------------
+    def index_rows(self, section_id: int) -> list[tuple[int, str, int | None, int | None]]:
+        return self._db().execute(
+            "SELECT rating_key, path, size, duration_ms FROM plex_index WHERE section_id = ?", (section_id,)
+        ).fetchall()
+
+    @sqlite.retry_locked
+    def replace_index(self, section_id: int, stamp: str, rows: list[tuple[int, str, int | None, int | None]]) -> None:
+        with sqlite.write(self._db()) as conn:
+            conn.execute("DELETE FROM plex_index WHERE section_id = ?", (section_id,))
+            conn.executemany(
+                "INSERT INTO plex_index VALUES (?, ?, ?, ?, ?)", [(section_id, *row) for row in rows]
+            )
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"index_stamp:{section_id}", json.dumps(stamp))
+            )

@@ -1,0 +1,86 @@
+"""Opening our own SQLite files safely (DLQ, ledger, the queue's side tables).
+
+* WAL mode and a 10 s busy timeout: several processes (hooks, the drainer, tasks)
+  use the same files, and "database is locked" must never reach the user.
+* ``immediate`` transactions for writes, retried a bounded number of times by
+  tenacity when SQLite still reports the database locked or busy.
+* A file that is not a database, or is corrupt, raises :class:`DataFileError`
+  naming the file and what to do. It is never deleted or recreated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+from core.errors import DataFileError
+
+BUSY_TIMEOUT_S = 10.0
+
+
+def _is_locked(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+retry_locked = retry(
+    retry=retry_if_exception(_is_locked),
+    stop=stop_after_attempt(6),
+    wait=wait_random_exponential(multiplier=0.05, max=2.0),
+    reraise=True,
+)
+
+
+def data_file_error(path: Path, exc: BaseException) -> DataFileError:
+    return DataFileError(
+        f"{path} cannot be read ({exc}). Stash2Plex left it untouched. Stop Stash, move the "
+        f"file (and any {path.name}-wal / {path.name}-shm beside it) to a backup folder, then "
+        "run the 'Sync all scenes' task to rebuild what it held."
+    )
+
+
+@retry_locked
+def _open(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError:
+        conn.close()
+        raise
+    return conn
+
+
+def connect(path: Path, schema: str) -> sqlite3.Connection:
+    """Open (creating if absent) the database at ``path`` and apply ``schema``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = _open(path)
+        _apply_schema(conn, schema)
+    except sqlite3.DatabaseError as exc:
+        if _is_locked(exc):
+            raise
+        raise data_file_error(path, exc) from None
+    return conn
+
+
+@retry_locked
+def _apply_schema(conn: sqlite3.Connection, schema: str) -> None:
+    conn.executescript(schema)
+
+
+@contextlib.contextmanager
+def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One ``BEGIN IMMEDIATE`` transaction (callers wrap it in ``retry_locked``)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

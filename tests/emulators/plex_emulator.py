@@ -1,0 +1,873 @@
+"""A Plex Media Server emulator that real python-plexapi (4.18) can talk to.
+
+It is a real HTTP server (``ThreadingHTTPServer`` on 127.0.0.1, daemon threads)
+that follows /work/shared/contracts/plex.md: XML replies, token in header or
+query, exact paging with ``totalSize``, the PUT edit parameter language,
+poster uploads, scans, and fault switches (latency, 401, 503, stall, refused
+connections). Every request is recorded for tests to assert on.
+
+Choices where the contract marks real PMS behaviour as unknown ([U]):
+
+* tag edits: ``tag_semantics="replace"`` (an indexed list replaces that tag type)
+  or ``"append"`` (indexed names are added); removals (``-=``) apply afterwards;
+* list views carry at most 2 genres, 1 director, 1 writer, 2 countries, 3 roles,
+  and no collections, labels or producers;
+* ``title=`` filtering is a case-insensitive substring match;
+* a section refresh with ``path=`` makes scheduled items under that folder appear
+  at once; one without ``path`` covers the whole section;
+* ``PUT /library/metadata/{id}/refresh`` (and ``sections/{id}/refresh?force=1``)
+  reverts *unlocked* ``title``/``summary`` to the values the item was added with;
+* ``tag.thumb``/``tagging.text`` are stored on the item's tag, not globally.
+
+Run ``python -m tests.emulators.plex_emulator`` to serve one by hand.
+"""
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+import socket
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+MACHINE_ID = "5f1c0ffee0ddba11ab1ec0de5eed1dea11e1ba5e"
+PMS_VERSION = "1.41.3.9314-a0bfb8370"
+XML_TYPE = "text/xml;charset=utf-8"
+HTML_TYPE = "text/html"
+HTML_401 = ("<html><head><script>window.location = window.location.href.match("
+            "/(^.+\\/)[^\\/]*$/)[1] + 'web/index.html';</script><title>Unauthorized</title>"
+            "</head><body><h1>401 Unauthorized</h1></body></html>")
+HTML_404 = "<html><head><title>Not Found</title></head><body><h1>404 Not Found</h1></body></html>"
+HTML_400 = "<html><head><title>Bad Request</title></head><body><h1>400 Bad Request</h1></body></html>"
+HTML_503 = ("<html><head><title>Service Unavailable</title></head>"
+            "<body><h1>503 Service Unavailable</h1></body></html>")
+
+# edit prefix -> XML element; the filter key equals the prefix ("actor=12" on Role).
+TAG_TYPES = {"genre": "Genre", "country": "Country", "collection": "Collection", "label": "Label",
+             "director": "Director", "writer": "Writer", "actor": "Role", "producer": "Producer"}
+LIST_TAG_CAPS = {"genre": 2, "country": 2, "director": 1, "writer": 1, "actor": 3}
+EDITABLE_FIELDS = ("title", "titleSort", "summary", "tagline", "studio", "originallyAvailableAt",
+                   "contentRating", "originalTitle", "editionTitle", "year", "userRating",
+                   "rating", "audienceRating", "addedAt")
+LOCKABLE = set(EDITABLE_FIELDS) | set(TAG_TYPES) | {"thumb", "art", "theme", "clearLogo", "squareArt"}
+IGNORED_EDIT_KEYS = {"id", "type", "includeExternalMedia"}
+REVERTED_ON_REFRESH = ("title", "summary")
+_TAG_KEY = re.compile(r"^(\w+)\[(\d*)\]\.(.+)$")
+
+
+class EditError(ValueError):
+    """An edit parameter PMS would reject with 400."""
+
+
+# ----------------------------------------------------------------- requests
+@dataclass(frozen=True)
+class Request:
+    """One decoded HTTP request: path and query keys/values fully percent-decoded."""
+
+    method: str
+    path: str
+    pairs: list[tuple[str, str]]
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def query(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for k, v in self.pairs:
+            out.setdefault(k, []).append(v)
+        return out
+
+    def param(self, name: str) -> str | None:
+        """First query value for ``name`` or None."""
+        return next((v for k, v in self.pairs if k == name), None)
+
+    def plex_value(self, name: str) -> str | None:
+        """An ``X-Plex-*`` value from the headers, else from the query (PMS accepts both)."""
+        lowered = {k.lower(): v for k, v in self.headers.items()}
+        return lowered.get(name.lower(), self.param(name))
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = XML_TYPE
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def parse_request(handler: BaseHTTPRequestHandler) -> Request:
+    """Decode the handler's request line, headers and body (keys decoded too)."""
+    parts = urlsplit(handler.path)
+    length = int(handler.headers.get("Content-Length") or 0)
+    body = handler.rfile.read(length) if length else b""
+    return Request(method=handler.command, path=unquote(parts.path),
+                   pairs=parse_qsl(parts.query, keep_blank_values=True),
+                   headers=dict(handler.headers.items()), body=body)
+
+
+def xml_reply(elem: ET.Element, headers: dict[str, str] | None = None) -> Reply:
+    body = b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(elem, encoding="utf-8")
+    return Reply(200, body, XML_TYPE, headers or {})
+
+
+def html_reply(status: int, html: str) -> Reply:
+    return Reply(status, html.encode(), HTML_TYPE)
+
+
+# -------------------------------------------------------------------- state
+@dataclass
+class Section:
+    key: int
+    title: str
+    type: str
+    locations: list[str]
+    stamp: int
+    updated_at: int = 0
+    scanned_at: int = 0
+    content_changed_at: int = 1
+
+    def __post_init__(self) -> None:
+        self.updated_at = self.scanned_at = self.stamp
+
+    def touch(self, now: int) -> None:
+        """Content changed: strictly advance updatedAt and contentChangedAt."""
+        self.updated_at = max(now, self.updated_at + 1)
+        self.content_changed_at += 1
+
+
+@dataclass
+class Item:
+    rating_key: int
+    section: int
+    file: str
+    size: int
+    duration_ms: int
+    fields: dict[str, Any]
+    initial: dict[str, Any]
+    tags: dict[str, list[dict]]
+    added_at: int
+    updated_at: int
+    locks: set[str] = field(default_factory=set)
+    images: dict[str, list[dict]] = field(default_factory=lambda: {"posters": [], "arts": []})
+    uploads: int = 0
+    hashes: dict[str, str | None] = field(default_factory=lambda: {"posters": None, "arts": None})
+    thumb: str = ""
+    art: str = ""
+
+    def snapshot(self) -> dict:
+        return {"ratingKey": self.rating_key, "section": self.section, "files": [self.file],
+                "fields": dict(self.fields), "locks": set(self.locks),
+                "tags": {t: [x["tag"] for x in v] for t, v in self.tags.items()},
+                "actors": [dict(x) for x in self.tags["actor"]], "uploads": self.uploads,
+                "poster_hash": self.hashes["posters"], "art_hash": self.hashes["arts"],
+                "thumb": self.thumb, "art": self.art}
+
+
+@dataclass
+class Scheduled:
+    due: float
+    rating_key: int
+    section: int
+    file: str
+    kwargs: dict
+
+
+def _norm_tags(values: Any) -> list[dict]:
+    return [dict(v) if isinstance(v, dict) else {"tag": str(v)} for v in (values or [])]
+
+
+def _covers(scan_path: str | None, file: str) -> bool:
+    """True if a scan of ``scan_path`` (a folder, or the file itself) would find ``file``."""
+    if scan_path is None:
+        return True
+    root = scan_path.rstrip("/") or "/"
+    folder = posixpath.dirname(file)
+    return file == root or folder == root or folder.startswith(root.rstrip("/") + "/")
+
+
+# ------------------------------------------------------------------- edits
+@dataclass
+class EditPlan:
+    """An edit PUT's parameters, grouped by what they do."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    locks: dict[str, bool] = field(default_factory=dict)
+    slots: dict[str, dict[int, dict]] = field(default_factory=dict)
+    removals: dict[str, list[str]] = field(default_factory=dict)
+    clears: set[str] = field(default_factory=set)
+
+
+def parse_edit(pairs: list[tuple[str, str]]) -> EditPlan:
+    """Turn decoded ``(key, value)`` pairs into an EditPlan; EditError on unknown keys."""
+    plan = EditPlan()
+    for key, value in pairs:
+        if key in IGNORED_EDIT_KEYS or key.startswith("X-Plex-"):
+            continue
+        match = _TAG_KEY.match(key)
+        if match:
+            _parse_tag_param(plan, *match.groups(), value)
+        elif key.endswith(".value") and key[:-6] in EDITABLE_FIELDS:
+            plan.values[key[:-6]] = value
+        elif key.endswith(".locked") and key[:-7] in LOCKABLE:
+            plan.locks[key[:-7]] = value == "1"
+        else:
+            raise EditError(key)
+    return plan
+
+
+def _parse_tag_param(plan: EditPlan, ttype: str, idx: str, attr: str, value: str) -> None:
+    if ttype not in TAG_TYPES:
+        raise EditError(ttype)
+    if idx == "" and attr == "tag.tag-":
+        # value arrived as quote(name1),quote(name2): split first, then decode each
+        plan.removals.setdefault(ttype, []).extend(unquote(n) for n in value.split(",") if n)
+    elif idx == "" and attr == "tag":
+        plan.clears.add(ttype)
+    elif idx and attr in ("tag.tag", "tagging.text", "tag.thumb"):
+        name = {"tag.tag": "tag", "tagging.text": "role", "tag.thumb": "thumb"}[attr]
+        plan.slots.setdefault(ttype, {}).setdefault(int(idx), {})[name] = value
+    else:
+        raise EditError(f"{ttype}[{idx}].{attr}")
+
+
+def apply_edit(item: Item, plan: EditPlan, semantics: str) -> None:
+    """Apply ``plan`` to ``item``: values, locks, clears, indexed tags, then removals."""
+    item.fields.update(plan.values)
+    for name, locked in plan.locks.items():
+        (item.locks.add if locked else item.locks.discard)(name)
+    for ttype in plan.clears:
+        item.tags[ttype] = []
+    for ttype, slots in plan.slots.items():
+        listed = [slots[i] for i in sorted(slots) if slots[i].get("tag")]
+        base = [] if semantics == "replace" else item.tags[ttype]
+        item.tags[ttype] = _merge_tags(base, listed)
+    for ttype, names in plan.removals.items():
+        gone = {n.lower() for n in names}
+        item.tags[ttype] = [t for t in item.tags[ttype] if t["tag"].lower() not in gone]
+
+
+def _merge_tags(base: list[dict], listed: list[dict]) -> list[dict]:
+    """``base`` plus ``listed``; tag identity is case-insensitive, later attributes win."""
+    merged: dict[str, dict] = {t["tag"].lower(): dict(t) for t in base}
+    for slot in listed:
+        merged.setdefault(slot["tag"].lower(), {}).update(slot)
+    return list(merged.values())
+
+
+# -------------------------------------------------------------- the library
+class Library:
+    """Sections, items and scheduled items. Callers hold ``lock`` around every call."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.lock = threading.RLock()
+        self.clock = clock
+        self.sections: dict[int, Section] = {}
+        self.items: dict[int, Item] = {}
+        self.pending: list[Scheduled] = []
+        self.tag_ids: dict[tuple[str, str], int] = {}
+        self.next_key = 101
+
+    def now(self) -> int:
+        return int(self.clock())
+
+    def add_section(self, title: str, locations: list[str], key: int | None, type: str) -> int:
+        key = key if key is not None else max(self.sections, default=0) + 1
+        self.sections[key] = Section(key, title, type, list(locations), self.now())
+        return key
+
+    def allocate_key(self) -> int:
+        self.next_key += 1
+        return self.next_key - 1
+
+    def add_item(self, section_key: int, file: str, rating_key: int | None = None,
+                 title: str | None = None, size: int = 123456789, duration_ms: int = 1234000,
+                 **extra: Any) -> int:
+        section = self.sections[section_key]
+        rk = rating_key if rating_key is not None else self.allocate_key()
+        fields: dict[str, Any] = {name: None for name in EDITABLE_FIELDS}
+        fields.update(title=title or posixpath.splitext(posixpath.basename(file))[0], summary="")
+        tags = {t: _norm_tags(extra.pop(t, None)) for t in TAG_TYPES}
+        unknown = set(extra) - set(EDITABLE_FIELDS)
+        if unknown:
+            raise TypeError(f"unknown item fields: {sorted(unknown)}")
+        fields.update({k: None if v is None else str(v) for k, v in extra.items()})
+        now = self.now()
+        item = Item(rk, section_key, file, size, duration_ms, fields,
+                    {k: fields[k] for k in REVERTED_ON_REFRESH}, tags, now, now)
+        item.thumb, item.art = (f"/library/metadata/{rk}/{k}/{now}" for k in ("thumb", "art"))
+        self.items[rk] = item
+        section.touch(now)
+        return rk
+
+    def remove_item(self, rating_key: int) -> None:
+        item = self.items.pop(rating_key)
+        self.sections[item.section].touch(self.now())
+
+    def tag_id(self, ttype: str, name: str) -> int:
+        """Tags are server-wide entities: one id per (type, case-folded name)."""
+        return self.tag_ids.setdefault((ttype, name.lower()), 1000 + len(self.tag_ids))
+
+    def section_items(self, key: int) -> list[Item]:
+        found = [i for i in self.items.values() if i.section == key]
+        return sorted(found, key=lambda i: ((i.fields["titleSort"] or i.fields["title"] or "").lower(),
+                                            i.rating_key))
+
+    def materialize(self, section_key: int | None = None, scan_path: str | None = None) -> None:
+        """Add scheduled items that are due, or that a scan of ``scan_path`` would find."""
+        now = self.clock()
+        keep = []
+        for job in self.pending:
+            scanned = section_key == job.section and _covers(scan_path, job.file)
+            if scanned or job.due <= now:
+                self.add_item(job.section, job.file, rating_key=job.rating_key, **job.kwargs)
+                self.sections[job.section].scanned_at = self.now()
+            else:
+                keep.append(job)
+        self.pending = keep
+
+    def refreshing(self, key: int) -> bool:
+        return any(job.section == key for job in self.pending)
+
+    def edit(self, ids: list[int], plan: EditPlan, semantics: str) -> None:
+        now = self.now()
+        for rk in ids:
+            item = self.items[rk]
+            apply_edit(item, plan, semantics)
+            item.updated_at = now
+            self.sections[item.section].touch(now)
+
+    def upload(self, rk: int, kind: str, source: bytes) -> None:
+        """Store an uploaded image, select it, and lock thumb/art like PMS does."""
+        item = self.items[rk]
+        digest = hashlib.sha1(source).hexdigest()
+        for entry in item.images[kind]:
+            entry["selected"] = False
+        item.images[kind].append({"id": f"upload://{kind}/{digest}", "selected": True})
+        item.uploads += 1
+        item.hashes[kind] = digest
+        self._set_image(item, kind)
+
+    def select(self, rk: int, kind: str, url: str) -> str:
+        """Select an image by its ratingKey/URL; an unknown URL counts as an upload by URL."""
+        item = self.items[rk]
+        if not any(e["id"] == url for e in item.images[kind]):
+            self.upload(rk, kind, url.encode())
+            return self._image_attr(item, kind)
+        for entry in item.images[kind]:
+            entry["selected"] = entry["id"] == url
+        return self._set_image(item, kind)
+
+    def _set_image(self, item: Item, kind: str) -> str:
+        attr = "thumb" if kind == "posters" else "art"
+        old = self._image_attr(item, kind)
+        stamp = max(self.now(), int(old.rsplit("/", 1)[-1]) + 1)
+        setattr(item, attr, f"/library/metadata/{item.rating_key}/{attr}/{stamp}")
+        item.locks.add(attr)
+        item.updated_at = stamp
+        return getattr(item, attr)
+
+    @staticmethod
+    def _image_attr(item: Item, kind: str) -> str:
+        return item.thumb if kind == "posters" else item.art
+
+    def refresh_item(self, item: Item) -> None:
+        """Agent refresh: unlocked title/summary fall back to the values the scan produced."""
+        for name in REVERTED_ON_REFRESH:
+            if name not in item.locks:
+                item.fields[name] = item.initial[name]
+
+
+# ------------------------------------------------------------- XML rendering
+def _container(**attrs: Any) -> ET.Element:
+    base = {"allowSync": "1", "identifier": "com.plexapp.plugins.library",
+            "mediaTagPrefix": "/system/bundle/media/flags/", "mediaTagVersion": "1735689600"}
+    base.update({k: str(v) for k, v in attrs.items()})
+    return ET.Element("MediaContainer", base)
+
+
+def render_root() -> ET.Element:
+    mc = ET.Element("MediaContainer", {
+        "size": "2", "allowMediaDeletion": "1", "allowSync": "1", "friendlyName": "Stash2Plex Test PMS",
+        "machineIdentifier": MACHINE_ID, "myPlex": "1", "myPlexSigninState": "ok", "platform": "Linux",
+        "platformVersion": "6.1.0", "transcoderActiveVideoSessions": "0", "updatedAt": "1735689600",
+        "version": PMS_VERSION})
+    for key in ("library", "identity"):
+        ET.SubElement(mc, "Directory", count="1", key=key, title=key)
+    return mc
+
+
+def render_identity() -> ET.Element:
+    return ET.Element("MediaContainer", size="0", claimed="1", machineIdentifier=MACHINE_ID,
+                      version=PMS_VERSION)
+
+
+def render_library() -> ET.Element:
+    mc = _container(size=3, allowSync=0, art="/:/resources/library-art.jpg", content="",
+                    title1="Plex Library", title2="")
+    for key, title in (("sections", "Library Sections"), ("recentlyAdded", "Recently Added Content"),
+                       ("onDeck", "On Deck Content")):
+        ET.SubElement(mc, "Directory", key=key, title=title)
+    return mc
+
+
+def render_sections(lib: Library) -> ET.Element:
+    mc = ET.Element("MediaContainer", size=str(len(lib.sections)), allowSync="0", title1="Plex Library")
+    for s in lib.sections.values():
+        d = ET.SubElement(mc, "Directory", {
+            "allowSync": "1", "art": "/:/resources/movie-fanart.jpg",
+            "composite": f"/library/sections/{s.key}/composite/{s.updated_at}", "filters": "1",
+            "refreshing": "1" if lib.refreshing(s.key) else "0", "thumb": "/:/resources/video.png",
+            "key": str(s.key), "type": s.type, "title": s.title, "agent": "tv.plex.agents.none",
+            "scanner": "Plex Video Files", "language": "xn",
+            "uuid": f"0b6b3c1e-0000-4a4a-9c9c-{s.key:012d}", "updatedAt": str(s.updated_at),
+            "createdAt": str(s.stamp), "scannedAt": str(s.scanned_at), "content": "1",
+            "directory": "1", "contentChangedAt": str(s.content_changed_at), "hidden": "0"})
+        for i, path in enumerate(s.locations):
+            ET.SubElement(d, "Location", id=str(s.key * 100 + i), path=path)
+    return mc
+
+
+def render_video(lib: Library, item: Item, full: bool) -> ET.Element:
+    """One ``<Video>``; list views (full=False) truncate tags and omit ids and Field locks."""
+    rk = item.rating_key
+    attrs = {"ratingKey": str(rk), "key": f"/library/metadata/{rk}", "guid": f"local://{rk}",
+             "type": "movie"}
+    if full:
+        section = lib.sections[item.section]
+        attrs.update(librarySectionTitle=section.title, librarySectionID=str(section.key),
+                     librarySectionKey=f"/library/sections/{section.key}")
+    attrs.update({k: str(v) for k, v in item.fields.items() if v is not None})
+    attrs.update(thumb=item.thumb, art=item.art, duration=str(item.duration_ms),
+                 addedAt=str(item.fields["addedAt"] or item.added_at), updatedAt=str(item.updated_at))
+    video = ET.Element("Video", attrs)
+    _render_media(video, item)
+    for ttype in TAG_TYPES:
+        _render_tags(lib, video, ttype, item.tags[ttype], full)
+    if full:
+        for name in sorted(item.locks):
+            ET.SubElement(video, "Field", locked="1", name=name)
+    return video
+
+
+def _render_media(video: ET.Element, item: Item) -> None:
+    rk, ext = item.rating_key, posixpath.splitext(item.file)[1].lstrip(".") or "mp4"
+    media = ET.SubElement(video, "Media", {
+        "id": str(rk * 10), "duration": str(item.duration_ms), "bitrate": "4000", "width": "1920",
+        "height": "1080", "aspectRatio": "1.78", "audioChannels": "2", "audioCodec": "aac",
+        "videoCodec": "h264", "videoResolution": "1080", "container": ext, "videoFrameRate": "24p"})
+    ET.SubElement(media, "Part", {
+        "id": str(rk * 100), "key": f"/library/parts/{rk * 100}/1735689600/file.{ext}",
+        "duration": str(item.duration_ms), "file": item.file, "size": str(item.size), "container": ext})
+
+
+def _render_tags(lib: Library, video: ET.Element, ttype: str, tags: list[dict], full: bool) -> None:
+    if not full:
+        tags = tags[:LIST_TAG_CAPS.get(ttype, 0)]
+    for tag in tags:
+        attrs = {}
+        if full:
+            tid = lib.tag_id(ttype, tag["tag"])
+            attrs.update(id=str(tid), filter=f"{ttype}={tid}")
+        attrs["tag"] = tag["tag"]
+        if tag.get("role"):
+            attrs["role"] = tag["role"]
+        if full and tag.get("thumb"):
+            attrs["thumb"] = tag["thumb"]
+        ET.SubElement(video, TAG_TYPES[ttype], attrs)
+
+
+def render_images(item: Item, kind: str) -> ET.Element:
+    rows = item.images[kind]
+    mc = _container(size=len(rows))
+    del mc.attrib["allowSync"]
+    for row in rows:
+        url = f"/library/metadata/{item.rating_key}/file?url={quote(row['id'], safe='')}"
+        ET.SubElement(mc, "Photo", key=url, ratingKey=row["id"], thumb=url,
+                      selected="1" if row["selected"] else "0", provider="")
+    return mc
+
+
+# ------------------------------------------------------------------ routing
+def _page_bounds(req: Request, total: int) -> tuple[int, int]:
+    """Paging from ``X-Plex-Container-Start/Size`` headers or query; exact page sizes."""
+    start = int(req.plex_value("X-Plex-Container-Start") or 0)
+    size = req.plex_value("X-Plex-Container-Size")
+    return start, total - start if size is None else int(size)
+
+
+def section_all(lib: Library, req: Request, key: int) -> Reply:
+    wanted_type = req.param("type")
+    items = [] if wanted_type not in (None, "1", "movie") else lib.section_items(key)
+    needle = (req.param("title") or "").lower()
+    items = [i for i in items if needle in (i.fields["title"] or "").lower()]
+    if req.param("limit"):
+        items = items[:int(req.param("limit"))]
+    start, size = _page_bounds(req, len(items))
+    page = items[start:start + max(size, 0)]
+    section = lib.sections[key]
+    mc = _container(size=len(page), totalSize=len(items), offset=start, librarySectionID=key,
+                    librarySectionTitle=section.title, title1=section.title,
+                    title2=f"All {section.title}", viewGroup="movie", viewMode="65592",
+                    librarySectionUUID=f"0b6b3c1e-0000-4a4a-9c9c-{key:012d}")
+    for item in page:
+        mc.append(render_video(lib, item, full=False))
+    return xml_reply(mc, {"X-Plex-Container-Start": str(start),
+                          "X-Plex-Container-Total-Size": str(len(items))})
+
+
+def edit_items(lib: Library, req: Request, ids: list[int], semantics: str) -> Reply:
+    try:
+        plan = parse_edit(req.pairs)
+    except EditError:
+        return html_reply(400, HTML_400)
+    lib.edit(ids, plan, semantics)
+    return Reply()
+
+
+def section_edit(lib: Library, req: Request, key: int, semantics: str) -> Reply:
+    """``PUT /library/sections/{key}/all``: no ``id`` means every item of ``type`` in the section."""
+    if req.param("type") not in (None, "1"):
+        return html_reply(400, HTML_400)
+    ids = [int(x) for x in (req.param("id") or "").split(",") if x.strip()]
+    ids = ids or [i.rating_key for i in lib.section_items(key)]
+    if any(lib.items.get(rk) is None or lib.items[rk].section != key for rk in ids):
+        return html_reply(404, HTML_404)
+    return edit_items(lib, req, ids, semantics)
+
+
+def section_refresh(lib: Library, req: Request, key: int) -> Reply:
+    if req.method != "DELETE":
+        lib.materialize(key, req.param("path"))
+        lib.sections[key].scanned_at = lib.now()
+        if req.param("force") == "1":
+            for item in lib.section_items(key):
+                lib.refresh_item(item)
+    return Reply()
+
+
+def metadata(lib: Library, req: Request, ids: list[int], semantics: str) -> Reply:
+    """GET returns the known ids (404 if none is known); PUT needs every id to exist."""
+    found = [lib.items[rk] for rk in ids if rk in lib.items]
+    if not found or (req.method == "PUT" and len(found) < len(ids)):
+        return html_reply(404, HTML_404)
+    if req.method == "PUT":
+        return edit_items(lib, req, ids, semantics)
+    sections = {i.section for i in found}
+    extra = {}
+    if len(sections) == 1:
+        section = lib.sections[found[0].section]
+        extra = {"librarySectionID": section.key, "librarySectionTitle": section.title}
+    mc = _container(size=len(found), **extra)
+    for item in found:
+        mc.append(render_video(lib, item, full=True))
+    return xml_reply(mc)
+
+
+def item_images(lib: Library, req: Request, item: Item, kind: str) -> Reply:
+    if req.method == "GET":
+        return xml_reply(render_images(item, kind))
+    url = req.param("url")
+    if url is None and not req.body:
+        return html_reply(400, HTML_400)
+    lib.upload(item.rating_key, kind, url.encode() if url is not None else req.body)
+    return Reply()
+
+
+def item_subresource(lib: Library, req: Request, rk: int, sub: str) -> Reply:
+    item = lib.items.get(rk)
+    if item is None:
+        return html_reply(404, HTML_404)
+    if sub in ("posters", "arts") and req.method in ("GET", "POST"):
+        return item_images(lib, req, item, sub)
+    if sub in ("poster", "art") and req.method == "PUT":
+        url = req.param("url")
+        if not url:
+            return html_reply(400, HTML_400)
+        return Reply(200, lib.select(rk, sub + "s", url).encode(), XML_TYPE)
+    if sub == "refresh" and req.method == "PUT":
+        lib.refresh_item(item)
+        return Reply()
+    return html_reply(404, HTML_404)
+
+
+TOP_LEVEL: dict[str, Callable[[Library], ET.Element]] = {
+    "/": lambda lib: render_root(), "/identity": lambda lib: render_identity(),
+    "/library": lambda lib: render_library(), "/library/sections": render_sections}
+
+
+def route(lib: Library, req: Request, semantics: str) -> Reply:
+    """Dispatch one authorised request against ``lib`` (caller holds ``lib.lock``)."""
+    lib.materialize()
+    segs = [s for s in req.path.split("/") if s]
+    top = TOP_LEVEL.get("/" + "/".join(segs))
+    if top is not None and req.method == "GET":
+        return xml_reply(top(lib))
+    if segs[:2] == ["library", "sections"] and len(segs) == 4 and segs[2].isdigit():
+        return route_section(lib, req, int(segs[2]), segs[3], semantics)
+    is_metadata = segs[:2] == ["library", "metadata"]
+    if is_metadata and len(segs) == 3 and re.fullmatch(r"[\d,]+", segs[2]) and req.method in ("GET", "PUT"):
+        return metadata(lib, req, [int(x) for x in segs[2].split(",") if x], semantics)
+    if segs[:2] == ["library", "metadata"] and len(segs) == 4 and segs[2].isdigit():
+        return item_subresource(lib, req, int(segs[2]), segs[3])
+    return html_reply(404, HTML_404)
+
+
+def route_section(lib: Library, req: Request, key: int, sub: str, semantics: str) -> Reply:
+    if key not in lib.sections:
+        return html_reply(404, HTML_404)
+    if sub == "all" and req.method == "GET":
+        return section_all(lib, req, key)
+    if sub == "all" and req.method == "PUT":
+        return section_edit(lib, req, key, semantics)
+    if sub == "refresh" and req.method in ("GET", "POST", "DELETE"):
+        return section_refresh(lib, req, key)
+    return html_reply(404, HTML_404)
+
+
+# ------------------------------------------------------------------- server
+class _Handler(BaseHTTPRequestHandler):
+    """Thin HTTP adapter: everything is delegated to the owning PlexEmulator."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes; avoid 40 ms stalls
+    server_version = "PlexMediaServer/" + PMS_VERSION
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.live.add(self.connection)  # type: ignore[attr-defined]
+
+    def finish(self) -> None:
+        self.server.live.discard(self.connection)  # type: ignore[attr-defined]
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    def _serve(self) -> None:
+        self.server.emulator._serve(self)  # type: ignore[attr-defined]
+
+    do_GET = do_PUT = do_POST = do_DELETE = _serve
+
+    def send_reply(self, reply: Reply) -> None:
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.send_header("X-Plex-Protocol", "1.0")
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(reply.body)
+            self.wfile.flush()
+        except OSError:  # the client gave up (read timeout) or the connection was dropped
+            self.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # stalled handler threads must not block stop()
+
+    def __init__(self, port: int, emulator: PlexEmulator) -> None:
+        self.emulator = emulator
+        self.live: set[socket.socket] = set()
+        super().__init__(("127.0.0.1", port), _Handler)
+
+    def drop_connections(self) -> None:
+        """Cut every open keep-alive connection, so clients cannot reuse them."""
+        for conn in list(self.live):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _request_record(req: Request, status: int, started: float) -> dict:
+    return {"method": req.method, "path": req.path, "query": req.query, "headers": dict(req.headers),
+            "body_len": len(req.body), "status": status, "time": started}
+
+
+class PlexEmulator:
+    """A Plex Media Server on 127.0.0.1 for tests; see the module docstring for its choices.
+
+    Fault switches (``latency``, ``stall``, ``fail_401``, ``fail_503``, ``tag_semantics``)
+    are plain attributes read once per request, so they may be flipped at any time.
+    """
+
+    def __init__(self, token: str = "plex-test-token", port: int = 0,
+                 tag_semantics: str = "replace") -> None:
+        if tag_semantics not in ("replace", "append"):
+            raise ValueError(f"tag_semantics must be 'replace' or 'append', not {tag_semantics!r}")
+        self.token = token
+        self.port = port
+        self.tag_semantics = tag_semantics
+        self.latency = 0.0
+        self.stall = 0.0
+        self.fail_401 = False
+        self.fail_503 = False
+        self.requests: list[dict] = []
+        self._lib = Library()
+        self._log_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Self:
+        self._stopping.clear()
+        self._listen()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.refuse_connections()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def refuse_connections(self) -> None:
+        """Stop listening and cut open connections; the port then refuses connections."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        server.drop_connections()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def accept_connections(self) -> None:
+        """Listen again on the same port."""
+        if self._server is None:
+            self._listen()
+
+    def _listen(self) -> None:
+        self._server = _Server(self.port, self)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name=f"plex-emulator-{self.port}", daemon=True)
+        self._thread.start()
+
+    # -- library set-up and inspection
+    def add_section(self, title: str, locations: list[str], key: int | None = None,
+                    type: str = "movie") -> int:
+        with self._lib.lock:
+            return self._lib.add_section(title, locations, key, type)
+
+    def add_item(self, section_key: int, file: str, title: str | None = None, size: int = 123456789,
+                 duration_ms: int = 1234000, **fields: Any) -> int:
+        """Add an item; ``fields`` are editable fields (``studio=...``) or tag lists (``genre=[...]``)."""
+        with self._lib.lock:
+            return self._lib.add_item(section_key, file, title=title, size=size,
+                                      duration_ms=duration_ms, **fields)
+
+    def remove_item(self, rating_key: int) -> None:
+        with self._lib.lock:
+            self._lib.remove_item(rating_key)
+
+    def schedule_item(self, section_key: int, file: str, delay: float, **kw: Any) -> int:
+        """Item appears after ``delay`` s or on a scan covering its folder; returns its future ratingKey."""
+        with self._lib.lock:
+            if section_key not in self._lib.sections:
+                raise KeyError(section_key)
+            rk = self._lib.allocate_key()
+            self._lib.pending.append(Scheduled(self._lib.clock() + delay, rk, section_key, file, kw))
+            return rk
+
+    def item(self, rating_key: int) -> dict:
+        """Snapshot of one item. Besides the documented keys it carries ``actors`` (tag dicts
+        with ``role``/``thumb``), ``art_hash`` and ``art``; field values are strings or None."""
+        with self._lib.lock:
+            self._lib.materialize()
+            return self._lib.items[rating_key].snapshot()
+
+    def items(self) -> list[dict]:
+        with self._lib.lock:
+            self._lib.materialize()
+            return [i.snapshot() for i in self._lib.items.values()]
+
+    # -- request log
+    def requests_matching(self, method: str | None = None, path_prefix: str | None = None) -> list[dict]:
+        with self._log_lock:
+            return [r for r in self.requests if (method is None or r["method"] == method)
+                    and (path_prefix is None or r["path"].startswith(path_prefix))]
+
+    def _log_where(self, method: str, pattern: str) -> list[dict]:
+        with self._log_lock:
+            return [r for r in self.requests if r["method"] == method and re.fullmatch(pattern, r["path"])]
+
+    def edit_requests(self) -> list[dict]:
+        return self._log_where("PUT", r"/library/(sections/\d+/all|metadata/[\d,]+)/?")
+
+    def upload_requests(self) -> list[dict]:
+        return self._log_where("POST", r"/library/metadata/\d+/(posters|arts)/?")
+
+    def scan_requests(self) -> list[dict]:
+        with self._log_lock:
+            return [r for r in self.requests if re.fullmatch(r"/library/sections/\d+/refresh/?", r["path"])]
+
+    def clear_requests(self) -> None:
+        with self._log_lock:
+            self.requests.clear()
+
+    # -- request handling
+    def _serve(self, handler: _Handler) -> None:
+        started = time.time()
+        req = parse_request(handler)
+        reply = self._answer(req)
+        with self._log_lock:  # recorded before the reply leaves, so clients never race the log
+            self.requests.append(_request_record(req, reply.status, started))
+        handler.send_reply(reply)
+
+    def _answer(self, req: Request) -> Reply:
+        """Apply fault switches in order (latency, stall, 401, 503, token), then route."""
+        for delay in (self.latency, self.stall):
+            if delay > 0:
+                self._stopping.wait(delay)
+        if self.fail_401 or req.plex_value("X-Plex-Token") != self.token:
+            return html_reply(401, HTML_401)
+        if self.fail_503:
+            return html_reply(503, HTML_503)
+        with self._lib.lock:
+            try:
+                return route(self._lib, req, self.tag_semantics)
+            except ValueError:  # e.g. a non-integer paging header or id
+                return html_reply(400, HTML_400)
+
+
+def main() -> int:
+    """Serve an emulator with one empty "Stash" section until Ctrl-C."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token", default="plex-test-token")
+    parser.add_argument("--tag-semantics", choices=("replace", "append"), default="replace")
+    args = parser.parse_args()
+    with PlexEmulator(args.token, args.port, args.tag_semantics) as emu:
+        emu.add_section("Stash", ["/data/stash"])
+        print(f"{emu.url}  (token {emu.token})", flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,760 @@
+"""A Stash server emulator for tests: a real HTTP server speaking Stash's GraphQL.
+
+`POST /graphql` is executed by graphql-core against `stash_schema.graphql`, a
+subset of Stash's schema with Stash's own names, so the real stashapi client
+(introspection, default fragments, error handling) runs unchanged against it.
+`GET /scene/<id>/screenshot` serves cover bytes. Behaviour follows
+shared/contracts/stash.md: 422 for parse/validation errors, 400 for a body that
+is not JSON, 200 with errors and partial data for resolver errors, `jobQueue`
+null when idle, plugin settings only when stored, screenshot URLs of the form
+`<base>/scene/<id>/screenshot?t=<updated_at unix seconds>`.
+
+Scenes live in dicts keyed by id and are replaced (never mutated) on update, so
+request threads read consistent snapshots without holding the lock.
+
+>>> with StashEmulator() as emu:
+...     sid = emu.add_scene(title="A", tags=["x"])
+...     emu.scene(sid)["tags"]
+['x']
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import random
+import re
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from datetime import datetime, tzinfo
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Self
+from urllib.parse import parse_qs, urlsplit
+
+from graphql import (
+    DocumentNode,
+    GraphQLError,
+    GraphQLSchema,
+    build_schema,
+    execute,
+    parse,
+    validate,
+)
+
+SCHEMA_PATH = Path(__file__).with_name("stash_schema.graphql")
+VERSION = {"version": "v0.30.1", "hash": "cf3489ef", "build_time": "2025-12-21 10:00:00"}
+HOOK_INPUT_KEYS = (
+    "clientMutationId", "id", "title", "code", "details", "director", "url", "urls",
+    "date", "rating100", "o_counter", "organized", "studio_id", "gallery_ids",
+    "performer_ids", "movies", "groups", "tag_ids", "cover_image", "stash_ids",
+    "resume_time", "play_duration", "play_count", "primary_file_id",
+)
+# update_scene keyword -> SceneUpdateInput key
+_UPDATE_KEYS = {
+    "title": "title", "details": "details", "date": "date", "code": "code",
+    "director": "director", "urls": "urls", "studio": "studio_id",
+    "performers": "performer_ids", "tags": "tag_ids", "cover": "cover_image",
+    "rating100": "rating100", "organized": "organized",
+}
+_ACTIVE_JOB_STATES = ("READY", "RUNNING", "STOPPING")
+_SORT_KEYS: dict[str, Callable[[dict], Any]] = {
+    "id": lambda s: s["id"],
+    "updated_at": lambda s: s["_updated_ts"],
+    "created_at": lambda s: s["_created_ts"],
+    "title": lambda s: s["title"].casefold() if s["title"] is not None else None,
+    "date": lambda s: s["date"],
+    "path": lambda s: s["files"][0]["path"].casefold() if s["files"] else None,
+}
+_HTML_PAGE = b"<!DOCTYPE html><html><head><title>Login</title></head><body>Sign in</body></html>"
+_DEFAULT_SVG = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 9">'
+    b'<rect width="16" height="9" fill="#555"/></svg>'
+)
+_SCREENSHOT_RE = re.compile(r"^/scene/(\d+)/screenshot$")
+_OPERATION_RE = re.compile(r"^\s*(?:query|mutation|subscription)\s+(\w+)")
+
+
+# --- pure helpers ------------------------------------------------------------
+
+def rfc3339(ts: float, tz: tzinfo | None = None) -> str:
+    """Format like Go's time.RFC3339: whole seconds, offset, `Z` for UTC."""
+    dt = datetime.fromtimestamp(int(ts), tz) if tz else datetime.fromtimestamp(int(ts)).astimezone()
+    text = dt.isoformat(timespec="seconds")
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def parse_timestamp(value: str, tz: tzinfo | None = None) -> float | None:
+    """Epoch seconds of an RFC3339 (or ISO date) string; None when unparseable."""
+    try:
+        dt = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=tz) if tz else dt.astimezone()
+    return dt.timestamp()
+
+
+def cover_png(scene_id: int, version: int) -> bytes:
+    """A valid 8x8 PNG whose colour (and so bytes) depends on scene and version."""
+    rgb = hashlib.sha256(f"{scene_id}:{version}".encode()).digest()[:3]
+    raw = b"".join(b"\x00" + rgb * 8 for _ in range(8))
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(tag + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def image_type(data: bytes) -> str:
+    if data.startswith(b"\xff\xd8"):
+        return "image/jpeg"
+    if data.startswith(b"\x89PNG"):
+        return "image/png"
+    if data.lstrip().startswith(b"<svg"):
+        return "image/svg+xml"
+    return "application/octet-stream"
+
+
+def _compare(modifier: str, value: Any, v1: Any, v2: Any) -> bool:
+    """Stash's numeric/timestamp criterion semantics; NULL never matches."""
+    if modifier == "IS_NULL":
+        return value is None
+    if modifier == "NOT_NULL":
+        return value is not None
+    if value is None:
+        return False
+    if modifier in ("BETWEEN", "NOT_BETWEEN"):
+        inside = v1 <= value <= v2
+        return inside if modifier == "BETWEEN" else not inside
+    ops = {"EQUALS": value == v1, "NOT_EQUALS": value != v1,
+           "GREATER_THAN": value > v1, "LESS_THAN": value < v1}
+    if modifier not in ops:
+        raise GraphQLError(f"unsupported modifier {modifier} for this criterion")
+    return ops[modifier]
+
+
+def _string_match(modifier: str, values: list[str | None], wanted: str) -> bool:
+    present = [v for v in values if v is not None]
+    if modifier in ("IS_NULL", "NOT_NULL"):
+        return (not present) == (modifier == "IS_NULL")
+    low = wanted.casefold()
+    tests = {
+        "EQUALS": lambda v: v.casefold() == low,
+        "INCLUDES": lambda v: low in v.casefold(),
+        "MATCHES_REGEX": lambda v: re.search(wanted, v, re.IGNORECASE) is not None,
+    }
+    negated = {"NOT_EQUALS": "EQUALS", "EXCLUDES": "INCLUDES", "NOT_MATCHES_REGEX": "MATCHES_REGEX"}
+    if modifier in tests:
+        return any(tests[modifier](v) for v in present)
+    if modifier in negated:
+        return not any(tests[negated[modifier]](v) for v in present)
+    raise GraphQLError(f"unsupported modifier {modifier} for this criterion")
+
+
+def _basename(path: str) -> str:
+    return re.split(r"[\\/]", path)[-1]
+
+
+# --- the emulator ------------------------------------------------------------
+
+class StashEmulator:
+    """An in-process Stash: scenes, studios, performers, tags, settings and jobs.
+
+    Fault switches (read per request): `latency` seconds before answering;
+    `fail_html` answers 200 with an HTML page; `fail_graphql_errors` answers
+    200 `{"errors":[{"message":"database is locked"}],"data":null}`; `fail_401`
+    answers 401. `auth_required` (default True) demands the session cookie or
+    the ApiKey header / `apikey` parameter. `clock` and `tz` are injectable.
+    """
+
+    def __init__(self, session_cookie: str = "stash-test-cookie-secret", api_key: str = "",
+                 port: int = 0) -> None:
+        self.session_cookie = session_cookie
+        self.api_key = api_key
+        self.port = port
+        self.url = ""
+        self.auth_required = True
+        self.latency = 0.0
+        self.fail_html = False
+        self.fail_graphql_errors = False
+        self.fail_401 = False
+        self.clock: Callable[[], float] = time.time
+        self.tz: tzinfo | None = None
+        self.plugin_settings: dict[str, dict] = {}
+        self.jobs: list[dict] = []
+        self.requests: list[dict] = []
+        self.screenshot_requests: list[int] = []
+        self.hook_contexts: list[dict] = []
+        self._lock = threading.RLock()
+        self._scenes: dict[int, dict] = {}
+        self._studios: dict[int, dict] = {}
+        self._performers: dict[int, dict] = {}
+        self._tags: dict[int, dict] = {}
+        self._name_index: dict[str, dict[str, int]] = {}
+        self._next = {"scene": 1, "file": 1, "studio": 1, "performer": 1, "tag": 1, "job": 1}
+        self._last_ts = 0
+        self._schema = self._build_schema()
+        self._documents: dict[str, DocumentNode | list[GraphQLError]] = {}
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> StashEmulator:
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), _Handler)
+        server.daemon_threads = True
+        server.block_on_close = False
+        server.emulator = self  # type: ignore[attr-defined]
+        self._server = server
+        self.port = server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,),
+                                        name="stash-emulator", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def server_connection(self, plugin_dir: str, host: str = "0.0.0.0") -> dict:
+        """The `server_connection` object Stash writes on a plugin's stdin (§2.3)."""
+        cookie = {"Name": "session", "Value": self.session_cookie, "Quoted": False,
+                  "Path": "", "Domain": "", "Expires": "0001-01-01T00:00:00Z",
+                  "RawExpires": "", "MaxAge": 0, "Secure": False, "HttpOnly": False,
+                  "SameSite": 0, "Partitioned": False, "Raw": "", "Unparsed": None}
+        return {"Scheme": "http", "Host": host, "Port": self.port, "SessionCookie": cookie,
+                "Dir": str(Path(plugin_dir).parent.parent), "PluginDir": str(plugin_dir)}
+
+    # -- data: scenes and related objects ------------------------------------
+
+    def add_scene(self, title: str | None = None, files: list[dict] | None = None,
+                  details: str | None = None, date: str | None = None,
+                  studio: str | None = None, performers: list[str] = (),  # type: ignore[assignment]
+                  tags: list[str] = (), code=None, director=None, urls=(),  # type: ignore[assignment]
+                  scene_id: int | None = None) -> int:
+        """Create a scene and return its id.
+
+        `files=None` gives one file `/data/scenes/scene-<id>.mp4`; `files=[]`
+        none. Every scene starts with a generated cover (`cover_version` 1).
+        """
+        with self._lock:
+            sid = scene_id if scene_id is not None else self._next["scene"]
+            if sid in self._scenes:
+                raise ValueError(f"scene {sid} exists")
+            self._next["scene"] = max(self._next["scene"], sid + 1)
+            ts = self._tick(strict=False)
+            if files is None:
+                files = [{"path": f"/data/scenes/scene-{sid}.mp4", "size": 1048576,
+                          "duration": 600.0}]
+            stamp = rfc3339(ts, self.tz)
+            self._scenes[sid] = {
+                "id": sid, "title": title, "code": code, "details": details,
+                "director": director, "urls": list(urls), "date": date, "rating100": None,
+                "organized": False, "created_at": stamp, "updated_at": stamp,
+                "_created_ts": ts, "_updated_ts": ts, "files": self._make_files(files),
+                "_studio_id": self._named("studio", studio) if studio else None,
+                "_performer_ids": [self._named("performer", n) for n in performers],
+                "_tag_ids": [self._named("tag", n) for n in tags],
+                "_cover": None, "_has_cover": True, "_cover_version": 1,
+            }
+            return sid
+
+    def update_scene(self, scene_id: int, **changes: Any) -> dict:
+        """Apply changes as a `sceneUpdate` would; return the hookContext Stash sends.
+
+        Keys: those of add_scene (`studio=None` clears it), `cover` (bytes, or
+        None for no cover), `rating100`, `organized`. A change of `files` only
+        is a scan-style update: the context then has `input: null` and no
+        `inputFields`.
+        """
+        unknown = set(changes) - set(_UPDATE_KEYS) - {"files"}
+        if unknown:
+            raise TypeError(f"unknown scene fields: {sorted(unknown)}")
+        if scene_id not in self._scenes:
+            raise KeyError(scene_id)
+        hook_input = dict.fromkeys(HOOK_INPUT_KEYS)
+        hook_input["id"] = str(scene_id)
+        fields = ["id"]
+        for key, value in changes.items():
+            if key in _UPDATE_KEYS:
+                hook_input[_UPDATE_KEYS[key]] = self._input_value(key, value)
+                fields.append(_UPDATE_KEYS[key])
+        with self._lock:
+            self._apply({k: hook_input[k] for k in fields}, scene_id, changes.get("files"))
+        if fields == ["id"] and "files" in changes:
+            context = {"id": scene_id, "type": "Scene.Update.Post", "input": None}
+        else:
+            context = {"id": scene_id, "type": "Scene.Update.Post", "input": hook_input,
+                       "inputFields": fields}
+        self.hook_contexts.append(context)
+        return context
+
+    def delete_scene(self, scene_id: int) -> None:
+        with self._lock:
+            del self._scenes[scene_id]
+
+    def scene(self, scene_id: int) -> dict:
+        """A plain view of a stored scene (names instead of ids), for assertions."""
+        s = self._scenes[scene_id]
+        view = {k: v for k, v in s.items() if not k.startswith("_")}
+        view["files"] = [dict(f) for f in s["files"]]
+        view["studio"] = self._studios[s["_studio_id"]]["name"] if s["_studio_id"] else None
+        view["performers"] = [self._performers[i]["name"] for i in s["_performer_ids"]]
+        view["tags"] = [self._tags[i]["name"] for i in s["_tag_ids"]]
+        view["cover_version"] = s["_cover_version"]
+        return view
+
+    def screenshot_bytes(self, scene_id: int) -> bytes:
+        """What `GET /scene/<id>/screenshot` serves for this scene now."""
+        s = self._scenes[scene_id]
+        if s["_cover"] is not None:
+            return s["_cover"]
+        return cover_png(scene_id, s["_cover_version"]) if s["_has_cover"] else _DEFAULT_SVG
+
+    def add_job(self, description: str = "Scanning...", status: str = "RUNNING",
+                progress: float | None = None) -> dict:
+        with self._lock:
+            job = {"id": str(self._next["job"]), "status": status, "description": description,
+                   "progress": progress, "subTasks": None, "addTime": rfc3339(self.clock(), self.tz),
+                   "startTime": None, "endTime": None, "error": None}
+            self._next["job"] += 1
+            self.jobs.append(job)
+            return job
+
+    def graphql_requests(self, containing: str | None = None) -> list[dict]:
+        """Recorded GraphQL requests, optionally only those whose query has `containing`."""
+        return [r for r in list(self.requests) if containing is None or containing in r["query"]]
+
+    # -- internals: mutation ------------------------------------------------
+
+    def _tick(self, strict: bool) -> int:
+        """Whole-second logical clock; strict ticks are above every earlier stamp."""
+        now = int(self.clock())
+        if strict:
+            now = max(now, self._last_ts + 1)
+        self._last_ts = max(self._last_ts, now)
+        return now
+
+    def _named(self, kind: str, name: str) -> int:
+        """Id of the studio/performer/tag with this name, created when new."""
+        index = self._name_index.setdefault(kind, {})
+        if name not in index:
+            table = {"studio": self._studios, "performer": self._performers, "tag": self._tags}
+            oid = index[name] = self._next[kind]
+            self._next[kind] += 1
+            table[kind][oid] = {"id": oid, "name": name, "_parent_id": None}
+        return index[name]
+
+    def _make_files(self, files: list[dict]) -> list[dict]:
+        made = []
+        for f in files:
+            made.append({"id": self._next["file"], "path": f["path"],
+                         "basename": _basename(f["path"]), "size": int(f.get("size", 0)),
+                         "duration": float(f.get("duration", 0.0))})
+            self._next["file"] += 1
+        return made
+
+    def _input_value(self, key: str, value: Any) -> Any:
+        """The SceneUpdateInput value a client would send for an update_scene change."""
+        with self._lock:
+            if key == "studio":
+                return str(self._named("studio", value)) if value else None
+            if key in ("performers", "tags"):
+                return [str(self._named(key[:-1], n)) for n in value]
+        if key == "cover":
+            return None if value is None else (
+                f"data:{image_type(value)};base64,{base64.b64encode(value).decode()}")
+        return list(value) if key == "urls" else value
+
+    def _apply(self, update: dict, scene_id: int, files: list[dict] | None = None) -> dict:
+        """Apply a SceneUpdateInput-shaped dict (caller holds the lock)."""
+        old = self._scenes.get(scene_id)
+        if old is None:
+            raise GraphQLError(f"scene with id {scene_id} not found")
+        new = dict(old)
+        for key in ("title", "code", "details", "director", "date", "rating100"):
+            if key in update:
+                new[key] = update[key]
+        if "organized" in update:
+            new["organized"] = bool(update["organized"])
+        if "urls" in update:
+            new["urls"] = list(update["urls"] or [])
+        if "studio_id" in update:
+            new["_studio_id"] = self._lookup(self._studios, update["studio_id"], "studio")
+        if "performer_ids" in update:
+            new["_performer_ids"] = [self._lookup(self._performers, i, "performer")
+                                     for i in update["performer_ids"] or []]
+        if "tag_ids" in update:
+            new["_tag_ids"] = [self._lookup(self._tags, i, "tag") for i in update["tag_ids"] or []]
+        if "cover_image" in update:
+            new["_cover"] = _decode_data_url(update["cover_image"])
+            new["_has_cover"] = new["_cover"] is not None
+            new["_cover_version"] = old["_cover_version"] + 1
+        if files is not None:
+            new["files"] = self._make_files(files)
+        ts = self._tick(strict=True)
+        new["_updated_ts"], new["updated_at"] = ts, rfc3339(ts, self.tz)
+        self._scenes[scene_id] = new
+        return new
+
+    @staticmethod
+    def _lookup(table: dict[int, dict], oid: Any, kind: str) -> int | None:
+        if oid is None:
+            return None
+        try:
+            key = int(oid)
+        except (TypeError, ValueError):
+            raise GraphQLError(f"invalid {kind} id: {oid}") from None
+        if key not in table:
+            raise GraphQLError(f"{kind} with id {key} not found")
+        return key
+
+    # -- internals: GraphQL --------------------------------------------------
+
+    def _build_schema(self) -> GraphQLSchema:
+        schema = build_schema(SCHEMA_PATH.read_text(encoding="utf-8"))
+        scene = schema.type_map["Scene"].fields  # type: ignore[union-attr]
+        scene["studio"].resolve = lambda s, _i: self._studios.get(s["_studio_id"])
+        scene["performers"].resolve = lambda s, _i: [self._performers[i] for i in s["_performer_ids"]]
+        scene["tags"].resolve = lambda s, _i: [self._tags[i] for i in s["_tag_ids"]]
+        scene["paths"].resolve = self._resolve_paths
+        studio = schema.type_map["Studio"].fields  # type: ignore[union-attr]
+        studio["parent_studio"].resolve = lambda s, _i: self._studios.get(s["_parent_id"])
+        return schema
+
+    def _root(self) -> dict[str, Callable]:
+        return {
+            "version": lambda _info: dict(VERSION),
+            "configuration": lambda _info: {"general": {"apiKey": self.api_key},
+                                            "plugins": self._resolve_plugins},
+            "findScene": self._resolve_find_scene,
+            "findScenes": self._resolve_find_scenes,
+            "jobQueue": lambda _info: [self._job_view(j) for j in self.jobs
+                                       if j.get("status", "RUNNING") in _ACTIVE_JOB_STATES] or None,
+            "findJob": lambda _info, input: next(
+                (self._job_view(j) for j in self.jobs if str(j.get("id")) == str(input["id"])), None),
+            "sceneUpdate": self._resolve_scene_update,
+            "configurePlugin": self._resolve_configure_plugin,
+        }
+
+    def _job_view(self, job: dict) -> dict:
+        view = dict.fromkeys(("subTasks", "progress", "startTime", "endTime", "error"))
+        view.update(status="RUNNING", description="", addTime=rfc3339(self.clock(), self.tz))
+        view.update(job)
+        return view
+
+    def _resolve_plugins(self, _info: Any, include: list[str] | None = None) -> dict:
+        """Stash: no/empty `include` gives every stored map; otherwise only non-empty ones."""
+        settings = self.plugin_settings
+        if not include:
+            return dict(settings)
+        return {k: settings[k] for k in include if settings.get(k)}
+
+    def _resolve_configure_plugin(self, _info: Any, plugin_id: str, input: dict) -> dict:
+        self.plugin_settings[plugin_id] = dict(input)
+        return self.plugin_settings[plugin_id]
+
+    def _resolve_paths(self, scene: dict, info: Any) -> dict:
+        base = f"{info.context['base_url']}/scene/{scene['id']}"
+        stream = f"{base}/stream" + (f"?apikey={self.api_key}" if self.api_key else "")
+        return {"screenshot": f"{base}/screenshot?t={scene['_updated_ts']}",
+                "preview": f"{base}/preview", "stream": stream}
+
+    def _resolve_find_scene(self, _info: Any, id: str | None = None,
+                            checksum: str | None = None) -> dict | None:
+        if id is None:
+            return None
+        try:
+            return self._scenes.get(int(id))
+        except ValueError:
+            raise GraphQLError(f"invalid scene id: {id}") from None
+
+    def _resolve_scene_update(self, _info: Any, input: dict) -> dict:
+        scene_id = self._lookup(self._scenes, input["id"], "scene")
+        with self._lock:
+            new = self._apply(input, scene_id)  # type: ignore[arg-type]
+        hook_input = dict.fromkeys(HOOK_INPUT_KEYS)
+        hook_input.update(input)
+        self.hook_contexts.append({"id": scene_id, "type": "Scene.Update.Post",
+                                   "input": hook_input, "inputFields": list(input)})
+        return new
+
+    def _resolve_find_scenes(self, _info: Any, filter: dict | None = None,
+                             scene_filter: dict | None = None, ids: list[str] | None = None,
+                             scene_ids: list[int] | None = None) -> dict:
+        find = filter or {}
+        scenes = self._candidates(ids, scene_ids)
+        if scene_filter:
+            scenes = [s for s in scenes if self._matches(s, scene_filter)]
+        if find.get("q"):
+            words = find["q"].casefold().split()
+            scenes = [s for s in scenes if all(w in _search_text(s) for w in words)]
+        scenes = _sorted(scenes, find.get("sort"), find.get("direction") or "ASC")
+        per_page = find.get("per_page")
+        per_page = 25 if per_page is None else per_page
+        page = max(find.get("page") or 1, 1)
+        window = scenes if per_page < 0 else scenes[(page - 1) * per_page: page * per_page]
+        return {"count": len(scenes), "scenes": window,
+                "duration": lambda _i: sum(s["files"][0]["duration"] for s in scenes if s["files"]),
+                "filesize": lambda _i: float(sum(s["files"][0]["size"] for s in scenes if s["files"]))}
+
+    def _candidates(self, ids: list[str] | None, scene_ids: list[int] | None) -> list[dict]:
+        scenes = self._scenes
+        if ids is None and scene_ids is None:
+            with self._lock:
+                return list(scenes.values())
+        wanted: set[int] = set(scene_ids or [])
+        for raw in ids or []:
+            try:
+                wanted.add(int(raw))
+            except ValueError:
+                raise GraphQLError(f"invalid scene id: {raw}") from None
+        return [scenes[i] for i in sorted(wanted) if i in scenes]
+
+    def _matches(self, s: dict, crit: dict) -> bool:
+        for name in ("updated_at", "created_at"):
+            if crit.get(name) and not self._time_match(s, name, crit[name]):
+                return False
+        if crit.get("id") and not _compare(crit["id"]["modifier"], s["id"], crit["id"]["value"],
+                                           crit["id"].get("value2")):
+            return False
+        if crit.get("organized") is not None and s["organized"] != crit["organized"]:
+            return False
+        if crit.get("title") and not _string_match(crit["title"]["modifier"], [s["title"]],
+                                                   crit["title"]["value"]):
+            return False
+        paths = [f["path"] for f in s["files"]]
+        return not crit.get("path") or _string_match(crit["path"]["modifier"], paths,
+                                                     crit["path"]["value"])
+
+    def _time_match(self, s: dict, name: str, crit: dict) -> bool:
+        """Stash compares RFC3339 text in SQL; we compare instants, text as fallback."""
+        modifier, v1, v2 = crit["modifier"], crit["value"], crit.get("value2")
+        t1 = parse_timestamp(v1, self.tz)
+        if t1 is None:
+            return _compare(modifier, s[name], v1, v2 if v2 is not None else v1)
+        if v2 is None:
+            t2 = self.clock() + 86400  # Stash: BETWEEN without value2 ends at now + 1 day
+        else:
+            t2 = parse_timestamp(v2, self.tz)
+            if t2 is None:
+                raise GraphQLError(f"invalid timestamp: {v2}")
+        return _compare(modifier, s["_" + name.replace("_at", "_ts")], t1, t2)
+
+    def _document(self, query: str) -> DocumentNode | list[GraphQLError]:
+        """Parse and validate once per query text; errors are returned, not raised."""
+        cached = self._documents.get(query)
+        if cached is None:
+            try:
+                doc = parse(query)
+            except GraphQLError as err:
+                return [err]
+            errors = validate(self._schema, doc)
+            cached = errors if errors else doc
+            if len(self._documents) < 512:
+                self._documents[query] = cached
+        return cached
+
+    def execute(self, body: dict, base_url: str) -> tuple[int, dict]:
+        """Run one GraphQL request body; return (HTTP status, response JSON)."""
+        query = body.get("query")
+        if not isinstance(query, str) or not query.strip():
+            return 422, {"errors": [{"message": "no operation provided"}], "data": None}
+        doc = self._document(query)
+        if isinstance(doc, list):
+            return 422, {"errors": [e.formatted for e in doc], "data": None}
+        result = execute(self._schema, doc, root_value=self._root(),
+                         context_value={"base_url": base_url},
+                         variable_values=body.get("variables") or None,
+                         operation_name=body.get("operationName"))
+        payload: dict[str, Any] = {}
+        if result.errors:
+            payload["errors"] = [e.formatted for e in result.errors]
+            if result.data is None and all(e.path is None for e in result.errors):
+                return 422, {"errors": payload["errors"], "data": None}
+        payload["data"] = result.data
+        return 200, payload
+
+
+def _decode_data_url(value: str | None) -> bytes | None:
+    if value is None:
+        return None
+    match = re.match(r"^data:[^;,]*;base64,(.*)$", value, re.DOTALL)
+    if not match:
+        raise GraphQLError("cover_image: only base64 data URLs are supported by the emulator")
+    try:
+        return base64.b64decode(match.group(1), validate=True)
+    except binascii.Error:
+        raise GraphQLError("cover_image: invalid base64") from None
+
+
+def _search_text(s: dict) -> str:
+    parts = [s["title"], s["details"], s["code"]] + [f["path"] for f in s["files"]]
+    return " ".join(p for p in parts if p).casefold()
+
+
+def _sorted(scenes: list[dict], sort: str | None, direction: str) -> list[dict]:
+    """Order as Stash's ORDER BY would: NULLs first ascending, id breaks ties."""
+    if sort is None:
+        return scenes
+    if sort == "random" or sort.startswith("random_"):
+        seed = sort.partition("_")[2] or "0"
+        shuffled = sorted(scenes, key=lambda s: s["id"])
+        random.Random(seed).shuffle(shuffled)
+        return shuffled
+    key = _SORT_KEYS.get(sort)
+    if key is None:
+        raise GraphQLError(f"invalid sort: {sort}")
+
+    def order(s: dict) -> tuple:
+        value = key(s)
+        return (value is not None, value if value is not None else 0, s["id"])
+
+    return sorted(scenes, key=order, reverse=direction == "DESC")
+
+
+# --- HTTP ----------------------------------------------------------------------
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "StashEmulator/0.30.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log."""
+
+    @property
+    def emu(self) -> StashEmulator:
+        return self.server.emulator  # type: ignore[attr-defined]
+
+    def do_POST(self) -> None:
+        started = time.time()
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if urlsplit(self.path).path != "/graphql":
+            self._send(404, b"404 page not found\n", "text/plain; charset=utf-8")
+            return
+        status, payload = self._graphql(raw)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        query = body.get("query") if isinstance(body.get("query"), str) else ""
+        match = _OPERATION_RE.match(query)
+        self.emu.requests.append({
+            "operation": body.get("operationName") or (match.group(1) if match else None),
+            "query": query, "variables": body.get("variables") or {},
+            "status": status, "time": started})
+        if isinstance(payload, bytes):
+            self._send(status, payload, "text/html; charset=utf-8")
+        else:
+            self._send(status, json.dumps(payload).encode(), "application/json")
+
+    def _graphql(self, raw: bytes) -> tuple[int, dict | bytes]:
+        emu = self.emu
+        if emu.latency:
+            time.sleep(emu.latency)
+        if not self._authorised():
+            return 401, {"errors": [{"message": "unauthorized"}], "data": None}
+        if emu.fail_html:
+            return 200, _HTML_PAGE
+        if emu.fail_graphql_errors:
+            return 200, {"errors": [{"message": "database is locked"}], "data": None}
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return 400, {"errors": [{"message": "json request body could not be decoded"}],
+                         "data": None}
+        if not isinstance(body, dict):
+            return 400, {"errors": [{"message": "json request body must be an object"}],
+                         "data": None}
+        host = self.headers.get("Host") or emu.url.split("://", 1)[1]
+        return emu.execute(body, f"http://{host}")
+
+    def do_GET(self) -> None:
+        emu = self.emu
+        match = _SCREENSHOT_RE.match(urlsplit(self.path).path)
+        if emu.latency:
+            time.sleep(emu.latency)
+        if not self._authorised():
+            self._send(401, b"Unauthorized\n", "text/plain; charset=utf-8")
+        elif emu.fail_html:
+            self._send(200, _HTML_PAGE, "text/html; charset=utf-8")
+        elif match is None:
+            self._send(404, b"404 page not found\n", "text/plain; charset=utf-8")
+        else:
+            scene_id = int(match.group(1))
+            emu.screenshot_requests.append(scene_id)
+            try:
+                data = emu.screenshot_bytes(scene_id)
+            except KeyError:
+                self._send(404, b"Not Found\n", "text/plain; charset=utf-8")
+                return
+            self._send(200, data, image_type(data))
+
+    def _authorised(self) -> bool:
+        emu = self.emu
+        if emu.fail_401:
+            return False
+        key = self.headers.get("ApiKey") or (parse_qs(urlsplit(self.path).query).get("apikey")
+                                             or [None])[0]
+        if key is not None:
+            return bool(emu.api_key) and key == emu.api_key
+        if not emu.auth_required:
+            return True
+        cookies = self.headers.get("Cookie") or ""
+        values = [c.strip().partition("=") for c in cookies.split(";")]
+        return any(n == "session" and v == emu.session_cookie for n, _, v in values)
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve a seeded emulator until interrupted (for manual poking)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Stash emulator")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--scenes", type=int, default=10)
+    parser.add_argument("--no-auth", action="store_true")
+    args = parser.parse_args(argv)
+    emu = StashEmulator(port=args.port)
+    emu.auth_required = not args.no_auth
+    for n in range(1, args.scenes + 1):
+        emu.add_scene(title=f"Scene {n}", studio=f"Studio {n % 5}", tags=[f"tag{n % 7}"],
+                      performers=[f"Performer {n % 11}"], date="2024-01-01")
+    emu.start()
+    print(json.dumps({"url": emu.url, "server_connection": emu.server_connection("/tmp/plugins/x")}),
+          flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        emu.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

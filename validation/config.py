@@ -1,0 +1,113 @@
+"""Plugin settings, as saved in Stash, validated with their defaults.
+
+Stash stores no defaults: a setting the user never saved is simply absent from
+``configuration { plugins }``. Every default therefore lives here, and the
+descriptions in Stash2Plex.yml state the same values (a test checks they agree).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from core.errors import ConfigError
+from plex.pathmap import PathRule, parse_path_map
+
+DEFAULTS: dict[str, Any] = {
+    "plex_libraries": "",
+    "path_map": "",
+    "strict_matching": True,
+    "preserve_plex_edits": False,
+    "trigger_plex_scan": False,
+    "case_insensitive_paths": False,
+    "plex_concurrency": 4,
+}
+
+
+class Settings(BaseModel):
+    """The validated settings. ``plex_token`` is a secret: never log this object."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    plex_url: str = Field(min_length=1)
+    plex_token: str = Field(min_length=1, repr=False)
+    plex_libraries: tuple[str, ...] = ()
+    path_map: tuple[PathRule, ...] = ()
+    strict_matching: bool = DEFAULTS["strict_matching"]
+    preserve_plex_edits: bool = DEFAULTS["preserve_plex_edits"]
+    trigger_plex_scan: bool = DEFAULTS["trigger_plex_scan"]
+    case_insensitive_paths: bool = DEFAULTS["case_insensitive_paths"]
+    plex_concurrency: int = Field(default=DEFAULTS["plex_concurrency"], ge=1, le=16)
+
+    @field_validator("plex_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https:// (e.g. http://192.168.1.10:32400), got {value!r}")
+        return value
+
+    @field_validator("plex_token")
+    @classmethod
+    def _token(cls, value: str) -> str:
+        value = value.strip()
+        if not value or any(ch.isspace() for ch in value):
+            raise ValueError("must be your Plex token without spaces (Plex Web → any item → Get Info → View XML → X-Plex-Token)")
+        return value
+
+    @field_validator("plex_libraries", mode="before")
+    @classmethod
+    def _libraries(cls, value: Any) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        raise ValueError("must be library names separated by commas, e.g. 'Stash, Other Videos'")
+
+    @field_validator("path_map", mode="before")
+    @classmethod
+    def _path_map(cls, value: Any) -> tuple[PathRule, ...]:
+        if value is None or isinstance(value, tuple):
+            return value or ()
+        if not isinstance(value, str):
+            raise ValueError("must be text like /stash/media=/plex/media;/other=/mnt/other")
+        return parse_path_map(value)
+
+    @field_validator("strict_matching", "preserve_plex_edits", "trigger_plex_scan", "case_insensitive_paths", mode="before")
+    @classmethod
+    def _boolean(cls, value: Any) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.strip().lower() in ("true", "1", "yes")
+        if isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+        raise ValueError(f"must be true or false, got {value!r}")
+
+    @field_validator("plex_concurrency", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
+
+def _message(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:5]:
+        name = ".".join(str(p) for p in item["loc"]) or "settings"
+        reason = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "missing":
+            reason = "is not set: open Settings → Plugins → Stash2Plex and fill it in"
+        parts.append(f"setting {name} {reason}" if item["type"] == "missing" else f"setting {name}: {reason}")
+    return "; ".join(parts)
+
+
+def load_settings(saved: dict[str, Any] | None) -> Settings:
+    """Validate the saved settings map (``{}`` when none were saved)."""
+    values = {k: v for k, v in (saved or {}).items() if v is not None and v != ""}
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigError(_message(exc)) from None

@@ -1,0 +1,132 @@
+"""A Stash scene as Stash2Plex will write it: validated, sanitised, capped.
+
+Control characters are removed (the line breaks and tabs of ``details`` are kept),
+text is capped at lengths Plex handles comfortably, an invalid date is dropped with
+a warning rather than sent (plexapi passes date strings through unvalidated), and a
+scene without files cannot be synced (there is nothing to find in Plex).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from core.errors import InvalidMetadata
+
+MAX_TITLE = 255
+MAX_DETAILS = 20_000
+MAX_NAME = 255
+MAX_TAGS = 500
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\ufeff]")
+_CONTROL_NO_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b\ufeff]")
+
+
+def clean_line(text: Any, limit: int = MAX_NAME) -> str:
+    """One-line text: no control characters or line breaks, trimmed, capped."""
+    if text is None:
+        return ""
+    value = _CONTROL_NO_BREAKS.sub(" ", str(text))
+    return " ".join(value.split())[:limit].strip()
+
+
+def clean_block(text: Any, limit: int = MAX_DETAILS) -> str:
+    """Multi-line text: control characters removed, line breaks kept, capped."""
+    if text is None:
+        return ""
+    value = str(text).replace("\r\n", "\n").replace("\r", "\n")
+    value = _CONTROL.sub("", value)
+    return value[:limit].strip()
+
+
+class SceneFileMeta(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    path: str = Field(min_length=1)
+    size: int | None = None
+    duration: float | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("file path contains a NUL character")
+        return value
+
+
+class SceneMetadata(BaseModel):
+    """What Stash wants the Plex item to show."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: int
+    title: str = ""
+    details: str = ""
+    date: str = ""
+    studio: str = ""
+    performers: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    files: tuple[SceneFileMeta, ...] = ()
+    screenshot: str | None = None
+    updated_at: str = ""
+    warnings: tuple[str, ...] = ()
+
+    @field_validator("files")
+    @classmethod
+    def _has_files(cls, value: tuple[SceneFileMeta, ...]) -> tuple[SceneFileMeta, ...]:
+        if not value:
+            raise ValueError("the scene has no files, so there is nothing to find in Plex")
+        return value
+
+
+def _names(items: Any, what: str, warnings: list[str]) -> tuple[str, ...]:
+    names: list[str] = []
+    for item in items or []:
+        name = clean_line(item.get("name") if isinstance(item, dict) else item)
+        if name and name not in names:
+            names.append(name)
+    if len(names) > MAX_TAGS:
+        warnings.append(f"{len(names)} {what}; only the first {MAX_TAGS} are written to Plex")
+        names = names[:MAX_TAGS]
+    return tuple(names)
+
+
+def _date(value: Any, warnings: list[str]) -> str:
+    if not value:
+        return ""
+    try:
+        return dt.date.fromisoformat(str(value)[:10]).isoformat()
+    except ValueError:
+        warnings.append(f"date {str(value)[:40]!r} is not YYYY-MM-DD; the date is not written")
+        return ""
+
+
+def scene_from_stash(raw: dict[str, Any]) -> SceneMetadata:
+    """Validate one scene from GraphQL; raises InvalidMetadata with the reason."""
+    warnings: list[str] = []
+    try:
+        details = clean_block(raw.get("details"))
+        if raw.get("details") and len(str(raw["details"])) > MAX_DETAILS:
+            warnings.append(f"details are {len(str(raw['details']))} characters; cut to {MAX_DETAILS}")
+        return SceneMetadata(
+            id=int(raw["id"]),
+            title=clean_line(raw.get("title"), MAX_TITLE),
+            details=details,
+            date=_date(raw.get("date"), warnings),
+            studio=clean_line((raw.get("studio") or {}).get("name")),
+            performers=_names(raw.get("performers"), "performers", warnings),
+            tags=_names(raw.get("tags"), "tags", warnings),
+            files=tuple(raw.get("files") or ()),
+            screenshot=(raw.get("paths") or {}).get("screenshot"),
+            updated_at=str(raw.get("updated_at") or ""),
+            warnings=tuple(warnings),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InvalidMetadata(
+            f"scene {raw.get('id')} cannot be synced: {where}: {first['msg'].removeprefix('Value error, ')}"
+        ) from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidMetadata(f"scene {raw.get('id')!r} cannot be synced: malformed data from Stash ({exc})") from None

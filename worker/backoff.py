@@ -1,0 +1,93 @@
+"""Retry timing: full-jitter exponential backoff as pure functions.
+
+Full jitter (AWS, "Exponential Backoff and Jitter") draws each delay uniformly from
+``[0, min(cap, base * 2**n)]``. Compared with a fixed exponential delay it spreads the
+retries of many jobs that failed together (a Plex restart), so they do not all come back
+at the same second. The RNG is a parameter so tests and callers decide the randomness.
+
+Two policies exist because the two failures recover on different time scales:
+
+* ``TRANSIENT``: timeouts, resets, 5xx. Windows of 5, 10, 20, 40, 80 s; five failures
+  and the job goes to the dead-letter queue.
+* ``NOT_FOUND``: the file is not in Plex yet because the library scan has not reached
+  it. Windows grow from 30 s to a 600 s cap over twelve failures (a couple of hours).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+__all__ = ["NOT_FOUND", "TRANSIENT", "RetryPolicy", "next_delay", "schedule"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long to wait between attempts and when to give up.
+
+    ``base`` is the first jitter window in seconds, ``cap`` the largest window, and
+    ``max_attempts`` the number of failures after which the job is dead-lettered.
+    """
+
+    base: float
+    cap: float
+    max_attempts: int
+
+    def __post_init__(self) -> None:
+        if not (self.base >= 0 and self.cap >= 0 and math.isfinite(self.cap)):
+            raise ValueError(
+                f"RetryPolicy needs finite base >= 0 and cap >= 0, got {self}"
+            )
+        if self.max_attempts < 1:
+            raise ValueError(
+                f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}"
+            )
+
+
+TRANSIENT = RetryPolicy(base=5.0, cap=80.0, max_attempts=5)
+NOT_FOUND = RetryPolicy(base=30.0, cap=600.0, max_attempts=12)
+
+
+def window(attempt: int, policy: RetryPolicy) -> float:
+    """Return the upper bound of the jitter window: ``min(cap, base * 2**attempt)``.
+
+    Never overflows: ``math.ldexp`` is an exact ``base * 2**attempt`` that raises
+    ``OverflowError`` instead of building a huge integer, and any overflow is past the cap.
+
+    >>> window(0, TRANSIENT), window(3, TRANSIENT), window(10**9, TRANSIENT)
+    (5.0, 40.0, 80.0)
+    """
+    if attempt < 0:
+        raise ValueError(f"attempt must be >= 0, got {attempt}")
+    try:
+        return min(policy.cap, math.ldexp(policy.base, attempt))
+    except OverflowError:
+        return policy.cap
+
+
+def next_delay(attempt: int, policy: RetryPolicy, rng: random.Random) -> float:
+    """Return a delay in seconds drawn uniformly from ``[0, window(attempt, policy)]``.
+
+    ``attempt`` counts retries from 0: pass 0 before the first retry (one failure so
+    far), 1 before the second, and so on. Exactly one value is drawn from ``rng``
+    (``rng.uniform``), so a seeded ``random.Random`` gives reproducible delays.
+    """
+    return rng.uniform(0.0, window(attempt, policy))
+
+
+def schedule(
+    attempt: int, policy: RetryPolicy, now: float, rng: random.Random
+) -> float | None:
+    """Return the absolute time of the next attempt, or ``None`` to give up.
+
+    ``attempt`` is the number of failures so far (1 after the first failure). Once it
+    reaches ``policy.max_attempts`` the answer is ``None``: the job belongs in the
+    dead-letter queue. Otherwise the answer is ``now + next_delay(attempt - 1, ...)``;
+    ``rng`` is not touched when giving up.
+    """
+    if attempt < 1:
+        raise ValueError(f"attempt counts failures and must be >= 1, got {attempt}")
+    if attempt >= policy.max_attempts:
+        return None
+    return now + next_delay(attempt - 1, policy, rng)

@@ -1,0 +1,281 @@
+"""Circuit breaker that stops every process from hammering a Plex that is down.
+
+The transitions are pure functions of ``(state, now)``; ``BreakerStore`` persists the
+state in a small JSON file beside the queue so the hook processes and the drainer share
+one breaker; ``CircuitBreaker`` binds store, policy and clock for callers.
+
+::
+
+    CLOSED --threshold consecutive failures--> OPEN
+    OPEN --recovery seconds passed, one caller admitted--> HALF_OPEN (that caller probes)
+    HALF_OPEN --probe succeeds--> CLOSED
+    HALF_OPEN --probe fails--> OPEN (a fresh recovery period from the failure)
+    HALF_OPEN --probe silent for probe_timeout (its process died)--> next caller probes
+
+The state is derived data: losing it costs at most one extra round of failures, so a
+corrupt file is reset to CLOSED with a warning rather than stopping the plugin.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from enum import Enum
+from pathlib import Path
+
+from core.platform import file_lock
+
+__all__ = [
+    "BreakerPolicy",
+    "BreakerState",
+    "BreakerStore",
+    "CircuitBreaker",
+    "State",
+    "admit",
+    "next_probe_at",
+    "on_failure",
+    "on_success",
+]
+
+
+class State(str, Enum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+@dataclass(frozen=True)
+class BreakerState:
+    """One snapshot. ``failures`` counts consecutive failures; times are epoch seconds."""
+
+    state: State = State.CLOSED
+    failures: int = 0
+    opened_at: float = 0.0
+    probe_started_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class BreakerPolicy:
+    """``threshold`` failures in a row open the breaker for ``recovery`` seconds.
+
+    ``probe_timeout`` frees the probe slot when the admitted probe never reported back
+    (its process was killed); it should exceed the longest Plex request timeout.
+    """
+
+    threshold: int = 5
+    recovery: float = 60.0
+    probe_timeout: float = 120.0
+
+
+CLOSED = BreakerState()
+
+
+def on_success(s: BreakerState, now: float) -> BreakerState:
+    """Any success proves Plex answers: the breaker closes and the count resets.
+
+    This includes a late success from a request admitted before the breaker opened.
+    """
+    return CLOSED
+
+
+def on_failure(s: BreakerState, now: float, policy: BreakerPolicy) -> BreakerState:
+    """Count one failure.
+
+    CLOSED opens on the ``threshold``-th consecutive failure (``opened_at = now``).
+    HALF_OPEN (the probe failed) re-opens with a fresh recovery period from ``now``.
+    OPEN stays open with its ``opened_at`` unchanged: late failures of requests that
+    were already in flight must not push the probe further away.
+    """
+    failures = s.failures + 1
+    if s.state is State.OPEN:
+        return replace(s, failures=failures)
+    if s.state is State.HALF_OPEN or failures >= policy.threshold:
+        return BreakerState(State.OPEN, failures, opened_at=now)
+    return replace(s, failures=failures)
+
+
+def admit(
+    s: BreakerState, now: float, policy: BreakerPolicy
+) -> tuple[bool, BreakerState]:
+    """Decide whether one request may go to Plex at ``now``; return it and the new state.
+
+    CLOSED admits everyone. OPEN refuses until ``opened_at + recovery`` (inclusive),
+    then admits this caller as the single probe (HALF_OPEN, ``probe_started_at = now``).
+    HALF_OPEN refuses others until the probe reports or ``probe_timeout`` passes.
+    If the clock went backwards past the recorded time, the wait restarts from ``now``
+    instead of lasting as long as the jump.
+    """
+    if s.state is State.CLOSED:
+        return True, s
+    if s.state is State.OPEN:
+        if now < s.opened_at:
+            return False, replace(s, opened_at=now)
+        if now >= s.opened_at + policy.recovery:
+            return True, replace(s, state=State.HALF_OPEN, probe_started_at=now)
+        return False, s
+    if now < s.probe_started_at:
+        return False, replace(s, probe_started_at=now)
+    if now >= s.probe_started_at + policy.probe_timeout:
+        return True, replace(s, probe_started_at=now)
+    return False, s
+
+
+def next_probe_at(s: BreakerState, policy: BreakerPolicy) -> float | None:
+    """When the next probe can be admitted; ``None`` when CLOSED (no wait at all).
+
+    For HALF_OPEN this is when a silent probe's slot frees (``probe_started_at +
+    probe_timeout``); the probe normally reports earlier.
+    """
+    if s.state is State.CLOSED:
+        return None
+    if s.state is State.OPEN:
+        return s.opened_at + policy.recovery
+    return s.probe_started_at + policy.probe_timeout
+
+
+def _to_json(s: BreakerState) -> str:
+    return json.dumps({**asdict(s), "state": s.state.value}, sort_keys=True)
+
+
+def _from_json(text: str) -> BreakerState:
+    """Parse the file's text; ``ValueError`` or ``TypeError`` when malformed."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise TypeError("not a JSON object")
+    failures = data.get("failures", 0)
+    if type(failures) is not int or failures < 0:
+        raise ValueError(f"failures must be a non-negative integer, got {failures!r}")
+    times = {key: data.get(key, 0.0) for key in ("opened_at", "probe_started_at")}
+    for key, value in times.items():
+        if type(value) not in (int, float) or not math.isfinite(value):
+            raise ValueError(f"{key} must be a finite number, got {value!r}")
+    state = State(data.get("state", "closed"))
+    return BreakerState(
+        state, failures, float(times["opened_at"]), float(times["probe_started_at"])
+    )
+
+
+class BreakerStore:
+    """The breaker state in a JSON file, shared between processes.
+
+    Reads and writes hold an exclusive lock on ``<path>.lock`` (not on the data file:
+    ``os.replace`` swaps the data file's inode, which would orphan a lock taken on it).
+    Writes go to a temp file in the same directory, then ``os.replace``, so readers see
+    the old or the new state, never half of one.
+
+    ``warning`` is ``None`` after a clean read, or a sentence saying why the last read
+    fell back to CLOSED.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.warning: str | None = None
+
+    def load(self) -> BreakerState:
+        """Return the stored state; CLOSED when the file is missing or unusable. Never raises."""
+        if not self.path.exists():
+            self.warning = None
+            return CLOSED
+        try:
+            with file_lock(self.lock_path):
+                return self._read()
+        except OSError as exc:
+            self.warning = f"circuit breaker state {self.path} unreadable ({exc}); treated as closed"
+            return CLOSED
+
+    def update(self, fn: Callable[[BreakerState], BreakerState]) -> BreakerState:
+        """Apply ``fn`` to the stored state under the lock and store the result.
+
+        ``fn`` must be pure (it runs while other processes wait). The file is only
+        rewritten when the state changed. Raises ``OSError`` when the lock cannot be
+        taken or the file cannot be written; an unreadable file counts as CLOSED.
+        """
+        with file_lock(self.lock_path) as acquired:
+            if not acquired:
+                raise OSError(f"could not lock {self.lock_path}")
+            old = self._read()
+            new = fn(old)
+            if new != old or self.warning is not None:
+                self._write(new)
+            return new
+
+    def _read(self) -> BreakerState:
+        self.warning = None
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return CLOSED
+        except (OSError, UnicodeDecodeError) as exc:
+            self.warning = f"circuit breaker state {self.path} unreadable ({exc}); treated as closed"
+            return CLOSED
+        try:
+            return _from_json(text)
+        except (ValueError, TypeError) as exc:
+            self.warning = (
+                f"circuit breaker state {self.path} is corrupt ({exc}); reset to closed"
+            )
+            return CLOSED
+
+    def _write(self, s: BreakerState) -> None:
+        fd, tmp = tempfile.mkstemp(
+            prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent
+        )
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(_to_json(s))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+class CircuitBreaker:
+    """A breaker bound to its store, policy and clock; every call reads the shared file."""
+
+    def __init__(
+        self,
+        store: BreakerStore,
+        policy: BreakerPolicy = BreakerPolicy(),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.clock = clock
+
+    def allow(self) -> bool:
+        """May one request go to Plex now? A True in HALF_OPEN makes the caller the probe,
+        so it must report back with ``record_success`` or ``record_failure``."""
+        now = self.clock()
+        verdicts: list[bool] = []
+
+        def step(s: BreakerState) -> BreakerState:
+            admitted, new = admit(s, now, self.policy)
+            verdicts.append(admitted)
+            return new
+
+        self.store.update(step)
+        return verdicts[-1]
+
+    def record_success(self) -> None:
+        now = self.clock()
+        self.store.update(lambda s: on_success(s, now))
+
+    def record_failure(self) -> None:
+        now = self.clock()
+        self.store.update(lambda s: on_failure(s, now, self.policy))
+
+    def state(self) -> BreakerState:
+        return self.store.load()
+
+    def seconds_until_probe(self) -> float:
+        """Seconds until a probe can be admitted; 0.0 when CLOSED or already due."""
+        at = next_probe_at(self.state(), self.policy)
+        return 0.0 if at is None else max(0.0, at - self.clock())

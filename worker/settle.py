@@ -1,0 +1,62 @@
+"""Turning a job's outcome into what happens to it: ack, retry later, wait for Plex, or DLQ.
+
+A pure function of (job, error, now, rng, probe time): the class of the error
+decides the route (core/errors.py), the retry policy decides the time.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from core.errors import (
+    AmbiguousMatch,
+    PermanentError,
+    PlexNotFound,
+    PlexUnavailable,
+)
+from sync_queue.job import Job
+from worker.backoff import NOT_FOUND, TRANSIENT, schedule
+
+ACK, RETRY, POSTPONE, DLQ = "ack", "retry", "postpone", "dlq"
+UNAVAILABLE_RECHECK_S = 5.0
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    job: Job
+    until: float | None = None
+    message: str = ""
+
+
+def _dlq_message(job: Job, error: BaseException) -> str:
+    if isinstance(error, PlexNotFound):
+        paths = ", ".join(error.looked_for) or "its file"
+        return (f"not in Plex after {job.attempt + 1} attempts: no Plex item holds {paths}. "
+                "Check that Plex has scanned the file and that path_map maps Stash paths to Plex paths; "
+                "then run 'Retry dead-letter queue'.")
+    if isinstance(error, AmbiguousMatch):
+        return f"{error} Then run 'Retry dead-letter queue'."
+    if isinstance(error, PermanentError):
+        return str(error)
+    return f"gave up after {job.attempt + 1} attempts: {type(error).__name__}: {error}"
+
+
+def decide(job: Job, error: BaseException | None, now: float, rng: random.Random,
+           probe_at: float | None = None) -> Decision:
+    if error is None:
+        return Decision(ACK, job)
+    if isinstance(error, PlexUnavailable):
+        until = probe_at if probe_at and probe_at > now else now + UNAVAILABLE_RECHECK_S
+        return Decision(POSTPONE, job, until, f"Plex unavailable; waiting until {until:.0f}")
+    if isinstance(error, PermanentError):
+        return Decision(DLQ, job, None, _dlq_message(job, error))
+    policy = NOT_FOUND if isinstance(error, PlexNotFound) else TRANSIENT
+    next_at = schedule(job.attempt + 1, policy, now, rng)
+    if next_at is None:
+        return Decision(DLQ, job, None, _dlq_message(job, error))
+    scan = job.scan_requested or bool(getattr(error, "scan_requested", False))
+    since = job.not_found_since if job.not_found_since is not None else (now if isinstance(error, PlexNotFound) else None)
+    retried = job.retry(next_at, error, scan_requested=scan, not_found_since=since)
+    return Decision(RETRY, retried, next_at, f"{type(error).__name__}: {error}")

@@ -1,0 +1,222 @@
+"""The worker: take due jobs, fetch their scenes in one request, sync, settle.
+
+Runs in the detached drainer (in a daemon thread) and in the foreground tasks. Jobs
+are taken in batches (users' edits first); their scenes come from Stash in ONE
+GraphQL request per batch (or from the page a bulk task already fetched); scenes
+whose desired state is unchanged since the last write are acknowledged without a
+single Plex request; the rest are synced with bounded concurrency, which halves
+when Plex errors and grows back by one per clean batch. The circuit breaker is
+consulted before any Plex work; while it is open, jobs wait without spending their
+retry budget.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import traceback
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from core.errors import (
+    InvalidMetadata,
+    PlexAuthError,
+    PlexUnavailable,
+    Stash2PlexError,
+    StashUnavailable,
+    TransientError,
+)
+from sync_queue.job import BULK, Taken
+from validation.metadata import scene_from_stash
+from worker.breaker import State
+from worker.settle import ACK, DLQ, POSTPONE, RETRY, decide
+
+BATCH_SIZE = 50
+NAP_MAX_S = 1.0
+
+
+class Worker:
+    def __init__(self, *, queue, dlq, ledger, stash, syncer, breaker, log, concurrency: int = 4,
+                 batch_size: int = BATCH_SIZE, clock=time.time, sleep=time.sleep, rng: random.Random | None = None) -> None:
+        self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
+        self.syncer, self.breaker, self.log = syncer, breaker, log
+        self.max_concurrency = concurrency
+        self.concurrency = concurrency
+        self.batch_size = batch_size
+        self.clock, self.sleep = clock, sleep
+        self.rng = rng or random.Random()
+        self.stats: Counter[str] = Counter()
+        self.abort_reason: str | None = None
+        self.changes: list[dict[str, Any]] = []  # per-scene change records (demo, dry runs)
+
+    # -- the loop ----------------------------------------------------------------
+    def run(self, *, prefetched: dict[int, dict] | None = None, stop: threading.Event | None = None,
+            wait_for_retries: bool = False, retry_waiting_now: bool = False, progress=None) -> Counter[str]:
+        """Work until nothing is due (or, with ``wait_for_retries``, until nothing is left)."""
+        tried: set[int] = set()
+        early = (lambda item: item.pqid not in tried) if retry_waiting_now else None
+        while not (stop is not None and stop.is_set()) and self.abort_reason is None:
+            batch = self.queue.take(self.batch_size, early=early)
+            if not batch:
+                if not wait_for_retries or self.queue.next_due() is None:
+                    break
+                self._nap(stop)
+                continue
+            tried.update(item.pqid for item in batch)
+            self.process_batch(batch, prefetched or {})
+            if progress is not None:
+                progress(self.stats)
+        return self.stats
+
+    def _nap(self, stop: threading.Event | None) -> None:
+        due = self.queue.next_due() or self.clock()
+        pause = max(0.05, min(NAP_MAX_S, due - self.clock()))
+        if stop is not None:
+            stop.wait(pause)
+        else:
+            self.sleep(pause)
+
+    # -- one batch ---------------------------------------------------------------
+    def process_batch(self, batch: list[Taken], prefetched: dict[int, dict]) -> None:
+        batch = self._admit(batch)
+        if not batch:
+            return
+        try:
+            scenes = self._scenes(batch, prefetched)
+        except StashUnavailable as exc:
+            for item in batch:
+                self._settle(item, exc)
+            return
+        work = self._triage(batch, scenes)
+        self._sync_all(work)
+
+    def _admit(self, batch: list[Taken]) -> list[Taken]:
+        """The circuit breaker's say: all, one probe, or none (the rest wait)."""
+        now = self.clock()
+        if not self.breaker.allow():
+            until = now + max(1.0, self.breaker.seconds_until_probe())
+            for item in batch:
+                self.queue.postpone(item, until)
+            self.stats["waiting_for_plex"] = len(batch)
+            return []
+        if self.breaker.state().state == State.HALF_OPEN:
+            for item in batch[1:]:
+                self.queue.postpone(item, now)
+            return batch[:1]
+        return batch
+
+    def _scenes(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None]:
+        found: dict[int, dict | None] = {}
+        need = []
+        for item in batch:
+            sid = item.job.scene_id
+            if item.job.priority == BULK and sid in prefetched:
+                found[sid] = prefetched[sid]
+            else:
+                need.append(sid)
+        if need:
+            fetched = self.stash.scenes_by_id(sorted(set(need)))
+            for sid in need:
+                found[sid] = fetched.get(sid)
+        return found
+
+    def _triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[tuple]:
+        """Settle what needs no Plex work (gone, invalid, unchanged); return the rest."""
+        records = self.ledger.get_many([item.job.scene_id for item in batch])
+        work = []
+        for item in batch:
+            sid = item.job.scene_id
+            raw = scenes.get(sid)
+            if raw is None:
+                self.log.info(f"scene {sid} no longer exists in Stash; nothing to sync")
+                self.stats["gone"] += 1
+                self.queue.ack(item)
+                continue
+            try:
+                scene = scene_from_stash(raw)
+            except InvalidMetadata as exc:
+                self._settle(item, exc, title=str(raw.get("title") or ""))
+                continue
+            record = records.get(sid)
+            if record is not None and record.state_hash == self.syncer.state_hash(scene):
+                self.stats["unchanged"] += 1
+                self.queue.ack(item)
+                continue
+            work.append((item, scene, record))
+        return work
+
+    def _sync_all(self, work: list[tuple]) -> None:
+        if not work:
+            return
+        workers = max(1, min(self.concurrency, len(work)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plex") as pool:
+            outcomes = list(pool.map(lambda w: self._sync_one(*w), work))
+        troubled = False
+        for (item, scene, _), (result, error) in zip(work, outcomes):
+            troubled |= isinstance(error, TransientError)
+            self._report(item, scene, result, error)
+            self._settle(item, error, title=scene.title)
+        self._pace(troubled)
+
+    def _sync_one(self, item: Taken, scene, record):
+        try:
+            result = self.syncer.sync(scene, record, scan_allowed=not item.job.scan_requested)
+        except PlexUnavailable as exc:
+            self.breaker.record_failure()
+            return None, exc
+        except Stash2PlexError as exc:
+            return None, exc
+        except Exception as exc:  # a bug must cost one job a retry, not the whole drainer
+            self.log.error(f"scene {scene.id}: unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+            return None, exc
+        self.breaker.record_success()
+        return result, None
+
+    def _pace(self, troubled: bool) -> None:
+        if troubled:
+            self.concurrency = max(1, self.concurrency // 2)
+        elif self.concurrency < self.max_concurrency:
+            self.concurrency += 1
+
+    # -- outcomes ----------------------------------------------------------------
+    def _report(self, item: Taken, scene, result, error) -> None:
+        if result is None:
+            return
+        lines = result.plan.describe()
+        self.changes.append({"scene_id": scene.id, "title": scene.title, "rating_key": result.rating_key,
+                             "changes": lines, "poster": result.poster, "match": result.how})
+        for warning in result.warnings:
+            self.log.warning(f"scene {scene.id}: {warning}")
+        level = "info" if item.job.priority != BULK else "debug"
+        summary = "; ".join(lines) or "no field changes"
+        poster = " poster uploaded;" if result.poster == "uploaded" else ""
+        self.log.log(level, f"scene {scene.id} → Plex item {result.rating_key} ({result.how}):{poster} {summary}")
+        self.stats["synced"] += 1
+        if result.poster == "uploaded":
+            self.stats["posters"] += 1
+
+    def _settle(self, item: Taken, error: BaseException | None, title: str = "") -> None:
+        probe_at = None
+        if isinstance(error, PlexUnavailable):
+            probe_at = self.clock() + self.breaker.seconds_until_probe()
+        decision = decide(item.job, error, self.clock(), self.rng, probe_at)
+        sid = item.job.scene_id
+        if decision.action == ACK:
+            self.queue.ack(item)
+        elif decision.action == POSTPONE:
+            self.stats["waiting_for_plex"] += 1
+            self.queue.postpone(item, decision.until)
+        elif decision.action == RETRY:
+            self.stats["retrying"] += 1
+            wait = decision.until - self.clock()
+            self.log.warning(f"scene {sid}: {decision.message}; retry {decision.job.attempt} in {wait:.0f} s")
+            self.queue.retry_later(item, decision.job)
+        elif decision.action == DLQ:
+            self.stats["failed"] += 1
+            self.dlq.add(item.job, type(error).__name__, decision.message, title or None)
+            self.queue.ack(item)
+            self.log.error(f"scene {sid} moved to the dead-letter queue: {decision.message}")
+            if isinstance(error, PlexAuthError):
+                self.abort_reason = str(error)
