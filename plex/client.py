@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random
 
 from core.errors import PlexUnavailable, TransientError
 from plex.errors import plex_errors
@@ -21,7 +21,7 @@ LIST_PAGE_SIZE = 500
 PRODUCT = "Stash2Plex"
 
 blip_retry = retry(
-    retry=retry_if_exception_type(TransientError) & ~retry_if_exception_type(PlexUnavailable),
+    retry=retry_if_exception(lambda e: isinstance(e, TransientError) and not isinstance(e, PlexUnavailable)),
     stop=stop_after_attempt(2),
     wait=wait_random(0.1, 0.5),
     reraise=True,

@@ -171,6 +171,10 @@ class JobQueue:
         self._unmark_waiting([t.job.scene_id for t in taken if t.job.attempt == 0])
         return taken
 
+    def ready_count(self) -> int:
+        """Jobs waiting to be taken (not in flight, not parked), from SQL."""
+        return sum(self._count_where(p, "status IN (0, 1)") for p in PRIORITIES)
+
     def has_interactive(self) -> bool:
         """Cheap check whether users' edits are waiting (bulk work yields to them)."""
         return self._count_where(INTERACTIVE, "status IN (0, 1)") > 0

@@ -29,7 +29,7 @@ HOOK_MODE = "hook"
 SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post")
 
 
-class SessionCookie(BaseModel):
+class Cookie(BaseModel):
     model_config = ConfigDict(extra="ignore")
     Name: str = "session"
     Value: str = Field(min_length=1)
@@ -40,7 +40,7 @@ class ServerConnection(BaseModel):
     Scheme: Literal["http", "https"] = "http"
     Host: str = Field(min_length=1)
     Port: int = Field(ge=1, le=65535)
-    SessionCookie: SessionCookie | None = None
+    SessionCookie: Cookie | None = None
     Dir: str = ""
     PluginDir: str = Field(min_length=1)
 

@@ -1,0 +1,90 @@
+"""Stash2Plex: keeps Plex metadata in step with Stash.
+
+Stash runs ``python Stash2Plex.py`` once per hook event and per task, with one JSON
+document on stdin; the reply is one JSON object ``{"output", "error"}`` on stdout
+and logs go to stderr in Stash's protocol. Two more entry points exist:
+``Stash2Plex.py drain`` (the detached background drainer a hook starts) and
+``Stash2Plex.py demo`` (the demo against the bundled emulators).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, TextIO
+
+
+def _reply(stdout: TextIO, output: Any, error: str | None) -> None:
+    stdout.write(json.dumps({"output": output, "error": error}, ensure_ascii=False, default=str))
+    stdout.flush()
+
+
+def _dispatch(plugin_input, env: dict[str, str], log) -> Any:
+    from core.app import App
+    from validation.plugin_input import HOOK_MODE
+
+    app = App(plugin_input.server_connection, env, log)
+    try:
+        mode = plugin_input.mode
+        if mode == HOOK_MODE:
+            from hooks.handler import handle
+
+            return handle(plugin_input.args.hookContext, app, log)
+        from core.log import capture_library_logs
+        from tasks import resolve
+
+        capture_library_logs(log)
+        return resolve(mode)(app)
+    finally:
+        app.close()
+
+
+def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str] | None = None) -> int:
+    """Run one plugin invocation; returns the process exit status."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    argv = argv or []
+    if argv[:1] == ["drain"]:
+        from worker.drainer import main as drain
+
+        return drain(stdin, stderr, env)
+    if argv[:1] == ["demo"]:
+        from tasks.demo import main as demo
+
+        return demo(stdout, stderr, env, argv[1:])
+
+    try:
+        from core.errors import InputError, Stash2PlexError
+        from core.log import Redactor, StashLog
+        from validation.plugin_input import parse_plugin_input
+    except ImportError as exc:
+        message = f"a package Stash2Plex needs is missing ({exc}); run: pip install -r requirements.txt"
+        stderr.write(f"\x01e\x02{message}\n")
+        _reply(stdout, None, message)
+        return 1
+
+    log = StashLog(stderr, Redactor())
+    try:
+        plugin_input = parse_plugin_input(stdin.read())
+        output = _dispatch(plugin_input, env, log)
+    except InputError as exc:
+        log.error(str(exc))
+        _reply(stdout, None, str(exc))
+        return 1
+    except Stash2PlexError as exc:
+        message = log.redact(str(exc))
+        log.error(message)
+        _reply(stdout, None, message)
+        return 1
+    except Exception as exc:  # a bug: the reply names it, the log holds the traceback
+        log.error(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        _reply(stdout, None, log.redact(f"Stash2Plex failed unexpectedly: {type(exc).__name__}: {exc} (details in the Stash log)"))
+        return 1
+    _reply(stdout, output, None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.stdin, sys.stdout, sys.stderr, dict(os.environ), sys.argv[1:]))

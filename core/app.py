@@ -1,0 +1,181 @@
+"""The composition root: builds every part from the plugin input and settings.
+
+Nothing else constructs queues, clients or the worker. Parts are created on first
+use, so a hook (which needs only the queue and the drainer lock) never imports
+requests, plexapi or stashapi.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from core.errors import Stash2PlexError
+from core.log import StashLog
+from core.platform import HeldLock, is_locked, python_executable, spawn_detached
+from sync_queue.queue import JobQueue
+from validation.plugin_input import ServerConnection
+
+ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "Stash2Plex.py"
+HANDOVER_FRESH_S = 60.0
+HANDOVER_WAIT_S = 900.0
+
+
+def data_dir_for(connection: ServerConnection, env: dict[str, str]) -> Path:
+    """``$STASH2PLEX_DATA_DIR`` when set, else ``<PluginDir>/data``."""
+    return Path(env.get("STASH2PLEX_DATA_DIR") or Path(connection.PluginDir) / "data")
+
+
+class App:
+    def __init__(self, connection: ServerConnection, env: dict[str, str], log: StashLog,
+                 data_dir: Path | None = None) -> None:
+        self.connection = connection
+        self.env = env
+        self.log = log
+        self.data_dir = data_dir or data_dir_for(connection, env)
+        self.queue_dir = self.data_dir / "queue"
+        self.lock_path = self.data_dir / "drainer.lock"
+        self.handover_path = self.data_dir / "drainer.handover"
+        self._parts: dict[str, object] = {}
+        log.redact.add(connection.cookie_value)
+
+    def _part(self, name: str, build):
+        if name not in self._parts:
+            self._parts[name] = build()
+        return self._parts[name]
+
+    # -- the hook's parts -----------------------------------------------------------
+    def producer_queue(self) -> JobQueue:
+        return self._part("producer", lambda: JobQueue(self.queue_dir, consumer=False))
+
+    def drainer_running(self) -> bool:
+        return is_locked(self.lock_path)
+
+    def ensure_drainer(self) -> bool:
+        """Start a detached background drainer unless one holds the lock."""
+        if self.drainer_running():
+            return False
+        payload = {"server_connection": self.connection.model_dump(), "data_dir": str(self.data_dir)}
+        spawn_detached(
+            [python_executable(), str(ENTRY_SCRIPT), "drain"],
+            json.dumps(payload).encode(),
+            self.data_dir / "drainer.log",
+        )
+        return True
+
+    # -- the drainer lock -------------------------------------------------------------
+    def handover_requested(self) -> bool:
+        try:
+            return time.time() - self.handover_path.stat().st_mtime < HANDOVER_FRESH_S
+        except FileNotFoundError:
+            return False
+
+    @contextlib.contextmanager
+    def consumer(self, lock: HeldLock | None = None, wait_s: float = HANDOVER_WAIT_S) -> Iterator[JobQueue]:
+        """Become the one consumer: take the drainer lock (asking a running drainer
+        to hand over) unless ``lock`` is already held, open the queue with
+        auto_resume, release both at the end."""
+        lock = lock or HeldLock(self.lock_path)
+        if not lock.acquire():
+            self.log.info("a background drainer is working; asking it to hand over")
+            self._wait_for_handover(lock, wait_s)
+        queue = JobQueue(self.queue_dir, consumer=True)
+        try:
+            yield queue
+        finally:
+            queue.close()
+            lock.release()
+
+    def _wait_for_handover(self, lock: HeldLock, wait_s: float) -> None:
+        deadline = time.monotonic() + wait_s
+        try:
+            while not lock.acquire():
+                if time.monotonic() > deadline:
+                    raise Stash2PlexError(f"the background drainer did not hand over within {wait_s:.0f} s; try again later")
+                self.handover_path.touch()
+                time.sleep(0.2)
+        finally:
+            self.handover_path.unlink(missing_ok=True)
+
+    # -- the full set -------------------------------------------------------------
+    def stash(self):
+        from core.stash import StashClient
+
+        return self._part("stash", lambda: StashClient(self.connection, logger=self.log))
+
+    def settings(self):
+        from validation.config import load_settings
+
+        def build():
+            settings = load_settings(self.stash().plugin_settings())
+            self.log.redact.add(settings.plex_token)
+            return settings
+
+        return self._part("settings", build)
+
+    def ledger(self):
+        from sync_queue.ledger import Ledger
+
+        return self._part("ledger", lambda: Ledger(self.data_dir))
+
+    def dlq(self):
+        from sync_queue.dlq import DeadLetterQueue
+
+        return self._part("dlq", lambda: DeadLetterQueue(self.data_dir))
+
+    def breaker(self):
+        from worker.breaker import BreakerPolicy, BreakerStore, CircuitBreaker
+
+        recovery = float(self.env.get("STASH2PLEX_BREAKER_RECOVERY_S") or 60.0)
+        return self._part("breaker", lambda: CircuitBreaker(
+            BreakerStore(self.data_dir / "breaker.json"), BreakerPolicy(recovery=recovery)))
+
+    def client_id(self) -> str:
+        ledger = self.ledger()
+        value = ledger.meta("client_id")
+        if not value:
+            value = str(uuid.uuid4())
+            ledger.set_meta("client_id", value)
+        return value
+
+    def plex(self):
+        from plex.client import PlexClient
+
+        settings = self.settings()
+        return self._part("plex", lambda: PlexClient(settings.plex_url, settings.plex_token, self.client_id()))
+
+    def index(self):
+        from plex.index import LibraryIndex
+
+        settings = self.settings()
+        return self._part("index", lambda: LibraryIndex(
+            self.plex(), self.ledger(), settings.plex_libraries, settings.case_insensitive_paths))
+
+    def syncer(self):
+        from plex.sync import Syncer
+
+        return self._part("syncer", lambda: Syncer(
+            self.plex(), self.index(), self.ledger(), self.stash(), self.settings(), self.log))
+
+    def worker(self, queue: JobQueue):
+        from worker.worker import Worker
+
+        concurrency = self.settings().plex_concurrency
+        return Worker(queue=queue, dlq=self.dlq(), ledger=self.ledger(), stash=self.stash(), syncer=self.syncer(),
+                      breaker=self.breaker(), log=self.log, concurrency=concurrency)
+
+    def close(self) -> None:
+        for part in self._parts.values():
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()
+        self._parts.clear()
+
+
+def environment() -> dict[str, str]:
+    return dict(os.environ)

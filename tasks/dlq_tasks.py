@@ -1,0 +1,42 @@
+"""Queue and dead-letter housekeeping tasks."""
+
+from __future__ import annotations
+
+import time
+
+from sync_queue.job import INTERACTIVE
+
+PURGE_AFTER_S = 30 * 24 * 3600
+
+
+def clear_queue(app) -> str:
+    removed = app.producer_queue().clear()
+    app.log.info(f"removed {removed} pending jobs; the dead-letter queue is unchanged")
+    return f"removed {removed} pending jobs"
+
+
+def clear_dlq(app) -> str:
+    removed = app.dlq().clear()
+    app.log.info(f"deleted {removed} dead-letter entries")
+    return f"deleted {removed} dead-letter entries"
+
+
+def purge_dlq(app) -> str:
+    removed = app.dlq().clear(older_than=time.time() - PURGE_AFTER_S)
+    app.log.info(f"deleted {removed} dead-letter entries older than 30 days")
+    return f"deleted {removed} dead-letter entries older than 30 days"
+
+
+def retry_dlq(app) -> str:
+    """Every DLQ entry back into the queue with a fresh retry budget."""
+    dlq = app.dlq()
+    jobs = dlq.jobs()
+    now = time.time()
+    fresh = [j.fresh() for j in jobs]
+    fresh = [type(j)(**{**j.__dict__, "priority": INTERACTIVE, "enqueued_at": now}) for j in fresh]
+    app.producer_queue().put_many(fresh)
+    dlq.remove([j.scene_id for j in jobs])
+    if jobs:
+        app.ensure_drainer()
+    app.log.info(f"{len(jobs)} dead-letter entries queued again")
+    return f"{len(jobs)} dead-letter entries queued again"

@@ -1,0 +1,39 @@
+"""``process_queue``: drain everything now in the foreground, retries included."""
+
+from __future__ import annotations
+
+from tasks.progress import ProgressReporter
+
+
+def run(app) -> dict:
+    app.settings()  # a missing plex_url/plex_token fails here, before any job is taken
+    with app.consumer() as queue:
+        total = queue.ready_count() + queue.parked_count()
+        reporter = ProgressReporter(app.log, total, "jobs")
+        worker = app.worker(queue)
+        stats = worker.run(retry_waiting_now=True, progress=lambda s: reporter.update(sum_done(s)))
+        left = queue.parked_count()
+    return finish(app, worker, stats, left)
+
+
+def sum_done(stats) -> int:
+    return sum(stats[k] for k in ("synced", "unchanged", "gone", "failed", "retrying", "waiting_for_plex"))
+
+
+def finish(app, worker, stats, left: int) -> dict:
+    """Report, remember outcomes, and hand leftover retries to a background drainer."""
+    app.ledger().bump_counts({k: v for k, v in stats.items() if v})
+    result = {**dict(stats), "waiting": left}
+    if worker.abort_reason:
+        raise_abort(worker.abort_reason)
+    if left:
+        app.ensure_drainer()
+        app.log.info(f"{left} jobs wait for a retry; a background drainer will run them when due")
+    app.log.info(f"done: {dict(stats)}")
+    return result
+
+
+def raise_abort(reason: str) -> None:
+    from core.errors import PlexAuthError
+
+    raise PlexAuthError(reason)

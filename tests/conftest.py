@@ -1,0 +1,139 @@
+"""Shared fixtures: the two emulators, a plugin environment, and the secrets guard."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.emulators.plex_emulator import PlexEmulator
+from tests.emulators.stash_emulator import StashEmulator
+from tests.runner import REPO, hook_document, run_plugin, task_document
+
+PLEX_TOKEN = "plexTOKEN-s3cr3t-9f8e7d"
+STASH_COOKIE = "MTcwMDAwMDAwMHxTdGFzaENvb2tpZVNlY3JldHw="
+
+
+@pytest.fixture
+def plex():
+    with PlexEmulator(token=PLEX_TOKEN) as emulator:
+        emulator.add_section("Stash", ["/plex/media"], key=1)
+        yield emulator
+
+
+@pytest.fixture
+def stash():
+    with StashEmulator(session_cookie=STASH_COOKIE) as emulator:
+        yield emulator
+
+
+class Plugin:
+    """The plugin as Stash would run it against the emulators, with helpers."""
+
+    def __init__(self, stash: StashEmulator, plex: PlexEmulator, data_dir: Path, env: dict[str, str]) -> None:
+        self.stash, self.plex, self.data_dir, self.env = stash, plex, data_dir, env
+
+    @property
+    def connection(self) -> dict:
+        return self.stash.server_connection(str(REPO))
+
+    def configure(self, **settings) -> None:
+        base = {"plex_url": self.plex.url, "plex_token": self.plex.token, "path_map": "/stash/media=/plex/media"}
+        base.update(settings)
+        self.stash.plugin_settings = {"Stash2Plex": {k: v for k, v in base.items() if v is not None}}
+
+    def hook(self, context: dict, **kw):
+        return _checked(run_plugin(hook_document(self.connection, context), env=self.env, **kw))
+
+    def task(self, mode: str, **kw):
+        return _checked(run_plugin(task_document(self.connection, mode), env=self.env, **kw))
+
+    def drainer_busy(self) -> bool:
+        lock = self.data_dir / "drainer.lock"
+        if not lock.exists():
+            return False
+        probe = subprocess.run(["flock", "-n", str(lock), "true"], capture_output=True)
+        return probe.returncode != 0
+
+    def wait_drained(self, timeout: float = 60.0) -> None:
+        """Wait until no drainer runs and nothing is pending."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            if self.drainer_busy():
+                continue
+            status = self.task("queue_status").output
+            if isinstance(status, dict) and status["pending"] == 0 and not self.drainer_busy():
+                return
+            if isinstance(status, dict) and status.get("last_drainer_error") and not self.drainer_busy():
+                raise AssertionError(f"drainer failed: {status['last_drainer_error']}\n{self.drainer_log()}")
+        raise AssertionError(f"queue not drained within {timeout} s: {self.task('queue_status').output}")
+
+    def drainer_log(self) -> str:
+        path = self.data_dir / "drainer.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def add_scene(self, n: int, **kw) -> tuple[int, int]:
+        """A scene in Stash at /stash/media/… and its item in Plex at /plex/media/…"""
+        name = kw.pop("name", f"scene-{n:05d}.mp4")
+        sid = self.stash.add_scene(title=kw.pop("title", f"Scene {n}"),
+                                   files=[{"path": f"/stash/media/{name}", "size": 1000 + n, "duration": 60.0}], **kw)
+        rk = self.plex.add_item(1, f"/plex/media/{name}", size=1000 + n, duration_ms=60000)
+        return sid, rk
+
+
+@pytest.fixture
+def plugin(stash, plex, tmp_path):
+    data_dir = tmp_path / "data"
+    env = {"STASH2PLEX_DATA_DIR": str(data_dir), "STASH2PLEX_BREAKER_RECOVERY_S": "2"}
+    p = Plugin(stash, plex, data_dir, env)
+    p.configure()
+    yield p
+    _stop_drainers(data_dir)
+    _assert_no_secrets(tmp_path)
+
+
+def _stop_drainers(data_dir: Path) -> None:
+    """Kill a drainer still holding this test's lock (its pid is in the lock file)."""
+    lock = data_dir / "drainer.lock"
+    deadline = time.monotonic() + 10
+    while lock.exists() and time.monotonic() < deadline:
+        if subprocess.run(["flock", "-n", str(lock), "true"], capture_output=True).returncode == 0:
+            return
+        try:
+            os.kill(int(lock.read_text().strip() or 0), signal.SIGKILL)
+        except (ValueError, ProcessLookupError, PermissionError):
+            pass
+        time.sleep(0.1)
+
+
+def _checked(run):
+    for secret in (PLEX_TOKEN, STASH_COOKIE):
+        assert secret not in run.stdout and secret not in run.stderr, "a secret leaked into the plugin's output"
+    return run
+
+
+def _assert_no_secrets(root: Path) -> None:
+    """The Plex token and the Stash cookie never reach a file the plugin wrote."""
+    for path in root.rglob("*"):
+        if path.is_file():
+            blob = path.read_bytes()
+            for secret in (PLEX_TOKEN, STASH_COOKIE):
+                assert secret.encode() not in blob, f"a secret leaked into {path}"
+
+
+@pytest.fixture(autouse=True)
+def _no_secrets_in_output(request, capfd):
+    """Every test: nothing printed to our stdout/stderr carries a secret."""
+    yield
+    out, err = capfd.readouterr()
+    for secret in (PLEX_TOKEN, STASH_COOKIE):
+        assert secret not in out and secret not in err, "a secret leaked into test output"
+
+
+def pytest_configure(config):
+    os.environ.setdefault("PLEXAPI_HEADER_IDENTIFIER", "stash2plex-tests")

@@ -1,0 +1,120 @@
+"""Runs the plugin exactly as Stash does, for end-to-end tests and benchmarks.
+
+Reads Stash2Plex.yml, builds argv from ``exec`` (+ a task's ``execArgs``) with
+``{pluginDir}`` substituted in every element after the first, swaps ``python`` for
+the running interpreter, appends the plugins folder to PYTHONPATH, writes the stdin
+JSON, closes stdin, reads stdout to EOF (so a child that inherited our stdout would
+hang the call, as it would hang Stash) and decodes the stderr log protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+LEVELS = {"t": "trace", "d": "debug", "i": "info", "w": "warning", "e": "error"}
+
+
+@dataclass
+class PluginRun:
+    reply: dict[str, Any]
+    logs: list[tuple[str, str]]
+    progress: list[float]
+    returncode: int
+    wall: float
+    stdout: str
+    stderr: str = ""
+    raw_lines: list[str] = field(default_factory=list)
+
+    @property
+    def output(self) -> Any:
+        return self.reply.get("output")
+
+    @property
+    def error(self) -> str | None:
+        return self.reply.get("error")
+
+    def messages(self, level: str | None = None) -> list[str]:
+        return [m for lvl, m in self.logs if level is None or lvl == level]
+
+
+def plugin_config(plugin_dir: Path = REPO) -> dict[str, Any]:
+    return yaml.safe_load((plugin_dir / "Stash2Plex.yml").read_text())
+
+
+def build_argv(plugin_dir: Path = REPO, exec_args: list[str] | None = None) -> list[str]:
+    config = plugin_config(plugin_dir)
+    argv = list(config["exec"]) + list(exec_args or [])
+    argv = [argv[0]] + [a.replace("{pluginDir}", str(plugin_dir)) for a in argv[1:]]
+    if argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    return argv
+
+
+def decode_stderr(text: str, err_level: str = "error") -> tuple[list[tuple[str, str]], list[float]]:
+    logs, progress = [], []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if len(line) >= 4 and line[0] == "\x01" and line[2] == "\x02" and line[1] in "tdiwep":
+            message = line[3:].strip()
+            if line[1] == "p":
+                progress.append(float(message))
+            else:
+                logs.append((LEVELS[line[1]], message))
+        else:
+            logs.append((err_level, line))
+    return logs, progress
+
+
+def parse_reply(stdout: str, returncode: int) -> dict[str, Any]:
+    try:
+        reply = json.loads(stdout)
+        if isinstance(reply, dict) and set(reply) <= {"output", "error"}:
+            reply = {"output": reply.get("output"), "error": reply.get("error")}
+        else:
+            reply = {"output": stdout, "error": None}
+    except ValueError:
+        reply = {"output": stdout, "error": None}
+    if returncode != 0 and not reply["error"]:
+        reply["error"] = f"exit status {returncode}"
+    return reply
+
+
+def run_plugin(document: dict | str | bytes, env: dict[str, str] | None = None, plugin_dir: Path = REPO,
+               timeout: float = 300.0, exec_args: list[str] | None = None) -> PluginRun:
+    data = document if isinstance(document, bytes) else (
+        document if isinstance(document, str) else json.dumps(document)).encode()
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (full_env.get("PYTHONPATH"), str(plugin_dir.parent)) if p)
+    started = time.perf_counter()
+    proc = subprocess.run(build_argv(plugin_dir, exec_args), input=data, capture_output=True, env=full_env,
+                          timeout=timeout)
+    wall = time.perf_counter() - started
+    stdout = proc.stdout.decode("utf-8", "replace")
+    stderr = proc.stderr.decode("utf-8", "replace")
+    logs, progress = decode_stderr(stderr)
+    return PluginRun(parse_reply(stdout, proc.returncode), logs, progress, proc.returncode, wall, stdout, stderr)
+
+
+def hook_document(connection: dict, hook_context: dict) -> dict:
+    return {"server_connection": connection, "args": {"hookContext": hook_context}}
+
+
+def task_document(connection: dict, mode: str, **extra: str) -> dict:
+    return {"server_connection": connection, "args": {"mode": mode, **extra}}
+
+
+def create_context(scene_id: int) -> dict:
+    """The hookContext of a scene created by a scan (input is null)."""
+    return {"id": scene_id, "type": "Scene.Create.Post", "input": None}
