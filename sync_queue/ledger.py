@@ -12,6 +12,7 @@ cached Plex section index.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,9 @@ class Ledger:
         self.path = directory / LEDGER_FILE
         self.clock = clock
         self._conn = None
+        # The worker's Plex threads save records concurrently; one sqlite3
+        # connection must not run two transactions at once.
+        self._lock = threading.RLock()
 
     def _db(self):
         if self._conn is None:
@@ -78,6 +82,10 @@ class Ledger:
         return self.get_many([scene_id]).get(scene_id)
 
     def get_many(self, scene_ids: list[int]) -> dict[int, SceneRecord]:
+        with self._lock:
+            return self._get_many(scene_ids)
+
+    def _get_many(self, scene_ids: list[int]) -> dict[int, SceneRecord]:
         found: dict[int, SceneRecord] = {}
         for start in range(0, len(scene_ids), 500):
             chunk = scene_ids[start:start + 500]
@@ -98,7 +106,7 @@ class Ledger:
     @sqlite.retry_locked
     def save(self, record: SceneRecord) -> None:
         record.synced_at = self.clock()
-        with sqlite.write(self._db()) as conn:
+        with self._lock, sqlite.write(self._db()) as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO scenes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (record.scene_id, record.rating_key, record.plex_path, record.state_hash,
@@ -111,12 +119,13 @@ class Ledger:
 
     # -- key/value -------------------------------------------------------------
     def meta(self, key: str, default: Any = None) -> Any:
-        row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        with self._lock:
+                row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
     @sqlite.retry_locked
     def set_meta(self, key: str, value: Any) -> None:
-        with sqlite.write(self._db()) as conn:
+        with self._lock, sqlite.write(self._db()) as conn:
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
     @sqlite.retry_locked

@@ -23,7 +23,8 @@ def sum_done(stats) -> int:
 def finish(app, worker, stats, left: int) -> dict:
     """Report, remember outcomes, and hand leftover retries to a background drainer."""
     app.ledger().bump_counts({k: v for k, v in stats.items() if v})
-    result = {**dict(stats), "waiting": left}
+    keys = ("synced", "unchanged", "gone", "failed", "retrying", "waiting_for_plex", "posters")
+    result = {**{k: stats.get(k, 0) for k in keys}, **dict(stats), "waiting": left}
     if worker.abort_reason:
         raise_abort(worker.abort_reason)
     if left:

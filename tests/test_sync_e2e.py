@@ -40,3 +40,24 @@ def test_removals_in_stash_disappear_from_plex(plugin):
     assert item["tags"]["actor"] == ["A"]
     assert item["tags"]["collection"] == []
     assert not item["fields"]["studio"]
+
+
+def test_all_syncs_300_scenes_then_resync_makes_no_writes(plugin):
+    for n in range(300):
+        plugin.add_scene(n, tags=[f"T{n % 7}"], studio=f"Studio {n % 5}")
+    plugin.plex.clear_requests()
+    plugin.stash.requests.clear()
+    run = plugin.task("all")
+    assert run.error is None, run.stderr[-3000:]
+    assert run.output["synced"] == 300
+    assert len(plugin.plex.edit_requests()) == 300
+    pages = plugin.stash.graphql_requests("S2PScenesPage")
+    by_id = plugin.stash.graphql_requests("S2PScenesById")
+    assert len(pages) == 1 and not by_id
+    assert run.progress and run.progress[-1] == 1.0
+    for item in plugin.plex.items():
+        assert item["fields"]["title"].startswith("Scene ")
+    plugin.plex.clear_requests()
+    again = plugin.task("all")
+    assert again.output["unchanged"] == 0 and again.output["queued"] == 0
+    assert plugin.plex.edit_requests() == [] and plugin.plex.upload_requests() == []
