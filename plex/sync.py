@@ -7,8 +7,8 @@ last successful write (``Syncer.state_hash``), so everything here is real work.
 from __future__ import annotations
 
 import hashlib
-import posixpath
 import ntpath
+import posixpath
 from dataclasses import dataclass, field
 
 from core.errors import PlexNotFound, Stash2PlexError
