@@ -86,5 +86,19 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
     return 0
 
 
+def _utf8_stdio() -> None:
+    """Stash writes stdin and reads stdout/stderr as UTF-8, whatever our locale says.
+
+    Python otherwise uses the locale's encoding for pipes (the ANSI code page on
+    Windows, ASCII under a non-UTF-8 POSIX locale): a ``PluginDir`` with an accent
+    would be misread and a non-ASCII reply would fail to encode.
+    """
+    for stream, errors in ((sys.stdin, "replace"), (sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(encoding="utf-8", errors=errors)
+
+
 if __name__ == "__main__":
+    _utf8_stdio()
     sys.exit(main(sys.stdin, sys.stdout, sys.stderr, dict(os.environ), sys.argv[1:]))

@@ -8,7 +8,8 @@ The class decides the routing (see ``worker/settle.py``):
 * ``PlexNotFound``: the item is not in Plex (yet); retried on the slow schedule.
 * ``PermanentError``: straight to the dead-letter queue; the message says what to do.
 * ``ConfigError``: a setting is missing or malformed; the task or drainer stops and
-  the reply names the setting.
+  the reply names the setting. The job stays queued with its budget intact.
+* ``RunStopped``: the run stopped before the job reached Plex; it stays queued.
 * ``DataFileError``: a data file is unreadable or corrupt; never deleted or recreated.
 
 Library errors (plexapi, requests, stashapi) are translated into these in exactly one
@@ -72,6 +73,11 @@ class AmbiguousMatch(PermanentError):
 
 class ConfigError(Stash2PlexError):
     """A plugin setting is missing or malformed; the message names the setting."""
+
+
+class RunStopped(Stash2PlexError):
+    """The run stopped (token rejected, bad setting) before this job reached Plex; it stays
+    queued as it was."""
 
 
 class InputError(Stash2PlexError):

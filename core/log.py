@@ -69,7 +69,13 @@ class StashLog:
             return
         with self._lock:
             try:
-                self.stream.write(text)
+                try:
+                    self.stream.write(text)
+                except UnicodeEncodeError:
+                    # A stream in a legacy encoding: lose the glyphs, not the log
+                    # (UnicodeEncodeError is a ValueError, which means "closed" below).
+                    encoding = getattr(self.stream, "encoding", None) or "utf-8"
+                    self.stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
                 self.stream.flush()
             except (BrokenPipeError, ValueError, OSError):
                 # Stash closed its end (a line too long, or it stopped reading):
@@ -78,7 +84,8 @@ class StashLog:
 
     def log(self, level: str, message: object) -> None:
         code = LEVELS[level]
-        text = self.redact(str(message))
+        # Lone surrogates (undecodable file names) become \udcXX, so lines measure and encode as UTF-8.
+        text = self.redact(str(message)).encode("utf-8", "backslashreplace").decode("utf-8")
         lines = [line for line in text.splitlines() if line.strip()] or ["(empty message)"]
         if self.plain:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")

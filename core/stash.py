@@ -32,9 +32,38 @@ _FIND_PAGE = (
 _PLUGIN_CONFIG = "query S2PConfig($include: [ID!]) { configuration { plugins(include: $include) } }"
 
 
+def describe_reply(response: Any) -> str | None:
+    """Why a Stash reply is not usable GraphQL, in words (None when it looks fine).
+
+    stashapi reports every failure as ``"<status> <reason> query failed"``; the reply
+    itself says whether the session was refused, something else answered (an HTML
+    page from a proxy or login form), or GraphQL reported errors.
+    """
+    if response is None:
+        return None
+    status = response.status_code
+    if status in (401, 403):
+        return (f"Stash refused the plugin's session ({status}). Stash hands each run a fresh session "
+                "cookie; run the task again from Stash")
+    try:
+        body = response.json()
+    except ValueError:
+        kind = (response.headers.get("Content-Type") or "an unknown type").split(";")[0]
+        return (f"Stash answered {status} with {kind} instead of GraphQL; is a proxy or login page "
+                "in front of Stash?")
+    errors = body.get("errors") if isinstance(body, dict) else None
+    if errors:
+        texts = [str(e.get("message") if isinstance(e, dict) else e)[:300] for e in errors[:3]]
+        return f"Stash answered with GraphQL errors: {'; '.join(texts)}"
+    return None
+
+
 @contextlib.contextmanager
-def stash_errors(what: str) -> Iterator[None]:
-    """Translate requests/stashapi failures into StashUnavailable naming ``what``."""
+def stash_errors(what: str, last_reply=lambda: None) -> Iterator[None]:
+    """Translate requests/stashapi failures into StashUnavailable naming ``what``.
+
+    ``last_reply()`` returns Stash's last HTTP response (or None), to say what was wrong.
+    """
     import requests
 
     try:
@@ -46,7 +75,8 @@ def stash_errors(what: str) -> Iterator[None]:
     except StashUnavailable:
         raise
     except Exception as exc:  # stashapi's bare Exception; its message holds no secrets
-        raise StashUnavailable(f"Stash answered with an error while {what}: {exc}") from None
+        detail = describe_reply(last_reply()) or f"Stash answered with an error: {exc}"
+        raise StashUnavailable(f"{detail} (while {what})") from None
 
 
 class StashClient:
@@ -64,9 +94,27 @@ class StashClient:
             conn["SessionCookie"] = {"Name": connection.SessionCookie.Name, "Value": connection.SessionCookie.Value}
         if logger is not None:
             conn["Logger"] = logger
-        with stash_errors("connecting"):
+        self._last_reply = None
+        with stash_errors("connecting", lambda: self._probe(connection)):
             self._api = StashInterface(conn)
         self._bound_timeouts()
+        self._api.s.hooks["response"].append(self._remember)
+
+    def _remember(self, response, *args, **kwargs):
+        self._last_reply = response
+        return response
+
+    @staticmethod
+    def _probe(connection: ServerConnection):
+        """stashapi failed inside its constructor, out of our reach: ask once more to see why."""
+        import requests
+
+        cookies = {connection.SessionCookie.Name: connection.SessionCookie.Value} if connection.SessionCookie else {}
+        try:
+            return requests.post(f"{connection.base_url}/graphql", json={"query": "{ version { version } }"},
+                                 cookies=cookies, timeout=REQUEST_TIMEOUT_S)
+        except requests.exceptions.RequestException:
+            return None
 
     def _bound_timeouts(self) -> None:
         """stashapi sets no timeout; a stalled Stash must not hang the drainer forever."""
@@ -80,7 +128,8 @@ class StashClient:
         session.request = request
 
     def _call(self, query: str, variables: dict[str, Any], what: str) -> dict[str, Any]:
-        with stash_errors(what):
+        self._last_reply = None
+        with stash_errors(what, lambda: self._last_reply):
             data = self._api.call_GQL(query, variables)
         if not isinstance(data, dict):
             raise StashUnavailable(f"Stash answered without data while {what}")

@@ -11,7 +11,7 @@ import ntpath
 import posixpath
 from dataclasses import dataclass, field
 
-from core.errors import PlexNotFound, Stash2PlexError
+from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError
 from plex.client import PlexClient, PlexItemState
 from plex.index import LibraryIndex
 from plex.matcher import SceneFile, choose, match_scene
@@ -43,7 +43,7 @@ class Syncer:
 
     # -- what Stash wants ------------------------------------------------------
     def mapped_paths(self, scene: SceneMetadata) -> list[str]:
-        return [map_path(f.path, self.settings.path_map) for f in scene.files]
+        return [map_path(f.path, self.settings.path_map, self.settings.case_insensitive_paths) for f in scene.files]
 
     def state_hash(self, scene: SceneMetadata) -> str:
         extra = [self.mapped_paths(scene), self.settings.preserve_plex_edits]
@@ -94,15 +94,28 @@ class Syncer:
                 self.client.forget(state.rating_key)
             self.log.info(f"scene {scene.id}: Plex item {record.rating_key} no longer holds its file; matching again")
         chosen, how = self._match(scene)
-        return self.client.item_state(chosen.rating_key), how
+        try:
+            return self.client.item_state(chosen.rating_key), how
+        except PlexNotFound:
+            # The index still lists an item Plex has deleted (a long-lived drainer):
+            # reload the changed sections and match once more.
+            self.index.refresh(force=True)
+            chosen, how = self._match(scene)
+            return self.client.item_state(chosen.rating_key), how
 
     def _match(self, scene: SceneMetadata):
         files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
         rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
         match = match_scene(files, self.index.index(), rules, ci)
-        if match.item is None and not match.candidates and self.index.refresh():
+        try:
+            picked = choose(match, self.settings.strict_matching, files)
+        except (PlexNotFound, AmbiguousMatch):
+            # A stale index causes either (a file Plex has just scanned in, moved or
+            # deleted): re-check the section stamps (rate-limited) and match once more.
+            if not self.index.refresh():
+                raise
             match = match_scene(files, self.index.index(), rules, ci)
-        picked = choose(match, self.settings.strict_matching, files)
+            picked = choose(match, self.settings.strict_matching, files)
         if match.confidence.value != "high":
             self.log.info(f"scene {scene.id}: matched Plex item {picked.item.rating_key} ({picked.reason})")
         return picked.item, f"{match.confidence.value}: {picked.reason}"

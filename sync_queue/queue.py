@@ -74,7 +74,8 @@ class JobQueue:
         if priority not in self._queues:
             self._queues[priority] = self._open(priority)
             if self.consumer:
-                self._queues[priority].clear_acked_data(max_delete=None, keep_latest=None)
+                with sqlite.corruption_named(self.path):
+                    self._queues[priority].clear_acked_data(max_delete=None, keep_latest=None)
         return self._queues[priority]
 
     @sqlite.retry_locked
@@ -84,10 +85,17 @@ class JobQueue:
 
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
-            return persistqueue.SQLiteAckQueue(
+            queue = persistqueue.SQLiteAckQueue(
                 str(self.directory), name=priority, auto_resume=self.consumer,
                 multithreading=True, timeout=sqlite.BUSY_TIMEOUT_S, serializer=json_serializer,
             )
+            # WAL + synchronous=NORMAL survives any process crash (SIGKILL included);
+            # only an OS crash or power cut can lose the last commits. FULL costs an
+            # fsync per put and per ack (measured 3.8 ms a job here). persist-queue has
+            # no option for it, so set it on its two connections.
+            for conn in {id(c): c for c in (queue._putter, queue._getter)}.values():
+                conn.execute("PRAGMA synchronous=NORMAL")
+            return queue
         except sqlite3.DatabaseError as exc:
             if "locked" in str(exc).lower():
                 raise
@@ -115,7 +123,8 @@ class JobQueue:
             have = waiting.get(job.scene_id)
             if have == INTERACTIVE or have == job.priority:
                 continue
-            self._queue(job.priority).put(job.to_dict())
+            with sqlite.corruption_named(self.path):
+                self._queue(job.priority).put(job.to_dict())
             waiting[job.scene_id] = job.priority
             added.append(job)
         self._mark_waiting(added)
@@ -184,7 +193,8 @@ class JobQueue:
 
         queue = self._queue(priority)
         try:
-            raw = queue.get(block=False, raw=True)
+            with sqlite.corruption_named(self.path):
+                raw = queue.get(block=False, raw=True)
         except persistqueue.Empty:
             return None
         except (ValueError, UnicodeDecodeError) as exc:
@@ -240,14 +250,16 @@ class JobQueue:
         return items
 
     def ack(self, item: Taken) -> None:
-        self._queue(item.table).ack(id=item.pqid)
-        self._acks += 1
-        if self._acks % CLEAR_ACKED_EVERY == 0:
-            self._queue(item.table).clear_acked_data(max_delete=None, keep_latest=None)
+        with sqlite.corruption_named(self.path):
+            self._queue(item.table).ack(id=item.pqid)
+            self._acks += 1
+            if self._acks % CLEAR_ACKED_EVERY == 0:
+                self._queue(item.table).clear_acked_data(max_delete=None, keep_latest=None)
 
     def retry_later(self, item: Taken, job: Job) -> None:
         """Store ``job``'s new retry state in its row and park it until due."""
-        self._queue(item.table).update(job.to_dict(), id=item.pqid)
+        with sqlite.corruption_named(self.path):
+            self._queue(item.table).update(job.to_dict(), id=item.pqid)
         item.job = job
         self._park(item)
 

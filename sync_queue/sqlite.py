@@ -5,7 +5,10 @@
 * ``immediate`` transactions for writes, retried a bounded number of times by
   tenacity when SQLite still reports the database locked or busy.
 * A file that is not a database, or is corrupt, raises :class:`DataFileError`
-  naming the file and what to do. It is never deleted or recreated.
+  naming the file and what to do. It is never deleted or recreated. Corruption
+  inside a table is only seen when a query reaches it, so every statement and
+  fetch on our connections translates it (``_Connection``/``_Cursor``), and the
+  queue wraps persist-queue's calls in :func:`corruption_named`.
 """
 
 from __future__ import annotations
@@ -43,14 +46,70 @@ def data_file_error(path: Path, exc: BaseException) -> DataFileError:
     )
 
 
+def is_corrupt(exc: BaseException) -> bool:
+    """SQLITE_CORRUPT / SQLITE_NOTADB surface as a bare DatabaseError (locked, full,
+    missing table... are OperationalError and friends)."""
+    return type(exc) is sqlite3.DatabaseError
+
+
+@contextlib.contextmanager
+def corruption_named(path: Path) -> Iterator[None]:
+    """Turn a corrupt-file error raised inside the block into DataFileError naming ``path``."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if is_corrupt(exc):
+            raise data_file_error(path, exc) from None
+        raise
+
+
+class _Cursor(sqlite3.Cursor):
+    def execute(self, *args):
+        with corruption_named(self.connection.s2p_path):
+            return super().execute(*args)
+
+    def executemany(self, *args):
+        with corruption_named(self.connection.s2p_path):
+            return super().executemany(*args)
+
+    def fetchone(self):
+        with corruption_named(self.connection.s2p_path):
+            return super().fetchone()
+
+    def fetchall(self):
+        with corruption_named(self.connection.s2p_path):
+            return super().fetchall()
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose statements name the file when it turns out to be corrupt."""
+
+    s2p_path: Path
+
+    def cursor(self, factory=_Cursor):
+        return super().cursor(factory)
+
+    def execute(self, *args):  # the C shortcut would bypass ``cursor()``
+        return self.cursor().execute(*args)
+
+    def executemany(self, *args):
+        return self.cursor().executemany(*args)
+
+    def executescript(self, script):
+        with corruption_named(self.s2p_path):
+            return super().executescript(script)
+
+
 @retry_locked
 def _open(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False,
+                           factory=_Connection)
+    conn.s2p_path = path
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA schema_version").fetchone()
-    except sqlite3.DatabaseError:
+    except (sqlite3.DatabaseError, DataFileError):
         conn.close()
         raise
     return conn

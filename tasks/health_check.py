@@ -155,17 +155,16 @@ def _check_path_map(app, settings, report: _Report) -> None:
     summary = f"path map: {matched} of {len(primaries)} sampled scenes ({share:.0%}) are found in Plex by exact path"
     if share >= LOW_SHARE:
         report.good(summary)
+    else:
+        pairs = [(s, f.path) for s, m in unmatched for f in index.by_name(m)]
+        suggestion = suggest_path_map(pairs, ci)
+        info["suggested_path_map"] = suggestion
+        hint = (f"; Plex has files of the same names, and path_map '{suggestion}' would explain them"
+                if suggestion else "; no Plex file has the same name either, so no path_map rule can be suggested "
+                "(has Plex scanned these files, and are the right libraries configured?)")
+        report.bad(summary + hint)
     for stash_path, mapped in unmatched[:EXAMPLES]:
         report.log.info(f"not in Plex: {stash_path} → {mapped}")
-    if share >= LOW_SHARE:
-        return
-    pairs = [(s, f.path) for s, m in unmatched for f in index.by_name(m)]
-    suggestion = suggest_path_map(pairs, ci)
-    info["suggested_path_map"] = suggestion
-    hint = (f"; Plex has files of the same names, and path_map '{suggestion}' would explain them"
-            if suggestion else "; no Plex file has the same name either, so no path_map rule can be suggested "
-            "(has Plex scanned these files, and are the right libraries configured?)")
-    report.bad(summary + hint)
 
 
 # -- inferring a rule -----------------------------------------------------------------

@@ -26,7 +26,7 @@ def finish(app, worker, stats, left: int) -> dict:
     keys = ("synced", "unchanged", "gone", "failed", "retrying", "waiting_for_plex", "posters")
     result = {**{k: stats.get(k, 0) for k in keys}, **dict(stats), "waiting": left}
     if worker.abort_reason:
-        raise_abort(worker.abort_reason)
+        raise_abort(worker)
     if left:
         app.ensure_drainer()
         app.log.info(f"{left} jobs wait for a retry; a background drainer will run them when due")
@@ -34,7 +34,12 @@ def finish(app, worker, stats, left: int) -> dict:
     return result
 
 
-def raise_abort(reason: str) -> None:
+def raise_abort(worker) -> None:
+    """The run stopped early (Plex rejected the token, or a setting is wrong): say why.
+
+    The jobs not yet done stay queued, so no background drainer is started: it would
+    only stop the same way.
+    """
     from core.errors import PlexAuthError
 
-    raise PlexAuthError(reason)
+    raise worker.abort_error or PlexAuthError(worker.abort_reason)

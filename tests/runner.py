@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ class PluginRun:
     wall: float
     stdout: str
     stderr: str = ""
+    peak_rss_kb: int | None = None  # the plugin process's own peak RSS (POSIX)
     raw_lines: list[str] = field(default_factory=list)
 
     @property
@@ -98,13 +100,47 @@ def run_plugin(document: dict | str | bytes, env: dict[str, str] | None = None, 
     full_env.update(env or {})
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (full_env.get("PYTHONPATH"), str(plugin_dir.parent)) if p)
     started = time.perf_counter()
-    proc = subprocess.run(build_argv(plugin_dir, exec_args), input=data, capture_output=True, env=full_env,
-                          timeout=timeout)
+    proc = subprocess.Popen(build_argv(plugin_dir, exec_args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=full_env)
+    out, err = _communicate(proc, data, timeout)
+    returncode, peak = _reap(proc)
     wall = time.perf_counter() - started
-    stdout = proc.stdout.decode("utf-8", "replace")
-    stderr = proc.stderr.decode("utf-8", "replace")
+    stdout = out.decode("utf-8", "replace")
+    stderr = err.decode("utf-8", "replace")
     logs, progress = decode_stderr(stderr)
-    return PluginRun(parse_reply(stdout, proc.returncode), logs, progress, proc.returncode, wall, stdout, stderr)
+    return PluginRun(parse_reply(stdout, returncode), logs, progress, returncode, wall, stdout, stderr, peak)
+
+
+def _communicate(proc: subprocess.Popen, data: bytes, timeout: float) -> tuple[bytes, bytes]:
+    """Write stdin, close it, read stdout and stderr to EOF (as Stash does), without reaping."""
+    chunks: dict[str, bytes] = {}
+
+    def drain(name: str, stream) -> None:
+        chunks[name] = stream.read()
+
+    readers = [threading.Thread(target=drain, args=(n, s), daemon=True)
+               for n, s in (("out", proc.stdout), ("err", proc.stderr))]
+    for reader in readers:
+        reader.start()
+    try:
+        proc.stdin.write(data)
+    except BrokenPipeError:
+        pass
+    proc.stdin.close()
+    for reader in readers:
+        reader.join(timeout)
+        if reader.is_alive():
+            proc.kill()
+            raise TimeoutError(f"the plugin did not close its output within {timeout} s")
+    return chunks.get("out", b""), chunks.get("err", b"")
+
+
+def _reap(proc: subprocess.Popen) -> tuple[int, int | None]:
+    if hasattr(os, "wait4"):
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        return proc.returncode, usage.ru_maxrss
+    return proc.wait(), None
 
 
 def hook_document(connection: dict, hook_context: dict) -> dict:

@@ -198,6 +198,8 @@ def parse_plugin_input(raw: str) -> PluginInput:
         document = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InputError(f"stdin is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise InputError("stdin is not a Stash plugin input: its JSON is nested too deeply") from None
     if not isinstance(document, dict):
         raise InputError(f"stdin must be a JSON object, got {type(document).__name__}")
     if document.get("server_connection") is None:

@@ -27,7 +27,10 @@ WATCH_INTERVAL_S = 0.25
 def _work(app, lock: HeldLock, stop: threading.Event, outcome: dict) -> None:
     try:
         with app.consumer(lock=lock) as queue:
-            outcome["stats"] = app.worker(queue).run(stop=stop, wait_for_retries=True)
+            worker = app.worker(queue)
+            outcome["stats"] = worker.run(stop=stop, wait_for_retries=True)
+        if worker.abort_error is not None:  # the token or a setting is wrong: stop, and say so
+            outcome["error"] = worker.abort_error
     except Stash2PlexError as exc:
         outcome["error"] = exc
     except Exception as exc:  # logged with its type; the jobs stay queued

@@ -11,14 +11,16 @@ from dataclasses import dataclass
 
 from core.errors import (
     AmbiguousMatch,
+    ConfigError,
     PermanentError,
     PlexNotFound,
     PlexUnavailable,
+    RunStopped,
 )
 from sync_queue.job import Job
 from worker.backoff import NOT_FOUND, TRANSIENT, schedule
 
-ACK, RETRY, POSTPONE, DLQ = "ack", "retry", "postpone", "dlq"
+ACK, RETRY, POSTPONE, DLQ, HOLD = "ack", "retry", "postpone", "dlq", "hold"
 UNAVAILABLE_RECHECK_S = 5.0
 
 
@@ -47,6 +49,10 @@ def decide(job: Job, error: BaseException | None, now: float, rng: random.Random
            probe_at: float | None = None) -> Decision:
     if error is None:
         return Decision(ACK, job)
+    if isinstance(error, (ConfigError, RunStopped)):
+        # A setting is wrong (or the run is stopping), not the job: it keeps its budget
+        # and stays queued, and the run stops so the reply can name the cause.
+        return Decision(HOLD, job, now, str(error))
     if isinstance(error, PlexUnavailable):
         until = probe_at if probe_at and probe_at > now else now + UNAVAILABLE_RECHECK_S
         return Decision(POSTPONE, job, until, f"Plex unavailable; waiting until {until:.0f}")

@@ -24,6 +24,7 @@ from core.errors import (
     InvalidMetadata,
     PlexAuthError,
     PlexUnavailable,
+    RunStopped,
     Stash2PlexError,
     StashUnavailable,
     TransientError,
@@ -31,7 +32,7 @@ from core.errors import (
 from sync_queue.job import BULK, Taken
 from validation.metadata import scene_from_stash
 from worker.breaker import State
-from worker.settle import ACK, DLQ, POSTPONE, RETRY, decide
+from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, decide
 
 BATCH_SIZE = 50
 NAP_MAX_S = 1.0
@@ -49,6 +50,7 @@ class Worker:
         self.rng = rng or random.Random()
         self.stats: Counter[str] = Counter()
         self.abort_reason: str | None = None
+        self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
         self.changes: list[dict[str, Any]] = []  # per-scene change records (demo, dry runs)
 
     # -- the loop ----------------------------------------------------------------
@@ -160,7 +162,20 @@ class Worker:
             self._settle(item, error, title=scene.title)
         self._pace(troubled)
 
+    def _held_back(self) -> Stash2PlexError | None:
+        """Why this job must not go to Plex at all: the run is stopping (a 401, a bad
+        setting), or the breaker opened while this batch was under way (the rest of the
+        batch then waits for the probe instead of each trying a Plex that is down)."""
+        if self.abort_error is not None:
+            return RunStopped(f"not tried: {self.abort_error}")
+        if self.breaker.state().state == State.OPEN:
+            return PlexUnavailable("Plex is unavailable (circuit breaker open); waiting for the next probe")
+        return None
+
     def _sync_one(self, item: Taken, scene, record):
+        held = self._held_back()
+        if held is not None:
+            return None, held
         try:
             result = self.syncer.sync(scene, record, scan_allowed=not item.job.scan_requested)
         except PlexUnavailable as exc:
@@ -213,10 +228,20 @@ class Worker:
             wait = decision.until - self.clock()
             self.log.warning(f"scene {sid}: {decision.message}; retry {decision.job.attempt} in {wait:.0f} s")
             self.queue.retry_later(item, decision.job)
+        elif decision.action == HOLD:
+            self.queue.postpone(item, decision.until)  # stays unacked: the next consumer gets it back
+            if not isinstance(error, RunStopped):
+                self._abort(error)
         elif decision.action == DLQ:
             self.stats["failed"] += 1
             self.dlq.add(item.job, type(error).__name__, decision.message, title or None)
             self.queue.ack(item)
             self.log.error(f"scene {sid} moved to the dead-letter queue: {decision.message}")
             if isinstance(error, PlexAuthError):
-                self.abort_reason = str(error)
+                self._abort(error)
+
+    def _abort(self, error) -> None:
+        """Stop taking jobs: every further job would fail the same way (token, settings)."""
+        if self.abort_error is None:
+            self.abort_error = error
+            self.abort_reason = str(error)
