@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -135,5 +137,20 @@ def _no_secrets_in_output(request, capfd):
         assert secret not in out and secret not in err, "a secret leaked into test output"
 
 
+class _CurrentStderr:
+    """stashapi.log binds sys.stderr at import; pytest swaps it per test. Follow the swap."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def pytest_configure(config):
     os.environ.setdefault("PLEXAPI_HEADER_IDENTIFIER", "stash2plex-tests")
+    import stashapi.log  # noqa: F401 - installs its handler on the StashLogger logger
+
+    for handler in logging.getLogger("StashLogger").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.stream = _CurrentStderr()
