@@ -115,7 +115,8 @@ class Ledger:
             )
 
     def count(self) -> int:
-        return self._db().execute("SELECT COUNT(*) FROM scenes WHERE state_hash IS NOT NULL").fetchone()[0]
+        with self._lock:
+            return self._db().execute("SELECT COUNT(*) FROM scenes WHERE state_hash IS NOT NULL").fetchone()[0]
 
     # -- key/value -------------------------------------------------------------
     def meta(self, key: str, default: Any = None) -> Any:
@@ -132,7 +133,7 @@ class Ledger:
     def bump_counts(self, counts: dict[str, int]) -> None:
         if not counts:
             return
-        with sqlite.write(self._db()) as conn:
+        with self._lock, sqlite.write(self._db()) as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = 'outcomes'").fetchone()
             total = json.loads(row[0]) if row else {}
             for key, n in counts.items():
@@ -141,13 +142,14 @@ class Ledger:
 
     # -- Plex section index cache ---------------------------------------------------
     def index_rows(self, section_id: int) -> list[tuple[int, str, int | None, int | None]]:
-        return self._db().execute(
-            "SELECT rating_key, path, size, duration_ms FROM plex_index WHERE section_id = ?", (section_id,)
-        ).fetchall()
+        with self._lock:
+            return self._db().execute(
+                "SELECT rating_key, path, size, duration_ms FROM plex_index WHERE section_id = ?", (section_id,)
+            ).fetchall()
 
     @sqlite.retry_locked
     def replace_index(self, section_id: int, stamp: str, rows: list[tuple[int, str, int | None, int | None]]) -> None:
-        with sqlite.write(self._db()) as conn:
+        with self._lock, sqlite.write(self._db()) as conn:
             conn.execute("DELETE FROM plex_index WHERE section_id = ?", (section_id,))
             conn.executemany(
                 "INSERT INTO plex_index VALUES (?, ?, ?, ?, ?)", [(section_id, *row) for row in rows]

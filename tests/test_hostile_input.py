@@ -51,7 +51,7 @@ STDIN_CASES = [
     Case("stdin-unknown-mode", "stdin", "error", "'sync_everything' is not a Stash2Plex mode",
          lambda p: _doc(p, mode="sync_everything"), error=True),
     Case("stdin-no-mode", "stdin", "error", "args.mode is missing", lambda p: _doc(p), error=True),
-    Case("stdin-not-utf8", "stdin", "error", "stdin",
+    Case("stdin-not-utf8", "stdin", "error", "stdin is not JSON",
          lambda p: b'{"server_connection": \xff\xfe\x00 garbage', error=True),
 ]
 
