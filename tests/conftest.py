@@ -73,7 +73,8 @@ class Plugin:
                 return
             if isinstance(status, dict) and status.get("last_drainer_error") and not self.drainer_busy():
                 raise AssertionError(f"drainer failed: {status['last_drainer_error']}\n{self.drainer_log()}")
-        raise AssertionError(f"queue not drained within {timeout} s: {self.task('queue_status').output}")
+        raise AssertionError(f"queue not drained within {timeout} s: {self.task('queue_status').output}\n"
+                             f"drainer log:\n{self.drainer_log()[-4000:]}")
 
     def drainer_log(self) -> str:
         path = self.data_dir / "drainer.log"

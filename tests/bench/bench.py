@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
-from tests.runner import REPO, build_argv, hook_document, run_plugin, task_document
+from tests.runner import REPO, hook_document, run_plugin, task_document
 
 LATENCY_S = 0.010
 
