@@ -9,6 +9,7 @@ hang the call, as it would hang Stash) and decodes the stderr log protocol.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -154,3 +155,21 @@ def task_document(connection: dict, mode: str, **extra: str) -> dict:
 def create_context(scene_id: int) -> dict:
     """The hookContext of a scene created by a scan (input is null)."""
     return {"id": scene_id, "type": "Scene.Create.Post", "input": None}
+
+
+@contextlib.contextmanager
+def drainer_lock_held(data_dir: Path):
+    """Pretend a drainer runs: hooks then only enqueue, and queued jobs stay visible.
+
+    The lock is an OS lock on ``<data_dir>/drainer.lock`` (the plugin's own primitive);
+    the pid is blanked before release so no cleanup ever signals the test process.
+    """
+    from core.platform import HeldLock
+
+    lock = HeldLock(Path(data_dir) / "drainer.lock")
+    assert lock.acquire(), "a drainer is running"
+    try:
+        yield lock
+    finally:
+        lock.path.write_text("")
+        lock.release()

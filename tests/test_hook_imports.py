@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.runner import REPO
+from tests.runner import REPO, drainer_lock_held
 
 PROBE = r"""
 import io, json, os, sys
@@ -21,10 +21,7 @@ print(json.dumps({"code": code, "reply": json.loads(out.getvalue()), "heavy": he
 
 
 def test_hook_path_imports_no_network_client(tmp_path):
-    lock = tmp_path / "data" / "drainer.lock"
-    lock.parent.mkdir(parents=True)
-    holder = subprocess.Popen(["flock", str(lock), "sleep", "60"])  # a drainer "is running"
-    try:
+    with drainer_lock_held(tmp_path / "data"):  # a drainer "is running": no spawn
         document = {
             "server_connection": {"Scheme": "http", "Host": "0.0.0.0", "Port": 9, "PluginDir": str(REPO),
                                   "SessionCookie": {"Name": "session", "Value": "cookie-value"}},
@@ -35,7 +32,5 @@ def test_hook_path_imports_no_network_client(tmp_path):
         done = subprocess.run([sys.executable, "-c", PROBE, str(REPO)], input=json.dumps(document), text=True,
                               capture_output=True, env=env, timeout=60)
         result = json.loads(done.stdout)
-    finally:
-        holder.kill()
     assert result["code"] == 0 and result["reply"] == {"output": "scene 7 queued", "error": None}
     assert result["heavy"] == []

@@ -8,7 +8,6 @@ session cookie (contract §2.3-2.5).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import socket
@@ -17,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from core.platform import HeldLock
 from tests.conftest import STASH_COOKIE
-from tests.runner import PluginRun, run_plugin, task_document
+from tests.runner import PluginRun, drainer_lock_held, run_plugin, task_document
 
 PROTOCOL_LINE = re.compile(r"\x01[tdiwep]\x02\S")
 STASH_LINE_LIMIT = 64 * 1024
@@ -203,18 +201,6 @@ def test_stdio_is_utf8_whatever_the_locale(encoding, tmp_path):
 
 # -- well-formed calls, against the emulators --------------------------------------------------
 
-@contextlib.contextmanager
-def drainer_lock_held(plugin):
-    """Pretend a drainer runs, so queued jobs stay visible to queue_status."""
-    lock = HeldLock(plugin.data_dir / "drainer.lock")
-    assert lock.acquire()
-    try:
-        yield
-    finally:
-        lock.path.write_text("")  # no pid: the fixture's drainer cleanup must not signal us
-        lock.release()
-
-
 def _status(plugin) -> dict:
     run = plugin.task("queue_status")
     reply = assert_protocol(run)
@@ -235,7 +221,7 @@ def test_a_hook_with_only_unsynced_fields_queues_nothing(plugin):
     context = {"id": sid, "type": "Scene.Update.Post",
                "input": {"id": str(sid), "play_count": 3, "rating100": None},
                "inputFields": ["id", "play_count"]}
-    with drainer_lock_held(plugin):
+    with drainer_lock_held(plugin.data_dir):
         run = plugin.hook(context)
         reply = assert_protocol(run)
         assert reply["error"] is None and run.returncode == 0
@@ -249,7 +235,7 @@ def test_a_scan_style_hook_is_queued_as_bulk_work(plugin):
     context = plugin.stash.update_scene(sid, files=[{"path": "/stash/media/scene-00003.mp4", "size": 1003,
                                                      "duration": 61.0}])
     assert context["input"] is None and "inputFields" not in context
-    with drainer_lock_held(plugin):
+    with drainer_lock_held(plugin.data_dir):
         run = plugin.hook(context)
         assert assert_protocol(run) == {"output": f"scene {sid} queued", "error": None}
         status = _status(plugin)

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from core.platform import HeldLock
-from tests.runner import REPO, build_argv, task_document
+from tests.runner import REPO, build_argv, drainer_lock_held, task_document
 
 SEED = 20240229
 
@@ -155,7 +154,7 @@ def test_plex_down_breaker_holds_requests_and_work_resumes_by_itself(plugin, fau
         for start in range(0, 20, 5):
             runs += hooks_concurrently(plugin, contexts[start:start + 5])
     else:  # all twenty wait for process_queue: one batch, the breaker must hold most of it back
-        with drainer_held(plugin):
+        with drainer_lock_held(plugin.data_dir):
             runs += hooks_concurrently(plugin, contexts)
     assert all(run.error is None for run in runs), [r.stderr for r in runs if r.error]
     run = plugin.task("process_queue", timeout=120)
@@ -194,7 +193,7 @@ def test_plex_401_dead_letters_after_one_attempt_without_retry_storm(plugin):
     assert report["pending"] == 0
     assert len(plugin.plex.requests) <= 2, [r["path"] for r in plugin.plex.requests]
     # a foreground run with several queued jobs stops at the first 401 and says why
-    with drainer_held(plugin):
+    with drainer_lock_held(plugin.data_dir):
         for sid in ids[1:]:
             assert plugin.hook(plugin.stash.update_scene(sid, title=f"Token {sid}")).error is None
     plugin.plex.clear_requests()
@@ -204,20 +203,6 @@ def test_plex_401_dead_letters_after_one_attempt_without_retry_storm(plugin):
     assert len(plugin.plex.requests) <= 4, [r["path"] for r in plugin.plex.requests]
     after = status(plugin)
     assert after["dlq"] + after["pending"] == 5, after  # nothing lost: each job is in the DLQ or queued
-
-
-class drainer_held:
-    """Hold the drainer lock in the test, so hooks only enqueue (no drainer can start)."""
-
-    def __init__(self, plugin) -> None:
-        self.lock = HeldLock(plugin.data_dir / "drainer.lock")
-
-    def __enter__(self):
-        assert self.lock.acquire(), "a drainer is running"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.lock.release()
 
 
 # -- dead-letter tasks -------------------------------------------------------------------------
@@ -234,7 +219,7 @@ def test_dlq_tasks_group_retry_purge_clear(plugin):
     plugin.wait_drained()
     # A and B meet a Plex that rejects the token
     plugin.plex.fail_401 = True
-    with drainer_held(plugin):
+    with drainer_lock_held(plugin.data_dir):
         for sid in (a, b):
             assert plugin.hook(plugin.stash.update_scene(sid, title=f"Fixed later {sid}")).error is None
     run = plugin.task("process_queue")
@@ -291,7 +276,7 @@ def test_dlq_tasks_group_retry_purge_clear(plugin):
     plugin.hook(plugin.stash.update_scene(c, files=[]))  # back into the DLQ
     plugin.wait_drained()
     assert len(_dlq_rows(plugin)) == 1
-    with drainer_held(plugin):
+    with drainer_lock_held(plugin.data_dir):
         for sid in (a, b):
             plugin.hook(plugin.stash.update_scene(sid, title=f"Dropped {sid}"))
         assert status(plugin)["pending"] == 2

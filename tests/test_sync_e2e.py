@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from tests.runner import drainer_lock_held
+
 
 def test_hook_edit_reaches_plex_with_every_field_locked(plugin):
     sid, rk = plugin.add_scene(1)
@@ -117,19 +119,10 @@ def test_preserve_plex_edits_fills_only_empty_fields(plugin):
 
 def test_events_for_a_waiting_scene_collapse_into_one_job(plugin):
     sid, _ = plugin.add_scene(5)
-    lock = plugin.data_dir / "drainer.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    import subprocess
-
-    holder = subprocess.Popen(["flock", str(lock), "sleep", "60"])  # keep the drainer away
-    try:
-        time.sleep(0.2)
+    with drainer_lock_held(plugin.data_dir):  # keep the drainer away
         replies = [plugin.hook(plugin.stash.update_scene(sid, title=f"v{i}")).output for i in range(3)]
         assert replies == [f"scene {sid} queued", f"scene {sid} already queued", f"scene {sid} already queued"]
         assert plugin.task("queue_status").output["pending"] == 1
-    finally:
-        holder.kill()
-        holder.wait()
     run = plugin.task("process_queue")
     assert run.error is None and run.output["synced"] == 1
     assert plugin.plex.items()[0]["fields"]["title"] == "v2"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
-from tests.runner import REPO, hook_document, run_plugin, task_document
+from tests.runner import REPO, drainer_lock_held, hook_document, run_plugin, task_document
 
 LATENCY_S = 0.010
 
@@ -77,10 +77,8 @@ def bench_hook(runs: int = 15) -> None:
     print("\nHook cost (median of %d cold processes)" % runs)
     lab = Lab(5, latency=0)
     try:
-        lock = Path(lab.env["STASH2PLEX_DATA_DIR"]) / "drainer.lock"
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        holder = subprocess.Popen(["flock", str(lock), "sleep", "600"])  # a drainer "is running"
-        time.sleep(0.2)
+        holder = drainer_lock_held(lab.env["STASH2PLEX_DATA_DIR"])  # a drainer "is running"
+        holder.__enter__()
         baseline = [timed([sys.executable, "-c", "import persistqueue, pydantic"])[0] for _ in range(runs)]
         walls, rss = [], []
         for i in range(runs):
@@ -89,7 +87,7 @@ def bench_hook(runs: int = 15) -> None:
             assert run.error is None, run.stderr
             walls.append(run.wall)
             rss.append(run.peak_rss_kb or 0)
-        holder.kill()
+        holder.__exit__(None, None, None)
         base, med = statistics.median(baseline), statistics.median(walls)
         line("hook wall time (median)", f"{med * 1000:.0f} ms", f"{base * 1000:.0f} ms", f"{med / base:.2f}x",
              "<= 1.3x of import persistqueue, pydantic")
