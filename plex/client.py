@@ -33,7 +33,7 @@ class SectionInfo:
     key: int
     title: str
     type: str
-    stamp: str  # changes whenever Plex adds, removes or rescans items
+    stamp: str  # scannedAt: files appear, move and vanish in Plex only through scans
     refreshing: bool = False
     locations: tuple[str, ...] = ()
 
@@ -100,7 +100,9 @@ class PlexClient:
             root = self.server.query("/library/sections")
         found = []
         for node in root.iter("Directory"):
-            stamp = "/".join(node.attrib.get(k, "") for k in ("updatedAt", "scannedAt", "contentChangedAt"))
+            # Not updatedAt/contentChangedAt: our own edits move those, and every
+            # index check would then list the whole section again.
+            stamp = node.attrib.get("scannedAt", "")
             found.append(SectionInfo(
                 key=int(node.attrib["key"]), title=node.attrib.get("title", ""), type=node.attrib.get("type", ""),
                 stamp=stamp, refreshing=node.attrib.get("refreshing") == "1",
@@ -134,25 +136,44 @@ class PlexClient:
     def item_state(self, rating_key: int) -> PlexItemState:
         """Read an item's detail view (one request); raises PlexNotFound when gone."""
         with plex_errors(f"reading Plex item {rating_key}"):
-            item = self.server.fetchItem(int(rating_key))
-            item._autoReload = False  # the detail view is complete; no hidden extra GETs
-            state = PlexItemState(
-                rating_key=int(item.ratingKey),
-                section_id=int(item.librarySectionID),
-                files=tuple(part.file for part in item.iterParts()),
-                fields={
-                    "title": item.title or "",
-                    "summary": item.summary or "",
-                    "studio": item.studio or "",
-                    "originallyAvailableAt": _date_text(item.originallyAvailableAt),
-                },
-                tags={
-                    "genre": tuple(t.tag for t in item.genres),
-                    "actor": tuple(t.tag for t in item.roles),
-                    "collection": tuple(t.tag for t in item.collections),
-                },
-                locked=frozenset(f.name for f in item.fields if f.locked),
-            )
+            return self._remember(self.server.fetchItem(int(rating_key)))
+
+    @blip_retry
+    def item_states(self, rating_keys: list[int]) -> dict[int, PlexItemState]:
+        """Detail views of many items in one request; items Plex no longer has are absent."""
+        if not rating_keys:
+            return {}
+        with plex_errors(f"reading {len(rating_keys)} Plex items"):
+            try:
+                items = self.server.fetchItems([int(k) for k in rating_keys])
+            except Exception as exc:
+                from plexapi.exceptions import NotFound
+
+                if isinstance(exc, NotFound):
+                    return {}
+                raise
+            states = [self._remember(item) for item in items]
+        return {state.rating_key: state for state in states}
+
+    def _remember(self, item) -> PlexItemState:
+        item._autoReload = False  # the detail view is complete; no hidden extra GETs
+        state = PlexItemState(
+            rating_key=int(item.ratingKey),
+            section_id=int(item.librarySectionID),
+            files=tuple(part.file for part in item.iterParts()),
+            fields={
+                "title": item.title or "",
+                "summary": item.summary or "",
+                "studio": item.studio or "",
+                "originallyAvailableAt": _date_text(item.originallyAvailableAt),
+            },
+            tags={
+                "genre": tuple(t.tag for t in item.genres),
+                "actor": tuple(t.tag for t in item.roles),
+                "collection": tuple(t.tag for t in item.collections),
+            },
+            locked=frozenset(f.name for f in item.fields if f.locked),
+        )
         self._items[state.rating_key] = item
         return state
 

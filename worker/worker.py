@@ -153,8 +153,13 @@ class Worker:
         if not work:
             return
         workers = max(1, min(self.concurrency, len(work)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plex") as pool:
-            outcomes = list(pool.map(lambda w: self._sync_one(*w), work))
+        if self._held_back() is None:
+            self.syncer.prefetch([(scene, record) for _, scene, record in work])
+        try:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plex") as pool:
+                outcomes = list(pool.map(lambda w: self._sync_one(*w), work))
+        finally:
+            self.syncer.end_batch()
         troubled = False
         for (item, scene, _), (result, error) in zip(work, outcomes):
             troubled |= isinstance(error, TransientError)

@@ -140,6 +140,11 @@ class Section:
         self.updated_at = max(now, self.updated_at + 1)
         self.content_changed_at += 1
 
+    def scanned(self, now: int) -> None:
+        """A scan found or lost files (in real Plex, items come and go only by scans)."""
+        self.scanned_at = max(now, self.scanned_at + 1)
+        self.touch(now)
+
 
 @dataclass
 class Item:
@@ -302,12 +307,12 @@ class Library:
                     {k: fields[k] for k in REVERTED_ON_REFRESH}, tags, now, now)
         item.thumb, item.art = (f"/library/metadata/{rk}/{k}/{now}" for k in ("thumb", "art"))
         self.items[rk] = item
-        section.touch(now)
+        section.scanned(now)
         return rk
 
     def remove_item(self, rating_key: int) -> None:
         item = self.items.pop(rating_key)
-        self.sections[item.section].touch(self.now())
+        self.sections[item.section].scanned(self.now())
 
     def tag_id(self, ttype: str, name: str) -> int:
         """Tags are server-wide entities: one id per (type, case-folded name)."""
@@ -326,7 +331,6 @@ class Library:
             scanned = section_key == job.section and _covers(scan_path, job.file)
             if scanned or job.due <= now:
                 self.add_item(job.section, job.file, rating_key=job.rating_key, **job.kwargs)
-                self.sections[job.section].scanned_at = self.now()
             else:
                 keep.append(job)
         self.pending = keep
