@@ -118,7 +118,9 @@ class StashClient:
 
     def _bound_timeouts(self) -> None:
         """stashapi sets no timeout; a stalled Stash must not hang the drainer forever."""
-        session = self._api.s
+        from core.http import fixed_environment_session
+
+        session = fixed_environment_session(self._api.s, self._api.url)
         original = session.request
 
         def request(method, url, **kwargs):

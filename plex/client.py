@@ -14,6 +14,7 @@ from typing import Any
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random
 
 from core.errors import PlexUnavailable, TransientError
+from core.http import fixed_environment_session
 from plex.errors import plex_errors
 
 REQUEST_TIMEOUT_S = 15.0
@@ -83,7 +84,7 @@ class PlexClient:
         plexapi.X_PLEX_IDENTIFIER = self.client_id
         plexapi.X_PLEX_PRODUCT = PRODUCT
         plexapi.BASE_HEADERS.update(plexapi.reset_base_headers())
-        session = requests.Session()
+        session = fixed_environment_session(requests.Session(), self.url)
         adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=32)
         session.mount("http://", adapter)
         session.mount("https://", adapter)

@@ -21,7 +21,7 @@ DEFAULTS: dict[str, Any] = {
     "preserve_plex_edits": False,
     "trigger_plex_scan": False,
     "case_insensitive_paths": False,
-    "plex_concurrency": 4,
+    "plex_concurrency": 6,
 }
 
 

@@ -34,12 +34,12 @@ from validation.metadata import scene_from_stash
 from worker.breaker import State
 from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, decide
 
-BATCH_SIZE = 50
+BATCH_SIZE = 100
 NAP_MAX_S = 1.0
 
 
 class Worker:
-    def __init__(self, *, queue, dlq, ledger, stash, syncer, breaker, log, concurrency: int = 4,
+    def __init__(self, *, queue, dlq, ledger, stash, syncer, breaker, log, concurrency: int = 6,
                  batch_size: int = BATCH_SIZE, clock=time.time, sleep=time.sleep, rng: random.Random | None = None) -> None:
         self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
         self.syncer, self.breaker, self.log = syncer, breaker, log
