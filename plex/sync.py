@@ -53,25 +53,23 @@ class Syncer:
     # -- reading many items at once ----------------------------------------------
     def prefetch(self, work: list[tuple[SceneMetadata, SceneRecord | None]], chunk: int = 50) -> None:
         """Read the items a batch will most likely touch in one request per ``chunk``
-        (instead of one GET per scene). A miss only means a per-item GET later."""
+        (instead of one GET per scene). A scene missed here only costs a GET later;
+        a Plex that cannot be reached raises at once (one request, not one per scene)."""
         keys = []
         for scene, record in work:
             key = record.rating_key if record is not None and record.rating_key is not None else self._quick_key(scene)
             if key is not None:
                 keys.append(key)
         for start in range(0, len(keys), chunk):
-            try:
-                self._prefetched.update(self.client.item_states(keys[start:start + chunk]))
-            except Stash2PlexError as exc:  # each scene will then read its own item and meet the error
-                self.log.debug(f"batch read of Plex items failed ({exc}); reading them one by one")
-                return
+            self._prefetched.update(self.client.item_states(keys[start:start + chunk]))
 
     def _quick_key(self, scene: SceneMetadata) -> int | None:
+        """The item an exact or accepted match points at, without any refresh."""
         files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
+        match = match_scene(files, self.index.index(), self.settings.path_map, self.settings.case_insensitive_paths)
         try:
-            match = match_scene(files, self.index.index(), self.settings.path_map, self.settings.case_insensitive_paths)
             return choose(match, self.settings.strict_matching, files).item.rating_key
-        except Stash2PlexError:
+        except (PlexNotFound, AmbiguousMatch):
             return None
 
     def end_batch(self) -> None:

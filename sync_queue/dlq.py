@@ -8,8 +8,6 @@ failure replaces the older one. Listing groups entries by reason so a user sees
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 from typing import Any
 
 from sync_queue import sqlite
@@ -30,21 +28,9 @@ CREATE INDEX IF NOT EXISTS dlq_failed_at ON dlq (failed_at);
 """
 
 
-class DeadLetterQueue:
-    def __init__(self, directory: Path, clock=time.time) -> None:
-        self.path = directory / DLQ_FILE
-        self.clock = clock
-        self._conn = None
-
-    def _db(self):
-        if self._conn is None:
-            self._conn = sqlite.connect(self.path, _SCHEMA)
-        return self._conn
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+class DeadLetterQueue(sqlite.Store):
+    FILE = DLQ_FILE
+    SCHEMA = _SCHEMA
 
     @sqlite.retry_locked
     def add(self, job: Job, error_class: str, message: str, title: str | None = None) -> None:

@@ -12,10 +12,7 @@ cached Plex section index.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sync_queue import sqlite
@@ -58,24 +55,9 @@ class SceneRecord:
     synced_at: float | None = None
 
 
-class Ledger:
-    def __init__(self, directory: Path, clock=time.time) -> None:
-        self.path = directory / LEDGER_FILE
-        self.clock = clock
-        self._conn = None
-        # The worker's Plex threads save records concurrently; one sqlite3
-        # connection must not run two transactions at once.
-        self._lock = threading.RLock()
-
-    def _db(self):
-        if self._conn is None:
-            self._conn = sqlite.connect(self.path, _SCHEMA)
-        return self._conn
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+class Ledger(sqlite.Store):
+    FILE = LEDGER_FILE
+    SCHEMA = _SCHEMA
 
     # -- scenes ----------------------------------------------------------------
     def get(self, scene_id: int) -> SceneRecord | None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,3 +145,32 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+class Store:
+    """One SQLite file of ours, opened on first use, safe to share between threads.
+
+    Subclasses set ``FILE`` and ``SCHEMA``. The worker's Plex threads use a store
+    concurrently; one sqlite3 connection must not run two transactions at once, so
+    every use goes through ``self._lock``.
+    """
+
+    FILE = ""
+    SCHEMA = ""
+
+    def __init__(self, directory: Path, clock=time.time) -> None:
+        self.path = directory / self.FILE
+        self.clock = clock
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = connect(self.path, self.SCHEMA)
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

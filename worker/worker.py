@@ -18,9 +18,9 @@ import time
 import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from core.errors import (
+    ConfigError,
     InvalidMetadata,
     PlexAuthError,
     PlexUnavailable,
@@ -51,7 +51,6 @@ class Worker:
         self.stats: Counter[str] = Counter()
         self.abort_reason: str | None = None
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
-        self.changes: list[dict[str, Any]] = []  # per-scene change records (demo, dry runs)
 
     # -- the loop ----------------------------------------------------------------
     def run(self, *, prefetched: dict[int, dict] | None = None, stop: threading.Event | None = None,
@@ -153,8 +152,8 @@ class Worker:
         if not work:
             return
         workers = max(1, min(self.concurrency, len(work)))
-        if self._held_back() is None:
-            self.syncer.prefetch([(scene, record) for _, scene, record in work])
+        if not self._prefetch(work):
+            return
         try:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plex") as pool:
                 outcomes = list(pool.map(lambda w: self._sync_one(*w), work))
@@ -166,6 +165,28 @@ class Worker:
             self._report(item, scene, result, error)
             self._settle(item, error, title=scene.title)
         self._pace(troubled)
+
+    def _prefetch(self, work: list[tuple]) -> bool:
+        """Read the batch's Plex items at once. False when Plex is down: the whole batch
+        then waits for the breaker after ONE failed request instead of one per scene."""
+        if self._held_back() is not None:
+            return True  # each job is held back on its own below
+        try:
+            self.syncer.prefetch([(scene, record) for _, scene, record in work])
+        except PlexUnavailable as exc:
+            self.breaker.record_failure()
+            for item, scene, _ in work:
+                self._settle(item, exc, title=scene.title)
+            return False
+        except (PlexAuthError, ConfigError) as exc:  # hopeless for every job: settle one, hold the rest
+            (first, scene, _), rest = work[0], work[1:]
+            self._settle(first, exc, title=scene.title)
+            for item, scene, _ in rest:
+                self._settle(item, RunStopped(f"not tried: {exc}"), title=scene.title)
+            return False
+        except Stash2PlexError as exc:  # each scene meets it again and is settled by its class
+            self.log.debug(f"reading the batch's Plex items failed ({exc}); reading them one by one")
+        return True
 
     def _held_back(self) -> Stash2PlexError | None:
         """Why this job must not go to Plex at all: the run is stopping (a 401, a bad
@@ -205,8 +226,6 @@ class Worker:
         if result is None:
             return
         lines = result.plan.describe()
-        self.changes.append({"scene_id": scene.id, "title": scene.title, "rating_key": result.rating_key,
-                             "changes": lines, "poster": result.poster, "match": result.how})
         for warning in result.warnings:
             self.log.warning(f"scene {scene.id}: {warning}")
         level = "info" if item.job.priority != BULK else "debug"
