@@ -81,7 +81,7 @@ class App:
         to hand over) unless ``lock`` is already held, open the queue with
         auto_resume, release both at the end."""
         lock = lock or HeldLock(self.lock_path)
-        if not lock.acquire():
+        if not lock.acquire(patience=0.5):
             self.log.info("a background drainer is working; asking it to hand over")
             self._wait_for_handover(lock, wait_s)
         queue = JobQueue(self.queue_dir, consumer=True)

@@ -17,6 +17,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
@@ -24,7 +25,8 @@ from typing import IO
 IS_WINDOWS = os.name == "nt"
 
 
-def _try_lock(handle: IO[bytes], blocking: bool) -> bool:
+def _try_lock(handle: IO[bytes], blocking: bool, shared: bool = False) -> bool:
+    """Exclusive lock, or (POSIX) a shared one: shared lookers never block each other."""
     if IS_WINDOWS:
         import msvcrt
 
@@ -37,7 +39,7 @@ def _try_lock(handle: IO[bytes], blocking: bool) -> bool:
         return True
     import fcntl
 
-    flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
+    flags = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if blocking else fcntl.LOCK_NB)
     try:
         fcntl.flock(handle.fileno(), flags)
     except BlockingIOError:
@@ -81,14 +83,19 @@ class HeldLock:
         self.path = path
         self._handle: IO[bytes] | None = None
 
-    def acquire(self, blocking: bool = False) -> bool:
+    def acquire(self, blocking: bool = False, patience: float = 0.0) -> bool:
+        """Take the lock. ``patience`` seconds of retrying ride out the few milliseconds
+        another process holds it to *look* (``is_locked``), so only a real holder wins."""
         if self._handle is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.path, "a+b")
-        if not _try_lock(handle, blocking):
-            handle.close()
-            return False
+        deadline = time.monotonic() + patience
+        while not _try_lock(handle, blocking):
+            if time.monotonic() >= deadline:
+                handle.close()
+                return False
+            time.sleep(0.02)
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()).encode())
@@ -109,11 +116,18 @@ class HeldLock:
 
 
 def is_locked(path: Path) -> bool:
-    """True when another process holds the lock on ``path`` right now."""
+    """True when another process holds the lock on ``path`` right now.
+
+    Looks with a shared lock, so two processes looking at once never mistake each
+    other for the holder (Windows has no shared mode; there a look is exclusive).
+    """
     if not path.exists():
         return False
-    with file_lock(path, blocking=False) as acquired:
-        return not acquired
+    with open(path, "a+b") as handle:
+        if not _try_lock(handle, blocking=False, shared=True):
+            return True
+        _unlock(handle)
+        return False
 
 
 def spawn_detached(argv: Sequence[str], stdin_data: bytes, log_path: Path) -> int:

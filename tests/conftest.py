@@ -58,7 +58,7 @@ class Plugin:
         lock = self.data_dir / "drainer.lock"
         if not lock.exists():
             return False
-        probe = subprocess.run(["flock", "-n", str(lock), "true"], capture_output=True)
+        probe = subprocess.run(["flock", "-s", "-n", str(lock), "true"], capture_output=True)
         return probe.returncode != 0
 
     def wait_drained(self, timeout: float = 60.0) -> None:
@@ -105,7 +105,7 @@ def _stop_drainers(data_dir: Path) -> None:
     lock = data_dir / "drainer.lock"
     deadline = time.monotonic() + 10
     while lock.exists() and time.monotonic() < deadline:
-        if subprocess.run(["flock", "-n", str(lock), "true"], capture_output=True).returncode == 0:
+        if subprocess.run(["flock", "-s", "-n", str(lock), "true"], capture_output=True).returncode == 0:
             return
         try:
             os.kill(int(lock.read_text().strip() or 0), signal.SIGKILL)

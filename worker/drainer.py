@@ -22,6 +22,7 @@ from core.platform import HeldLock
 from validation.plugin_input import ServerConnection
 
 WATCH_INTERVAL_S = 0.25
+LOCK_PATIENCE_S = 1.0  # a look at the lock (is_locked) holds it for milliseconds; a drainer for long
 
 
 def _work(app, lock: HeldLock, stop: threading.Event, outcome: dict) -> None:
@@ -80,7 +81,7 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
     try:
         while True:
             lock = HeldLock(app.lock_path)
-            if not lock.acquire():
+            if not lock.acquire(patience=LOCK_PATIENCE_S):
                 return 0  # another drainer (or a task) is at work
             clean = drain_once(app, log, lock)  # releases the lock when done
             if not clean or app.handover_requested() or not app.producer_queue().ready_count():
