@@ -284,7 +284,9 @@ class JobQueue:
             pending = self._count_where(priority, f"status IN {_PENDING_STATUSES}")
             result[priority] = pending
             result["pending"] += pending
-            result["in_flight"] += self._count_where(priority, "status = 2")
+            # taken and being worked on; a parked retry (also status 2) only waits
+            result["in_flight"] += self._count_where(
+                priority, "status = 2 AND COALESCE(json_extract(CAST(data AS TEXT), '$.attempt'), 0) = 0")
             retrying, next_at = self._retry_summary(priority)
             result["retrying"] += retrying
             if next_at is not None:
