@@ -138,3 +138,37 @@ def test_recent_syncs_only_scenes_updated_since_the_last_sync(plugin):
     assert run.error is None, run.stderr[-2000:]
     assert run.output["checked"] == 1 and run.output["synced"] == 1
     assert len(plugin.plex.edit_requests()) == 1
+
+
+def test_a_failed_poster_upload_warns_keeps_the_metadata_and_is_retried_next_sync(plugin):
+    sid, rk = plugin.add_scene(6)
+    plugin.plex.fail_uploads = True
+    plugin.hook(plugin.stash.update_scene(sid, title="Metadata first"))
+    plugin.wait_drained()
+    item = plugin.plex.item(rk)
+    assert item["fields"]["title"] == "Metadata first" and item["uploads"] == 0
+    assert "poster not updated" in plugin.drainer_log() and "retried on the next sync" in plugin.drainer_log()
+    plugin.plex.fail_uploads = False
+    plugin.plex.clear_requests()
+    plugin.hook(plugin.stash.update_scene(sid, details="Another edit"))
+    plugin.wait_drained()
+    assert plugin.plex.item(rk)["uploads"] == 1
+    assert len(plugin.plex.edit_requests()) == 1
+
+
+def test_edits_arriving_while_the_drainer_finishes_are_never_stranded(plugin):
+    """Hooks at uneven gaps: some land while a drainer is exiting (lock still held, so
+    the hook starts none). Every edit must still reach Plex with nobody running a task."""
+    import random
+
+    rng = random.Random(11)
+    scenes = [plugin.add_scene(100 + n) for n in range(6)]
+    expected = {}
+    for round_no in range(24):
+        sid, rk = scenes[round_no % len(scenes)]
+        title = f"Round {round_no}"
+        assert plugin.hook(plugin.stash.update_scene(sid, title=title)).error is None
+        expected[rk] = title
+        time.sleep(rng.uniform(0.0, 0.6))
+    plugin.wait_drained()
+    assert {rk: plugin.plex.item(rk)["fields"]["title"] for rk in expected} == expected

@@ -45,6 +45,8 @@ HTML_401 = ("<html><head><script>window.location = window.location.href.match("
             "</head><body><h1>401 Unauthorized</h1></body></html>")
 HTML_404 = "<html><head><title>Not Found</title></head><body><h1>404 Not Found</h1></body></html>"
 HTML_400 = "<html><head><title>Bad Request</title></head><body><h1>400 Bad Request</h1></body></html>"
+HTML_500 = ("<html><head><title>Internal Server Error</title></head>"
+            "<body><h1>500 Internal Server Error</h1></body></html>")
 HTML_503 = ("<html><head><title>Service Unavailable</title></head>"
             "<body><h1>503 Service Unavailable</h1></body></html>")
 
@@ -702,8 +704,9 @@ def _request_record(req: Request, status: int, started: float) -> dict:
 class PlexEmulator:
     """A Plex Media Server on 127.0.0.1 for tests; see the module docstring for its choices.
 
-    Fault switches (``latency``, ``stall``, ``fail_401``, ``fail_503``, ``tag_semantics``)
-    are plain attributes read once per request, so they may be flipped at any time.
+    Fault switches (``latency``, ``stall``, ``fail_401``, ``fail_503``, ``fail_uploads``,
+    ``tag_semantics``) are plain attributes read once per request, so they may be flipped
+    at any time. ``fail_uploads`` answers 500 to poster/art uploads only.
     """
 
     def __init__(self, token: str = "plex-test-token", port: int = 0,
@@ -717,6 +720,7 @@ class PlexEmulator:
         self.stall = 0.0
         self.fail_401 = False
         self.fail_503 = False
+        self.fail_uploads = False
         self.requests: list[dict] = []
         self._lib = Library()
         self._log_lock = threading.Lock()
@@ -847,6 +851,8 @@ class PlexEmulator:
             return html_reply(401, HTML_401)
         if self.fail_503:
             return html_reply(503, HTML_503)
+        if self.fail_uploads and req.method == "POST" and req.path.endswith(("/posters", "/arts")):
+            return html_reply(500, HTML_500)
         with self._lib.lock:
             try:
                 return route(self._lib, req, self.tag_semantics)
