@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -175,7 +174,3 @@ class App:
             if callable(close):
                 close()
         self._parts.clear()
-
-
-def environment() -> dict[str, str]:
-    return dict(os.environ)

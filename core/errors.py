@@ -51,10 +51,6 @@ class InvalidMetadata(PermanentError):
     """The scene's metadata from Stash cannot be written to Plex."""
 
 
-class SceneGone(PermanentError):
-    """The scene no longer exists in Stash (deleted after its hook fired)."""
-
-
 class PlexAuthError(PermanentError):
     """Plex rejected the token (401/403)."""
 

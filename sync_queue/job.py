@@ -7,7 +7,7 @@ one plugin version must load in the next. Retry state lives on the job.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -76,4 +76,3 @@ class Taken:
     job: Job
     pqid: int
     table: str
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -184,10 +183,6 @@ class JobQueue:
         """Jobs waiting to be taken (not in flight, not parked), from SQL."""
         return sum(self._count_where(p, "status IN (0, 1)") for p in PRIORITIES)
 
-    def has_interactive(self) -> bool:
-        """Cheap check whether users' edits are waiting (bulk work yields to them)."""
-        return self._count_where(INTERACTIVE, "status IN (0, 1)") > 0
-
     def _get(self, priority: str) -> Taken | None:
         import persistqueue
 
@@ -242,12 +237,6 @@ class JobQueue:
 
     def parked_count(self) -> int:
         return len(self._parked)
-
-    def release_parked(self) -> list[Taken]:
-        """Hand every parked job back at once (``process_queue`` runs them now)."""
-        items = [entry[2] for entry in self._parked]
-        self._parked.clear()
-        return items
 
     def ack(self, item: Taken) -> None:
         with sqlite.corruption_named(self.path):
@@ -305,20 +294,6 @@ class JobQueue:
                 return 0, None
             raise
         return row[0], row[1]
-
-    def pending_jobs(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The first waiting jobs, for status reports."""
-        jobs = []
-        for priority in PRIORITIES:
-            try:
-                rows = self._side().execute(
-                    f"SELECT data FROM {_table(priority)} WHERE status IN {_PENDING_STATUSES} "
-                    "ORDER BY _id LIMIT ?", (limit,),
-                ).fetchall()
-            except sqlite3.OperationalError:
-                continue
-            jobs.extend(json.loads(bytes(r[0])) for r in rows)
-        return jobs[:limit]
 
     @sqlite.retry_locked
     def clear(self) -> int:
