@@ -16,6 +16,7 @@ from plex.matcher import PathIndex, PlexFile
 from sync_queue.ledger import Ledger
 
 VIDEO_SECTION_TYPES = ("movie",)
+STALE_S = 30.0
 
 
 def pick_sections(available: list[SectionInfo], wanted: tuple[str, ...]) -> list[SectionInfo]:
@@ -45,6 +46,7 @@ class LibraryIndex:
         self._sections: list[SectionInfo] = []
         self._index: PathIndex | None = None
         self._checked_at = float("-inf")
+        self._listed_at: dict[int, float] = {}
         self.listings = 0  # sections listed from Plex (for tests and stats)
 
     @property
@@ -58,8 +60,13 @@ class LibraryIndex:
         assert self._index is not None
         return self._index
 
-    def refresh(self, force: bool = False) -> bool:
-        """Re-check the sections' stamps; reload the changed ones. True if anything changed."""
+    def refresh(self, force: bool = False, missing: bool = False) -> bool:
+        """Re-check the sections' stamps; reload the changed ones. True if anything changed.
+
+        ``missing``: a scene's file was not found. Then a section not listed by this
+        process for ``STALE_S`` is listed again even with an unchanged stamp (a scan
+        that ended within the same second as our last listing leaves scannedAt equal).
+        """
         now = self.clock()
         if not force and now - self._checked_at < self.min_refresh_s:
             return False
@@ -67,8 +74,10 @@ class LibraryIndex:
         sections = pick_sections(self.client.sections(), self.libraries)
         changed = self._index is None or [s.stamp for s in sections] != [s.stamp for s in self._sections]
         for section in sections:
-            if self.ledger.meta(f"index_stamp:{section.key}") != section.stamp:
+            stale = missing and now - self._listed_at.get(section.key, float("-inf")) > STALE_S
+            if stale or self.ledger.meta(f"index_stamp:{section.key}") != section.stamp:
                 self.ledger.replace_index(section.key, section.stamp, self.client.list_files(section.key))
+                self._listed_at[section.key] = now
                 self.listings += 1
                 changed = True
         self._sections = sections

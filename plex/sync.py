@@ -141,10 +141,10 @@ class Syncer:
         match = match_scene(files, self.index.index(), rules, ci)
         try:
             picked = choose(match, self.settings.strict_matching, files)
-        except (PlexNotFound, AmbiguousMatch):
+        except (PlexNotFound, AmbiguousMatch) as exc:
             # A stale index causes either (a file Plex has just scanned in, moved or
             # deleted): re-check the section stamps (rate-limited) and match once more.
-            if not self.index.refresh():
+            if not self.index.refresh(missing=isinstance(exc, PlexNotFound)):
                 raise
             match = match_scene(files, self.index.index(), rules, ci)
             picked = choose(match, self.settings.strict_matching, files)

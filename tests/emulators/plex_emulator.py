@@ -550,7 +550,7 @@ def section_edit(lib: Library, req: Request, key: int, semantics: str) -> Reply:
 def section_refresh(lib: Library, req: Request, key: int) -> Reply:
     if req.method != "DELETE":
         lib.materialize(key, req.param("path"))
-        lib.sections[key].scanned_at = lib.now()
+        lib.sections[key].scanned(lib.now())
         if req.param("force") == "1":
             for item in lib.section_items(key):
                 lib.refresh_item(item)
