@@ -105,7 +105,12 @@ class App:
     def stash(self):
         from core.stash import StashClient
 
-        return self._part("stash", lambda: StashClient(self.connection, logger=self.log))
+        def build():
+            client = StashClient(self.connection, logger=self.log)
+            self.log.redact.add(client.api_key)
+            return client
+
+        return self._part("stash", build)
 
     def settings(self):
         from validation.config import load_settings

@@ -96,7 +96,11 @@ class StashClient:
             conn["Logger"] = logger
         self._last_reply = None
         with stash_errors("connecting", lambda: self._probe(connection)):
-            self._api = StashInterface(conn)
+            # force_api_key: when Stash has an API key, use it instead of the session
+            # cookie, which stops authenticating about an hour after Stash issued it
+            # (a drainer waiting on retries can live longer than that).
+            self._api = StashInterface(conn, force_api_key=True)
+        self.api_key = self._api.s.headers.get("ApiKey") or None
         self._bound_timeouts()
         self._api.s.hooks["response"].append(self._remember)
 

@@ -18,6 +18,8 @@ from tests.runner import REPO, hook_document, run_plugin, task_document
 
 PLEX_TOKEN = "plexTOKEN-s3cr3t-9f8e7d"
 STASH_COOKIE = "MTcwMDAwMDAwMHxTdGFzaENvb2tpZVNlY3JldHw="
+STASH_API_KEY = "eyJhbGciOiJIUzI1NiJ9.stash-api-key-s3cr3t"
+SECRETS = (PLEX_TOKEN, STASH_COOKIE, STASH_API_KEY)
 
 
 @pytest.fixture
@@ -29,7 +31,7 @@ def plex():
 
 @pytest.fixture
 def stash():
-    with StashEmulator(session_cookie=STASH_COOKIE) as emulator:
+    with StashEmulator(session_cookie=STASH_COOKIE, api_key=STASH_API_KEY) as emulator:
         yield emulator
 
 
@@ -115,7 +117,7 @@ def _stop_drainers(data_dir: Path) -> None:
 
 
 def _checked(run):
-    for secret in (PLEX_TOKEN, STASH_COOKIE):
+    for secret in SECRETS:
         assert secret not in run.stdout and secret not in run.stderr, "a secret leaked into the plugin's output"
     return run
 
@@ -125,7 +127,7 @@ def _assert_no_secrets(root: Path) -> None:
     for path in root.rglob("*"):
         if path.is_file():
             blob = path.read_bytes()
-            for secret in (PLEX_TOKEN, STASH_COOKIE):
+            for secret in SECRETS:
                 assert secret.encode() not in blob, f"a secret leaked into {path}"
 
 
@@ -134,7 +136,7 @@ def _no_secrets_in_output(request, capfd):
     """Every test: nothing printed to our stdout/stderr carries a secret."""
     yield
     out, err = capfd.readouterr()
-    for secret in (PLEX_TOKEN, STASH_COOKIE):
+    for secret in SECRETS:
         assert secret not in out and secret not in err, "a secret leaked into test output"
 
 
