@@ -25,21 +25,13 @@ def finish(app, worker, stats, left: int) -> dict:
     app.ledger().bump_counts({k: v for k, v in stats.items() if v})
     keys = ("synced", "unchanged", "gone", "failed", "retrying", "waiting_for_plex", "posters")
     result = {**{k: stats.get(k, 0) for k in keys}, **dict(stats), "waiting": left}
-    if worker.abort_reason:
-        raise_abort(worker)
+    if worker.abort_error is not None:
+        # The run stopped early (Plex rejected the token, or a setting is wrong): say
+        # why. The jobs not yet done stay queued and no background drainer is started:
+        # it would only stop the same way.
+        raise worker.abort_error
     if left:
         app.ensure_drainer()
         app.log.info(f"{left} jobs wait for a retry; a background drainer will run them when due")
     app.log.info(f"done: {dict(stats)}")
     return result
-
-
-def raise_abort(worker) -> None:
-    """The run stopped early (Plex rejected the token, or a setting is wrong): say why.
-
-    The jobs not yet done stay queued, so no background drainer is started: it would
-    only stop the same way.
-    """
-    from core.errors import PlexAuthError
-
-    raise worker.abort_error or PlexAuthError(worker.abort_reason)

@@ -74,12 +74,12 @@ def _sync(app, updated_after: str | None, label: str):
             worker.run(prefetched=prefetched)
             seen += len(scenes)
             reporter.update(seen, total)
-            if worker.abort_reason or seen >= total or len(scenes) < PAGE_SIZE:
+            if worker.abort_error is not None or seen >= total or len(scenes) < PAGE_SIZE:
                 break
             page += 1
         left = queue.parked_count()
     app.log.info(f"{label}: {seen} scenes checked, {queued} queued")
     result = finish(app, worker, worker.stats, left)
-    if not worker.abort_reason:
+    if worker.abort_error is None:
         app.ledger().set_meta("last_sync_at", started)
     return {"checked": seen, "queued": queued, **result}

@@ -49,7 +49,6 @@ class Worker:
         self.clock, self.sleep = clock, sleep
         self.rng = rng or random.Random()
         self.stats: Counter[str] = Counter()
-        self.abort_reason: str | None = None
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
 
     # -- the loop ----------------------------------------------------------------
@@ -58,7 +57,7 @@ class Worker:
         """Work until nothing is due (or, with ``wait_for_retries``, until nothing is left)."""
         tried: set[int] = set()
         early = (lambda item: item.pqid not in tried) if retry_waiting_now else None
-        while not (stop is not None and stop.is_set()) and self.abort_reason is None:
+        while not (stop is not None and stop.is_set()) and self.abort_error is None:
             batch = self.queue.take(self.batch_size, early=early)
             if not batch:
                 if not wait_for_retries or self.queue.next_due() is None:
@@ -268,4 +267,3 @@ class Worker:
         """Stop taking jobs: every further job would fail the same way (token, settings)."""
         if self.abort_error is None:
             self.abort_error = error
-            self.abort_reason = str(error)
