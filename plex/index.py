@@ -2,8 +2,10 @@
 
 Built from one paged listing per section (the listing carries every Part's file
 path, so no per-scene searches), stored in SQLite, and reloaded only for a section
-whose update/scan stamps changed. A scene that is not found triggers a stamp check
-(one request), at most every ``min_refresh_s`` seconds.
+whose ``scannedAt`` changed (files enter, move and leave Plex only through scans; our
+own edits do not move it). A scene that is not found triggers a stamp check (one
+request) at most every ``min_refresh_s`` seconds, and relists a section this process
+has not listed for ``STALE_S``.
 """
 
 from __future__ import annotations
