@@ -35,9 +35,15 @@ class Redactor:
         self._secrets: list[str] = []
 
     def add(self, secret: str | None) -> None:
-        if secret and len(secret) >= 4 and secret not in self._secrets:
-            self._secrets.append(secret)
-            self._secrets.sort(key=len, reverse=True)
+        """Register a secret, with its URL-encoded forms (as it would appear in a URL)."""
+        if not secret or len(secret) < 4:
+            return
+        from urllib.parse import quote, quote_plus
+
+        for form in (secret, quote(secret, safe=""), quote_plus(secret)):
+            if form not in self._secrets:
+                self._secrets.append(form)
+        self._secrets.sort(key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         for secret in self._secrets:

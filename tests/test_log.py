@@ -199,3 +199,12 @@ def test_capture_library_logs_survives_a_bad_format_string(plexapi_logger):
     plexapi_logger.setLevel(logging.INFO)
     plexapi_logger.info("%d items", "not a number")
     assert raw.getvalue() == b"\x01i\x02[plexapi] '%d items'\n"
+
+
+def test_url_encoded_forms_of_a_secret_are_redacted_too():
+    from core.log import Redactor
+
+    redact = Redactor()
+    redact.add("abc/def=+ghi")
+    text = "plain abc/def=+ghi, quoted abc%2Fdef%3D%2Bghi, form abc%2Fdef%3D%2Bghi"
+    assert redact(text) == "plain ***, quoted ***, form ***"
