@@ -312,19 +312,4 @@ class JobQueue:
         return removed
 
 
-def check_readable(directory: Path) -> None:
-    """Raise DataFileError when the queue file exists but is not a usable database."""
-    path = directory / QUEUE_FILE
-    if not path.exists():
-        return
-    try:
-        conn = sqlite3.connect(path, timeout=sqlite.BUSY_TIMEOUT_S)
-        try:
-            conn.execute("PRAGMA quick_check").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise sqlite.data_file_error(path, exc) from None
-
-
-__all__ = ["JobQueue", "BULK", "INTERACTIVE", "DataFileError", "check_readable"]
+__all__ = ["JobQueue", "BULK", "INTERACTIVE", "DataFileError"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from sync_queue.job import INTERACTIVE
@@ -32,8 +33,7 @@ def retry_dlq(app) -> str:
     dlq = app.dlq()
     jobs = dlq.jobs()
     now = time.time()
-    fresh = [j.fresh() for j in jobs]
-    fresh = [type(j)(**{**j.__dict__, "priority": INTERACTIVE, "enqueued_at": now}) for j in fresh]
+    fresh = [dataclasses.replace(j.fresh(), priority=INTERACTIVE, enqueued_at=now) for j in jobs]
     app.producer_queue().put_many(fresh)
     dlq.remove([j.scene_id for j in jobs])
     if jobs:

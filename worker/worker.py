@@ -31,7 +31,7 @@ from core.errors import (
 )
 from sync_queue.job import BULK, Taken
 from validation.metadata import scene_from_stash
-from worker.breaker import State
+from worker.breaker import BreakerState, State
 from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, decide
 
 BATCH_SIZE = 100
@@ -50,6 +50,7 @@ class Worker:
         self.rng = rng or random.Random()
         self.stats: Counter[str] = Counter()
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
+        self._breaker_seen = BreakerState()
 
     # -- the loop ----------------------------------------------------------------
     def run(self, *, prefetched: dict[int, dict] | None = None, stop: threading.Event | None = None,
@@ -101,7 +102,8 @@ class Worker:
                 self.queue.postpone(item, until)
             self.stats["waiting_for_plex"] = len(batch)
             return []
-        if self.breaker.state().state == State.HALF_OPEN:
+        self._breaker_seen = self.breaker.state()
+        if self._breaker_seen.state == State.HALF_OPEN:
             for item in batch[1:]:
                 self.queue.postpone(item, now)
             return batch[:1]
@@ -173,7 +175,7 @@ class Worker:
         try:
             self.syncer.prefetch([(scene, record) for _, scene, record in work])
         except PlexUnavailable as exc:
-            self.breaker.record_failure()
+            self._plex_failed()
             for item, scene, _ in work:
                 self._settle(item, exc, title=scene.title)
             return False
@@ -193,7 +195,7 @@ class Worker:
         batch then waits for the probe instead of each trying a Plex that is down)."""
         if self.abort_error is not None:
             return RunStopped(f"not tried: {self.abort_error}")
-        if self.breaker.state().state == State.OPEN:
+        if self._breaker_seen.state == State.OPEN:
             return PlexUnavailable("Plex is unavailable (circuit breaker open); waiting for the next probe")
         return None
 
@@ -204,15 +206,27 @@ class Worker:
         try:
             result = self.syncer.sync(scene, record, scan_allowed=not item.job.scan_requested)
         except PlexUnavailable as exc:
-            self.breaker.record_failure()
+            self._plex_failed()
             return None, exc
         except Stash2PlexError as exc:
             return None, exc
         except Exception as exc:  # a bug must cost one job a retry, not the whole drainer
             self.log.error(f"scene {scene.id}: unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
             return None, exc
-        self.breaker.record_success()
+        self._plex_ok()
         return result, None
+
+    # The breaker's state lives in a file shared by every process; within a batch the
+    # worker keeps the copy it read at admission and updates it on its own outcomes,
+    # instead of locking and reading that file once per scene.
+    def _plex_failed(self) -> None:
+        self.breaker.record_failure()
+        self._breaker_seen = self.breaker.state()
+
+    def _plex_ok(self) -> None:
+        if self._breaker_seen != BreakerState():
+            self.breaker.record_success()
+            self._breaker_seen = BreakerState()
 
     def _pace(self, troubled: bool) -> None:
         if troubled:
