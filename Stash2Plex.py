@@ -2,9 +2,11 @@
 
 Stash runs ``python Stash2Plex.py`` once per hook event and per task, with one JSON
 document on stdin; the reply is one JSON object ``{"output", "error"}`` on stdout
-and logs go to stderr in Stash's protocol. Two more entry points exist:
-``Stash2Plex.py drain`` (the detached background drainer a hook starts) and
-``Stash2Plex.py demo`` (the demo against the bundled emulators).
+and logs go to stderr in Stash's protocol. With arguments it is a command line:
+``Stash2Plex.py drain`` (the detached background drainer a hook starts), and
+``Stash2Plex.py <task> [options]`` / ``--help`` (every task from a shell, core/cli.py;
+``demo`` runs the demo against the bundled emulators). Every run first makes sure
+the runtime packages are importable (core/bootstrap.py).
 """
 
 from __future__ import annotations
@@ -42,30 +44,60 @@ def _dispatch(plugin_input, env: dict[str, str], log) -> Any:
         app.close()
 
 
+def _bootstrap(plugin_dir: Path, log) -> str | None:
+    """Make the runtime packages importable (core/bootstrap.py); the error text, or None."""
+    from core.bootstrap import DependencyError, ensure_dependencies
+
+    try:
+        ensure_dependencies(plugin_dir, log)
+    except DependencyError as exc:
+        return str(exc)
+    return None
+
+
 def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str] | None = None) -> int:
-    """Run one plugin invocation; returns the process exit status."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    """Run one invocation; returns the process exit status.
+
+    No arguments: a plugin run by Stash (stdin JSON, one reply on stdout). ``drain``:
+    the detached background drainer. Anything else: the standalone command line.
+    """
+    plugin_dir = Path(__file__).resolve().parent
+    sys.path.insert(0, str(plugin_dir))
+    from core.log import Redactor, StashLog
+
     argv = argv or []
     if argv[:1] == ["drain"]:
+        failure = _bootstrap(plugin_dir, StashLog(stderr, Redactor(), plain=True))
+        if failure:
+            return 1
         from worker.drainer import main as drain
 
         return drain(stdin, stderr, env)
-    if argv[:1] == ["demo"]:
-        from tasks.demo import main as demo
+    if argv:
+        from core.terminal import TerminalLog
 
-        return demo(stdout, stderr, env, argv[1:])
+        failure = _bootstrap(plugin_dir, TerminalLog(stderr))
+        if failure:
+            stderr.write(f"error: {failure}\n")
+            return 1
+        from core.cli import main as cli
 
-    try:
-        from core.errors import InputError, Stash2PlexError
-        from core.log import Redactor, StashLog
-        from validation.plugin_input import parse_plugin_input
-    except ImportError as exc:
-        message = f"a package Stash2Plex needs is missing ({exc}); run: pip install -r requirements.txt"
-        stderr.write(f"\x01e\x02{message}\n")
-        _reply(stdout, None, message)
-        return 1
+        return cli(argv, stdout, stderr, env, plugin_dir)
 
     log = StashLog(stderr, Redactor())
+    failure = _bootstrap(plugin_dir, log)
+    if failure:
+        log.error(failure)
+        _reply(stdout, None, failure)
+        return 1
+    return _plugin(stdin, stdout, env, log)
+
+
+def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log) -> int:
+    """A run by Stash: parse stdin, dispatch, write exactly one reply."""
+    from core.errors import InputError, Stash2PlexError
+    from validation.plugin_input import parse_plugin_input
+
     try:
         plugin_input = parse_plugin_input(stdin.read())
         output = _dispatch(plugin_input, env, log)

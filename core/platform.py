@@ -159,3 +159,12 @@ def spawn_detached(argv: Sequence[str], stdin_data: bytes, log_path: Path) -> in
 def python_executable() -> str:
     """The interpreter running us (what Stash resolved for ``python``)."""
     return sys.executable
+
+
+def shell_command(argv: Sequence[str]) -> str:
+    """``argv`` as one line to paste into this OS's shell (cmd.exe quoting on Windows)."""
+    if IS_WINDOWS:
+        return subprocess.list2cmdline(list(argv))
+    import shlex
+
+    return shlex.join(argv)

@@ -43,8 +43,7 @@ def describe_reply(response: Any) -> str | None:
         return None
     status = response.status_code
     if status in (401, 403):
-        return (f"Stash refused the plugin's session ({status}). Stash hands each run a fresh session "
-                "cookie; run the task again from Stash")
+        return _refusal(status, getattr(response, "request", None))
     try:
         body = response.json()
     except ValueError:
@@ -56,6 +55,18 @@ def describe_reply(response: Any) -> str | None:
         texts = [str(e.get("message") if isinstance(e, dict) else e)[:300] for e in errors[:3]]
         return f"Stash answered with GraphQL errors: {'; '.join(texts)}"
     return None
+
+
+def _refusal(status: int, request: Any) -> str:
+    headers = getattr(request, "headers", None) or {}
+    if headers.get("ApiKey"):
+        return (f"Stash refused the API key ({status}); copy the current key from Stash → Settings → "
+                "Security → API Key (--stash-api-key or STASH2PLEX_STASH_API_KEY)")
+    if headers.get("Cookie"):
+        return (f"Stash refused the plugin's session ({status}). Stash hands each run a fresh session "
+                "cookie; run the task again from Stash")
+    return (f"Stash asks for credentials ({status}); give its API key (Stash → Settings → Security → "
+            "API Key) with --stash-api-key or STASH2PLEX_STASH_API_KEY")
 
 
 @contextlib.contextmanager
@@ -92,6 +103,8 @@ class StashClient:
         }
         if connection.SessionCookie is not None:
             conn["SessionCookie"] = {"Name": connection.SessionCookie.Name, "Value": connection.SessionCookie.Value}
+        if connection.ApiKey:
+            conn["ApiKey"] = connection.ApiKey
         if logger is not None:
             conn["Logger"] = logger
         self._last_reply = None
@@ -114,9 +127,10 @@ class StashClient:
         import requests
 
         cookies = {connection.SessionCookie.Name: connection.SessionCookie.Value} if connection.SessionCookie else {}
+        headers = {"ApiKey": connection.ApiKey} if connection.ApiKey else {}
         try:
             return requests.post(f"{connection.base_url}/graphql", json={"query": "{ version { version } }"},
-                                 cookies=cookies, timeout=REQUEST_TIMEOUT_S)
+                                 cookies=cookies, headers=headers, timeout=REQUEST_TIMEOUT_S)
         except requests.exceptions.RequestException:
             return None
 

@@ -94,6 +94,9 @@ class ServerConnection:
     Scheme: str = "http"
     SessionCookie: Cookie | None = None
     Dir: str = ""
+    # Not sent by Stash: the standalone command line (and the drainer it starts)
+    # authenticates with Stash's API key instead of a session cookie.
+    ApiKey: str | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def model_validate(cls, data: Any) -> ServerConnection:
@@ -106,6 +109,7 @@ class ServerConnection:
             Host=_text(data, "Host", where), Port=_integer(data, "Port", where, 1, 65535),
             PluginDir=_text(data, "PluginDir", where), Scheme=scheme,
             SessionCookie=Cookie.parse(data.get("SessionCookie")), Dir=_text(data, "Dir", where, False),
+            ApiKey=_text(data, "ApiKey", where, False) or None,
         )
 
     def model_dump(self) -> dict[str, Any]:

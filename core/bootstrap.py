@@ -1,0 +1,289 @@
+"""Make the runtime packages importable before anything needs them.
+
+Stash runs the plugin with whatever Python the user has, often inside a Docker
+image they do not control. ``main`` calls :func:`ensure_dependencies` first, on
+every run; when everything is present it costs about a millisecond. Steps:
+
+1. The plugin-local folder ``<plugin>/deps/py<major><minor>`` (one per Python
+   version, as compiled wheels differ) goes first on ``sys.path`` when it exists.
+2. Every package of ``requirements.txt`` is looked up with ``find_spec`` (no
+   import). Their versions are compared with ``requirements.txt`` once per
+   interpreter and requirements file; a stamp file remembers the check.
+3. If something is missing (or too old): Stash's PythonDepManager plugin is used
+   when it is installed beside us (the plugins folder is on PYTHONPATH);
+   otherwise ``requirements.txt`` is installed with the running interpreter
+   (``sys.executable -m pip install --target``) into the plugin-local folder, so
+   Stash's own Python is never modified. The install goes to a staging folder that
+   replaces the old one only when pip succeeded: a killed install leaves nothing
+   half-done behind.
+4. If that fails too, :class:`DependencyError` says what is missing and gives the
+   exact command to run.
+
+``requirements.txt`` is the single list: import names that differ from the
+distribution name are written there as ``# import name: x`` comments.
+
+Why not ``packaging`` for version specifiers: it may itself be missing (it is not
+one of our dependencies), and the requirements use only plain ``>=``/``<``/``==``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.platform import HeldLock, shell_command
+
+REQUIREMENTS_FILE = "requirements.txt"
+DEPS_DIR = "deps"
+DEP_MANAGER = "PythonDepManager"
+INSTALL_TIMEOUT_S = 900.0
+INSTALL_LOCK_PATIENCE_S = 900.0
+_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*([^#;]*?)\s*(?:;[^#]*)?(?:#(.*))?$")
+_IMPORT_NAME = re.compile(r"import name:\s*([A-Za-z_][A-Za-z0-9_]*)")
+_CLAUSE = re.compile(r"^(>=|<=|==|!=|>|<)\s*([0-9][0-9A-Za-z.*+-]*)$")
+
+
+class DependencyError(Exception):
+    """The packages are missing and could not be installed; the message says what to run."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    dist: str
+    spec: str  # e.g. ">=4.18,<5" ("" for any version)
+    module: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.dist}{self.spec}"
+
+
+def parse_requirements(text: str) -> list[Requirement]:
+    """The requirements of a ``requirements.txt`` (names, specifiers, import names)."""
+    found = []
+    for raw in text.splitlines():
+        if not raw.strip() or raw.lstrip().startswith(("#", "-")):
+            continue
+        match = _LINE.match(raw)
+        if match is None:
+            raise DependencyError(f"{REQUIREMENTS_FILE}: cannot read the line {raw.strip()!r}")
+        dist, spec, comment = match.group(1), match.group(2).replace(" ", ""), match.group(3) or ""
+        named = _IMPORT_NAME.search(comment)
+        found.append(Requirement(dist, spec, named.group(1) if named else dist.replace("-", "_").lower()))
+    return found
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """The numeric release part: ``"2.11.7"`` → ``(2, 11, 7)``; ``"1.0rc1"`` → ``(1, 0)``."""
+    parts = []
+    for piece in version.split("."):
+        digits = re.match(r"\d+", piece)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+        if digits.end() != len(piece):
+            break
+    return tuple(parts)
+
+
+def satisfies(version: str, spec: str) -> bool:
+    """Whether ``version`` meets every comma-separated clause of ``spec``."""
+    have = version_tuple(version)
+    for clause in filter(None, spec.split(",")):
+        match = _CLAUSE.match(clause)
+        if match is None:
+            return True  # a form we do not read (e.g. ~=): let pip's install decide, never block
+        op, want = match.group(1), version_tuple(match.group(2).rstrip(".*"))
+        width = max(len(have), len(want))
+        a, b = have + (0,) * (width - len(have)), want + (0,) * (width - len(want))
+        ok = {">=": a >= b, "<=": a <= b, "==": a == b, "!=": a != b, ">": a > b, "<": a < b}[op]
+        if not ok:
+            return False
+    return True
+
+
+def deps_dir(plugin_dir: Path) -> Path:
+    return plugin_dir / DEPS_DIR / f"py{sys.version_info.major}{sys.version_info.minor}"
+
+
+def install_command(plugin_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "pip", "install", "--target", str(deps_dir(plugin_dir)),
+            "-r", str(plugin_dir / REQUIREMENTS_FILE)]
+
+
+class Bootstrap:
+    """One plugin folder's packages: check, then install when needed."""
+
+    def __init__(self, plugin_dir: Path, log) -> None:
+        self.plugin_dir = plugin_dir
+        self.log = log
+        self.target = deps_dir(plugin_dir)
+        self.requirements = parse_requirements((plugin_dir / REQUIREMENTS_FILE).read_text(encoding="utf-8"))
+
+    # -- checking ---------------------------------------------------------------
+    def use_local_folder(self) -> None:
+        if self.target.is_dir() and str(self.target) not in sys.path:
+            sys.path.insert(0, str(self.target))
+            importlib.invalidate_caches()
+
+    def missing(self) -> list[Requirement]:
+        """Requirements not importable, or (checked once per stamp) of the wrong version."""
+        absent = [r for r in self.requirements if importlib.util.find_spec(r.module) is None]
+        if absent or self._stamp_current():
+            return absent
+        wrong = self._wrong_versions()
+        if not wrong:
+            self._write_stamp()
+        return wrong
+
+    def _wrong_versions(self) -> list[Requirement]:
+        import importlib.metadata as metadata  # ~10 ms to import: only when the stamp is absent
+
+        wrong = []
+        for req in self.requirements:
+            try:
+                version = metadata.version(req.dist)
+            except metadata.PackageNotFoundError:
+                continue  # importable without metadata (vendored, or a dev checkout): trust it
+            if not satisfies(version, req.spec):
+                self.log.warning(f"{req.dist} {version} is installed but Stash2Plex needs {req.line}")
+                wrong.append(req)
+        return wrong
+
+    def _stamp_path(self) -> Path:
+        return self.plugin_dir / DEPS_DIR / "checked.json"
+
+    def _stamp_current(self) -> bool:
+        try:
+            return self._stamp_path().read_text(encoding="utf-8") == self._stamp()
+        except OSError:
+            return False
+
+    def _stamp(self) -> str:
+        """What the version check depends on: interpreter, requirements, where each package lives."""
+        origins = [str(importlib.util.find_spec(r.module).origin) for r in self.requirements]
+        text = (self.plugin_dir / REQUIREMENTS_FILE).read_bytes()
+        key = [sys.executable, sys.version, hashlib.sha256(text).hexdigest(), origins]
+        return json.dumps(key)
+
+    def _write_stamp(self) -> None:
+        try:
+            self._stamp_path().parent.mkdir(parents=True, exist_ok=True)
+            self._stamp_path().write_text(self._stamp(), encoding="utf-8")
+        except OSError:
+            pass  # a read-only plugin folder: the check simply runs again next time
+
+    # -- installing -----------------------------------------------------------------
+    def install(self, missing: list[Requirement]) -> None:
+        names = ", ".join(r.dist for r in missing)
+        if self._via_dep_manager(missing):
+            return
+        self.log.info(f"installing the Python packages Stash2Plex needs ({names}) into {self.target}; "
+                      "this happens once and takes a minute")
+        failure = self._pip_install()
+        self.use_local_folder()
+        still = [r for r in self.requirements if importlib.util.find_spec(r.module) is None]
+        if failure is None and not still:
+            self.log.info(f"installed the Python packages into {self.target}")
+            return
+        raise DependencyError(self._advice(names, failure or f"{', '.join(r.dist for r in still)} still not importable"))
+
+    def _via_dep_manager(self, missing: list[Requirement]) -> bool:
+        """Stash's PythonDepManager plugin, when present: it installs into its own cache."""
+        if importlib.util.find_spec(DEP_MANAGER) is None:
+            return False
+        specs = [f"{r.module}:{r.dist}{_dep_manager_spec(r.spec)}" for r in self.requirements]
+        self.log.info(f"asking PythonDepManager for {', '.join(r.dist for r in missing)}")
+        try:
+            import contextlib
+
+            with contextlib.redirect_stdout(sys.stderr):  # stdout is our reply channel
+                importlib.import_module(DEP_MANAGER).ensure_import(*specs)
+        except Exception as exc:  # a third-party plugin: any failure means "install it ourselves"
+            self.log.warning(f"PythonDepManager could not install them ({type(exc).__name__}: {exc}); using pip")
+            return False
+        importlib.invalidate_caches()
+        return all(importlib.util.find_spec(r.module) is not None for r in self.requirements)
+
+    def _pip_install(self) -> str | None:
+        """Install into a staging folder, then swap it in. Returns why it failed, or None."""
+        lock = HeldLock(self.plugin_dir / DEPS_DIR / "install.lock")
+        if not lock.acquire(patience=INSTALL_LOCK_PATIENCE_S):
+            return "another Stash2Plex process is still installing the packages"
+        try:
+            if self._installed_here():
+                return None  # another process installed them while we waited
+            staging = self.target.with_name(f"{self.target.name}.staging-{os.getpid()}")
+            shutil.rmtree(staging, ignore_errors=True)
+            failure = self._run_pip(staging)
+            if failure is None:
+                self._swap_in(staging)
+            shutil.rmtree(staging, ignore_errors=True)
+            return failure
+        finally:
+            lock.release()
+
+    def _installed_here(self) -> bool:
+        """Every requirement importable from the plugin-local folder itself."""
+        if not self.target.is_dir():
+            return False
+        self.use_local_folder()
+        specs = [importlib.util.find_spec(r.module) for r in self.requirements]
+        return all(s is not None and str(s.origin or "").startswith(str(self.target)) for s in specs)
+
+    def _run_pip(self, staging: Path) -> str | None:
+        command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+                   "--quiet", "--target", str(staging), "-r", str(self.plugin_dir / REQUIREMENTS_FILE)]
+        try:
+            done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=INSTALL_TIMEOUT_S, cwd=str(self.plugin_dir))
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"pip could not run: {type(exc).__name__}: {exc}"
+        if done.returncode == 0:
+            return None
+        lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+        return f"pip failed (exit {done.returncode}): {' '.join(lines[-3:])[:600] or 'no message'}"
+
+    def _swap_in(self, staging: Path) -> None:
+        old = self.target.with_name(f"{self.target.name}.old-{os.getpid()}")
+        if self.target.exists():
+            os.replace(self.target, old)
+        os.replace(staging, self.target)
+        shutil.rmtree(old, ignore_errors=True)
+        sys.path[:] = [p for p in sys.path if p != str(self.target)]
+
+    def _advice(self, names: str, failure: str) -> str:
+        command = shell_command(install_command(self.plugin_dir))
+        no_pip = "No module named pip" in failure
+        how = (f"pip is not available for {sys.executable}: install pip for it first "
+               "(Debian/Ubuntu: apt-get install python3-pip; Alpine: apk add py3-pip; or "
+               f"{shell_command([sys.executable, '-m', 'ensurepip'])}), then run: {command}") if no_pip else \
+            f"run this once, with the Python that Stash uses: {command}"
+        return (f"Stash2Plex needs Python packages that are missing ({names}) and could not install them "
+                f"({failure}). To fix it, {how}")
+
+
+def _dep_manager_spec(spec: str) -> str:
+    """PythonDepManager reads one ``==`` or ``>=`` clause: keep that one."""
+    for clause in spec.split(","):
+        if clause.startswith(("==", ">=")):
+            return clause
+    return ""
+
+
+def ensure_dependencies(plugin_dir: Path, log) -> None:
+    """Make every package of ``requirements.txt`` importable, or raise DependencyError."""
+    boot = Bootstrap(plugin_dir, log)
+    boot.use_local_folder()
+    missing = boot.missing()
+    if missing:
+        boot.install(missing)

@@ -1,0 +1,161 @@
+"""The standalone command line: every task from a shell, outside Stash.
+
+``python Stash2Plex.py <command> [options]`` runs the same task code Stash runs,
+for cron jobs, Docker side-cars and debugging. Stash is reached at ``--stash-url``
+with its API key (there is no session cookie outside Stash); every plugin setting
+can be given as a flag or an environment variable. For each value the first of
+these wins: the flag, the environment variable, the setting saved in Stash for the
+plugin, the default. The data folder is the plugin's own by default, so a cron job
+and Stash's hooks share one queue, one drainer lock and one ledger.
+
+Exit status: 0 on success, 1 when the task failed (the reason on stderr) or
+``health_check`` found a problem, 2 for a command line that cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import traceback
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+from core.errors import Stash2PlexError
+from core.log import Redactor, capture_library_logs
+from core.terminal import TerminalLog
+from validation.plugin_input import ServerConnection
+
+ENV_PREFIX = "STASH2PLEX_"
+DEFAULT_STASH_URL = "http://localhost:9999"
+ALIASES = {"status": "queue_status"}
+QUIET = ("status", "queue_status")  # their log lines repeat what stdout shows
+HELP = {
+    "all": "sync every scene that differs from what was last written to Plex",
+    "recent": "sync scenes updated since the last sync (the last 24 h when there was none)",
+    "process_queue": "work through every queued job now, retries included",
+    "queue_status": "pending jobs, retries, the dead-letter queue and cumulative stats",
+    "status": "the same as queue_status",
+    "clear_queue": "drop every pending job (the dead-letter queue is kept)",
+    "clear_dlq": "delete every dead-letter entry",
+    "purge_dlq": "delete dead-letter entries older than 30 days",
+    "retry_dlq": "put every dead-letter entry back into the queue",
+    "health_check": "check Stash, Plex, the token, the libraries and path_map",
+    "demo": "run the demo against the bundled emulators (needs requirements-test.txt)",
+}
+
+
+class UsageError(Exception):
+    """A value on the command line (or in its environment variables) cannot be used."""
+
+
+def setting_names() -> list[str]:
+    from validation.config import Settings
+
+    return list(Settings.model_fields)
+
+
+def env_name(setting: str) -> str:
+    return ENV_PREFIX + setting.upper()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="Stash2Plex.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Keep Plex metadata in step with Stash, from a shell. Commands:\n" + "\n".join(
+            f"  {name:14} {text}" for name, text in HELP.items()),
+        epilog="Every option can also be set as the environment variable named beside it (prefer that for "
+               "secrets: flags show in 'ps'). Order: flag, variable, the setting saved in Stash, the default.")
+    parser.add_argument("command", choices=list(HELP), metavar="command")
+    parser.add_argument("--stash-url", help=f"Stash's address [{env_name('stash_url')}; default {DEFAULT_STASH_URL}]")
+    parser.add_argument("--stash-api-key", help=f"Stash's API key, Settings → Security [{env_name('stash_api_key')}]")
+    parser.add_argument("--data-dir", help=f"queue and ledger folder [{env_name('data_dir')}; default <plugin>/data]")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also print debug lines")
+    group = parser.add_argument_group("plugin settings (see docs/configuration.md)")
+    for name in setting_names():
+        group.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="VALUE", help=f"[{env_name(name)}]")
+    return parser
+
+
+def _value(args: argparse.Namespace, env: dict[str, str], name: str) -> str | None:
+    flag = getattr(args, name, None)
+    return flag if flag is not None else (env.get(env_name(name)) or None)
+
+
+def connection_for(url: str, api_key: str | None, plugin_dir: Path) -> ServerConnection:
+    """A Stash connection from ``http(s)://host[:port]``, authenticated by the API key."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--stash-url must look like http://localhost:9999, got {url!r}")
+    if parts.path not in ("", "/") or parts.query:
+        raise UsageError(f"--stash-url must be Stash's address without a path, got {url!r}")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise UsageError(f"--stash-url has an invalid port: {url!r}") from None
+    return ServerConnection(Host=parts.hostname, Port=port, PluginDir=str(plugin_dir), Scheme=parts.scheme,
+                            ApiKey=api_key or None)
+
+
+def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin_dir: Path):
+    from core.app import App
+
+    connection = connection_for(_value(args, env, "stash_url") or DEFAULT_STASH_URL,
+                                _value(args, env, "stash_api_key"), plugin_dir)
+    overrides = {n: v for n in setting_names() if (v := _value(args, env, n)) is not None}
+    data_dir = _value(args, env, "data_dir")
+    return App(connection, env, log, data_dir=Path(data_dir) if data_dir else None, settings_overrides=overrides)
+
+
+def render(output: Any, mode: str) -> list[str]:
+    """The task's reply as lines for a person (``--json`` prints it as it is)."""
+    if mode == "queue_status" and isinstance(output, dict):
+        from tasks.queue_status import format_status
+
+        return format_status(output)
+    if isinstance(output, dict):
+        return [f"{key}: {json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else value}"
+                for key, value in output.items()]
+    return [str(output)]
+
+
+def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: TerminalLog, plugin_dir: Path) -> int:
+    from tasks import resolve
+
+    mode = ALIASES.get(args.command, args.command)
+    app = None
+    try:
+        app = _app(args, env, log, plugin_dir)
+        capture_library_logs(log)
+        output = resolve(mode)(app)
+    except (UsageError, Stash2PlexError) as exc:
+        log.error(str(exc))
+        return 1
+    except Exception as exc:  # a bug: say so plainly; the traceback with --verbose
+        log.error(f"unexpected {type(exc).__name__}: {exc}")
+        log.debug(traceback.format_exc())
+        return 1
+    finally:
+        if app is not None:
+            app.close()
+        log.finish()
+    text = json.dumps(output, ensure_ascii=False, indent=2, default=str) if args.json else "\n".join(render(output, mode))
+    stdout.write(log.redact(text) + "\n")
+    stdout.flush()
+    return 1 if isinstance(output, dict) and output.get("ok") is False else 0  # health_check found problems
+
+
+def main(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], plugin_dir: Path) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad command line (2): argparse has printed why
+        return int(exc.code or 0)
+    if args.command == "demo":
+        from tasks.demo import main as demo
+
+        return demo(stdout, stderr, env, [])
+    quiet = args.command in QUIET and not args.verbose
+    log = TerminalLog(stderr, Redactor(), verbose=args.verbose, bar=False if args.no_progress else None, quiet=quiet)
+    return _run(args, env, stdout, log, plugin_dir)
