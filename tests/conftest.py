@@ -91,6 +91,27 @@ class Plugin:
         return sid, rk
 
 
+class Installed(Plugin):
+    """The ``Plugin`` helpers, run from another copy of the plugin (and, optionally,
+    another interpreter: the Python that Stash would resolve)."""
+
+    def __init__(self, base: Plugin, plugin_dir: Path, python: str | None = None) -> None:
+        # bytecode on: the __pycache__ it leaves shows which copy was imported
+        super().__init__(base.stash, base.plex, base.data_dir, {**base.env, "PYTHONDONTWRITEBYTECODE": ""})
+        self.plugin_dir = plugin_dir
+        self.python = python
+
+    @property
+    def connection(self) -> dict:
+        return self.stash.server_connection(str(self.plugin_dir))
+
+    def hook(self, context: dict, **kw):
+        return super().hook(context, plugin_dir=self.plugin_dir, python=self.python, **kw)
+
+    def task(self, mode: str, **kw):
+        return super().task(mode, plugin_dir=self.plugin_dir, python=self.python, **kw)
+
+
 @pytest.fixture
 def plugin(stash, plex, tmp_path):
     data_dir = tmp_path / "data"

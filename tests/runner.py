@@ -54,12 +54,13 @@ def plugin_config(plugin_dir: Path = REPO) -> dict[str, Any]:
     return yaml.safe_load((plugin_dir / "Stash2Plex.yml").read_text())
 
 
-def build_argv(plugin_dir: Path = REPO, exec_args: list[str] | None = None) -> list[str]:
+def build_argv(plugin_dir: Path = REPO, exec_args: list[str] | None = None, python: str | None = None) -> list[str]:
+    """``python`` is the interpreter Stash would resolve (default: the one running the tests)."""
     config = plugin_config(plugin_dir)
     argv = list(config["exec"]) + list(exec_args or [])
     argv = [argv[0]] + [a.replace("{pluginDir}", str(plugin_dir)) for a in argv[1:]]
     if argv[0] in ("python", "python3"):
-        argv[0] = sys.executable
+        argv[0] = python or sys.executable
     return argv
 
 
@@ -94,14 +95,14 @@ def parse_reply(stdout: str, returncode: int) -> dict[str, Any]:
 
 
 def run_plugin(document: dict | str | bytes, env: dict[str, str] | None = None, plugin_dir: Path = REPO,
-               timeout: float = 300.0, exec_args: list[str] | None = None) -> PluginRun:
+               timeout: float = 300.0, exec_args: list[str] | None = None, python: str | None = None) -> PluginRun:
     data = document if isinstance(document, bytes) else (
         document if isinstance(document, str) else json.dumps(document)).encode()
     full_env = dict(os.environ)
     full_env.update(env or {})
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (full_env.get("PYTHONPATH"), str(plugin_dir.parent)) if p)
     started = time.perf_counter()
-    proc = subprocess.Popen(build_argv(plugin_dir, exec_args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(build_argv(plugin_dir, exec_args, python), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=full_env)
     out, err = _communicate(proc, data, timeout)
     returncode, peak = _reap(proc)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import Plugin
+from tests.conftest import Installed
 from tests.runner import REPO, build_argv, plugin_config
 
 SCRIPT = REPO / "tools" / "build_plugin_source.py"
@@ -108,25 +108,6 @@ def _install_like_stash(out: Path, entry: dict, plugins: Path) -> Path:
     manifest.update(source_repository=(out / "index.yml").as_uri(), files=files)
     (target / "manifest").write_text(yaml.safe_dump(manifest), encoding="utf-8")
     return target
-
-
-class Installed(Plugin):
-    """The conftest ``Plugin`` helpers, run from the installed copy instead of the repo."""
-
-    def __init__(self, base: Plugin, plugin_dir: Path) -> None:
-        # bytecode on: the __pycache__ it leaves shows which copy was imported
-        super().__init__(base.stash, base.plex, base.data_dir, {**base.env, "PYTHONDONTWRITEBYTECODE": ""})
-        self.plugin_dir = plugin_dir
-
-    @property
-    def connection(self) -> dict:
-        return self.stash.server_connection(str(self.plugin_dir))
-
-    def hook(self, context: dict, **kw):
-        return super().hook(context, plugin_dir=self.plugin_dir, **kw)
-
-    def task(self, mode: str, **kw):
-        return super().task(mode, plugin_dir=self.plugin_dir, **kw)
 
 
 def test_installed_from_the_zip_the_plugin_syncs_end_to_end(source, plugin, tmp_path):

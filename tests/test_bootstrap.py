@@ -1,0 +1,194 @@
+"""The dependency bootstrap (core/bootstrap.py).
+
+End to end: a copy of the plugin run, as Stash runs it, by a fresh virtual
+environment's Python that has none of the requirements. The bootstrap installs them
+(from a local wheel directory, through the real pip) into the plugin-local folder,
+and the hook, the drainer it starts and a task then work against the emulators.
+When installing is impossible the reply names the exact command. Stash's
+PythonDepManager plugin is used when it is present. The parsing and version checks
+are tested directly with exact values.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+
+from core.bootstrap import Bootstrap, DependencyError, _dep_manager_spec, parse_requirements, satisfies, version_tuple
+from core.log import Redactor, StashLog
+from core.platform import shell_command
+from tests.conftest import Installed
+from tests.runner import REPO
+
+PY = f"py{sys.version_info.major}{sys.version_info.minor}"
+
+
+def _runtime_files() -> list[str]:
+    spec = importlib.util.spec_from_file_location("build_plugin_source", REPO / "tools" / "build_plugin_source.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.runtime_files(REPO)
+
+
+def _copy_plugin(plugins: Path) -> Path:
+    target = plugins / "Stash2Plex"
+    for name in _runtime_files():
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, target / name)
+    return target
+
+
+def _venv(path: Path, with_pip: bool) -> str:
+    venv.EnvBuilder(with_pip=with_pip, clear=True).create(path)
+    python = path / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+    probe = subprocess.run([str(python), "-c", "import plexapi"], capture_output=True)
+    assert probe.returncode != 0, "the fresh environment must not have the requirements"
+    return str(python)
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory) -> Path:
+    """The requirements as wheels, fetched once (from pip's cache or the package index)."""
+    out = tmp_path_factory.mktemp("wheels")
+    done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                           "-r", str(REPO / "requirements.txt"), "-d", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+# -- end to end -------------------------------------------------------------------------
+def test_fresh_python_installs_locally_then_works(plugin, tmp_path, wheelhouse):
+    python = _venv(tmp_path / "venv", with_pip=True)
+    plugin_dir = _copy_plugin(tmp_path / "plugins")
+    installed = Installed(plugin, plugin_dir, python)
+    sid, rk = installed.add_scene(1)
+
+    # No index and an empty wheel folder: installing is impossible, the reply says what to run.
+    empty = tmp_path / "no-wheels"
+    empty.mkdir()
+    installed.env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(empty))
+    run = installed.task("queue_status")
+    command = shell_command([python, "-m", "pip", "install", "--target", str(plugin_dir / "deps" / PY),
+                             "-r", str(plugin_dir / "requirements.txt")])
+    assert run.returncode == 1 and run.output is None
+    assert "could not install them" in run.error and "pip failed" in run.error, run.error
+    assert command in run.error, run.error
+    assert not (plugin_dir / "deps" / PY).exists()  # nothing half-installed left behind
+
+    # With the wheels: the first hook installs them, then queues; the drainer it starts syncs.
+    installed.env["PIP_FIND_LINKS"] = str(wheelhouse)
+    run = installed.hook(installed.stash.update_scene(sid, title="Installed and synced"))
+    assert run.error is None and run.output == f"scene {sid} queued", run.stderr[-3000:]
+    assert any("installing the Python packages" in m for m in run.messages("info")), run.logs
+    assert (plugin_dir / "deps" / PY / "plexapi" / "__init__.py").is_file()
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True).stdout.strip()
+    assert not (Path(site) / "plexapi").exists()  # the interpreter's own environment is untouched
+    installed.wait_drained()
+    assert installed.plex.item(rk)["fields"]["title"] == "Installed and synced"
+
+    # From then on the check is nearly free: nothing is installed again.
+    again = installed.hook(installed.stash.update_scene(sid, title="Second edit"))
+    assert again.error is None and not any("installing" in m for m in again.messages()), again.logs
+    installed.wait_drained()
+    assert installed.plex.item(rk)["fields"]["title"] == "Second edit"
+
+
+def test_without_pip_the_error_gives_the_exact_commands(plugin, tmp_path):
+    python = _venv(tmp_path / "venv", with_pip=False)
+    plugin_dir = _copy_plugin(tmp_path / "plugins")
+    installed = Installed(plugin, plugin_dir, python)
+    sid, _ = installed.add_scene(1)
+    run = installed.hook(installed.stash.update_scene(sid, title="x"))
+    assert run.returncode == 1
+    assert "pip is not available" in run.error and shell_command([python, "-m", "ensurepip"]) in run.error, run.error
+    assert f"-m pip install --target {plugin_dir / 'deps' / PY}" in run.error
+    assert run.messages("error") == [run.error]
+    assert not (plugin.data_dir / "queue").exists()  # nothing was queued (or corrupted)
+
+
+def test_python_dep_manager_is_used_when_present(plugin, tmp_path):
+    """A stand-in for Stash's PythonDepManager plugin (CommunityScripts): same import
+    name and ``ensure_import(*specs)`` signature; it records the specs and makes them
+    importable from this test run's own site-packages instead of downloading."""
+    python = _venv(tmp_path / "venv", with_pip=False)  # no pip: our own install could not work
+    plugins = tmp_path / "plugins"
+    plugin_dir = _copy_plugin(plugins)
+    record = tmp_path / "ensure_import.json"
+    (plugins / "PythonDepManager").mkdir()
+    (plugins / "PythonDepManager" / "__init__.py").write_text(
+        "import json, sys\n"
+        "def ensure_import(*specs):\n"
+        f"    open({str(record)!r}, 'w').write(json.dumps(specs))\n"
+        f"    sys.path.append({sysconfig.get_paths()['purelib']!r})\n"
+    )
+    installed = Installed(plugin, plugin_dir, python)
+    sid, rk = installed.add_scene(1)
+    run = installed.hook(installed.stash.update_scene(sid, title="Through PythonDepManager"))
+    assert run.error is None, run.stderr[-3000:]
+    assert json.loads(record.read_text()) == [
+        "stashapi:stashapp-tools>=0.2.59", "plexapi:plexapi>=4.18", "persistqueue:persist-queue==1.1.0",
+        "pydantic:pydantic>=2.6", "tenacity:tenacity>=8.2", "requests:requests>=2.31",
+    ]
+    assert not (plugin_dir / "deps" / PY).exists()
+    installed.wait_drained()
+    assert installed.plex.item(rk)["fields"]["title"] == "Through PythonDepManager"
+
+
+# -- pure parts ------------------------------------------------------------------------------
+def test_requirements_file_is_read_with_import_names():
+    reqs = parse_requirements((REPO / "requirements.txt").read_text())
+    assert [(r.dist, r.spec, r.module) for r in reqs] == [
+        ("stashapp-tools", ">=0.2.59,<0.3", "stashapi"),
+        ("plexapi", ">=4.18,<5", "plexapi"),
+        ("persist-queue", "==1.1.0", "persistqueue"),
+        ("pydantic", ">=2.6,<3", "pydantic"),
+        ("tenacity", ">=8.2,<10", "tenacity"),
+        ("requests", ">=2.31,<3", "requests"),
+    ]
+
+
+def test_a_line_that_cannot_be_read_is_named():
+    with pytest.raises(DependencyError, match="cannot read the line '@@@'"):
+        parse_requirements("requests>=2\n@@@\n")
+
+
+@pytest.mark.parametrize(("version", "spec", "ok"), [
+    ("2.11.7", ">=2.6,<3", True), ("1.10.2", ">=2.6,<3", False), ("3.0", ">=2.6,<3", False),
+    ("1.1.0", "==1.1.0", True), ("1.1", "==1.1.0", True), ("1.1.1", "==1.1.0", False),
+    ("0.2.59", ">=0.2.59,<0.3", True), ("0.3.0", ">=0.2.59,<0.3", False), ("4.18.3", ">=4.18,<5", True),
+    ("2.0rc1", ">=2", True), ("9.2.1", "", True), ("1.0", "~=1.0", True), ("1.0", "!=1.0", False),
+])
+def test_version_specifiers(version, spec, ok):
+    assert satisfies(version, spec) is ok
+
+
+def test_version_tuple_and_dep_manager_spec():
+    assert version_tuple("2.11.7") == (2, 11, 7)
+    assert version_tuple("1.0rc1") == (1, 0)
+    assert version_tuple("2026.10.19.post1") == (2026, 10, 19)
+    assert _dep_manager_spec(">=4.18,<5") == ">=4.18"
+    assert _dep_manager_spec("==1.1.0") == "==1.1.0"
+    assert _dep_manager_spec("<3") == ""
+
+
+def test_a_version_too_old_counts_as_missing_and_the_check_is_remembered(tmp_path):
+    (tmp_path / "requirements.txt").write_text("requests>=999\ntenacity>=8\n")
+    stream = io.StringIO()
+    log = StashLog(stream, Redactor())
+    assert [r.dist for r in Bootstrap(tmp_path, log).missing()] == ["requests"]
+    assert "is installed but Stash2Plex needs requests>=999" in stream.getvalue()
+    assert not (tmp_path / "deps" / "checked.json").exists()
+    (tmp_path / "requirements.txt").write_text("requests>=2\ntenacity>=8\n")
+    assert Bootstrap(tmp_path, log).missing() == []
+    assert (tmp_path / "deps" / "checked.json").is_file()  # the next run skips the version check
