@@ -28,13 +28,11 @@ one of our dependencies), and the requirements use only plain ``>=``/``<``/``==`
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -171,8 +169,8 @@ class Bootstrap:
     def _stamp(self) -> str:
         """What the version check depends on: interpreter, requirements, where each package lives."""
         origins = [str(importlib.util.find_spec(r.module).origin) for r in self.requirements]
-        text = (self.plugin_dir / REQUIREMENTS_FILE).read_bytes()
-        key = [sys.executable, sys.version, hashlib.sha256(text).hexdigest(), origins]
+        text = (self.plugin_dir / REQUIREMENTS_FILE).read_text(encoding="utf-8")
+        key = [sys.executable, sys.version, text, origins]
         return json.dumps(key)
 
     def _write_stamp(self) -> None:
@@ -216,6 +214,7 @@ class Bootstrap:
 
     def _pip_install(self) -> str | None:
         """Install into a staging folder, then swap it in. Returns why it failed, or None."""
+        import shutil
         lock = HeldLock(self.plugin_dir / DEPS_DIR / "install.lock")
         if not lock.acquire(patience=INSTALL_LOCK_PATIENCE_S):
             return "another Stash2Plex process is still installing the packages"
@@ -254,6 +253,8 @@ class Bootstrap:
         return f"pip failed (exit {done.returncode}): {' '.join(lines[-3:])[:600] or 'no message'}"
 
     def _swap_in(self, staging: Path) -> None:
+        import shutil
+
         old = self.target.with_name(f"{self.target.name}.old-{os.getpid()}")
         if self.target.exists():
             os.replace(self.target, old)
