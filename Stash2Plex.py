@@ -67,8 +67,10 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
 
     argv = argv or []
     if argv[:1] == ["drain"]:
-        failure = _bootstrap(plugin_dir, StashLog(stderr, Redactor(), plain=True))
+        drain_log = StashLog(stderr, Redactor(), plain=True)  # stderr is data/drainer.log
+        failure = _bootstrap(plugin_dir, drain_log)
         if failure:
+            drain_log.error(failure)
             return 1
         from worker.drainer import main as drain
 

@@ -9,7 +9,8 @@ plugin, the default. The data folder is the plugin's own by default, so a cron j
 and Stash's hooks share one queue, one drainer lock and one ledger.
 
 Exit status: 0 on success, 1 when the task failed (the reason on stderr) or
-``health_check`` found a problem, 2 for a command line that cannot be read.
+``health_check`` found a problem, 2 for a command line that cannot be read (an
+unknown command or option, a ``--stash-url`` that is not an address).
 """
 
 from __future__ import annotations
@@ -130,7 +131,10 @@ def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: Ter
         app = _app(args, env, log, plugin_dir)
         capture_library_logs(log)
         output = resolve(mode)(app)
-    except (UsageError, Stash2PlexError) as exc:
+    except UsageError as exc:
+        log.error(str(exc))
+        return 2
+    except Stash2PlexError as exc:
         log.error(str(exc))
         return 1
     except Exception as exc:  # a bug: say so plainly; the traceback with --verbose

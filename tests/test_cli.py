@@ -94,8 +94,8 @@ def test_help_lists_every_command_setting_and_variable(plugin):
 @pytest.mark.parametrize(("args", "code", "says"), [
     (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
     ([], None, None),  # no arguments is the plugin protocol (stdin), not the command line
-    (["all", "--stash-url", "ftp://stash"], 1, "--stash-url must look like http://localhost:9999, got 'ftp://stash'"),
-    (["all", "--stash-url", "http://stash:9999/graphql"], 1, "--stash-url must be Stash's address without a path"),
+    (["all", "--stash-url", "ftp://stash"], 2, "--stash-url must look like http://localhost:9999, got 'ftp://stash'"),
+    (["all", "--stash-url", "http://stash:9999/graphql"], 2, "--stash-url must be Stash's address without a path"),
     (["all", "--plex-concurrency", "99"], 1, "setting plex_concurrency: Input should be less than or equal to 16"),
     (["all", "--strict-matching", "maybe"], 1, "setting strict_matching: must be true or false, got 'maybe'"),
 ])

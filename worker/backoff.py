@@ -7,10 +7,12 @@ at the same second. The RNG is a parameter so tests and callers decide the rando
 
 Two policies exist because the two failures recover on different time scales:
 
-* ``TRANSIENT``: timeouts, resets, 5xx. Windows of 5, 10, 20, 40, 80 s; five failures
-  and the job goes to the dead-letter queue.
+* ``TRANSIENT``: timeouts, resets, 5xx. Four waits drawn from windows of 5, 10, 20 and
+  40 s (at most 75 s in all); the fifth failure sends the job to the dead-letter queue.
 * ``NOT_FOUND``: the file is not in Plex yet because the library scan has not reached
-  it. Windows grow from 30 s to a 600 s cap over twelve failures (a couple of hours).
+  it. Eleven waits from windows of 30, 60, 120, 240, 480 s, then 600 s (the cap) six
+  times: at most about 75 minutes in all, about 38 on average; the twelfth failure
+  dead-letters the job.
 """
 
 from __future__ import annotations
