@@ -132,6 +132,11 @@ class App:
 
         return self._part("dlq", lambda: DeadLetterQueue(self.data_dir))
 
+    def stats(self):
+        from sync_queue.stats import StatsStore
+
+        return self._part("stats", lambda: StatsStore(self.data_dir))
+
     def breaker(self):
         from worker.breaker import BreakerPolicy, BreakerStore, CircuitBreaker
 
@@ -171,7 +176,7 @@ class App:
 
         concurrency = self.settings().plex_concurrency
         return Worker(queue=queue, dlq=self.dlq(), ledger=self.ledger(), stash=self.stash(), syncer=self.syncer(),
-                      breaker=self.breaker(), log=self.log, concurrency=concurrency)
+                      breaker=self.breaker(), stats=self.stats(), log=self.log, concurrency=concurrency)
 
     def close(self) -> None:
         for part in self._parts.values():

@@ -5,8 +5,8 @@ whose hash is unchanged needs no Plex request at all), per-field hashes, the tag
 names Stash2Plex itself put on the item (so removals in Stash remove exactly those
 in Plex and nothing the user added there), and the poster's source URL and hash
 (Plex keeps every uploaded poster, so a poster is uploaded only when its bytes
-changed). Also small key/value state (last sync time, outcome counts) and the
-cached Plex section index.
+changed). Also small key/value state (last sync time, client id) and the cached
+Plex section index. Cumulative outcome counts live in ``stats.db`` (``sync_queue/stats.py``).
 """
 
 from __future__ import annotations
@@ -110,17 +110,6 @@ class Ledger(sqlite.Store):
     def set_meta(self, key: str, value: Any) -> None:
         with self._lock, sqlite.write(self._db()) as conn:
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
-
-    @sqlite.retry_locked
-    def bump_counts(self, counts: dict[str, int]) -> None:
-        if not counts:
-            return
-        with self._lock, sqlite.write(self._db()) as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'outcomes'").fetchone()
-            total = json.loads(row[0]) if row else {}
-            for key, n in counts.items():
-                total[key] = total.get(key, 0) + n
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('outcomes', ?)", (json.dumps(total),))
 
     # -- Plex section index cache ---------------------------------------------------
     def index_rows(self, section_id: int) -> list[tuple[int, str, int | None, int | None]]:

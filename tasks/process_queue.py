@@ -21,8 +21,8 @@ def sum_done(stats) -> int:
 
 
 def finish(app, worker, stats, left: int) -> dict:
-    """Report, remember outcomes, and hand leftover retries to a background drainer."""
-    app.ledger().bump_counts({k: v for k, v in stats.items() if v})
+    """Report, and hand leftover retries to a background drainer. (The cumulative
+    statistics were recorded batch by batch by the worker.)"""
     keys = ("synced", "unchanged", "gone", "failed", "retrying", "waiting_for_plex", "posters")
     result = {**{k: stats.get(k, 0) for k in keys}, **dict(stats), "waiting": left}
     if worker.abort_error is not None:

@@ -1,15 +1,15 @@
-"""``queue_status``: what is waiting, what failed and why, and when the last sync ran."""
+"""``queue_status``: what is waiting, what failed and why, and the cumulative statistics.
+
+``run(app)`` returns a plain JSON-able dict (the task's reply, also printed by the
+command line's ``status``); ``format_status`` renders such a dict as readable lines,
+which the task logs and the command line prints.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
-
-def _when(timestamp: float | None) -> str | None:
-    if not timestamp:
-        return None
-    return dt.datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="seconds")
+from sync_queue.stats import iso_local
 
 
 def run(app) -> dict[str, Any]:
@@ -22,20 +22,66 @@ def run(app) -> dict[str, Any]:
         "bulk": counts["bulk"],
         "in_flight": counts["in_flight"],
         "retrying": counts["retrying"],
-        "next_retry_at": _when(counts["next_retry_at"]),
+        "next_retry_at": iso_local(counts["next_retry_at"]),
         "dlq": dlq["count"],
         "dlq_by_reason": dlq["by_reason"],
-        "dlq_newest": [{**e, "failed_at": _when(e["failed_at"])} for e in dlq["newest"]],
+        "dlq_newest": [{**e, "failed_at": iso_local(e["failed_at"])} for e in dlq["newest"]],
         "drainer_running": app.drainer_running(),
         "last_sync": ledger.meta("last_sync_at"),
         "synced_scenes": ledger.count(),
-        "outcomes": ledger.meta("outcomes", {}),
+        "stats": app.stats().snapshot(),
         "last_drainer_error": ledger.meta("last_drainer_error"),
     }
-    app.log.info(
-        f"{status['pending']} pending ({status['retrying']} waiting for a retry), {status['dlq']} in the dead-letter queue"
-        + "".join(f"; {n} × {reason}" for reason, n in dlq["by_reason"].items())
-    )
-    for entry in status["dlq_newest"]:
-        app.log.info(f"DLQ scene {entry['scene_id']} {entry['title'] or ''!r}: {entry['reason']}")
+    for line in format_status(status):
+        app.log.info(line)
     return status
+
+
+def format_status(status: dict[str, Any]) -> list[str]:
+    """The reply of :func:`run` as human-readable lines: queue, dead-letter queue, statistics."""
+    return [*_queue_lines(status), *_dlq_lines(status), *_stats_lines(status.get("stats") or {})]
+
+
+def _queue_lines(status: dict[str, Any]) -> list[str]:
+    waiting = f"{status['retrying']:,} waiting for a retry"
+    if status.get("next_retry_at"):
+        waiting += f", the next at {status['next_retry_at']}"
+    lines = [f"{status['pending']:,} pending ({waiting}), {status['dlq']:,} in the dead-letter queue"
+             + "".join(f"; {n:,} × {reason}" for reason, n in status["dlq_by_reason"].items())]
+    drainer = "a background drainer is running" if status.get("drainer_running") else "no background drainer is running"
+    lines.append(f"{drainer}; {status.get('synced_scenes', 0):,} scenes in the sync ledger; "
+                 f"last 'all'/'recent' sync {status.get('last_sync') or 'never'}")
+    if status.get("last_drainer_error"):
+        lines.append(f"the last background drainer stopped: {status['last_drainer_error'].get('error')}")
+    return lines
+
+
+def _dlq_lines(status: dict[str, Any]) -> list[str]:
+    return [f"DLQ scene {e['scene_id']} {e['title'] or ''!r}: {e['reason']}" for e in status.get("dlq_newest", [])]
+
+
+def _stats_lines(stats: dict[str, Any]) -> list[str]:
+    if not stats:
+        return []
+    avg = stats.get("avg_plex_ms")
+    parts = [
+        f"synced {stats['synced']:,}",
+        f"unchanged {stats['unchanged']:,}",
+        f"failed {stats['failed_total']:,}" + _by_class(stats["failed"]),
+        f"retried {stats['retried_total']:,}" + _by_class(stats["retried"]),
+        f"gone {stats['gone']:,}",
+        f"posters {stats['posters']:,}",
+        f"avg Plex {avg:,.0f} ms/job" if avg is not None else "avg Plex n/a",
+        f"last success {stats.get('last_success_at') or 'never'}",
+    ]
+    lines = [", ".join(parts)]
+    failure = stats.get("last_failure")
+    if failure:
+        route = "dead-lettered" if failure.get("dead_lettered") else "retried"
+        lines.append(f"last failure {stats.get('last_failure_at')} ({route}): "
+                     f"{failure['error_class']}: {failure['message']}")
+    return lines
+
+
+def _by_class(counts: dict[str, int]) -> str:
+    return f" ({', '.join(f'{name} {n:,}' for name, n in counts.items())})" if counts else ""

@@ -2,7 +2,8 @@
 
 One GraphQL request per page of scenes: the page's scenes are handed to the worker
 as prefetched data, so bulk jobs cost no second Stash request. Scenes whose desired
-state is unchanged since the last successful write are not even queued. Pages are
+state is unchanged since the last successful write are not even queued (they are
+counted as unchanged in the cumulative statistics, page by page). Pages are
 streamed (never the whole library in memory). Killing the task at any point loses
 nothing: queued jobs stay in the queue for ``process_queue`` or the next run.
 """
@@ -14,6 +15,7 @@ import time
 
 from core.errors import InvalidMetadata
 from sync_queue.job import BULK, Job
+from sync_queue.stats import Delta
 from tasks.process_queue import finish
 from tasks.progress import ProgressReporter
 from validation.metadata import scene_from_stash
@@ -54,6 +56,13 @@ def _may_differ(app, scenes: list[dict]) -> list[int]:
     return changed
 
 
+def _count_unchanged(app, n: int, now: float) -> None:
+    """Scenes not queued because nothing changed: counted like the worker's skips."""
+    delta = Delta()
+    delta.unchanged(now, n)
+    app.stats().record(delta)
+
+
 def _sync(app, updated_after: str | None, label: str):
     started = _now_rfc3339()
     app.settings()
@@ -68,6 +77,7 @@ def _sync(app, updated_after: str | None, label: str):
                 break
             changed = _may_differ(app, scenes)
             now = time.time()
+            _count_unchanged(app, len(scenes) - len(changed), now)
             queued += queue.put_many(Job(scene_id=sid, priority=BULK, event=f"task:{label}", enqueued_at=now)
                                      for sid in changed)
             prefetched = {int(s["id"]): s for s in scenes if int(s["id"]) in set(changed)}

@@ -30,7 +30,6 @@ def _work(app, lock: HeldLock, stop: threading.Event, outcome: dict) -> None:
         with app.consumer(lock=lock) as queue:
             worker = app.worker(queue)
             outcome["stats"] = worker.run(stop=stop, wait_for_retries=True)
-        app.ledger().bump_counts({k: v for k, v in outcome["stats"].items() if v})
         if worker.abort_error is not None:  # the token or a setting is wrong: stop, and say so
             outcome["error"] = worker.abort_error
     except Stash2PlexError as exc:

@@ -7,7 +7,8 @@ whose desired state is unchanged since the last write are acknowledged without a
 single Plex request; the rest are synced with bounded concurrency, which halves
 when Plex errors and grows back by one per clean batch. The circuit breaker is
 consulted before any Plex work; while it is open, jobs wait without spending their
-retry budget.
+retry budget. Each batch's outcomes are added to the cumulative statistics
+(``stats.db``) when the batch ends, so a killed process loses at most that batch.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from core.errors import (
     TransientError,
 )
 from sync_queue.job import BULK, Taken
+from sync_queue.stats import Delta
 from validation.metadata import scene_from_stash
 from worker.breaker import BreakerState, State
 from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, decide
@@ -39,16 +41,18 @@ NAP_MAX_S = 1.0
 
 
 class Worker:
-    def __init__(self, *, queue, dlq, ledger, stash, syncer, breaker, log, concurrency: int = 6,
-                 batch_size: int = BATCH_SIZE, clock=time.time, sleep=time.sleep, rng: random.Random | None = None) -> None:
+    def __init__(self, *, queue, dlq, ledger, stash, syncer, breaker, stats, log, concurrency: int = 6,
+                 batch_size: int = BATCH_SIZE, clock=time.time, sleep=time.sleep, rng: random.Random | None = None,
+                 timer=time.perf_counter) -> None:
         self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
-        self.syncer, self.breaker, self.log = syncer, breaker, log
+        self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats, log
         self.max_concurrency = concurrency
         self.concurrency = concurrency
         self.batch_size = batch_size
-        self.clock, self.sleep = clock, sleep
+        self.clock, self.sleep, self.timer = clock, sleep, timer
         self.rng = rng or random.Random()
-        self.stats: Counter[str] = Counter()
+        self.stats: Counter[str] = Counter()  # this run's counts (a task's reply)
+        self.delta = Delta()  # this batch's, added to stats.db when the batch ends
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
         self._breaker_seen = BreakerState()
 
@@ -81,6 +85,13 @@ class Worker:
 
     # -- one batch ---------------------------------------------------------------
     def process_batch(self, batch: list[Taken], prefetched: dict[int, dict]) -> None:
+        try:
+            self._process(batch, prefetched)
+        finally:
+            delta, self.delta = self.delta, Delta()
+            self.stats_store.record(delta)
+
+    def _process(self, batch: list[Taken], prefetched: dict[int, dict]) -> None:
         batch = self._admit(batch)
         if not batch:
             return
@@ -133,8 +144,9 @@ class Worker:
             raw = scenes.get(sid)
             if raw is None:
                 self.log.info(f"scene {sid} no longer exists in Stash; nothing to sync")
-                self.stats["gone"] += 1
                 self.queue.ack(item)
+                self.stats["gone"] += 1
+                self.delta.gone()
                 continue
             try:
                 scene = scene_from_stash(raw)
@@ -143,8 +155,9 @@ class Worker:
                 continue
             record = records.get(sid)
             if record is not None and record.state_hash == self.syncer.state_hash(scene):
-                self.stats["unchanged"] += 1
                 self.queue.ack(item)
+                self.stats["unchanged"] += 1
+                self.delta.unchanged(self.clock())
                 continue
             work.append((item, scene, record))
         return work
@@ -161,8 +174,10 @@ class Worker:
         finally:
             self.syncer.end_batch()
         troubled = False
-        for (item, scene, _), (result, error) in zip(work, outcomes):
+        for (item, scene, _), (result, error, seconds) in zip(work, outcomes):
             troubled |= isinstance(error, TransientError)
+            if seconds is not None:
+                self.delta.timed(seconds)
             self._report(item, scene, result, error)
             self._settle(item, error, title=scene.title)
         self._pace(troubled)
@@ -200,21 +215,23 @@ class Worker:
         return None
 
     def _sync_one(self, item: Taken, scene, record):
+        """(result, error, seconds the Plex work took: None when it was not tried)."""
         held = self._held_back()
         if held is not None:
-            return None, held
+            return None, held, None
+        started = self.timer()
         try:
-            result = self.syncer.sync(scene, record, scan_allowed=not item.job.scan_requested)
-        except PlexUnavailable as exc:
-            self._plex_failed()
-            return None, exc
-        except Stash2PlexError as exc:
-            return None, exc
+            result, error = self.syncer.sync(scene, record, scan_allowed=not item.job.scan_requested), None
         except Exception as exc:  # a bug must cost one job a retry, not the whole drainer
-            self.log.error(f"scene {scene.id}: unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
-            return None, exc
-        self._plex_ok()
-        return result, None
+            result, error = None, exc
+            if not isinstance(exc, Stash2PlexError):
+                self.log.error(f"scene {scene.id}: unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        seconds = self.timer() - started
+        if error is None:
+            self._plex_ok()
+        elif isinstance(error, PlexUnavailable):
+            self._plex_failed()
+        return result, error, seconds
 
     # The breaker's state lives in a file shared by every process; within a batch the
     # worker keeps the copy it read at admission and updates it on its own outcomes,
@@ -248,6 +265,7 @@ class Worker:
         self.stats["synced"] += 1
         if result.poster == "uploaded":
             self.stats["posters"] += 1
+        self.delta.synced(self.clock(), poster_uploaded=result.poster == "uploaded")
 
     def _settle(self, item: Taken, error: BaseException | None, title: str = "") -> None:
         probe_at = None
@@ -265,6 +283,7 @@ class Worker:
             wait = decision.until - self.clock()
             self.log.warning(f"scene {sid}: {decision.message}; retry {decision.job.attempt} in {wait:.0f} s")
             self.queue.retry_later(item, decision.job)
+            self.delta.retried(type(error).__name__, self.log.redact(str(error)), self.clock())
         elif decision.action == HOLD:
             self.queue.postpone(item, decision.until)  # stays unacked: the next consumer gets it back
             if not isinstance(error, RunStopped):
@@ -273,6 +292,7 @@ class Worker:
             self.stats["failed"] += 1
             self.dlq.add(item.job, type(error).__name__, decision.message, title or None)
             self.queue.ack(item)
+            self.delta.failed(type(error).__name__, self.log.redact(str(error)), self.clock())
             self.log.error(f"scene {sid} moved to the dead-letter queue: {decision.message}")
             if isinstance(error, PlexAuthError):
                 self._abort(error)

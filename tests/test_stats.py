@@ -1,0 +1,324 @@
+"""Cumulative statistics (stats.db): the store, the worker's per-batch bookkeeping, the
+``queue_status`` rendering, and end to end through the emulators (hooks, the drainer,
+tasks, a SIGKILL)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import os
+import signal
+import subprocess
+import time
+from types import SimpleNamespace
+
+from core.errors import AmbiguousMatch, PlexNotFound, StashUnavailable
+from core.log import StashLog
+from sync_queue.dlq import DeadLetterQueue
+from sync_queue.job import INTERACTIVE, Job, Taken
+from sync_queue.ledger import Ledger, SceneRecord
+from sync_queue.stats import STATS_FILE, Delta, StatsStore, iso_local
+from tasks.queue_status import format_status
+from tests.runner import REPO, build_argv, task_document
+from worker.breaker import BreakerState
+from worker.worker import Worker
+
+NOW = 1_790_000_000.0  # a fixed wall-clock time for the worker and the store
+
+
+def local(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+EMPTY = {
+    "synced": 0, "unchanged": 0, "gone": 0, "posters": 0, "failed": {}, "failed_total": 0, "retried": {},
+    "retried_total": 0, "timed_jobs": 0, "avg_plex_ms": None, "last_success_at": None, "last_failure_at": None,
+    "last_failure": None,
+}
+
+
+# -- the store -----------------------------------------------------------------------------
+def test_empty_store_snapshot_and_empty_delta_writes_nothing(tmp_path):
+    store = StatsStore(tmp_path)
+    store.record(Delta())
+    assert not (tmp_path / STATS_FILE).exists()
+    assert store.snapshot() == EMPTY
+    store.close()
+
+
+def test_deltas_add_up_with_exact_values(tmp_path):
+    first = Delta()
+    first.synced(NOW, poster_uploaded=True)
+    first.synced(NOW + 1)
+    first.unchanged(NOW + 2, 3)
+    first.gone()
+    first.timed(0.100)
+    first.timed(0.050)
+    first.failed("PlexNotFound", "not in Plex", NOW + 3)
+    first.retried("PlexNotFound", "no item yet", NOW + 4)
+    second = Delta()
+    second.failed("AmbiguousMatch", "two items", NOW + 10)
+    second.failed("PlexNotFound", "still not in Plex", NOW + 11)
+    second.timed(0.030)
+    second.unchanged(NOW + 5, 0)  # nothing skipped: neither a count nor a success time
+    store = StatsStore(tmp_path)
+    store.record(first)
+    store.record(second)
+    assert store.snapshot() == {
+        "synced": 2, "unchanged": 3, "gone": 1, "posters": 1,
+        "failed": {"PlexNotFound": 2, "AmbiguousMatch": 1}, "failed_total": 3,
+        "retried": {"PlexNotFound": 1}, "retried_total": 1,
+        "timed_jobs": 3, "avg_plex_ms": 60.0,
+        "last_success_at": local(NOW + 2),
+        "last_failure_at": local(NOW + 11),
+        "last_failure": {"error_class": "PlexNotFound", "message": "still not in Plex", "dead_lettered": True},
+    }
+    store.close()
+
+
+def test_counts_survive_reopening_and_a_late_batch_never_hides_a_newer_time(tmp_path):
+    newer, older = Delta(), Delta()
+    newer.synced(NOW + 100)
+    newer.retried("PlexTimeout", "slow", NOW + 100)
+    older.synced(NOW)
+    older.failed("InvalidMetadata", "no files", NOW)
+    store = StatsStore(tmp_path)
+    store.record(newer)
+    store.close()
+    reopened = StatsStore(tmp_path)
+    reopened.record(older)
+    snap = reopened.snapshot()
+    assert snap["synced"] == 2 and snap["failed"] == {"InvalidMetadata": 1} and snap["retried"] == {"PlexTimeout": 1}
+    assert snap["last_success_at"] == local(NOW + 100) and snap["last_failure_at"] == local(NOW + 100)
+    assert snap["last_failure"] == {"error_class": "PlexTimeout", "message": "slow", "dead_lettered": False}
+    reopened.close()
+
+
+def test_failure_message_is_one_short_line():
+    delta = Delta()
+    delta.failed("PlexBadRequest", "line one\nline two   " + "x" * 500, NOW)
+    message = delta.last_failure["message"]
+    assert message.startswith("line one line two xxx") and len(message) == 200 and message.endswith("…")
+
+
+def test_iso_local_keeps_the_offset():
+    assert iso_local(None) is None
+    assert iso_local(NOW) == local(NOW)
+    assert dt.datetime.fromisoformat(iso_local(NOW)).utcoffset() is not None
+
+
+# -- the worker's bookkeeping, with fakes around the real stores ------------------------------
+class FakeQueue:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def ack(self, item): self.calls.append(("ack", item.job.scene_id))
+    def postpone(self, item, until): self.calls.append(("postpone", item.job.scene_id))
+    def retry_later(self, item, job): self.calls.append(("retry", item.job.scene_id))
+
+
+class FakeBreaker:
+    def allow(self): return True
+    def state(self): return BreakerState()
+    def seconds_until_probe(self): return 0.0
+    def record_success(self): pass
+    def record_failure(self): pass
+
+
+class FakeSyncer:
+    """Scene 1 synced with a poster, 3 ambiguous, 4 not in Plex; hash = title."""
+
+    def state_hash(self, scene): return scene.title
+    def prefetch(self, work): pass
+    def end_batch(self): pass
+
+    def sync(self, scene, record, scan_allowed):
+        if scene.id == 3:
+            raise AmbiguousMatch("two Plex items hold one.mp4")
+        if scene.id == 4:
+            raise PlexNotFound("no Plex item holds /plex/four.mp4")
+        plan = SimpleNamespace(describe=lambda: ["title: 'a' → 'b'"])
+        return SimpleNamespace(plan=plan, warnings=[], poster="uploaded", rating_key=100 + scene.id, how="linked")
+
+
+class CountingStats(StatsStore):
+    def __init__(self, directory) -> None:
+        super().__init__(directory)
+        self.recorded: list[Delta] = []
+
+    def record(self, delta: Delta) -> None:
+        self.recorded.append(delta)
+        super().record(delta)
+
+
+def raw_scene(sid: int, title: str = "T") -> dict:
+    return {"id": str(sid), "title": title, "files": [{"path": f"/stash/{sid}.mp4", "size": 1, "duration": 60.0}]}
+
+
+class FakeStash:
+    def __init__(self, scenes: dict[int, dict], down: bool = False) -> None:
+        self.scenes, self.down = scenes, down
+
+    def scenes_by_id(self, ids):
+        if self.down:
+            raise StashUnavailable("Stash did not answer")
+        return {sid: self.scenes[sid] for sid in ids if sid in self.scenes}
+
+
+def make_worker(tmp_path, stash: FakeStash, ticks: list[float]):
+    ledger = Ledger(tmp_path, clock=lambda: NOW)
+    ledger.save(SceneRecord(2, rating_key=102, state_hash="Same"))  # scene 2 is unchanged
+    stats = CountingStats(tmp_path)
+    timer = iter(ticks)
+    worker = Worker(queue=FakeQueue(), dlq=DeadLetterQueue(tmp_path, clock=lambda: NOW), ledger=ledger,
+                    stash=stash, syncer=FakeSyncer(), breaker=FakeBreaker(), stats=stats,
+                    log=StashLog(io.StringIO()), concurrency=1, clock=lambda: NOW, timer=lambda: next(timer))
+    return worker, stats
+
+
+def taken(*ids: int) -> list[Taken]:
+    return [Taken(Job(scene_id=sid, priority=INTERACTIVE), pqid=sid, table="interactive") for sid in ids]
+
+
+def test_worker_records_each_batch_once_with_timed_plex_work(tmp_path):
+    scenes = {1: raw_scene(1), 2: raw_scene(2, "Same"), 3: raw_scene(3), 4: raw_scene(4),
+              6: {"id": "6", "title": "No file", "files": []}}  # 5 is gone from Stash
+    # concurrency 1: scenes 1, 3, 4 reach Plex in order and take 0.2 s, 0.05 s, 0.35 s
+    worker, stats = make_worker(tmp_path, FakeStash(scenes), [10.0, 10.2, 20.0, 20.05, 30.0, 30.35])
+    worker.process_batch(taken(1, 2, 3, 4, 5, 6), {})
+    assert len(stats.recorded) == 1
+    assert stats.snapshot() == {
+        "synced": 1, "unchanged": 1, "gone": 1, "posters": 1,
+        "failed": {"AmbiguousMatch": 1, "InvalidMetadata": 1}, "failed_total": 2,
+        "retried": {"PlexNotFound": 1}, "retried_total": 1,
+        "timed_jobs": 3, "avg_plex_ms": 200.0,
+        "last_success_at": local(NOW), "last_failure_at": local(NOW),
+        "last_failure": {"error_class": "PlexNotFound", "message": "no Plex item holds /plex/four.mp4",
+                         "dead_lettered": False},
+    }
+    # the run's own counter (a task's reply) is kept as before
+    assert dict(worker.stats) == {"synced": 1, "posters": 1, "unchanged": 1, "gone": 1, "failed": 2, "retrying": 1}
+    assert not worker.delta  # a fresh delta for the next batch
+    worker.process_batch(taken(2), {})
+    assert len(stats.recorded) == 2 and stats.snapshot()["unchanged"] == 2
+    stats.close()
+
+
+def test_a_batch_that_ends_early_is_recorded_too(tmp_path):
+    worker, stats = make_worker(tmp_path, FakeStash({}, down=True), [])
+    worker.process_batch(taken(1, 2), {})  # Stash is down: both wait for a retry, no Plex work
+    assert len(stats.recorded) == 1
+    snap = stats.snapshot()
+    assert snap["retried"] == {"StashUnavailable": 2} and snap["timed_jobs"] == 0 and snap["avg_plex_ms"] is None
+    assert snap["last_success_at"] is None and snap["last_failure"]["error_class"] == "StashUnavailable"
+    stats.close()
+
+
+# -- rendering -------------------------------------------------------------------------------
+def test_format_status_renders_queue_dlq_and_stats_lines():
+    status = {
+        "pending": 1234, "interactive": 4, "bulk": 1230, "in_flight": 0, "retrying": 2,
+        "next_retry_at": "2026-11-26T10:05:00+00:00", "dlq": 3, "dlq_by_reason": {"PlexNotFound": 2, "AmbiguousMatch": 1},
+        "dlq_newest": [{"scene_id": 7, "title": "Seven", "error_class": "PlexNotFound", "reason": "not in Plex",
+                        "attempts": 9, "failed_at": "2026-11-26T09:00:00+00:00"}],
+        "drainer_running": True, "last_sync": None, "synced_scenes": 5678, "last_drainer_error": None,
+        "stats": {**EMPTY, "synced": 1234, "unchanged": 5678, "failed": {"PlexNotFound": 2, "AmbiguousMatch": 1},
+                  "failed_total": 3, "posters": 12, "timed_jobs": 1234, "avg_plex_ms": 84.4,
+                  "last_success_at": "2026-11-26T10:00:00+00:00", "last_failure_at": "2026-11-26T09:00:00+00:00",
+                  "last_failure": {"error_class": "PlexNotFound", "message": "not in Plex", "dead_lettered": True}},
+    }
+    assert format_status(status) == [
+        "1,234 pending (2 waiting for a retry, the next at 2026-11-26T10:05:00+00:00), 3 in the dead-letter queue"
+        "; 2 × PlexNotFound; 1 × AmbiguousMatch",
+        "a background drainer is running; 5,678 scenes in the sync ledger; last 'all'/'recent' sync never",
+        "DLQ scene 7 'Seven': not in Plex",
+        "synced 1,234, unchanged 5,678, failed 3 (PlexNotFound 2, AmbiguousMatch 1), retried 0, gone 0, "
+        "posters 12, avg Plex 84 ms/job, last success 2026-11-26T10:00:00+00:00",
+        "last failure 2026-11-26T09:00:00+00:00 (dead-lettered): PlexNotFound: not in Plex",
+    ]
+
+
+# -- end to end ----------------------------------------------------------------------------------
+def stats_of(plugin) -> tuple[dict, object]:
+    run = plugin.task("queue_status")
+    assert run.error is None, run.stderr
+    return run.output["stats"], run
+
+
+def test_queue_status_shows_cumulative_stats_across_processes(plugin):
+    a, _ = plugin.add_scene(1)
+    b, _ = plugin.add_scene(2)
+    for folder in ("x", "y"):  # two same-name candidates, strict matching: AmbiguousMatch
+        plugin.plex.add_item(1, f"/plex/media/{folder}/clip.mp4", size=77, duration_ms=60000)
+    c = plugin.stash.add_scene(title="Clip", files=[{"path": "/stash/media/clip.mp4", "size": 77, "duration": 60.0}])
+    d = plugin.stash.add_scene(title="No file", files=[])  # InvalidMetadata
+    started = time.time()
+    contexts = {sid: plugin.stash.update_scene(sid, title=f"Edited {sid}") for sid in (a, b, c, d)}
+    for sid in (a, b, c, d):
+        assert plugin.hook(contexts[sid]).error is None
+    plugin.wait_drained()
+    assert plugin.hook(contexts[a]).error is None  # the same event again: nothing changed since
+    plugin.wait_drained()
+
+    stats, run = stats_of(plugin)
+    assert "outcomes" not in run.output
+    assert {k: stats[k] for k in ("synced", "unchanged", "gone", "posters", "failed", "failed_total", "retried")} == {
+        "synced": 2, "unchanged": 1, "gone": 0, "posters": 2,
+        "failed": {"AmbiguousMatch": 1, "InvalidMetadata": 1}, "failed_total": 2, "retried": {}}
+    assert stats["timed_jobs"] == 3  # a, b and c reached Plex; d failed before
+    assert stats["avg_plex_ms"] > 0
+    success = dt.datetime.fromisoformat(stats["last_success_at"])
+    assert started - 1 <= success.timestamp() <= time.time() and success.utcoffset() is not None
+    assert stats["last_failure"]["error_class"] in ("AmbiguousMatch", "InvalidMetadata")
+    assert stats["last_failure"]["dead_lettered"] is True
+    line = [m for m in run.messages("info") if m.startswith("synced ")]
+    assert len(line) == 1 and line[0].startswith(
+        "synced 2, unchanged 1, failed 2 (AmbiguousMatch 1, InvalidMetadata 1), retried 0, gone 0, posters 2, avg Plex ")
+    assert "ms/job, last success 20" in line[0]
+
+    # 'all': a and b are filtered out before queueing (unchanged); c and d fail again
+    run_all = plugin.task("all")
+    assert run_all.error is None and run_all.output["queued"] == 2 and run_all.output["failed"] == 2
+    stats, _ = stats_of(plugin)
+    assert (stats["synced"], stats["unchanged"], stats["failed"]) == (2, 3, {"AmbiguousMatch": 2, "InvalidMetadata": 2})
+    assert stats["timed_jobs"] == 4
+    # written by the drainer and the tasks, read here from the file by this process
+    store = StatsStore(plugin.data_dir)
+    assert store.snapshot() == stats
+    store.close()
+
+
+def test_counts_recorded_before_a_sigkill_survive_it(plugin):
+    """Stash cancels a task with SIGKILL: every finished batch is already in stats.db."""
+    total = 120  # a batch of 100, then one of 20
+    for n in range(total):
+        plugin.add_scene(n)
+    plugin.configure(plex_concurrency=1)
+    plugin.plex.latency = 0.01  # the 20-scene batch then takes over a second: time to kill it
+    env = {**os.environ, **plugin.env, "PYTHONPATH": str(REPO.parent)}
+    proc = subprocess.Popen(build_argv(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    proc.stdin.write(json.dumps(task_document(plugin.connection, "all")).encode())
+    proc.stdin.close()
+    store = StatsStore(plugin.data_dir)
+    try:
+        deadline = time.monotonic() + 60
+        while store.snapshot()["synced"] < 100 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the task finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(10) == -signal.SIGKILL
+        after_kill = store.snapshot()
+        assert 100 <= after_kill["synced"] < total  # the first batch survived; the one in flight did not finish
+        run = plugin.task("process_queue")  # takes the killed batch's jobs back
+        assert run.error is None, run.stderr[-2000:]
+        final = store.snapshot()
+        # each scene counted once (synced, or unchanged when the killed batch had written it),
+        # except at most the one batch in flight at the kill
+        assert total - 100 <= final["synced"] + final["unchanged"] <= total
+        assert final["synced"] >= after_kill["synced"] and final["failed_total"] == 0
+    finally:
+        store.close()
+        if proc.poll() is None:
+            proc.kill()
