@@ -176,7 +176,7 @@ class App:
 
         concurrency = self.settings().plex_concurrency
         return Worker(queue=queue, dlq=self.dlq(), ledger=self.ledger(), stash=self.stash(), syncer=self.syncer(),
-                      breaker=self.breaker(), stats=self.stats(), log=self.log, concurrency=concurrency)
+                      breaker=self.breaker(), stats_store=self.stats(), log=self.log, concurrency=concurrency)
 
     def close(self) -> None:
         for part in self._parts.values():

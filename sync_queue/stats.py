@@ -55,7 +55,7 @@ class Delta:
     last_failure: dict[str, Any] | None = None
 
     def __bool__(self) -> bool:
-        return bool(+self.counts) or self.last_success_at is not None or self.last_failure_at is not None
+        return any(self.counts.values())
 
     def synced(self, now: float, poster_uploaded: bool = False) -> None:
         self.counts["synced"] += 1

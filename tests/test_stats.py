@@ -172,7 +172,7 @@ def make_worker(tmp_path, stash: FakeStash, ticks: list[float]):
     stats = CountingStats(tmp_path)
     timer = iter(ticks)
     worker = Worker(queue=FakeQueue(), dlq=DeadLetterQueue(tmp_path, clock=lambda: NOW), ledger=ledger,
-                    stash=stash, syncer=FakeSyncer(), breaker=FakeBreaker(), stats=stats,
+                    stash=stash, syncer=FakeSyncer(), breaker=FakeBreaker(), stats_store=stats,
                     log=StashLog(io.StringIO()), concurrency=1, clock=lambda: NOW, timer=lambda: next(timer))
     return worker, stats
 

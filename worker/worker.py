@@ -41,11 +41,11 @@ NAP_MAX_S = 1.0
 
 
 class Worker:
-    def __init__(self, *, queue, dlq, ledger, stash, syncer, breaker, stats, log, concurrency: int = 6,
+    def __init__(self, *, queue, dlq, ledger, stash, syncer, breaker, stats_store, log, concurrency: int = 6,
                  batch_size: int = BATCH_SIZE, clock=time.time, sleep=time.sleep, rng: random.Random | None = None,
                  timer=time.perf_counter) -> None:
         self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
-        self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats, log
+        self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats_store, log
         self.max_concurrency = concurrency
         self.concurrency = concurrency
         self.batch_size = batch_size
