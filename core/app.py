@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from core.errors import Stash2PlexError
+from core.errors import ConfigError, Stash2PlexError
 from core.log import StashLog
 from core.platform import HeldLock, is_locked, python_executable, spawn_detached
 from sync_queue.queue import JobQueue
@@ -32,16 +32,19 @@ def data_dir_for(connection: ServerConnection, env: dict[str, str]) -> Path:
 
 class App:
     def __init__(self, connection: ServerConnection, env: dict[str, str], log: StashLog,
-                 data_dir: Path | None = None) -> None:
+                 data_dir: Path | None = None, settings_overrides: dict[str, str] | None = None) -> None:
         self.connection = connection
         self.env = env
         self.log = log
+        self.settings_overrides = dict(settings_overrides or {})  # the command line's flags and variables
         self.data_dir = data_dir or data_dir_for(connection, env)
         self.queue_dir = self.data_dir / "queue"
         self.lock_path = self.data_dir / "drainer.lock"
         self.handover_path = self.data_dir / "drainer.handover"
         self._parts: dict[str, object] = {}
         log.redact.add(connection.cookie_value)
+        log.redact.add(connection.ApiKey)
+        log.redact.add(self.settings_overrides.get("plex_token"))
 
     def _part(self, name: str, build):
         if name not in self._parts:
@@ -59,7 +62,8 @@ class App:
         """Start a detached background drainer unless one holds the lock."""
         if self.drainer_running():
             return False
-        payload = {"server_connection": self.connection.model_dump(), "data_dir": str(self.data_dir)}
+        payload = {"server_connection": self.connection.model_dump(), "data_dir": str(self.data_dir),
+                   "settings_overrides": self.settings_overrides}
         spawn_detached(
             [python_executable(), str(ENTRY_SCRIPT), "drain"],
             json.dumps(payload).encode(),
@@ -116,7 +120,7 @@ class App:
         from validation.config import load_settings
 
         def build():
-            settings = load_settings(self.stash().plugin_settings())
+            settings = load_settings({**self.stash().plugin_settings(), **self.settings_overrides})
             self.log.redact.add(settings.plex_token)
             return settings
 
@@ -140,9 +144,19 @@ class App:
     def breaker(self):
         from worker.breaker import BreakerPolicy, BreakerStore, CircuitBreaker
 
-        recovery = float(self.env.get("STASH2PLEX_BREAKER_RECOVERY_S") or 60.0)
+        recovery = self._seconds("STASH2PLEX_BREAKER_RECOVERY_S", 60.0)
         return self._part("breaker", lambda: CircuitBreaker(
             BreakerStore(self.data_dir / "breaker.json"), BreakerPolicy(recovery=recovery)))
+
+    def _seconds(self, name: str, default: float) -> float:
+        text = self.env.get(name) or ""
+        try:
+            value = float(text) if text else default
+        except ValueError:
+            value = -1.0
+        if not 0 < value < 86400:
+            raise ConfigError(f"environment variable {name} must be a number of seconds (e.g. 60), got {text!r}")
+        return value
 
     def client_id(self) -> str:
         ledger = self.ledger()

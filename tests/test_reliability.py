@@ -161,6 +161,7 @@ def test_plex_down_breaker_holds_requests_and_work_resumes_by_itself(plugin, fau
     assert run.error is None, run.stderr[-3000:]
     assert run.output["waiting"] == 20, run.output
     assert run.output["failed"] == 0
+    assert 1 <= sum("Plex is unavailable" in m for m in run.messages("warning")) <= 2, run.stderr  # not per job
     during = status(plugin)
     assert during["dlq"] == 0 and during["pending"] == 20, during
     if fault == "503":
@@ -289,7 +290,7 @@ def test_dlq_tasks_group_retry_purge_clear(plugin):
 
 # -- corrupt data files ---------------------------------------------------------------------------
 @pytest.mark.parametrize("how", ["whole", "pages"])
-@pytest.mark.parametrize("name", ["queue/data.db", "ledger.db", "dlq.db"])
+@pytest.mark.parametrize("name", ["queue/data.db", "ledger.db", "dlq.db", "stats.db"])
 def test_corrupt_data_file_is_named_and_left_untouched(plugin, name, how):
     sid, _ = plugin.add_scene(1)
     assert plugin.hook(plugin.stash.update_scene(sid, title="Before corruption")).error is None
@@ -308,7 +309,8 @@ def test_corrupt_data_file_is_named_and_left_untouched(plugin, name, how):
     path.write_bytes(garbage)
     plugin.stash.update_scene(sid, title="After corruption")
     # each task that opens the file says which file and what to do; none touches it
-    opens = {"queue_status": True, "process_queue": name != "dlq.db", "all": name != "dlq.db",
+    # (process_queue finds the queue empty: it records no stats, so it never opens stats.db)
+    opens = {"queue_status": True, "process_queue": name not in ("dlq.db", "stats.db"), "all": name != "dlq.db",
              "retry_dlq": name == "dlq.db", "purge_dlq": name == "dlq.db", "clear_queue": name == "queue/data.db"}
     for mode, must_fail in opens.items():
         run = plugin.task(mode)

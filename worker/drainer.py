@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import TextIO
 
@@ -54,13 +55,18 @@ def drain_once(app, log: StashLog, lock: HeldLock) -> bool:
         _remember_error(app, f"{type(error).__name__}: {error}")
         return False
     log.info(f"drainer finished: {dict(outcome.get('stats') or {})}")
+    _remember_error(app, None)  # a clean run: an old reason would only mislead queue_status
     return True
 
 
-def _remember_error(app, text: str) -> None:
-    """Keep the reason for queue_status (the drainer has no reply to give)."""
+def _remember_error(app, text: str | None) -> None:
+    """Keep the reason (or its absence) for queue_status: the drainer has no reply to give."""
     try:
-        app.ledger().set_meta("last_drainer_error", {"error": text})
+        ledger = app.ledger()
+        if text is not None:
+            ledger.set_meta("last_drainer_error", {"error": text, "at": time.time()})
+        elif ledger.meta("last_drainer_error") is not None:
+            ledger.set_meta("last_drainer_error", None)
     except Stash2PlexError:
         pass
 
@@ -77,7 +83,8 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
         log.error(f"drainer started without a valid connection on stdin: {type(exc).__name__}")
         return 2
     capture_library_logs(log)
-    app = App(connection, env, log, data_dir=Path(payload["data_dir"]))
+    app = App(connection, env, log, data_dir=Path(payload["data_dir"]),
+              settings_overrides=payload.get("settings_overrides") or {})
     try:
         while True:
             lock = HeldLock(app.lock_path)

@@ -55,6 +55,7 @@ class Worker:
         self.delta = Delta()  # this batch's, added to stats.db when the batch ends
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
         self._breaker_seen = BreakerState()
+        self._unavailable_said = False
 
     # -- the loop ----------------------------------------------------------------
     def run(self, *, prefetched: dict[int, dict] | None = None, stop: threading.Event | None = None,
@@ -108,9 +109,10 @@ class Worker:
         """The circuit breaker's say: all, one probe, or none (the rest wait)."""
         now = self.clock()
         if not self.breaker.allow():
-            until = now + max(1.0, self.breaker.seconds_until_probe())
+            wait = max(1.0, self.breaker.seconds_until_probe())
             for item in batch:
-                self.queue.postpone(item, until)
+                self.queue.postpone(item, now + wait)
+            self._say_unavailable(f"circuit breaker open; next try in {wait:.0f} s")
             self.stats["waiting_for_plex"] = len(batch)
             return []
         self._breaker_seen = self.breaker.state()
@@ -190,7 +192,7 @@ class Worker:
         try:
             self.syncer.prefetch([(scene, record) for _, scene, record in work])
         except PlexUnavailable as exc:
-            self._plex_failed()
+            self._plex_failed(exc)
             for item, scene, _ in work:
                 self._settle(item, exc, title=scene.title)
             return False
@@ -230,20 +232,30 @@ class Worker:
         if error is None:
             self._plex_ok()
         elif isinstance(error, PlexUnavailable):
-            self._plex_failed()
+            self._plex_failed(error)
         return result, error, seconds
 
     # The breaker's state lives in a file shared by every process; within a batch the
     # worker keeps the copy it read at admission and updates it on its own outcomes,
     # instead of locking and reading that file once per scene.
-    def _plex_failed(self) -> None:
+    def _plex_failed(self, error: PlexUnavailable) -> None:
         self.breaker.record_failure()
         self._breaker_seen = self.breaker.state()
+        self._say_unavailable(str(error))
 
     def _plex_ok(self) -> None:
+        if self._unavailable_said:
+            self._unavailable_said = False
+            self.log.info("Plex answers again; resuming")
         if self._breaker_seen != BreakerState():
             self.breaker.record_success()
             self._breaker_seen = BreakerState()
+
+    def _say_unavailable(self, why: str) -> None:
+        """Once per outage, not once per job: the jobs wait (no retry budget spent) and resume by themselves."""
+        if not self._unavailable_said:
+            self._unavailable_said = True
+            self.log.warning(f"Plex is unavailable ({why}); jobs wait and resume by themselves when it answers")
 
     def _pace(self, troubled: bool) -> None:
         if troubled:
