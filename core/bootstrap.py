@@ -13,7 +13,8 @@ every run; when everything is present it costs about a millisecond. Steps:
    when it is installed beside us (the plugins folder is on PYTHONPATH);
    otherwise ``requirements.txt`` is installed with the running interpreter
    (``sys.executable -m pip install --target``) into the plugin-local folder, so
-   Stash's own Python is never modified. The install goes to a staging folder that
+   Stash's own Python is never modified (and ``--target`` is allowed on a Python
+   marked externally managed, PEP 668). The install goes to a staging folder that
    replaces the old one only when pip succeeded: a killed install leaves nothing
    half-done behind.
 4. If that fails too, :class:`DependencyError` says what is missing and gives the
