@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,6 +24,16 @@ from validation.plugin_input import ServerConnection
 ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "Stash2Plex.py"
 HANDOVER_FRESH_S = 60.0
 HANDOVER_WAIT_S = 900.0
+DRAINER_LOG_MAX_BYTES = 5_000_000
+
+
+def rotate(path: Path, max_bytes: int) -> None:
+    """Keep one older copy (``<name>.1``) once a log passes ``max_bytes``, so it never grows without end."""
+    try:
+        if path.stat().st_size > max_bytes:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except OSError:
+        pass  # absent, or in use on Windows: try again at the next start
 
 
 def data_dir_for(connection: ServerConnection, env: dict[str, str]) -> Path:
@@ -62,6 +73,7 @@ class App:
         """Start a detached background drainer unless one holds the lock."""
         if self.drainer_running():
             return False
+        rotate(self.data_dir / "drainer.log", DRAINER_LOG_MAX_BYTES)
         payload = {"server_connection": self.connection.model_dump(), "data_dir": str(self.data_dir),
                    "settings_overrides": self.settings_overrides}
         spawn_detached(
@@ -145,8 +157,15 @@ class App:
         from worker.breaker import BreakerPolicy, BreakerStore, CircuitBreaker
 
         recovery = self._seconds("STASH2PLEX_BREAKER_RECOVERY_S", 60.0)
-        return self._part("breaker", lambda: CircuitBreaker(
-            BreakerStore(self.data_dir / "breaker.json"), BreakerPolicy(recovery=recovery)))
+
+        def build():
+            breaker = CircuitBreaker(BreakerStore(self.data_dir / "breaker.json"), BreakerPolicy(recovery=recovery))
+            breaker.state()
+            if breaker.store.warning:  # a corrupt state file is reset, and said so
+                self.log.warning(breaker.store.warning)
+            return breaker
+
+        return self._part("breaker", build)
 
     def _seconds(self, name: str, default: float) -> float:
         text = self.env.get(name) or ""

@@ -208,3 +208,17 @@ def test_url_encoded_forms_of_a_secret_are_redacted_too():
     redact.add("abc/def=+ghi")
     text = "plain abc/def=+ghi, quoted abc%2Fdef%3D%2Bghi, form abc%2Fdef%3D%2Bghi"
     assert redact(text) == "plain ***, quoted ***, form ***"
+
+
+def test_drainer_log_is_rotated_past_its_limit(tmp_path):
+    from core.app import rotate
+
+    log = tmp_path / "drainer.log"
+    log.write_bytes(b"x" * 100)
+    rotate(log, 100)
+    assert log.read_bytes() == b"x" * 100  # at the limit: kept
+    log.write_bytes(b"y" * 101)
+    (tmp_path / "drainer.log.1").write_bytes(b"older")
+    rotate(log, 100)
+    assert not log.exists() and (tmp_path / "drainer.log.1").read_bytes() == b"y" * 101  # one older copy
+    rotate(tmp_path / "absent.log", 100)  # nothing to rotate: no error

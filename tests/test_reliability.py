@@ -207,6 +207,28 @@ def test_plex_401_dead_letters_after_one_attempt_without_retry_storm(plugin):
     assert after["dlq"] + after["pending"] == 5, after  # nothing lost: each job is in the DLQ or queued
 
 
+def test_a_dead_letter_entry_leaves_once_its_scene_syncs(plugin):
+    sid, rk = plugin.add_scene(1)
+    plugin.plex.fail_401 = True
+    assert plugin.hook(plugin.stash.update_scene(sid, title="Token refused")).error is None
+    wait_for(lambda: not plugin.drainer_busy() and status(plugin)["dlq"] == 1, 30, "the job to reach the DLQ")
+    plugin.plex.fail_401 = False  # the user fixed the token, then edits the scene again
+    assert plugin.hook(plugin.stash.update_scene(sid, title="Token fixed")).error is None
+    plugin.wait_drained()
+    assert plugin.plex.item(rk)["fields"]["title"] == "Token fixed"
+    assert status(plugin)["dlq"] == 0
+
+
+def test_a_corrupt_breaker_file_is_reset_and_said(plugin):
+    sid, rk = plugin.add_scene(1)
+    (plugin.data_dir).mkdir(parents=True, exist_ok=True)
+    (plugin.data_dir / "breaker.json").write_text("{not json")
+    run = plugin.task("all")
+    assert run.error is None, run.stderr[-2000:]
+    assert any("breaker.json is corrupt" in m and "reset to closed" in m for m in run.messages("warning")), run.logs
+    assert plugin.plex.item(rk)["fields"]["title"] == "Scene 1"
+
+
 # -- dead-letter tasks -------------------------------------------------------------------------
 def _dlq_rows(plugin) -> list[tuple]:
     with sqlite3.connect(plugin.data_dir / "dlq.db") as conn:

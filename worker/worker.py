@@ -24,6 +24,7 @@ from core.errors import (
     ConfigError,
     InvalidMetadata,
     PlexAuthError,
+    PlexNotFound,
     PlexUnavailable,
     RunStopped,
     Stash2PlexError,
@@ -56,6 +57,7 @@ class Worker:
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
         self._breaker_seen = BreakerState()
         self._unavailable_said = False
+        self._in_sync: list[int] = []  # this batch's scenes now in sync with Plex
 
     # -- the loop ----------------------------------------------------------------
     def run(self, *, prefetched: dict[int, dict] | None = None, stop: threading.Event | None = None,
@@ -91,6 +93,9 @@ class Worker:
         finally:
             delta, self.delta = self.delta, Delta()
             self.stats_store.record(delta)
+            done, self._in_sync = self._in_sync, []
+            if done:  # an old dead-letter entry of a scene that is now in sync would only mislead
+                self.dlq.remove(done)
 
     def _process(self, batch: list[Taken], prefetched: dict[int, dict]) -> None:
         batch = self._admit(batch)
@@ -160,6 +165,7 @@ class Worker:
                 self.queue.ack(item)
                 self.stats["unchanged"] += 1
                 self.delta.unchanged(self.clock())
+                self._in_sync.append(sid)
                 continue
             work.append((item, scene, record))
         return work
@@ -177,7 +183,8 @@ class Worker:
             self.syncer.end_batch()
         troubled = False
         for (item, scene, _), (result, error, seconds) in zip(work, outcomes):
-            troubled |= isinstance(error, TransientError)
+            # Only Plex struggling slows us down; a file not scanned yet or Stash trouble does not.
+            troubled |= isinstance(error, TransientError) and not isinstance(error, (PlexNotFound, StashUnavailable))
             if seconds is not None:
                 self.delta.timed(seconds)
             self._report(item, scene, result, error)
@@ -278,6 +285,7 @@ class Worker:
         if result.poster == "uploaded":
             self.stats["posters"] += 1
         self.delta.synced(self.clock(), poster_uploaded=result.poster == "uploaded")
+        self._in_sync.append(scene.id)
 
     def _settle(self, item: Taken, error: BaseException | None, title: str = "") -> None:
         probe_at = None
