@@ -126,7 +126,12 @@ class Bootstrap:
         self.plugin_dir = plugin_dir
         self.log = log
         self.target = deps_dir(plugin_dir)
-        self.requirements = parse_requirements((plugin_dir / REQUIREMENTS_FILE).read_text(encoding="utf-8"))
+        try:
+            text = (plugin_dir / REQUIREMENTS_FILE).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise DependencyError(f"cannot read {plugin_dir / REQUIREMENTS_FILE} ({exc.strerror or exc}); "
+                                  "reinstall the plugin: the file lists the packages it needs") from None
+        self.requirements = parse_requirements(text)
 
     # -- checking ---------------------------------------------------------------
     def use_local_folder(self) -> None:
@@ -215,22 +220,28 @@ class Bootstrap:
 
     def _pip_install(self) -> str | None:
         """Install into a staging folder, then swap it in. Returns why it failed, or None."""
-        import shutil
         lock = HeldLock(self.plugin_dir / DEPS_DIR / "install.lock")
-        if not lock.acquire(patience=INSTALL_LOCK_PATIENCE_S):
-            return "another Stash2Plex process is still installing the packages"
         try:
-            if self._installed_here():
-                return None  # another process installed them while we waited
-            staging = self.target.with_name(f"{self.target.name}.staging-{os.getpid()}")
-            shutil.rmtree(staging, ignore_errors=True)
-            failure = self._run_pip(staging)
-            if failure is None:
-                self._swap_in(staging)
-            shutil.rmtree(staging, ignore_errors=True)
-            return failure
+            if not lock.acquire(patience=INSTALL_LOCK_PATIENCE_S):
+                return "another Stash2Plex process is still installing the packages"
+            return self._install_locked()
+        except OSError as exc:  # a read-only plugin folder, a full disk
+            return f"cannot write {self.plugin_dir / DEPS_DIR} ({exc.strerror or exc})"
         finally:
             lock.release()
+
+    def _install_locked(self) -> str | None:
+        import shutil
+
+        if self._installed_here():
+            return None  # another process installed them while we waited
+        staging = self.target.with_name(f"{self.target.name}.staging-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        failure = self._run_pip(staging)
+        if failure is None:
+            self._swap_in(staging)
+        shutil.rmtree(staging, ignore_errors=True)
+        return failure
 
     def _installed_here(self) -> bool:
         """Every requirement importable from the plugin-local folder itself."""
@@ -264,12 +275,18 @@ class Bootstrap:
         sys.path[:] = [p for p in sys.path if p != str(self.target)]
 
     def _advice(self, names: str, failure: str) -> str:
+        """The error text: what is missing, why installing failed, the exact command to run."""
         command = shell_command(install_command(self.plugin_dir))
-        no_pip = "No module named pip" in failure
-        how = (f"pip is not available for {sys.executable}: install pip for it first "
-               "(Debian/Ubuntu: apt-get install python3-pip; Alpine: apk add py3-pip; or "
-               f"{shell_command([sys.executable, '-m', 'ensurepip'])}), then run: {command}") if no_pip else \
-            f"run this once, with the Python that Stash uses: {command}"
+        if failure.startswith("cannot write"):
+            into_stash = shell_command([sys.executable, "-m", "pip", "install", "-r",
+                                        str(self.plugin_dir / REQUIREMENTS_FILE)])
+            how = f"make that folder writable, or install them into the Python that Stash uses: {into_stash}"
+        elif "No module named pip" in failure:
+            ensurepip = shell_command([sys.executable, "-m", "ensurepip"])
+            how = (f"pip is not available for {sys.executable}: install pip for it first (Debian/Ubuntu: "
+                   f"apt-get install python3-pip; Alpine: apk add py3-pip; or {ensurepip}), then run: {command}")
+        else:
+            how = f"run this once, with the Python that Stash uses: {command}"
         return (f"Stash2Plex needs Python packages that are missing ({names}) and could not install them "
                 f"({failure}). To fix it, {how}")
 

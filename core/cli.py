@@ -137,6 +137,9 @@ def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: Ter
     except Stash2PlexError as exc:
         log.error(str(exc))
         return 1
+    except KeyboardInterrupt:
+        log.error("interrupted; nothing is lost: queued jobs stay queued for the next run or process_queue")
+        return 130
     except Exception as exc:  # a bug: say so plainly; the traceback with --verbose
         log.error(f"unexpected {type(exc).__name__}: {exc}")
         log.debug(traceback.format_exc())

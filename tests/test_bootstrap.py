@@ -117,6 +117,20 @@ def test_without_pip_the_error_gives_the_exact_commands(plugin, tmp_path):
     assert not (plugin.data_dir / "queue").exists()  # nothing was queued (or corrupted)
 
 
+def test_an_unwritable_plugin_folder_or_a_missing_list_is_explained(plugin, tmp_path):
+    python = _venv(tmp_path / "venv", with_pip=False)
+    plugin_dir = _copy_plugin(tmp_path / "plugins")
+    installed = Installed(plugin, plugin_dir, python)
+    (plugin_dir / "deps").write_text("a file where the folder should be")  # as root, chmod would not stop us
+    run = installed.task("queue_status")
+    assert run.returncode == 1 and f"cannot write {plugin_dir / 'deps'}" in run.error, run.error
+    into_stash = shell_command([python, "-m", "pip", "install", "-r", str(plugin_dir / "requirements.txt")])
+    assert into_stash in run.error, run.error
+    (plugin_dir / "requirements.txt").unlink()
+    run = installed.task("queue_status")
+    assert run.error.startswith(f"cannot read {plugin_dir / 'requirements.txt'}") and "reinstall" in run.error
+
+
 def test_python_dep_manager_is_used_when_present(plugin, tmp_path):
     """A stand-in for Stash's PythonDepManager plugin (CommunityScripts): same import
     name and ``ensure_import(*specs)`` signature; it records the specs and makes them

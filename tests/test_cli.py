@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -190,6 +191,26 @@ def test_status_is_local_and_readable(plugin):
     assert "synced 1," in done.stdout and "avg Plex" in done.stdout
     assert done.stderr == ""  # the lines are on stdout, not repeated as log lines
     assert cli(plugin, "queue_status", "--json").json()["stats"]["synced"] == 1
+
+
+def test_ctrl_c_stops_cleanly_and_loses_nothing(plugin):
+    scenes = [plugin.add_scene(n) for n in range(300)]
+    plugin.plex.latency = 0.05  # slow enough to interrupt mid-run
+    env = {**os.environ, **plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url,
+           "STASH2PLEX_STASH_API_KEY": STASH_API_KEY}
+    proc = subprocess.Popen([sys.executable, ENTRY, "all"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 60
+    while not plugin.plex.edit_requests() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted; nothing is lost" in err and "Traceback" not in err, err[-2000:]
+    assert out == ""
+    plugin.plex.latency = 0
+    assert cli(plugin, "all").returncode == 0
+    assert all(plugin.plex.item(rk)["fields"]["title"] == f"Scene {n}" for n, (_, rk) in enumerate(scenes))
 
 
 # -- the dead-letter queue commands ------------------------------------------------------------
