@@ -114,8 +114,10 @@ def deps_dir(plugin_dir: Path) -> Path:
     return plugin_dir / DEPS_DIR / f"py{sys.version_info.major}{sys.version_info.minor}"
 
 
-def install_command(plugin_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "pip", "install", "--target", str(deps_dir(plugin_dir)),
+def install_command(plugin_dir: Path, target: Path | None = None, quiet: bool = False) -> list[str]:
+    """``pip install --target`` of the requirements (what we run, and what the error tells users to run)."""
+    flags = ["--disable-pip-version-check", "--no-input", "--quiet"] if quiet else []
+    return [sys.executable, "-m", "pip", "install", *flags, "--target", str(target or deps_dir(plugin_dir)),
             "-r", str(plugin_dir / REQUIREMENTS_FILE)]
 
 
@@ -139,9 +141,13 @@ class Bootstrap:
             sys.path.insert(0, str(self.target))
             importlib.invalidate_caches()
 
+    def absent(self) -> list[Requirement]:
+        """Requirements that cannot be imported (looked up, not imported)."""
+        return [r for r in self.requirements if importlib.util.find_spec(r.module) is None]
+
     def missing(self) -> list[Requirement]:
         """Requirements not importable, or (checked once per stamp) of the wrong version."""
-        absent = [r for r in self.requirements if importlib.util.find_spec(r.module) is None]
+        absent = self.absent()
         if absent or self._stamp_current():
             return absent
         wrong = self._wrong_versions()
@@ -195,7 +201,7 @@ class Bootstrap:
                       "this happens once and takes a minute")
         failure = self._pip_install()
         self.use_local_folder()
-        still = [r for r in self.requirements if importlib.util.find_spec(r.module) is None]
+        still = self.absent()
         if failure is None and not still:
             self.log.info(f"installed the Python packages into {self.target}")
             return
@@ -216,7 +222,7 @@ class Bootstrap:
             self.log.warning(f"PythonDepManager could not install them ({type(exc).__name__}: {exc}); using pip")
             return False
         importlib.invalidate_caches()
-        return all(importlib.util.find_spec(r.module) is not None for r in self.requirements)
+        return not self.absent()
 
     def _pip_install(self) -> str | None:
         """Install into a staging folder, then swap it in. Returns why it failed, or None."""
@@ -252,8 +258,7 @@ class Bootstrap:
         return all(s is not None and str(s.origin or "").startswith(str(self.target)) for s in specs)
 
     def _run_pip(self, staging: Path) -> str | None:
-        command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
-                   "--quiet", "--target", str(staging), "-r", str(self.plugin_dir / REQUIREMENTS_FILE)]
+        command = install_command(self.plugin_dir, staging, quiet=True)
         try:
             done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                   timeout=INSTALL_TIMEOUT_S, cwd=str(self.plugin_dir))
