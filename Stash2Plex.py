@@ -4,9 +4,9 @@ Stash runs ``python Stash2Plex.py`` once per hook event and per task, with one J
 document on stdin; the reply is one JSON object ``{"output", "error"}`` on stdout
 and logs go to stderr in Stash's protocol. With arguments it is a command line:
 ``Stash2Plex.py drain`` (the detached background drainer a hook starts), and
-``Stash2Plex.py <task> [options]`` / ``--help`` (every task from a shell, core/cli.py;
+``Stash2Plex.py <task> [options]`` / ``--help`` (every task from a shell, app/cli.py;
 ``demo`` runs the demo against the bundled emulators). Every run first makes sure
-the runtime packages are importable (core/bootstrap.py).
+the runtime packages are importable (app/bootstrap.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _reply(stdout: TextIO, output: Any, error: str | None) -> None:
 
 
 def _dispatch(plugin_input, env: dict[str, str], log) -> Any:
-    from core.app import App
+    from app.root import App
     from validation.plugin_input import HOOK_MODE
 
     app = App(plugin_input.server_connection, env, log)
@@ -45,8 +45,8 @@ def _dispatch(plugin_input, env: dict[str, str], log) -> Any:
 
 
 def _bootstrap(plugin_dir: Path, log) -> str | None:
-    """Make the runtime packages importable (core/bootstrap.py); the error text, or None."""
-    from core.bootstrap import DependencyError, ensure_dependencies
+    """Make the runtime packages importable (app/bootstrap.py); the error text, or None."""
+    from app.bootstrap import DependencyError, ensure_dependencies
 
     try:
         ensure_dependencies(plugin_dir, log)
@@ -72,17 +72,17 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
         if failure:
             drain_log.error(failure)
             return 1
-        from worker.drainer import main as drain
+        from app.drainer import main as drain
 
         return drain(stdin, stderr, env)
     if argv:
-        from core.terminal import TerminalLog
+        from app.terminal import TerminalLog
 
         failure = _bootstrap(plugin_dir, TerminalLog(stderr))
         if failure:
             stderr.write(f"error: {failure}\n")
             return 1
-        from core.cli import main as cli
+        from app.cli import main as cli
 
         return cli(argv, stdout, stderr, env, plugin_dir)
 
@@ -114,7 +114,11 @@ def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log) -> int:
         return 1
     except Exception as exc:  # a bug: the reply names it, the log holds the traceback
         log.error(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
-        _reply(stdout, None, log.redact(f"Stash2Plex failed unexpectedly: {type(exc).__name__}: {exc} (details in the Stash log)"))
+        _reply(
+            stdout,
+            None,
+            log.redact(f"Stash2Plex failed unexpectedly: {type(exc).__name__}: {exc} (details in the Stash log)"),
+        )
         return 1
     _reply(stdout, output, None)
     return 0

@@ -13,7 +13,7 @@ The class decides the routing (see ``worker/settle.py``):
 * ``DataFileError``: a data file is unreadable or corrupt; never deleted or recreated.
 
 Library errors (plexapi, requests, stashapi) are translated into these in exactly one
-place per client: ``plex/errors.py`` and ``core/stash.py``.
+place per client: ``plex/errors.py`` and ``stash/client.py``.
 """
 
 from __future__ import annotations

@@ -145,9 +145,7 @@ def spawn_detached(argv: Sequence[str], stdin_data: bytes, log_path: Path) -> in
     else:
         kwargs["start_new_session"] = True
     with open(log_path, "ab") as log:
-        child = subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE, stdout=log, stderr=log, **kwargs
-        )
+        child = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=log, stderr=log, **kwargs)
     assert child.stdin is not None
     try:
         child.stdin.write(stdin_data)

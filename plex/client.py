@@ -104,11 +104,16 @@ class PlexClient:
             # Not updatedAt/contentChangedAt: our own edits move those, and every
             # index check would then list the whole section again.
             stamp = node.attrib.get("scannedAt", "")
-            found.append(SectionInfo(
-                key=int(node.attrib["key"]), title=node.attrib.get("title", ""), type=node.attrib.get("type", ""),
-                stamp=stamp, refreshing=node.attrib.get("refreshing") == "1",
-                locations=tuple(loc.attrib.get("path", "") for loc in node.iter("Location")),
-            ))
+            found.append(
+                SectionInfo(
+                    key=int(node.attrib["key"]),
+                    title=node.attrib.get("title", ""),
+                    type=node.attrib.get("type", ""),
+                    stamp=stamp,
+                    refreshing=node.attrib.get("refreshing") == "1",
+                    locations=tuple(loc.attrib.get("path", "") for loc in node.iter("Location")),
+                )
+            )
         return found
 
     def list_files(self, section_key: int) -> list[tuple[int, str, int | None, int | None]]:
@@ -120,8 +125,14 @@ class PlexClient:
             for video in root.iter("Video"):
                 key = int(video.attrib["ratingKey"])
                 for part in video.iter("Part"):
-                    rows.append((key, part.attrib.get("file", ""), _int(part.attrib.get("size")),
-                                 _int(part.attrib.get("duration") or video.attrib.get("duration"))))
+                    rows.append(
+                        (
+                            key,
+                            part.attrib.get("file", ""),
+                            _int(part.attrib.get("size")),
+                            _int(part.attrib.get("duration") or video.attrib.get("duration")),
+                        )
+                    )
             total = _int(root.attrib.get("totalSize")) or 0
             start += LIST_PAGE_SIZE
             if start >= total:

@@ -58,7 +58,9 @@ def _from_status(exc: BaseException, what: str) -> Stash2PlexError:
     match = _STATUS.match(str(exc))
     status = int(match.group(1)) if match else 0
     if status == 403:
-        return PlexAuthError(f"Plex refused access while {what} (403). The plex_token's account cannot edit this library.")
+        return PlexAuthError(
+            f"Plex refused access while {what} (403). The plex_token's account cannot edit this library."
+        )
     if status == 503:
         return PlexUnavailable(f"Plex is unavailable (503) while {what}")
     if status == 429 or status >= 500:

@@ -1,7 +1,7 @@
 """The path → Plex item index of the configured libraries, cached in the ledger.
 
 Built from one paged listing per section (the listing carries every Part's file
-path, so no per-scene searches), stored in SQLite, and reloaded only for a section
+path, so no per-scene searches), stored in a cache the caller provides (the ledger's SQLite), and reloaded only for a section
 whose ``scannedAt`` changed (files enter, move and leave Plex only through scans; our
 own edits do not move it). A scene that is not found triggers a stamp check (one
 request) at most every ``min_refresh_s`` seconds, and relists a section this process
@@ -11,11 +11,24 @@ has not listed for ``STALE_S``.
 from __future__ import annotations
 
 import time
+from typing import Any, Protocol
 
 from core.errors import ConfigError
 from plex.client import PlexClient, SectionInfo
 from plex.matcher import PathIndex, PlexFile
-from sync_queue.ledger import Ledger
+
+IndexRow = tuple[int, str, int | None, int | None]  # rating_key, file path, size, duration in ms
+
+
+class IndexCache(Protocol):
+    """Where the listing of each section is kept between processes (the ledger provides it)."""
+
+    def meta(self, key: str, default: Any = None) -> Any: ...
+
+    def index_rows(self, section_id: int) -> list[IndexRow]: ...
+
+    def replace_index(self, section_id: int, stamp: str, rows: list[IndexRow]) -> None: ...
+
 
 VIDEO_SECTION_TYPES = ("movie",)
 STALE_S = 30.0
@@ -37,10 +50,17 @@ def pick_sections(available: list[SectionInfo], wanted: tuple[str, ...]) -> list
 
 
 class LibraryIndex:
-    def __init__(self, client: PlexClient, ledger: Ledger, libraries: tuple[str, ...],
-                 case_insensitive: bool = False, min_refresh_s: float = 5.0, clock=time.monotonic) -> None:
+    def __init__(
+        self,
+        client: PlexClient,
+        cache: IndexCache,
+        libraries: tuple[str, ...],
+        case_insensitive: bool = False,
+        min_refresh_s: float = 5.0,
+        clock=time.monotonic,
+    ) -> None:
         self.client = client
-        self.ledger = ledger
+        self.cache = cache
         self.libraries = libraries
         self.case_insensitive = case_insensitive
         self.min_refresh_s = min_refresh_s
@@ -77,8 +97,8 @@ class LibraryIndex:
         changed = self._index is None or [s.stamp for s in sections] != [s.stamp for s in self._sections]
         for section in sections:
             stale = missing and now - self._listed_at.get(section.key, float("-inf")) > STALE_S
-            if stale or self.ledger.meta(f"index_stamp:{section.key}") != section.stamp:
-                self.ledger.replace_index(section.key, section.stamp, self.client.list_files(section.key))
+            if stale or self.cache.meta(f"index_stamp:{section.key}") != section.stamp:
+                self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key))
                 self._listed_at[section.key] = now
                 self.listings += 1
                 changed = True
@@ -89,8 +109,10 @@ class LibraryIndex:
 
     def _files(self, sections: list[SectionInfo]):
         for section in sections:
-            for rating_key, path, size, duration in self.ledger.index_rows(section.key):
-                yield PlexFile(rating_key=rating_key, section_id=section.key, path=path, size=size, duration_ms=duration)
+            for rating_key, path, size, duration in self.cache.index_rows(section.key):
+                yield PlexFile(
+                    rating_key=rating_key, section_id=section.key, path=path, size=size, duration_ms=duration
+                )
 
     def section_for(self, plex_path: str) -> SectionInfo | None:
         """The configured section whose location holds ``plex_path`` (for folder scans)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from core.errors import AmbiguousMatch, PlexNotFound
-from plex.pathmap import PathRule, basename, map_path, normalize
+from validation.pathmap import PathRule, basename, map_path, normalize
 
 __all__ = [
     "Choice",
@@ -86,9 +86,7 @@ class Choice:
 class PathIndex:
     """Plex files by normalized full path and by normalized file name."""
 
-    def __init__(
-        self, files: Iterable[PlexFile], case_insensitive: bool = False
-    ) -> None:
+    def __init__(self, files: Iterable[PlexFile], case_insensitive: bool = False) -> None:
         self.case_insensitive = case_insensitive
         self._by_path: dict[str, list[PlexFile]] = {}
         self._by_name: dict[str, list[PlexFile]] = {}
@@ -122,9 +120,7 @@ def _distinct_items(files: Iterable[PlexFile]) -> tuple[PlexFile, ...]:
 
 
 def _paths(files: Iterable[PlexFile]) -> str:
-    return ", ".join(
-        f"{f.path} (item {f.rating_key}, section {f.section_id})" for f in files
-    )
+    return ", ".join(f"{f.path} (item {f.rating_key}, section {f.section_id})" for f in files)
 
 
 def match_scene(
@@ -145,9 +141,7 @@ def match_scene(
     for i, path in enumerate(looked_for):
         items = _distinct_items(index.by_path(path))
         if len(items) == 1:
-            return Match(
-                Confidence.HIGH, items[0], items, looked_for, f"exact path {path}", i
-            )
+            return Match(Confidence.HIGH, items[0], items, looked_for, f"exact path {path}", i)
         if items:
             reason = f"{len(items)} Plex items hold {path}: {_paths(items)}"
             return Match(Confidence.LOW, None, items, looked_for, reason, i)
@@ -155,9 +149,7 @@ def match_scene(
         items = _distinct_items(index.by_name(path))
         name = basename(path)
         if len(items) == 1:
-            reason = (
-                f"no Plex item at {path}; only file named '{name}' is {items[0].path}"
-            )
+            reason = f"no Plex item at {path}; only file named '{name}' is {items[0].path}"
             return Match(Confidence.MEDIUM, items[0], items, looked_for, reason, i)
         if items:
             reason = f"no Plex item at {path}; {len(items)} items have a file named '{name}': {_paths(items)}"
@@ -209,9 +201,7 @@ def _scene_file(match: Match, scene_files: Sequence[SceneFile]) -> SceneFile | N
     return scene_files[i] if i is not None and i < len(scene_files) else None
 
 
-def choose(
-    match: Match, strict: bool = True, scene_files: Sequence[SceneFile] = ()
-) -> Choice:
+def choose(match: Match, strict: bool = True, scene_files: Sequence[SceneFile] = ()) -> Choice:
     """Accept a match under the ``strict_matching`` setting, or raise saying why not.
 
     ``scene_files`` must be the sequence given to ``match_scene``. HIGH is always
@@ -236,28 +226,18 @@ def choose(
     if match.confidence is Confidence.MEDIUM and match.item is not None:
         return _choose_medium(match, match.item, scene, strict)
     if not strict and scene is not None:
-        best = _best_of(
-            match.candidates, scene, match.looked_for[match.scene_index or 0]
-        )
+        best = _best_of(match.candidates, scene, match.looked_for[match.scene_index or 0])
         if best is not None:
             return best
     raise _ambiguous(match)
 
 
-def _choose_medium(
-    match: Match, item: PlexFile, scene: SceneFile | None, strict: bool
-) -> Choice:
+def _choose_medium(match: Match, item: PlexFile, scene: SceneFile | None, strict: bool) -> Choice:
     if not strict:
-        return Choice(
-            item, f"{match.reason}; accepted by file name (strict matching off)"
-        )
-    if scene is not None and (
-        _size_agrees(item, scene) or _duration_agrees(item, scene)
-    ):
+        return Choice(item, f"{match.reason}; accepted by file name (strict matching off)")
+    if scene is not None and (_size_agrees(item, scene) or _duration_agrees(item, scene)):
         return Choice(item, f"{match.reason}; {_evidence(item, scene)}")
-    evidence = (
-        _evidence(item, scene) if scene is not None else "no scene file to compare"
-    )
+    evidence = _evidence(item, scene) if scene is not None else "no scene file to compare"
     raise AmbiguousMatch(
         f"{match.reason}, but it is not confirmed ({evidence}). "
         "Fix path_map so the scene's path equals the Plex path, or turn strict matching off.",
@@ -273,18 +253,14 @@ def _ambiguous(match: Match) -> AmbiguousMatch:
     )
 
 
-def _best_of(
-    candidates: Sequence[PlexFile], scene: SceneFile, mapped: str
-) -> Choice | None:
+def _best_of(candidates: Sequence[PlexFile], scene: SceneFile, mapped: str) -> Choice | None:
     """The one clearly best candidate, or ``None``.
 
     First: the only candidate whose size AND duration both agree. Otherwise: the only
     candidate sharing the most trailing path components with the mapped scene path,
     unless its size or duration contradicts the scene's.
     """
-    agreeing = [
-        c for c in candidates if _size_agrees(c, scene) and _duration_agrees(c, scene)
-    ]
+    agreeing = [c for c in candidates if _size_agrees(c, scene) and _duration_agrees(c, scene)]
     if len(agreeing) == 1:
         return Choice(
             agreeing[0],

@@ -1,7 +1,7 @@
 """What to change on a Plex item, computed as a value before anything is written.
 
 ``plan_item`` compares what Plex shows now with what Stash wants and what
-Stash2Plex wrote last time (the ledger), per field and per tag type; ``edit_params``
+Stash2Plex wrote last time (``Written``, kept by the caller), per field and per tag type; ``edit_params``
 turns the plan into the parameters of ONE plexapi ``edit()`` call (one PUT).
 
 Tag lists are written so that the result is the same whether Plex replaces an
@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 from plex.client import PlexItemState
-from sync_queue.ledger import SceneRecord
 from validation.metadata import SceneMetadata
 
 TAG_TYPES = ("genre", "actor", "collection")
@@ -107,7 +106,9 @@ def _field_change(name: str, want: str | None, plex: str, wrote: str | None, pre
     return FieldChange(name, plex, want)
 
 
-def _tag_change(tag_type: str, want: tuple[str, ...], plex: tuple[str, ...], wrote: list[str], preserve: bool) -> TagChange | None:
+def _tag_change(
+    tag_type: str, want: tuple[str, ...], plex: tuple[str, ...], wrote: list[str], preserve: bool
+) -> TagChange | None:
     ours = set(wrote)
     if preserve and plex and not set(plex) <= ours:
         return None  # Plex holds tags the user put there: fill-only mode leaves them
@@ -118,21 +119,29 @@ def _tag_change(tag_type: str, want: tuple[str, ...], plex: tuple[str, ...], wro
     return TagChange(tag_type, plex, result, removed)
 
 
-def plan_item(desired: Desired, plex: PlexItemState, record: SceneRecord | None, preserve: bool) -> ItemPlan:
-    record = record or SceneRecord(scene_id=0)
+@dataclass(frozen=True)
+class Written:
+    """What Stash2Plex wrote to the item last time (empty for an item it never wrote)."""
+
+    fields: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, list[str]] = field(default_factory=dict)
+
+
+def plan_item(desired: Desired, plex: PlexItemState, written: Written | None, preserve: bool) -> ItemPlan:
+    written = written or Written()
     fields = []
-    written_fields = dict(record.fields)
+    written_fields = dict(written.fields)
     for name, want in desired.fields.items():
-        change = _field_change(name, want, plex.fields.get(name, ""), record.fields.get(name), preserve)
+        change = _field_change(name, want, plex.fields.get(name, ""), written.fields.get(name), preserve)
         if change:
             fields.append(change)
         if want is not None and (change or plex.fields.get(name, "") == want):
             written_fields[name] = want
     tags = []
-    written_tags = {k: list(v) for k, v in record.written_tags.items()}
+    written_tags = {k: list(v) for k, v in written.tags.items()}
     for tag_type in TAG_TYPES:
         want = desired.tags.get(tag_type, ())
-        change = _tag_change(tag_type, want, plex.tags.get(tag_type, ()), record.written_tags.get(tag_type, []), preserve)
+        change = _tag_change(tag_type, want, plex.tags.get(tag_type, ()), written.tags.get(tag_type, []), preserve)
         if change:
             tags.append(change)
         if change or set(want) <= set(plex.tags.get(tag_type, ())):

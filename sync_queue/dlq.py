@@ -38,8 +38,15 @@ class DeadLetterQueue(sqlite.Store):
         with sqlite.write(self._db()) as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO dlq VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (job.scene_id, json.dumps(job.to_dict()), error_class, message[:4000],
-                 job.attempt + 1, self.clock(), title),
+                (
+                    job.scene_id,
+                    json.dumps(job.to_dict()),
+                    error_class,
+                    message[:4000],
+                    job.attempt + 1,
+                    self.clock(),
+                    title,
+                ),
             )
 
     def count(self) -> int:
@@ -47,13 +54,20 @@ class DeadLetterQueue(sqlite.Store):
 
     def summary(self, newest: int = 5) -> dict[str, Any]:
         """Entries grouped by error class, plus the newest few (scene id, title, reason)."""
-        groups = self._db().execute(
-            "SELECT error_class, COUNT(*) FROM dlq GROUP BY error_class ORDER BY COUNT(*) DESC"
-        ).fetchall()
-        rows = self._db().execute(
-            "SELECT scene_id, title, error_class, message, attempts, failed_at FROM dlq "
-            "ORDER BY failed_at DESC LIMIT ?", (newest,),
-        ).fetchall()
+        groups = (
+            self._db()
+            .execute("SELECT error_class, COUNT(*) FROM dlq GROUP BY error_class ORDER BY COUNT(*) DESC")
+            .fetchall()
+        )
+        rows = (
+            self._db()
+            .execute(
+                "SELECT scene_id, title, error_class, message, attempts, failed_at FROM dlq "
+                "ORDER BY failed_at DESC LIMIT ?",
+                (newest,),
+            )
+            .fetchall()
+        )
         keys = ("scene_id", "title", "error_class", "reason", "attempts", "failed_at")
         return {
             "count": sum(n for _, n in groups),

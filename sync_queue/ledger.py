@@ -70,12 +70,16 @@ class Ledger(sqlite.Store):
     def _get_many(self, scene_ids: list[int]) -> dict[int, SceneRecord]:
         found: dict[int, SceneRecord] = {}
         for start in range(0, len(scene_ids), 500):
-            chunk = scene_ids[start:start + 500]
-            rows = self._db().execute(
-                "SELECT scene_id, rating_key, plex_path, state_hash, fields, written_tags, "
-                f"poster_source, poster_hash, synced_at FROM scenes WHERE scene_id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            ).fetchall()
+            chunk = scene_ids[start : start + 500]
+            rows = (
+                self._db()
+                .execute(
+                    "SELECT scene_id, rating_key, plex_path, state_hash, fields, written_tags, "
+                    f"poster_source, poster_hash, synced_at FROM scenes WHERE scene_id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+                .fetchall()
+            )
             for row in rows:
                 found[row[0]] = SceneRecord(
                     row[0], row[1], row[2], row[3], json.loads(row[4]), json.loads(row[5]), row[6], row[7], row[8]
@@ -91,9 +95,17 @@ class Ledger(sqlite.Store):
         with self._lock, sqlite.write(self._db()) as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO scenes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.scene_id, record.rating_key, record.plex_path, record.state_hash,
-                 json.dumps(record.fields, sort_keys=True), json.dumps(record.written_tags, sort_keys=True),
-                 record.poster_source, record.poster_hash, record.synced_at),
+                (
+                    record.scene_id,
+                    record.rating_key,
+                    record.plex_path,
+                    record.state_hash,
+                    json.dumps(record.fields, sort_keys=True),
+                    json.dumps(record.written_tags, sort_keys=True),
+                    record.poster_source,
+                    record.poster_hash,
+                    record.synced_at,
+                ),
             )
 
     def count(self) -> int:
@@ -103,7 +115,7 @@ class Ledger(sqlite.Store):
     # -- key/value -------------------------------------------------------------
     def meta(self, key: str, default: Any = None) -> Any:
         with self._lock:
-                row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
     @sqlite.retry_locked
@@ -114,17 +126,17 @@ class Ledger(sqlite.Store):
     # -- Plex section index cache ---------------------------------------------------
     def index_rows(self, section_id: int) -> list[tuple[int, str, int | None, int | None]]:
         with self._lock:
-            return self._db().execute(
-                "SELECT rating_key, path, size, duration_ms FROM plex_index WHERE section_id = ?", (section_id,)
-            ).fetchall()
+            return (
+                self._db()
+                .execute(
+                    "SELECT rating_key, path, size, duration_ms FROM plex_index WHERE section_id = ?", (section_id,)
+                )
+                .fetchall()
+            )
 
     @sqlite.retry_locked
     def replace_index(self, section_id: int, stamp: str, rows: list[tuple[int, str, int | None, int | None]]) -> None:
         with self._lock, sqlite.write(self._db()) as conn:
             conn.execute("DELETE FROM plex_index WHERE section_id = ?", (section_id,))
-            conn.executemany(
-                "INSERT INTO plex_index VALUES (?, ?, ?, ?, ?)", [(section_id, *row) for row in rows]
-            )
-            conn.execute(
-                "INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"index_stamp:{section_id}", json.dumps(stamp))
-            )
+            conn.executemany("INSERT INTO plex_index VALUES (?, ?, ?, ?, ?)", [(section_id, *row) for row in rows])
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"index_stamp:{section_id}", json.dumps(stamp)))

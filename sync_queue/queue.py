@@ -85,8 +85,12 @@ class JobQueue:
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
             queue = persistqueue.SQLiteAckQueue(
-                str(self.directory), name=priority, auto_resume=self.consumer,
-                multithreading=True, timeout=sqlite.BUSY_TIMEOUT_S, serializer=json_serializer,
+                str(self.directory),
+                name=priority,
+                auto_resume=self.consumer,
+                multithreading=True,
+                timeout=sqlite.BUSY_TIMEOUT_S,
+                serializer=json_serializer,
             )
             # WAL + synchronous=NORMAL survives any process crash (SIGKILL included);
             # only an OS crash or power cut can lose the last commits. FULL costs an
@@ -132,7 +136,7 @@ class JobQueue:
     def _waiting_priorities(self, scene_ids: list[int]) -> dict[int, str]:
         found: dict[int, str] = {}
         for start in range(0, len(scene_ids), 500):
-            chunk = scene_ids[start:start + 500]
+            chunk = scene_ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._side().execute(
                 f"SELECT scene_id, priority FROM s2p_pending WHERE scene_id IN ({marks})", chunk
@@ -275,7 +279,8 @@ class JobQueue:
             result["pending"] += pending
             # taken and being worked on; a parked retry (also status 2) only waits
             result["in_flight"] += self._count_where(
-                priority, "status = 2 AND COALESCE(json_extract(CAST(data AS TEXT), '$.attempt'), 0) = 0")
+                priority, "status = 2 AND COALESCE(json_extract(CAST(data AS TEXT), '$.attempt'), 0) = 0"
+            )
             retrying, next_at = self._retry_summary(priority)
             result["retrying"] += retrying
             if next_at is not None:
@@ -284,11 +289,15 @@ class JobQueue:
 
     def _retry_summary(self, priority: str) -> tuple[int, float | None]:
         try:
-            row = self._side().execute(
-                f"SELECT COUNT(*), MIN(json_extract(CAST(data AS TEXT), '$.next_attempt_at')) "
-                f"FROM {_table(priority)} WHERE status IN {_PENDING_STATUSES} "
-                "AND json_extract(CAST(data AS TEXT), '$.attempt') > 0"
-            ).fetchone()
+            row = (
+                self._side()
+                .execute(
+                    f"SELECT COUNT(*), MIN(json_extract(CAST(data AS TEXT), '$.next_attempt_at')) "
+                    f"FROM {_table(priority)} WHERE status IN {_PENDING_STATUSES} "
+                    "AND json_extract(CAST(data AS TEXT), '$.attempt') > 0"
+                )
+                .fetchone()
+            )
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return 0, None

@@ -104,8 +104,9 @@ class _Connection(sqlite3.Connection):
 
 @retry_locked
 def _open(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False,
-                           factory=_Connection)
+    conn = sqlite3.connect(
+        path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False, factory=_Connection
+    )
     conn.s2p_path = path
     try:
         conn.execute("PRAGMA journal_mode=WAL")

@@ -86,13 +86,12 @@ class Delta:
     def _failure(self, kind: str, error_class: str, message: str, now: float) -> None:
         self.counts[f"{kind}:{error_class}"] += 1
         self.last_failure_at = now
-        self.last_failure = {"error_class": error_class, "message": _short(message),
-                             "dead_lettered": kind == FAILED}
+        self.last_failure = {"error_class": error_class, "message": _short(message), "dead_lettered": kind == FAILED}
 
 
 def _short(message: str) -> str:
     line = " ".join(message.split())
-    return line if len(line) <= MESSAGE_MAX else line[:MESSAGE_MAX - 1] + "…"
+    return line if len(line) <= MESSAGE_MAX else line[: MESSAGE_MAX - 1] + "…"
 
 
 class StatsStore(sqlite.Store):
@@ -107,8 +106,10 @@ class StatsStore(sqlite.Store):
         totals = [(name, n) for name, n in delta.counts.items() if n]
         if delta.plex_seconds:
             totals.append((PLEX_SECONDS, delta.plex_seconds))
-        latest = [("success", delta.last_success_at, None),
-                  ("failure", delta.last_failure_at, json.dumps(delta.last_failure))]
+        latest = [
+            ("success", delta.last_success_at, None),
+            ("failure", delta.last_failure_at, json.dumps(delta.last_failure)),
+        ]
         with self._lock, sqlite.write(self._db()) as conn:
             conn.executemany(
                 "INSERT INTO totals VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
@@ -124,8 +125,10 @@ class StatsStore(sqlite.Store):
         """Everything recorded, ready for JSON (times as local ISO-8601)."""
         with self._lock:
             totals = dict(self._db().execute("SELECT name, value FROM totals").fetchall())
-            latest = {name: (at, detail) for name, at, detail in
-                      self._db().execute("SELECT name, at, detail FROM latest").fetchall()}
+            latest = {
+                name: (at, detail)
+                for name, at, detail in self._db().execute("SELECT name, at, detail FROM latest").fetchall()
+            }
         failed, retried = _by_class(totals, FAILED), _by_class(totals, RETRIED)
         jobs = int(totals.get(PLEX_JOBS, 0))
         failure_at, failure = latest.get("failure", (None, None))

@@ -11,22 +11,15 @@ answers with ``ok: false`` and a ``problems`` list that says what to fix.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 from core.errors import ConfigError, PlexAuthError, PlexUnavailable, Stash2PlexError, StashUnavailable
 from plex.index import VIDEO_SECTION_TYPES, pick_sections
-from plex.pathmap import PathRule, map_path, normalize
+from validation.pathmap import map_path, suggest_path_map
 
 SAMPLE_SIZE = 200
 LOW_SHARE = 0.5
 EXAMPLES = 5
-
-_DRIVE = re.compile(r"^[A-Za-z]:(?=[\\/]|$)")
-_UNC = re.compile(r"^[\\/]{2}(?=[^\\/])")
 
 
 class _Report:
@@ -107,8 +100,12 @@ def _check_libraries(app, settings, report: _Report) -> bool:
         report.bad(f"cannot list the Plex libraries: {exc}")
         return False
     videos = [s.title for s in available if s.type in VIDEO_SECTION_TYPES]
-    info: dict[str, Any] = {"available": [s.title for s in available], "configured": [], "missing": [],
-                            "not_configured": []}
+    info: dict[str, Any] = {
+        "available": [s.title for s in available],
+        "configured": [],
+        "missing": [],
+        "not_configured": [],
+    }
     report.data["libraries"] = info
     try:
         chosen = pick_sections(available, settings.plex_libraries)
@@ -120,7 +117,9 @@ def _check_libraries(app, settings, report: _Report) -> bool:
     info["configured"] = [s.title for s in chosen]
     info["not_configured"] = [t for t in videos if t not in info["configured"]]
     if not chosen:
-        report.bad("Plex has no movie/video library to sync into; create one (type 'Other Videos') or set plex_libraries")
+        report.bad(
+            "Plex has no movie/video library to sync into; create one (type 'Other Videos') or set plex_libraries"
+        )
         return False
     scope = "" if settings.plex_libraries else " (all video libraries, since plex_libraries is empty)"
     report.good(f"Plex libraries synced: {', '.join(info['configured'])}{scope}")
@@ -144,7 +143,9 @@ def _check_path_map(app, settings, report: _Report) -> None:
     share = matched / len(primaries) if primaries else None
     info: dict[str, Any] = {
         "rules": "; ".join(f"{r.stash_prefix}={r.plex_prefix}" for r in rules),
-        "sampled": len(primaries), "matched": matched, "share": None if share is None else round(share, 3),
+        "sampled": len(primaries),
+        "matched": matched,
+        "share": None if share is None else round(share, 3),
         "unmatched_examples": [{"stash_path": s, "mapped_path": m} for s, m in unmatched[:EXAMPLES]],
         "suggested_path_map": None,
     }
@@ -159,77 +160,12 @@ def _check_path_map(app, settings, report: _Report) -> None:
         pairs = [(s, f.path) for s, m in unmatched for f in index.by_name(m)]
         suggestion = suggest_path_map(pairs, ci)
         info["suggested_path_map"] = suggestion
-        hint = (f"; Plex has files of the same names, and path_map '{suggestion}' would explain them"
-                if suggestion else "; no Plex file has the same name either, so no path_map rule can be suggested "
-                "(has Plex scanned these files, and are the right libraries configured?)")
+        hint = (
+            f"; Plex has files of the same names, and path_map '{suggestion}' would explain them"
+            if suggestion
+            else "; no Plex file has the same name either, so no path_map rule can be suggested "
+            "(has Plex scanned these files, and are the right libraries configured?)"
+        )
         report.bad(summary + hint)
     for stash_path, mapped in unmatched[:EXAMPLES]:
         report.log.info(f"not in Plex: {stash_path} → {mapped}")
-
-
-# -- inferring a rule -----------------------------------------------------------------
-def _split(path: str) -> tuple[str, tuple[str, ...], str]:
-    """(anchor, components, separator) of a POSIX, drive or UNC path."""
-    drive, unc = _DRIVE.match(path), _UNC.match(path)
-    if drive or unc:
-        anchor = drive.group(0).upper() if drive else path[:2]
-        sep = "\\" if "\\" in path else "/"
-        return anchor, tuple(p for p in re.split(r"[\\/]+", path[len(anchor):]) if p), sep
-    return ("/" if path.startswith("/") else ""), tuple(p for p in path.split("/") if p), "/"
-
-
-def _join(anchor: str, parts: Sequence[str], sep: str) -> str:
-    if _DRIVE.match(anchor):
-        return anchor + sep + sep.join(parts)
-    return anchor + sep.join(parts)
-
-
-def _fold(part: str, case_insensitive: bool) -> str:
-    part = unicodedata.normalize("NFC", part)
-    return part.casefold() if case_insensitive else part
-
-
-def _derive(stash: str, plex: str, case_insensitive: bool) -> PathRule | None:
-    """The rule that maps ``stash`` onto ``plex`` by replacing only their differing leading folders."""
-    s_anchor, s_parts, s_sep = _split(stash)
-    p_anchor, p_parts, p_sep = _split(plex)
-    common = 0
-    for a, b in zip(reversed(s_parts), reversed(p_parts)):
-        if _fold(a, case_insensitive) != _fold(b, case_insensitive):
-            break
-        common += 1
-    if common == 0:
-        return None
-    s_prefix = _join(s_anchor, s_parts[: len(s_parts) - common], s_sep)
-    p_prefix = _join(p_anchor, p_parts[: len(p_parts) - common], p_sep)
-    if not s_prefix or not p_prefix or normalize(s_prefix, case_insensitive) == normalize(p_prefix, case_insensitive):
-        return None
-    return PathRule(s_prefix, p_prefix)
-
-
-def suggest_path_map(pairs: Sequence[tuple[str, str]], case_insensitive: bool = False) -> str | None:
-    """A ``stash_prefix=plex_prefix`` rule explaining the most (Stash path, Plex path) pairs.
-
-    Each pair is a Stash file and a Plex file of the same name. Its candidate rule
-    swaps the leading folders where the two paths differ and keeps their common tail.
-    The candidate whose mapping turns the most distinct Stash paths into one of their
-    paired Plex paths wins (ties: derived from more pairs, then the shorter Stash
-    prefix). ``None`` when no pair yields a rule.
-
-    >>> suggest_path_map([("/mnt/nas/videos/a/x.mp4", "/plex/media/a/x.mp4"),
-    ...                   ("/mnt/nas/videos/y.mp4", "/plex/media/y.mp4")])
-    '/mnt/nas/videos=/plex/media'
-    """
-    targets: dict[str, set[str]] = {}
-    for stash, plex in pairs:
-        targets.setdefault(stash, set()).add(normalize(plex, case_insensitive))
-    derived = Counter(rule for s, p in pairs if (rule := _derive(s, p, case_insensitive)) is not None)
-    if not derived:
-        return None
-
-    def explained(rule: PathRule) -> int:
-        return sum(normalize(map_path(s, (rule,), case_insensitive), case_insensitive) in plex
-                   for s, plex in targets.items())
-
-    best = max(derived, key=lambda r: (explained(r), derived[r], -len(_split(r.stash_prefix)[1])))
-    return f"{best.stash_prefix}={best.plex_prefix}" if explained(best) else None

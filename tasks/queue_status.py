@@ -46,11 +46,15 @@ def _queue_lines(status: dict[str, Any]) -> list[str]:
     waiting = f"{status['retrying']:,} waiting for a retry"
     if status.get("next_retry_at"):
         waiting += f", the next at {status['next_retry_at']}"
-    lines = [f"{status['pending']:,} pending ({waiting}), {status['dlq']:,} in the dead-letter queue"
-             + "".join(f"; {n:,} × {reason}" for reason, n in status["dlq_by_reason"].items())]
+    lines = [
+        f"{status['pending']:,} pending ({waiting}), {status['dlq']:,} in the dead-letter queue"
+        + "".join(f"; {n:,} × {reason}" for reason, n in status["dlq_by_reason"].items())
+    ]
     drainer = "a background drainer is running" if status.get("drainer_running") else "no background drainer is running"
-    lines.append(f"{drainer}; {status.get('synced_scenes', 0):,} scenes in the sync ledger; "
-                 f"last 'all'/'recent' sync {status.get('last_sync') or 'never'}")
+    lines.append(
+        f"{drainer}; {status.get('synced_scenes', 0):,} scenes in the sync ledger; "
+        f"last 'all'/'recent' sync {status.get('last_sync') or 'never'}"
+    )
     if status.get("last_drainer_error"):
         lines.append(f"the last background drainer stopped: {status['last_drainer_error'].get('error')}")
     return lines
@@ -78,8 +82,9 @@ def _stats_lines(stats: dict[str, Any]) -> list[str]:
     failure = stats.get("last_failure")
     if failure:
         route = "dead-lettered" if failure.get("dead_lettered") else "retried"
-        lines.append(f"last failure {stats.get('last_failure_at')} ({route}): "
-                     f"{failure['error_class']}: {failure['message']}")
+        lines.append(
+            f"last failure {stats.get('last_failure_at')} ({route}): {failure['error_class']}: {failure['message']}"
+        )
     return lines
 
 

@@ -78,8 +78,9 @@ def _sync(app, updated_after: str | None, label: str):
             changed = _may_differ(app, scenes)
             now = time.time()
             _count_unchanged(app, len(scenes) - len(changed), now)
-            queued += queue.put_many(Job(scene_id=sid, priority=BULK, event=f"task:{label}", enqueued_at=now)
-                                     for sid in changed)
+            queued += queue.put_many(
+                Job(scene_id=sid, priority=BULK, event=f"task:{label}", enqueued_at=now) for sid in changed
+            )
             prefetched = {int(s["id"]): s for s in scenes if int(s["id"]) in set(changed)}
             worker.run(prefetched=prefetched)
             seen += len(scenes)

@@ -75,8 +75,10 @@ class Plugin:
                 return
             if isinstance(status, dict) and status.get("last_drainer_error") and not self.drainer_busy():
                 raise AssertionError(f"drainer failed: {status['last_drainer_error']}\n{self.drainer_log()}")
-        raise AssertionError(f"queue not drained within {timeout} s: {self.task('queue_status').output}\n"
-                             f"drainer log:\n{self.drainer_log()[-4000:]}")
+        raise AssertionError(
+            f"queue not drained within {timeout} s: {self.task('queue_status').output}\n"
+            f"drainer log:\n{self.drainer_log()[-4000:]}"
+        )
 
     def drainer_log(self) -> str:
         path = self.data_dir / "drainer.log"
@@ -85,8 +87,11 @@ class Plugin:
     def add_scene(self, n: int, **kw) -> tuple[int, int]:
         """A scene in Stash at /stash/media/… and its item in Plex at /plex/media/…"""
         name = kw.pop("name", f"scene-{n:05d}.mp4")
-        sid = self.stash.add_scene(title=kw.pop("title", f"Scene {n}"),
-                                   files=[{"path": f"/stash/media/{name}", "size": 1000 + n, "duration": 60.0}], **kw)
+        sid = self.stash.add_scene(
+            title=kw.pop("title", f"Scene {n}"),
+            files=[{"path": f"/stash/media/{name}", "size": 1000 + n, "duration": 60.0}],
+            **kw,
+        )
         rk = self.plex.add_item(1, f"/plex/media/{name}", size=1000 + n, duration_ms=60000)
         return sid, rk
 

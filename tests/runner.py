@@ -94,16 +94,30 @@ def parse_reply(stdout: str, returncode: int) -> dict[str, Any]:
     return reply
 
 
-def run_plugin(document: dict | str | bytes, env: dict[str, str] | None = None, plugin_dir: Path = REPO,
-               timeout: float = 300.0, exec_args: list[str] | None = None, python: str | None = None) -> PluginRun:
-    data = document if isinstance(document, bytes) else (
-        document if isinstance(document, str) else json.dumps(document)).encode()
+def run_plugin(
+    document: dict | str | bytes,
+    env: dict[str, str] | None = None,
+    plugin_dir: Path = REPO,
+    timeout: float = 300.0,
+    exec_args: list[str] | None = None,
+    python: str | None = None,
+) -> PluginRun:
+    data = (
+        document
+        if isinstance(document, bytes)
+        else (document if isinstance(document, str) else json.dumps(document)).encode()
+    )
     full_env = dict(os.environ)
     full_env.update(env or {})
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (full_env.get("PYTHONPATH"), str(plugin_dir.parent)) if p)
     started = time.perf_counter()
-    proc = subprocess.Popen(build_argv(plugin_dir, exec_args, python), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=full_env)
+    proc = subprocess.Popen(
+        build_argv(plugin_dir, exec_args, python),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=full_env,
+    )
     out, err = _communicate(proc, data, timeout)
     returncode, peak = _reap(proc)
     wall = time.perf_counter() - started
@@ -120,8 +134,10 @@ def _communicate(proc: subprocess.Popen, data: bytes, timeout: float) -> tuple[b
     def drain(name: str, stream) -> None:
         chunks[name] = stream.read()
 
-    readers = [threading.Thread(target=drain, args=(n, s), daemon=True)
-               for n, s in (("out", proc.stdout), ("err", proc.stderr))]
+    readers = [
+        threading.Thread(target=drain, args=(n, s), daemon=True)
+        for n, s in (("out", proc.stdout), ("err", proc.stderr))
+    ]
     for reader in readers:
         reader.start()
     try:

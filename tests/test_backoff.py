@@ -76,9 +76,7 @@ def test_cap_is_reachable_when_rng_returns_one() -> None:
 @pytest.mark.parametrize("attempt", [1000, 1024, 5000, 10**12])
 def test_huge_attempt_does_not_overflow(attempt: int) -> None:
     assert window(attempt, NOT_FOUND) == 600.0
-    assert next_delay(attempt, NOT_FOUND, random.Random(42)) == random.Random(
-        42
-    ).uniform(0, 600.0)
+    assert next_delay(attempt, NOT_FOUND, random.Random(42)) == random.Random(42).uniform(0, 600.0)
 
 
 def test_negative_attempt_is_rejected() -> None:
@@ -87,9 +85,7 @@ def test_negative_attempt_is_rejected() -> None:
 
 
 def test_schedule_first_retry_is_now_plus_first_window_draw() -> None:
-    assert (
-        schedule(1, TRANSIENT, 1000.0, random.Random(42)) == 1000.0 + 3.1971339922894186
-    )
+    assert schedule(1, TRANSIENT, 1000.0, random.Random(42)) == 1000.0 + 3.1971339922894186
 
 
 def test_schedule_uses_attempt_minus_one_as_exponent() -> None:

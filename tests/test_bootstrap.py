@@ -1,4 +1,4 @@
-"""The dependency bootstrap (core/bootstrap.py).
+"""The dependency bootstrap (app/bootstrap.py).
 
 End to end: a copy of the plugin run, as Stash runs it, by a fresh virtual
 environment's Python that has none of the requirements. The bootstrap installs them
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from core.bootstrap import Bootstrap, DependencyError, _dep_manager_spec, parse_requirements, satisfies, version_tuple
+from app.bootstrap import Bootstrap, DependencyError, _dep_manager_spec, parse_requirements, satisfies, version_tuple
 from core.log import Redactor, StashLog
 from core.platform import shell_command
 from tests.conftest import Installed
@@ -59,9 +59,23 @@ def _venv(path: Path, with_pip: bool) -> str:
 def wheelhouse(tmp_path_factory) -> Path:
     """The requirements as wheels, fetched once (from pip's cache or the package index)."""
     out = tmp_path_factory.mktemp("wheels")
-    done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                           "-r", str(REPO / "requirements.txt"), "-d", str(out)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+            str(REPO / "requirements.txt"),
+            "-d",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return out
 
@@ -78,8 +92,18 @@ def test_fresh_python_installs_locally_then_works(plugin, tmp_path, wheelhouse):
     empty.mkdir()
     installed.env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(empty))
     run = installed.task("queue_status")
-    command = shell_command([python, "-m", "pip", "install", "--target", str(plugin_dir / "deps" / PY),
-                             "-r", str(plugin_dir / "requirements.txt")])
+    command = shell_command(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--target",
+            str(plugin_dir / "deps" / PY),
+            "-r",
+            str(plugin_dir / "requirements.txt"),
+        ]
+    )
     assert run.returncode == 1 and run.output is None
     assert "could not install them" in run.error and "pip failed" in run.error, run.error
     assert command in run.error, run.error
@@ -91,8 +115,9 @@ def test_fresh_python_installs_locally_then_works(plugin, tmp_path, wheelhouse):
     assert run.error is None and run.output == f"scene {sid} queued", run.stderr[-3000:]
     assert any("installing the Python packages" in m for m in run.messages("info")), run.logs
     assert (plugin_dir / "deps" / PY / "plexapi" / "__init__.py").is_file()
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True).stdout.strip()
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True
+    ).stdout.strip()
     assert not (Path(site) / "plexapi").exists()  # the interpreter's own environment is untouched
     installed.wait_drained()
     assert installed.plex.item(rk)["fields"]["title"] == "Installed and synced"
@@ -151,8 +176,12 @@ def test_python_dep_manager_is_used_when_present(plugin, tmp_path):
     run = installed.hook(installed.stash.update_scene(sid, title="Through PythonDepManager"))
     assert run.error is None, run.stderr[-3000:]
     assert json.loads(record.read_text()) == [
-        "stashapi:stashapp-tools>=0.2.59", "plexapi:plexapi>=4.18", "persistqueue:persist-queue==1.1.0",
-        "pydantic:pydantic>=2.6", "tenacity:tenacity>=8.2", "requests:requests>=2.31",
+        "stashapi:stashapp-tools>=0.2.59",
+        "plexapi:plexapi>=4.18",
+        "persistqueue:persist-queue==1.1.0",
+        "pydantic:pydantic>=2.6",
+        "tenacity:tenacity>=8.2",
+        "requests:requests>=2.31",
     ]
     assert not (plugin_dir / "deps" / PY).exists()
     installed.wait_drained()
@@ -177,12 +206,24 @@ def test_a_line_that_cannot_be_read_is_named():
         parse_requirements("requests>=2\n@@@\n")
 
 
-@pytest.mark.parametrize(("version", "spec", "ok"), [
-    ("2.11.7", ">=2.6,<3", True), ("1.10.2", ">=2.6,<3", False), ("3.0", ">=2.6,<3", False),
-    ("1.1.0", "==1.1.0", True), ("1.1", "==1.1.0", True), ("1.1.1", "==1.1.0", False),
-    ("0.2.59", ">=0.2.59,<0.3", True), ("0.3.0", ">=0.2.59,<0.3", False), ("4.18.3", ">=4.18,<5", True),
-    ("2.0rc1", ">=2", True), ("9.2.1", "", True), ("1.0", "~=1.0", True), ("1.0", "!=1.0", False),
-])
+@pytest.mark.parametrize(
+    ("version", "spec", "ok"),
+    [
+        ("2.11.7", ">=2.6,<3", True),
+        ("1.10.2", ">=2.6,<3", False),
+        ("3.0", ">=2.6,<3", False),
+        ("1.1.0", "==1.1.0", True),
+        ("1.1", "==1.1.0", True),
+        ("1.1.1", "==1.1.0", False),
+        ("0.2.59", ">=0.2.59,<0.3", True),
+        ("0.3.0", ">=0.2.59,<0.3", False),
+        ("4.18.3", ">=4.18,<5", True),
+        ("2.0rc1", ">=2", True),
+        ("9.2.1", "", True),
+        ("1.0", "~=1.0", True),
+        ("1.0", "!=1.0", False),
+    ],
+)
 def test_version_specifiers(version, spec, ok):
     assert satisfies(version, spec) is ok
 

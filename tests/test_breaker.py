@@ -21,9 +21,7 @@ from worker.breaker import (
 
 POLICY = BreakerPolicy()
 OPEN_AT_100 = BreakerState(State.OPEN, failures=5, opened_at=100.0)
-PROBING_SINCE_160 = BreakerState(
-    State.HALF_OPEN, failures=5, opened_at=100.0, probe_started_at=160.0
-)
+PROBING_SINCE_160 = BreakerState(State.HALF_OPEN, failures=5, opened_at=100.0, probe_started_at=160.0)
 
 
 def _fail(s: BreakerState, times: list[float]) -> BreakerState:
@@ -36,9 +34,7 @@ def _fail(s: BreakerState, times: list[float]) -> BreakerState:
 
 
 def test_four_failures_stay_closed() -> None:
-    assert _fail(BreakerState(), [1.0, 2.0, 3.0, 4.0]) == BreakerState(
-        State.CLOSED, failures=4
-    )
+    assert _fail(BreakerState(), [1.0, 2.0, 3.0, 4.0]) == BreakerState(State.CLOSED, failures=4)
 
 
 def test_fifth_failure_opens_at_its_time() -> None:
@@ -163,9 +159,7 @@ def test_store_round_trip(tmp_path: Path) -> None:
         (b"", "corrupt"),
     ],
 )
-def test_corrupt_file_loads_closed_with_warning(
-    tmp_path: Path, content: bytes, reason: str
-) -> None:
+def test_corrupt_file_loads_closed_with_warning(tmp_path: Path, content: bytes, reason: str) -> None:
     path = tmp_path / "breaker.json"
     path.write_bytes(content)
     store = BreakerStore(path)
@@ -181,9 +175,7 @@ def test_update_over_corrupt_file_starts_from_closed_and_repairs_it(
     path = tmp_path / "breaker.json"
     path.write_text("{garbage")
     store = BreakerStore(path)
-    assert store.update(lambda s: on_failure(s, 1.0, POLICY)) == BreakerState(
-        State.CLOSED, failures=1
-    )
+    assert store.update(lambda s: on_failure(s, 1.0, POLICY)) == BreakerState(State.CLOSED, failures=1)
     assert "corrupt" in (store.warning or "")
     assert store.load() == BreakerState(State.CLOSED, failures=1)
     assert store.warning is None
@@ -205,9 +197,7 @@ def _add_failures(path: str, count: int) -> None:
 def test_two_processes_lose_no_update(tmp_path: Path) -> None:
     path = tmp_path / "breaker.json"
     ctx = multiprocessing.get_context("spawn")
-    workers = [
-        ctx.Process(target=_add_failures, args=(str(path), 50)) for _ in range(2)
-    ]
+    workers = [ctx.Process(target=_add_failures, args=(str(path), 50)) for _ in range(2)]
     for worker in workers:
         worker.start()
     _add_failures(str(path), 50)

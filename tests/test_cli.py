@@ -1,4 +1,4 @@
-"""The standalone command line (core/cli.py), run as a user runs it from a shell.
+"""The standalone command line (app/cli.py), run as a user runs it from a shell.
 
 Every command runs ``python Stash2Plex.py <command>`` as a subprocess against the
 emulators, configured by flags and environment variables, with Stash reached by
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.cli import HELP, setting_names
-from core.terminal import TerminalLog, render_bar
+from app.cli import HELP, setting_names
+from app.terminal import TerminalLog, render_bar
 from tests.conftest import PLEX_TOKEN, SECRETS, STASH_API_KEY
 from tests.runner import REPO, drainer_lock_held
 from validation.plugin_input import TASK_MODES
@@ -40,14 +40,25 @@ class Done:
 
 def cli(plugin, *args: str, tty: bool = False, timeout: float = 120, **env: str) -> Done:
     """Run the command line with the plugin's data dir, Stash's URL and API key in the environment."""
-    full = {**os.environ, **plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url,
-            "STASH2PLEX_STASH_API_KEY": STASH_API_KEY, **env}
+    full = {
+        **os.environ,
+        **plugin.env,
+        "STASH2PLEX_STASH_URL": plugin.stash.url,
+        "STASH2PLEX_STASH_API_KEY": STASH_API_KEY,
+        **env,
+    }
     full = {k: v for k, v in full.items() if v is not None}
     if tty:
         done = _run_on_pty([sys.executable, ENTRY, *args], full, timeout)
     else:
-        proc = subprocess.run([sys.executable, ENTRY, *args], env=full, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, ENTRY, *args],
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
         done = Done(proc.returncode, proc.stdout, proc.stderr)
     for secret in SECRETS:
         assert secret not in done.stdout and secret not in done.stderr, "a secret leaked into the output"
@@ -57,8 +68,7 @@ def cli(plugin, *args: str, tty: bool = False, timeout: float = 120, **env: str)
 def _run_on_pty(argv: list[str], env: dict, timeout: float) -> Done:
     """stderr on a pseudo-terminal (so the bar is drawn), stdout on a pipe."""
     main_fd, child_fd = pty.openpty()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=child_fd, stdin=subprocess.DEVNULL,
-                            text=True)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=child_fd, stdin=subprocess.DEVNULL, text=True)
     os.close(child_fd)
     chunks = []
     while True:
@@ -92,18 +102,31 @@ def test_help_lists_every_command_setting_and_variable(plugin):
         assert variable in done.stdout
 
 
-@pytest.mark.parametrize(("args", "code", "says"), [
-    (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
-    ([], None, None),  # no arguments is the plugin protocol (stdin), not the command line
-    (["all", "--stash-url", "ftp://stash"], 2, "--stash-url must look like http://localhost:9999, got 'ftp://stash'"),
-    (["all", "--stash-url", "http://stash:9999/graphql"], 2, "--stash-url must be Stash's address without a path"),
-    (["all", "--plex-concurrency", "99"], 1, "setting plex_concurrency: Input should be less than or equal to 16"),
-    (["all", "--strict-matching", "maybe"], 1, "setting strict_matching: must be true or false, got 'maybe'"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
+        ([], None, None),  # no arguments is the plugin protocol (stdin), not the command line
+        (
+            ["all", "--stash-url", "ftp://stash"],
+            2,
+            "--stash-url must look like http://localhost:9999, got 'ftp://stash'",
+        ),
+        (["all", "--stash-url", "http://stash:9999/graphql"], 2, "--stash-url must be Stash's address without a path"),
+        (["all", "--plex-concurrency", "99"], 1, "setting plex_concurrency: Input should be less than or equal to 16"),
+        (["all", "--strict-matching", "maybe"], 1, "setting strict_matching: must be true or false, got 'maybe'"),
+    ],
+)
 def test_bad_command_lines_say_what_is_wrong(plugin, args, code, says):
     if not args:
-        proc = subprocess.run([sys.executable, ENTRY], input="", capture_output=True, text=True, env={
-            **os.environ, **plugin.env}, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, ENTRY],
+            input="",
+            capture_output=True,
+            text=True,
+            env={**os.environ, **plugin.env},
+            timeout=60,
+        )
         assert json.loads(proc.stdout)["error"].startswith("stdin is empty")
         return
     done = cli(plugin, *args)
@@ -179,7 +202,10 @@ def test_process_queue_and_clear_queue_work_on_the_plugins_queue(plugin):
     done = cli(plugin, "process_queue", "--json")
     assert done.returncode == 0 and done.json()["synced"] == 2, done.stderr
     assert [plugin.plex.item(rk)["fields"]["title"] for _, rk in scenes[:3]] == [
-        f"Again {scenes[0][0]}", f"Again {scenes[1][0]}", "scene-00002"]  # the cleared job never ran
+        f"Again {scenes[0][0]}",
+        f"Again {scenes[1][0]}",
+        "scene-00002",
+    ]  # the cleared job never ran
 
 
 def test_status_is_local_and_readable(plugin):
@@ -196,10 +222,15 @@ def test_status_is_local_and_readable(plugin):
 def test_ctrl_c_stops_cleanly_and_loses_nothing(plugin):
     scenes = [plugin.add_scene(n) for n in range(300)]
     plugin.plex.latency = 0.05  # slow enough to interrupt mid-run
-    env = {**os.environ, **plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url,
-           "STASH2PLEX_STASH_API_KEY": STASH_API_KEY}
-    proc = subprocess.Popen([sys.executable, ENTRY, "all"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    env = {
+        **os.environ,
+        **plugin.env,
+        "STASH2PLEX_STASH_URL": plugin.stash.url,
+        "STASH2PLEX_STASH_API_KEY": STASH_API_KEY,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, ENTRY, "all"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 60
     while not plugin.plex.edit_requests() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -68,8 +68,11 @@ def anchors(text: str) -> set[str]:
 
 
 def _table_rows(text: str) -> list[list[str]]:
-    return [[cell.strip() for cell in line.strip().strip("|").split("|")]
-            for line in text.splitlines() if line.lstrip().startswith("|")]
+    return [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.lstrip().startswith("|")
+    ]
 
 
 def _render_default(value) -> str:
@@ -133,10 +136,16 @@ def dlq_problems(root: Path) -> list[str]:
     text = (root / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
     headings = " ".join(_headings(text))
     dead, kept = dlq_routes()
-    problems = [f"dead-letter class `{name}` has no section in docs/troubleshooting.md"
-                for name in dead if f"`{name}`" not in headings]
-    problems += [f"`{name}` (never dead-lettered) is not named in docs/troubleshooting.md"
-                 for name in kept if f"`{name}`" not in text]
+    problems = [
+        f"dead-letter class `{name}` has no section in docs/troubleshooting.md"
+        for name in dead
+        if f"`{name}`" not in headings
+    ]
+    problems += [
+        f"`{name}` (never dead-lettered) is not named in docs/troubleshooting.md"
+        for name in kept
+        if f"`{name}`" not in text
+    ]
     return problems
 
 
@@ -184,18 +193,40 @@ def test_slug_follows_github():
     assert slug("Stash session and API key") == "stash-session-and-api-key"
 
 
-@pytest.mark.parametrize("damage, check, expected", [
-    (("docs/configuration.md", "| `strict_matching` | switch | `true` |", "| `strict_matching` | switch | `false` |"),
-     settings_problems, "`strict_matching`: the table says default 'false'"),
-    (("docs/configuration.md", "### `plex_concurrency`", "### Concurrency"),
-     settings_problems, "`plex_concurrency` has no section"),
-    (("docs/troubleshooting.md", "### `PlexBadRequest`", "### Bad requests"),
-     dlq_problems, "`PlexBadRequest` has no section"),
-    (("docs/troubleshooting.md", "[Plex is down](#plex-is-down)", "[Plex is down](#plex-is-gone)"),
-     link_problems, "no heading #plex-is-gone"),
-    (("docs/troubleshooting.md", "[configuration.md](configuration.md)", "[configuration.md](config.md)"),
-     link_problems, "'config.md' points to a missing file"),
-])
+@pytest.mark.parametrize(
+    "damage, check, expected",
+    [
+        (
+            (
+                "docs/configuration.md",
+                "| `strict_matching` | switch | `true` |",
+                "| `strict_matching` | switch | `false` |",
+            ),
+            settings_problems,
+            "`strict_matching`: the table says default 'false'",
+        ),
+        (
+            ("docs/configuration.md", "### `plex_concurrency`", "### Concurrency"),
+            settings_problems,
+            "`plex_concurrency` has no section",
+        ),
+        (
+            ("docs/troubleshooting.md", "### `PlexBadRequest`", "### Bad requests"),
+            dlq_problems,
+            "`PlexBadRequest` has no section",
+        ),
+        (
+            ("docs/troubleshooting.md", "[Plex is down](#plex-is-down)", "[Plex is down](#plex-is-gone)"),
+            link_problems,
+            "no heading #plex-is-gone",
+        ),
+        (
+            ("docs/troubleshooting.md", "[configuration.md](configuration.md)", "[configuration.md](config.md)"),
+            link_problems,
+            "'config.md' points to a missing file",
+        ),
+    ],
+)
 def test_checks_catch_a_broken_copy(tmp_path, damage, check, expected):
     for name in ("README.md", "CHANGELOG.md", "Stash2Plex.yml"):
         if (REPO / name).exists():

@@ -43,51 +43,156 @@ STDIN_CASES = [
     Case("stdin-empty", "stdin", "error", "stdin is empty", lambda p: "", error=True),
     Case("stdin-not-json", "stdin", "error", "stdin is not JSON", lambda p: "{mode: all", error=True),
     Case("stdin-array", "stdin", "error", "must be a JSON object, got list", lambda p: "[1, 2]", error=True),
-    Case("stdin-no-connection", "stdin", "error", "server_connection is missing",
-         lambda p: json.dumps({"args": {"mode": "all"}}), error=True),
-    Case("stdin-port-text", "stdin", "error", "server_connection.Port",
-         lambda p: json.dumps({"server_connection": {**_conn(p), "Port": "nine"}, "args": {"mode": "queue_status"}}),
-         error=True),
-    Case("stdin-unknown-mode", "stdin", "error", "'sync_everything' is not a Stash2Plex mode",
-         lambda p: _doc(p, mode="sync_everything"), error=True),
+    Case(
+        "stdin-no-connection",
+        "stdin",
+        "error",
+        "server_connection is missing",
+        lambda p: json.dumps({"args": {"mode": "all"}}),
+        error=True,
+    ),
+    Case(
+        "stdin-port-text",
+        "stdin",
+        "error",
+        "server_connection.Port",
+        lambda p: json.dumps({"server_connection": {**_conn(p), "Port": "nine"}, "args": {"mode": "queue_status"}}),
+        error=True,
+    ),
+    Case(
+        "stdin-unknown-mode",
+        "stdin",
+        "error",
+        "'sync_everything' is not a Stash2Plex mode",
+        lambda p: _doc(p, mode="sync_everything"),
+        error=True,
+    ),
     Case("stdin-no-mode", "stdin", "error", "args.mode is missing", lambda p: _doc(p), error=True),
-    Case("stdin-not-utf8", "stdin", "error", "stdin is not JSON",
-         lambda p: b'{"server_connection": \xff\xfe\x00 garbage', error=True),
+    Case(
+        "stdin-not-utf8",
+        "stdin",
+        "error",
+        "stdin is not JSON",
+        lambda p: b'{"server_connection": \xff\xfe\x00 garbage',
+        error=True,
+    ),
 ]
 
 HOOK_CASES = [
-    Case("hook-id-zero", "hook", "error", "hookContext.id",
-         lambda p: {"id": 0, "type": "Scene.Update.Post", "input": None}, error=True),
-    Case("hook-id-text", "hook", "error", "hookContext.id",
-         lambda p: {"id": "forty-two", "type": "Scene.Update.Post", "input": None}, error=True),
-    Case("hook-gallery", "hook", "error", "handles only Scene.Update.Post",
-         lambda p: {"id": 3, "type": "Gallery.Update.Post", "input": {}}, error=True),
-    Case("hook-only-rating", "hook", "debug", "which Plex does not show",
-         lambda p: {"id": 1, "type": "Scene.Update.Post", "input": {"id": "1", "rating100": 80},
-                    "inputFields": ["id", "rating100"]}),
-    Case("hook-unknown-scene", "hook", "info", "no longer exists in Stash",
-         lambda p: create_context(987654), outcome="gone"),
+    Case(
+        "hook-id-zero",
+        "hook",
+        "error",
+        "hookContext.id",
+        lambda p: {"id": 0, "type": "Scene.Update.Post", "input": None},
+        error=True,
+    ),
+    Case(
+        "hook-id-text",
+        "hook",
+        "error",
+        "hookContext.id",
+        lambda p: {"id": "forty-two", "type": "Scene.Update.Post", "input": None},
+        error=True,
+    ),
+    Case(
+        "hook-gallery",
+        "hook",
+        "error",
+        "handles only Scene.Update.Post",
+        lambda p: {"id": 3, "type": "Gallery.Update.Post", "input": {}},
+        error=True,
+    ),
+    Case(
+        "hook-only-rating",
+        "hook",
+        "debug",
+        "which Plex does not show",
+        lambda p: {
+            "id": 1,
+            "type": "Scene.Update.Post",
+            "input": {"id": "1", "rating100": 80},
+            "inputFields": ["id", "rating100"],
+        },
+    ),
+    Case(
+        "hook-unknown-scene",
+        "hook",
+        "info",
+        "no longer exists in Stash",
+        lambda p: create_context(987654),
+        outcome="gone",
+    ),
 ]
 
 SETTINGS_CASES = [
-    Case("settings-no-url", "settings", "error", "setting plex_url is not set", lambda p: {"plex_url": None},
-         error=True),
-    Case("settings-url-no-scheme", "settings", "error", "must start with http:// or https://",
-         lambda p: {"plex_url": p.plex.url.removeprefix("http://")}, error=True),
-    Case("settings-token-spaces", "settings", "error", "plex_token: must be your Plex token without spaces",
-         lambda p: {"plex_token": "abc def ghi"}, error=True),
-    Case("settings-path-map-no-eq", "settings", "error", "path_map rule 1 'nonsense' has no '='",
-         lambda p: {"path_map": "nonsense"}, error=True),
-    Case("settings-path-map-repeat", "settings", "error", "repeats the Stash prefix",
-         lambda p: {"path_map": "/stash/media=/plex/media;/stash/media=/elsewhere"}, error=True),
-    Case("settings-concurrency-zero", "settings", "error", "setting plex_concurrency", lambda p: {"plex_concurrency": 0},
-         error=True),
-    Case("settings-concurrency-text", "settings", "error", "setting plex_concurrency",
-         lambda p: {"plex_concurrency": "lots"}, error=True),
-    Case("settings-strict-maybe", "settings", "error", "strict_matching: must be true or false, got 'maybe'",
-         lambda p: {"strict_matching": "maybe"}, error=True),
-    Case("settings-unknown-library", "settings", "error", "plex_libraries names 'Nope'",
-         lambda p: {"plex_libraries": "Nope"}, error=True),
+    Case(
+        "settings-no-url", "settings", "error", "setting plex_url is not set", lambda p: {"plex_url": None}, error=True
+    ),
+    Case(
+        "settings-url-no-scheme",
+        "settings",
+        "error",
+        "must start with http:// or https://",
+        lambda p: {"plex_url": p.plex.url.removeprefix("http://")},
+        error=True,
+    ),
+    Case(
+        "settings-token-spaces",
+        "settings",
+        "error",
+        "plex_token: must be your Plex token without spaces",
+        lambda p: {"plex_token": "abc def ghi"},
+        error=True,
+    ),
+    Case(
+        "settings-path-map-no-eq",
+        "settings",
+        "error",
+        "path_map rule 1 'nonsense' has no '='",
+        lambda p: {"path_map": "nonsense"},
+        error=True,
+    ),
+    Case(
+        "settings-path-map-repeat",
+        "settings",
+        "error",
+        "repeats the Stash prefix",
+        lambda p: {"path_map": "/stash/media=/plex/media;/stash/media=/elsewhere"},
+        error=True,
+    ),
+    Case(
+        "settings-concurrency-zero",
+        "settings",
+        "error",
+        "setting plex_concurrency",
+        lambda p: {"plex_concurrency": 0},
+        error=True,
+    ),
+    Case(
+        "settings-concurrency-text",
+        "settings",
+        "error",
+        "setting plex_concurrency",
+        lambda p: {"plex_concurrency": "lots"},
+        error=True,
+    ),
+    Case(
+        "settings-strict-maybe",
+        "settings",
+        "error",
+        "strict_matching: must be true or false, got 'maybe'",
+        lambda p: {"strict_matching": "maybe"},
+        error=True,
+    ),
+    Case(
+        "settings-unknown-library",
+        "settings",
+        "error",
+        "plex_libraries names 'Nope'",
+        lambda p: {"plex_libraries": "Nope"},
+        error=True,
+    ),
 ]
 
 
@@ -97,31 +202,84 @@ def _scene(**kw):
 
 
 SCENE_CASES = [
-    Case("scene-100kb-details", "scene", "warning", "details are 100000 characters; cut to 20000",
-         _scene(details="x" * 100_000)),
+    Case(
+        "scene-100kb-details",
+        "scene",
+        "warning",
+        "details are 100000 characters; cut to 20000",
+        _scene(details="x" * 100_000),
+    ),
     Case("scene-control-title", "scene", "info", "'Bad Title [31m'", _scene(title="Bad\x00\x07Title\x1b[31m")),
     Case("scene-10k-title", "scene", "info", "'" + "T" * 255 + "'", _scene(title="T" * 10_000)),
     Case("scene-bad-date", "scene", "warning", "date '2024-13-45' is not YYYY-MM-DD", _scene(date="2024-13-45")),
-    Case("scene-3000-tags", "scene", "warning", "3000 tags; only the first 500 are written",
-         _scene(tags=[f"tag {i}" for i in range(3000)])),
-    Case("scene-odd-path", "scene", "info", "→ Plex item",
-         _scene(name="odd \ufffd n\u00e4me #1 %20 & ? [x].mp4")),
-    Case("scene-no-files", "scene", "error", "has no files", lambda p: (p.stash.add_scene(title="Fileless", files=[]), None),
-         outcome="dlq"),
-    Case("scene-deleted-after-hook", "scene", "info", "no longer exists in Stash", _scene(),
-         outcome="gone", extra={"delete": True}),
-    Case("scene-not-in-plex", "scene", "warning", "retry 1 in", lambda p: (p.stash.add_scene(
-        title="Nowhere", files=[{"path": "/stash/media/missing.mp4", "size": 5, "duration": 1.0}]), None),
-         outcome="waiting"),
+    Case(
+        "scene-3000-tags",
+        "scene",
+        "warning",
+        "3000 tags; only the first 500 are written",
+        _scene(tags=[f"tag {i}" for i in range(3000)]),
+    ),
+    Case("scene-odd-path", "scene", "info", "→ Plex item", _scene(name="odd \ufffd n\u00e4me #1 %20 & ? [x].mp4")),
+    Case(
+        "scene-no-files",
+        "scene",
+        "error",
+        "has no files",
+        lambda p: (p.stash.add_scene(title="Fileless", files=[]), None),
+        outcome="dlq",
+    ),
+    Case(
+        "scene-deleted-after-hook",
+        "scene",
+        "info",
+        "no longer exists in Stash",
+        _scene(),
+        outcome="gone",
+        extra={"delete": True},
+    ),
+    Case(
+        "scene-not-in-plex",
+        "scene",
+        "warning",
+        "retry 1 in",
+        lambda p: (
+            p.stash.add_scene(
+                title="Nowhere", files=[{"path": "/stash/media/missing.mp4", "size": 5, "duration": 1.0}]
+            ),
+            None,
+        ),
+        outcome="waiting",
+    ),
 ]
 
 STASH_CASES = [
-    Case("stash-graphql-errors", "stash", "error", "Stash answered with GraphQL errors: database is locked",
-         None, error=True, extra={"switch": "fail_graphql_errors"}),
-    Case("stash-html", "stash", "error", "Stash answered 200 with text/html instead of GraphQL", None, error=True,
-         extra={"switch": "fail_html"}),
-    Case("stash-401", "stash", "error", "Stash refused the plugin's session (401)", None, error=True,
-         extra={"switch": "fail_401"}),
+    Case(
+        "stash-graphql-errors",
+        "stash",
+        "error",
+        "Stash answered with GraphQL errors: database is locked",
+        None,
+        error=True,
+        extra={"switch": "fail_graphql_errors"},
+    ),
+    Case(
+        "stash-html",
+        "stash",
+        "error",
+        "Stash answered 200 with text/html instead of GraphQL",
+        None,
+        error=True,
+        extra={"switch": "fail_html"},
+    ),
+    Case(
+        "stash-401",
+        "stash",
+        "error",
+        "Stash refused the plugin's session (401)",
+        None,
+        error=True,
+        extra={"switch": "fail_401"},
+    ),
 ]
 
 CASES = STDIN_CASES + HOOK_CASES + SETTINGS_CASES + SCENE_CASES + STASH_CASES
@@ -225,8 +383,9 @@ def _settings(plugin, case, good, good_context):
 
 def _scene_case(plugin, case, good, good_context):
     bad_sid, bad_rk = case.make(plugin)
-    queue_while_held(plugin, [plugin.stash.update_scene(bad_sid, title=plugin.stash.scene(bad_sid)["title"]),
-                              good_context])
+    queue_while_held(
+        plugin, [plugin.stash.update_scene(bad_sid, title=plugin.stash.scene(bad_sid)["title"]), good_context]
+    )
     if case.extra.get("delete"):
         plugin.stash.delete_scene(bad_sid)
     run = drain_and_check_good(plugin, good)

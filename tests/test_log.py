@@ -19,8 +19,9 @@ def _log(**kw) -> tuple[StashLog, io.BytesIO]:
     return StashLog(stream, **kw), raw
 
 
-@pytest.mark.parametrize(("level", "code"), [("trace", b"t"), ("debug", b"d"), ("info", b"i"),
-                                             ("warning", b"w"), ("error", b"e")])
+@pytest.mark.parametrize(
+    ("level", "code"), [("trace", b"t"), ("debug", b"d"), ("info", b"i"), ("warning", b"w"), ("error", b"e")]
+)
 def test_each_level_has_its_prefix_byte(level, code):
     log, raw = _log()
     getattr(log, level)("hello")
@@ -33,10 +34,19 @@ def test_a_non_string_message_is_written_as_str():
     assert raw.getvalue() == b"\x01i\x02{'pending': 3}\n"
 
 
-@pytest.mark.parametrize(("fraction", "written"), [
-    (0.42, b"0.4200"), (0, b"0.0000"), (1, b"1.0000"), (0.123456, b"0.1235"),
-    (-0.5, b"0.0000"), (1.7, b"1.0000"), (float("inf"), b"1.0000"), (float("-inf"), b"0.0000"),
-])
+@pytest.mark.parametrize(
+    ("fraction", "written"),
+    [
+        (0.42, b"0.4200"),
+        (0, b"0.0000"),
+        (1, b"1.0000"),
+        (0.123456, b"0.1235"),
+        (-0.5, b"0.0000"),
+        (1.7, b"1.0000"),
+        (float("inf"), b"1.0000"),
+        (float("-inf"), b"0.0000"),
+    ],
+)
 def test_progress_is_a_four_decimal_fraction_clamped_to_0_1(fraction, written):
     log, raw = _log()
     log.progress(fraction)
@@ -86,8 +96,9 @@ def test_registered_secrets_are_redacted_in_every_level():
     log, raw = _log(redactor=redactor)
     log.info("GET /library?X-Plex-Token=plexTOKEN-abc123 failed")
     log.error("token plexTOKEN-abc123\nagain plexTOKEN-abc123")
-    assert raw.getvalue() == (b"\x01i\x02GET /library?X-Plex-Token=*** failed\n"
-                              b"\x01e\x02token ***\n\x01e\x02again ***\n")
+    assert raw.getvalue() == (
+        b"\x01i\x02GET /library?X-Plex-Token=*** failed\n\x01e\x02token ***\n\x01e\x02again ***\n"
+    )
 
 
 def test_a_secret_containing_another_is_redacted_whole():
@@ -188,8 +199,10 @@ def test_capture_library_logs_routes_plexapi_records_through_the_redactor(plexap
     plexapi_logger.warning("request to %s failed", "http://plex:32400/?X-Plex-Token=plexTOKEN-zz99")
     plexapi_logger.error("boom\nsecond line")
     plexapi_logger.debug("below the handler's INFO level")
-    assert raw.getvalue() == (b"\x01w\x02[plexapi] request to http://plex:32400/?X-Plex-Token=*** failed\n"
-                              b"\x01e\x02[plexapi] boom\n\x01e\x02second line\n")
+    assert raw.getvalue() == (
+        b"\x01w\x02[plexapi] request to http://plex:32400/?X-Plex-Token=*** failed\n"
+        b"\x01e\x02[plexapi] boom\n\x01e\x02second line\n"
+    )
     assert plexapi_logger.propagate is False
 
 
@@ -211,7 +224,7 @@ def test_url_encoded_forms_of_a_secret_are_redacted_too():
 
 
 def test_drainer_log_is_rotated_past_its_limit(tmp_path):
-    from core.app import rotate
+    from app.root import rotate
 
     log = tmp_path / "drainer.log"
     log.write_bytes(b"x" * 100)

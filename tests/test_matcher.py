@@ -13,7 +13,7 @@ from plex.matcher import (
     choose,
     match_scene,
 )
-from plex.pathmap import PathRule, map_path, normalize, parse_path_map
+from validation.pathmap import PathRule, map_path, normalize, parse_path_map
 
 RULES = parse_path_map(
     r"/data=/media/stash; /data/special=/media/special; C:\Videos=/data/win;"
@@ -41,18 +41,14 @@ N2 = PlexFile(114, 1, "/media/stash/v/n.mp4", size=2)
 ALL = (A, B1, B2, C1, C2, DX, DY, E, F, G, H, I, J2, K, M1, M2, N1, N2)
 
 
-def _match(
-    *paths: str, case_insensitive: bool = False, rules: tuple[PathRule, ...] = RULES
-) -> Match:
+def _match(*paths: str, case_insensitive: bool = False, rules: tuple[PathRule, ...] = RULES) -> Match:
     index = PathIndex(ALL, case_insensitive=case_insensitive)
     return match_scene([SceneFile(p) for p in paths], index, rules, case_insensitive)
 
 
 # (scene paths, case_insensitive, confidence, item, candidates, scene_index)
 CASES = [
-    pytest.param(
-        ["/data/scenes/a.mp4"], False, Confidence.HIGH, A, (A,), 0, id="prefix-map"
-    ),
+    pytest.param(["/data/scenes/a.mp4"], False, Confidence.HIGH, A, (A,), 0, id="prefix-map"),
     pytest.param(
         ["/data/special/i.mp4"],
         False,
@@ -80,9 +76,7 @@ CASES = [
         0,
         id="no-match-across-component",
     ),
-    pytest.param(
-        [r"C:\Videos\g.mp4"], False, Confidence.HIGH, G, (G,), 0, id="windows-to-posix"
-    ),
+    pytest.param([r"C:\Videos\g.mp4"], False, Confidence.HIGH, G, (G,), 0, id="windows-to-posix"),
     pytest.param(
         [r"c:\videos\g.mp4"],
         True,
@@ -102,9 +96,7 @@ CASES = [
         id="windows-case-sensitive",
     ),
     pytest.param([r"\\nas\share\h.mp4"], False, Confidence.HIGH, H, (H,), 0, id="unc"),
-    pytest.param(
-        ["/win/k.mp4"], False, Confidence.HIGH, K, (K,), 0, id="posix-to-windows-plex"
-    ),
+    pytest.param(["/win/k.mp4"], False, Confidence.HIGH, K, (K,), 0, id="posix-to-windows-plex"),
     pytest.param(
         ["/data/case/e.mp4"],
         False,
@@ -216,9 +208,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("paths", "ci", "confidence", "item", "candidates", "scene_index"), CASES
-)
+@pytest.mark.parametrize(("paths", "ci", "confidence", "item", "candidates", "scene_index"), CASES)
 def test_match_table(
     paths: list[str],
     ci: bool,
@@ -243,10 +233,7 @@ def test_looked_for_holds_every_mapped_path() -> None:
         "/data/win/sub/z.mp4",
         "/elsewhere/z.mp4",
     )
-    assert (
-        got.reason
-        == "no Plex item at /media/stash/gone/z.mp4, /data/win/sub/z.mp4, /elsewhere/z.mp4"
-    )
+    assert got.reason == "no Plex item at /media/stash/gone/z.mp4, /data/win/sub/z.mp4, /elsewhere/z.mp4"
 
 
 def test_trailing_slashes_in_rules_do_not_matter() -> None:
@@ -278,9 +265,7 @@ def test_index_lookups() -> None:
 # --- choose ---------------------------------------------------------------------------
 
 
-def _scene(
-    path: str, size: int | None = None, duration_s: float | None = None
-) -> list[SceneFile]:
+def _scene(path: str, size: int | None = None, duration_s: float | None = None) -> list[SceneFile]:
     return [SceneFile(path, size, duration_s)]
 
 
@@ -290,9 +275,7 @@ def _chosen(files: list[SceneFile], strict: bool = True) -> Choice:
 
 
 def test_strict_high_is_accepted() -> None:
-    assert _chosen(_scene("/data/scenes/a.mp4")) == Choice(
-        A, "exact path /media/stash/scenes/a.mp4"
-    )
+    assert _chosen(_scene("/data/scenes/a.mp4")) == Choice(A, "exact path /media/stash/scenes/a.mp4")
 
 
 def test_strict_medium_accepted_when_size_agrees() -> None:
@@ -324,10 +307,7 @@ def test_strict_medium_refused_when_size_differs() -> None:
 def test_strict_medium_refused_when_duration_off_by_more_than_one_second() -> None:
     with pytest.raises(AmbiguousMatch) as caught:
         _chosen(_scene("/data/renamed/f.mp4", duration_s=121.5))
-    assert (
-        "(Plex size 2000 B, duration 120.0 s; Stash size unknown, duration 121.5 s)"
-        in str(caught.value)
-    )
+    assert "(Plex size 2000 B, duration 120.0 s; Stash size unknown, duration 121.5 s)" in str(caught.value)
 
 
 def test_strict_medium_refused_when_nothing_can_be_compared() -> None:
@@ -366,9 +346,7 @@ def test_none_raises_not_found_with_mapped_paths(strict: bool) -> None:
 
 
 def test_loose_low_picks_the_only_candidate_whose_size_and_duration_agree() -> None:
-    got = _chosen(
-        _scene("/data/elsewhere/d.mp4", size=700, duration_s=45.4), strict=False
-    )
+    got = _chosen(_scene("/data/elsewhere/d.mp4", size=700, duration_s=45.4), strict=False)
     assert got == Choice(
         DY,
         "only candidate whose size and duration agree, of: /media/stash/x/d.mp4 (item 104, "
@@ -384,9 +362,7 @@ def test_loose_low_size_alone_is_not_enough() -> None:
 def test_loose_low_picks_the_unique_longest_common_suffix() -> None:
     got = _chosen(_scene("/otherroot/x/d.mp4"), strict=False)
     assert got.item == DX
-    assert got.reason.startswith(
-        "only candidate sharing 2 trailing path components with /otherroot/x/d.mp4"
-    )
+    assert got.reason.startswith("only candidate sharing 2 trailing path components with /otherroot/x/d.mp4")
 
 
 def test_loose_low_refuses_suffix_winner_contradicted_by_size() -> None:
@@ -414,9 +390,7 @@ def test_loose_low_refuses_when_two_candidates_agree_equally() -> None:
 
 # --- path_map parsing -------------------------------------------------------------------
 
-FORM = (
-    "write stash_prefix=plex_prefix, rules separated by ';' (e.g. /data=/media/stash)"
-)
+FORM = "write stash_prefix=plex_prefix, rules separated by ';' (e.g. /data=/media/stash)"
 
 
 @pytest.mark.parametrize(

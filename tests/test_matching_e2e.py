@@ -42,57 +42,151 @@ class Case:
 
 CASES = [
     Case("prefix map", ("/stash/media/a/one.mp4",), (P("/plex/media/a/one.mp4"),), "/plex/media/a/one.mp4"),
-    Case("no map, same paths", ("/plex/media/one.mp4",), (P("/plex/media/one.mp4"),), "/plex/media/one.mp4",
-         {"path_map": None}),
-    Case("longest prefix wins", ("/stash/media/one.mp4",),
-         (P("/plex/media/wrong/media/one.mp4"), P("/plex/media/one.mp4")), "/plex/media/one.mp4",
-         {"path_map": "/stash=/plex/media/wrong;/stash/media=/plex/media"}),
-    Case("prefix matches whole folders only", ("/stash/media2/one.mp4",),
-         (P("/plex/media2/one.mp4"), P("/plex/media/extra/one.mp4")), "/plex/media/extra/one.mp4",
-         {"path_map": "/stash/media=/plex/media;/stash/media2=/plex/media/extra"}),
-    Case("trailing slashes in rule", ("/stash/media/a/one.mp4",), (P("/plex/media/a/one.mp4"),),
-         "/plex/media/a/one.mp4", {"path_map": "/stash/media/=/plex/media/"}),
-    Case("windows stash path", ("C:\\Videos\\Studio A\\one.mp4",), (P("/plex/media/Studio A/one.mp4"),),
-         "/plex/media/Studio A/one.mp4", {"path_map": "C:\\Videos=/plex/media"}),
-    Case("windows, lower drive, slashes, trailing separator", ("c:/Videos/sub/one.mp4",),
-         (P("/plex/media/sub/one.mp4"),), "/plex/media/sub/one.mp4", {"path_map": "C:\\Videos\\=/plex/media"}),
-    Case("case differs, insensitive on", ("/stash/media/Studio/Scene.MP4",), (P("/plex/media/studio/scene.mp4"),),
-         "/plex/media/studio/scene.mp4", {"case_insensitive_paths": True}),
-    Case("case differs in rule, insensitive on", ("/stash/media/one.mp4",), (P("/plex/media/one.mp4"),),
-         "/plex/media/one.mp4", {"case_insensitive_paths": True, "path_map": "/STASH/Media=/plex/media"}),
-    Case("case differs, insensitive off", ("/stash/media/Studio/Scene.MP4",), (P("/plex/media/studio/scene.mp4"),),
-         None, {"case_insensitive_paths": False}),
-    Case("duplicates across folders, exact path decides", ("/stash/media/b/one.mp4",),
-         (P("/plex/media/a/one.mp4"), P("/plex/media/b/one.mp4")), "/plex/media/b/one.mp4"),
-    Case("duplicates across sections, exact path decides", ("/stash/media/one.mp4",),
-         (P("/plex/other/one.mp4", section=2), P("/plex/media/one.mp4")), "/plex/media/one.mp4", other_section=True),
-    Case("duplicates across sections, no exact path, strict", ("/stash/media/new/one.mp4",),
-         (P("/plex/other/one.mp4", section=2), P("/plex/media/old/one.mp4")), None,
-         reason=("/plex/other/one.mp4", "/plex/media/old/one.mp4"), other_section=True),
-    Case("unconfigured library is not searched", ("/stash/media/new/one.mp4",),
-         (P("/plex/other/one.mp4", section=2), P("/plex/media/old/one.mp4")), "/plex/media/old/one.mp4",
-         {"plex_libraries": "Stash"}, other_section=True),
-    Case("multi-file scene, only the second file in Plex", ("/stash/media/one.mp4", "/stash/media/two.mp4"),
-         (P("/plex/media/two.mp4"),), "/plex/media/two.mp4"),
-    Case("multi-file scene, primary file wins", ("/stash/media/one.mp4", "/stash/media/two.mp4"),
-         (P("/plex/media/two.mp4"), P("/plex/media/one.mp4")), "/plex/media/one.mp4"),
-    Case("renamed folder, size agrees: medium written", ("/stash/media/old/one.mp4",),
-         (P("/plex/media/new/one.mp4"),), "/plex/media/new/one.mp4"),
-    Case("renamed folder, size and duration differ, strict: refused", ("/stash/media/old/one.mp4",),
-         (P("/plex/media/new/one.mp4", size=999, duration_ms=90_000),), None,
-         reason=("/plex/media/new/one.mp4", "not confirmed")),
-    Case("renamed folder, size and duration differ, strict off: written", ("/stash/media/old/one.mp4",),
-         (P("/plex/media/new/one.mp4", size=999, duration_ms=90_000),), "/plex/media/new/one.mp4",
-         {"strict_matching": False}),
-    Case("strict off: the only candidate whose size and duration agree", ("/stash/media/new/one.mp4",),
-         (P("/plex/media/a/one.mp4", size=1), P("/plex/media/b/one.mp4")), "/plex/media/b/one.mp4",
-         {"strict_matching": False}),
-    Case("strict off: the candidate sharing the most trailing folders", ("/stash/media/Studio/one.mp4",),
-         (P("/plex/media/x/one.mp4"), P("/plex/media/old/Studio/one.mp4")), "/plex/media/old/Studio/one.mp4",
-         {"strict_matching": False}),
-    Case("strict on: two same-name candidates, none written", ("/stash/media/Studio/one.mp4",),
-         (P("/plex/media/x/one.mp4"), P("/plex/media/old/Studio/one.mp4")), None,
-         reason=("/plex/media/x/one.mp4", "/plex/media/old/Studio/one.mp4")),
+    Case(
+        "no map, same paths",
+        ("/plex/media/one.mp4",),
+        (P("/plex/media/one.mp4"),),
+        "/plex/media/one.mp4",
+        {"path_map": None},
+    ),
+    Case(
+        "longest prefix wins",
+        ("/stash/media/one.mp4",),
+        (P("/plex/media/wrong/media/one.mp4"), P("/plex/media/one.mp4")),
+        "/plex/media/one.mp4",
+        {"path_map": "/stash=/plex/media/wrong;/stash/media=/plex/media"},
+    ),
+    Case(
+        "prefix matches whole folders only",
+        ("/stash/media2/one.mp4",),
+        (P("/plex/media2/one.mp4"), P("/plex/media/extra/one.mp4")),
+        "/plex/media/extra/one.mp4",
+        {"path_map": "/stash/media=/plex/media;/stash/media2=/plex/media/extra"},
+    ),
+    Case(
+        "trailing slashes in rule",
+        ("/stash/media/a/one.mp4",),
+        (P("/plex/media/a/one.mp4"),),
+        "/plex/media/a/one.mp4",
+        {"path_map": "/stash/media/=/plex/media/"},
+    ),
+    Case(
+        "windows stash path",
+        ("C:\\Videos\\Studio A\\one.mp4",),
+        (P("/plex/media/Studio A/one.mp4"),),
+        "/plex/media/Studio A/one.mp4",
+        {"path_map": "C:\\Videos=/plex/media"},
+    ),
+    Case(
+        "windows, lower drive, slashes, trailing separator",
+        ("c:/Videos/sub/one.mp4",),
+        (P("/plex/media/sub/one.mp4"),),
+        "/plex/media/sub/one.mp4",
+        {"path_map": "C:\\Videos\\=/plex/media"},
+    ),
+    Case(
+        "case differs, insensitive on",
+        ("/stash/media/Studio/Scene.MP4",),
+        (P("/plex/media/studio/scene.mp4"),),
+        "/plex/media/studio/scene.mp4",
+        {"case_insensitive_paths": True},
+    ),
+    Case(
+        "case differs in rule, insensitive on",
+        ("/stash/media/one.mp4",),
+        (P("/plex/media/one.mp4"),),
+        "/plex/media/one.mp4",
+        {"case_insensitive_paths": True, "path_map": "/STASH/Media=/plex/media"},
+    ),
+    Case(
+        "case differs, insensitive off",
+        ("/stash/media/Studio/Scene.MP4",),
+        (P("/plex/media/studio/scene.mp4"),),
+        None,
+        {"case_insensitive_paths": False},
+    ),
+    Case(
+        "duplicates across folders, exact path decides",
+        ("/stash/media/b/one.mp4",),
+        (P("/plex/media/a/one.mp4"), P("/plex/media/b/one.mp4")),
+        "/plex/media/b/one.mp4",
+    ),
+    Case(
+        "duplicates across sections, exact path decides",
+        ("/stash/media/one.mp4",),
+        (P("/plex/other/one.mp4", section=2), P("/plex/media/one.mp4")),
+        "/plex/media/one.mp4",
+        other_section=True,
+    ),
+    Case(
+        "duplicates across sections, no exact path, strict",
+        ("/stash/media/new/one.mp4",),
+        (P("/plex/other/one.mp4", section=2), P("/plex/media/old/one.mp4")),
+        None,
+        reason=("/plex/other/one.mp4", "/plex/media/old/one.mp4"),
+        other_section=True,
+    ),
+    Case(
+        "unconfigured library is not searched",
+        ("/stash/media/new/one.mp4",),
+        (P("/plex/other/one.mp4", section=2), P("/plex/media/old/one.mp4")),
+        "/plex/media/old/one.mp4",
+        {"plex_libraries": "Stash"},
+        other_section=True,
+    ),
+    Case(
+        "multi-file scene, only the second file in Plex",
+        ("/stash/media/one.mp4", "/stash/media/two.mp4"),
+        (P("/plex/media/two.mp4"),),
+        "/plex/media/two.mp4",
+    ),
+    Case(
+        "multi-file scene, primary file wins",
+        ("/stash/media/one.mp4", "/stash/media/two.mp4"),
+        (P("/plex/media/two.mp4"), P("/plex/media/one.mp4")),
+        "/plex/media/one.mp4",
+    ),
+    Case(
+        "renamed folder, size agrees: medium written",
+        ("/stash/media/old/one.mp4",),
+        (P("/plex/media/new/one.mp4"),),
+        "/plex/media/new/one.mp4",
+    ),
+    Case(
+        "renamed folder, size and duration differ, strict: refused",
+        ("/stash/media/old/one.mp4",),
+        (P("/plex/media/new/one.mp4", size=999, duration_ms=90_000),),
+        None,
+        reason=("/plex/media/new/one.mp4", "not confirmed"),
+    ),
+    Case(
+        "renamed folder, size and duration differ, strict off: written",
+        ("/stash/media/old/one.mp4",),
+        (P("/plex/media/new/one.mp4", size=999, duration_ms=90_000),),
+        "/plex/media/new/one.mp4",
+        {"strict_matching": False},
+    ),
+    Case(
+        "strict off: the only candidate whose size and duration agree",
+        ("/stash/media/new/one.mp4",),
+        (P("/plex/media/a/one.mp4", size=1), P("/plex/media/b/one.mp4")),
+        "/plex/media/b/one.mp4",
+        {"strict_matching": False},
+    ),
+    Case(
+        "strict off: the candidate sharing the most trailing folders",
+        ("/stash/media/Studio/one.mp4",),
+        (P("/plex/media/x/one.mp4"), P("/plex/media/old/Studio/one.mp4")),
+        "/plex/media/old/Studio/one.mp4",
+        {"strict_matching": False},
+    ),
+    Case(
+        "strict on: two same-name candidates, none written",
+        ("/stash/media/Studio/one.mp4",),
+        (P("/plex/media/x/one.mp4"), P("/plex/media/old/Studio/one.mp4")),
+        None,
+        reason=("/plex/media/x/one.mp4", "/plex/media/old/Studio/one.mp4"),
+    ),
 ]
 
 
@@ -125,8 +219,7 @@ def titled(plugin, keys: dict[str, int], title: str = "Synced") -> list[str]:
 def test_matching(plugin, case: Case):
     if case.other_section:
         plugin.plex.add_section("Other", ["/plex/other"], key=2)
-    keys = {p.path: plugin.plex.add_item(p.section, p.path, size=p.size, duration_ms=p.duration_ms)
-            for p in case.plex}
+    keys = {p.path: plugin.plex.add_item(p.section, p.path, size=p.size, duration_ms=p.duration_ms) for p in case.plex}
     sid = add_scene(plugin, case.scene)
     plugin.configure(**case.settings)
     plugin.hook(plugin.stash.update_scene(sid, title="Synced"))
@@ -148,8 +241,10 @@ def test_matching(plugin, case: Case):
 
 
 def test_same_name_in_two_folders_strict_writes_neither_and_names_both(plugin):
-    keys = {p: plugin.plex.add_item(1, p, size=SIZE, duration_ms=60_000)
-            for p in ("/plex/media/studio a/clip.mp4", "/plex/media/studio b/clip.mp4")}
+    keys = {
+        p: plugin.plex.add_item(1, p, size=SIZE, duration_ms=60_000)
+        for p in ("/plex/media/studio a/clip.mp4", "/plex/media/studio b/clip.mp4")
+    }
     sid = add_scene(plugin, ["/stash/media/clip.mp4"])
     plugin.configure(strict_matching=True)
     plugin.hook(plugin.stash.update_scene(sid, title="Synced"))
@@ -203,7 +298,9 @@ def _library(plugin, n: int = 8) -> None:
     """Stash under /mnt/nas/videos, Plex under /plex/media; one Plex-only folder name per studio."""
     for i in range(n):
         rel = f"studio {i % 3}/scene-{i}.mp4"
-        plugin.stash.add_scene(title=f"S{i}", files=[{"path": f"/mnt/nas/videos/{rel}", "size": 10 + i, "duration": 60.0}])
+        plugin.stash.add_scene(
+            title=f"S{i}", files=[{"path": f"/mnt/nas/videos/{rel}", "size": 10 + i, "duration": 60.0}]
+        )
         plugin.plex.add_item(1, f"/plex/media/{rel}", size=10 + i, duration_ms=60_000)
 
 
@@ -221,8 +318,10 @@ def test_health_check_suggests_the_rule_for_a_wrong_path_map_and_none_for_a_righ
     pm = out["path_map"]
     assert pm["sampled"] == 8 and pm["matched"] == 0 and pm["share"] == 0
     assert len(pm["unmatched_examples"]) == 5
-    assert pm["unmatched_examples"][0] == {"stash_path": "/mnt/nas/videos/studio 0/scene-0.mp4",
-                                           "mapped_path": "/mnt/nas/videos/studio 0/scene-0.mp4"}
+    assert pm["unmatched_examples"][0] == {
+        "stash_path": "/mnt/nas/videos/studio 0/scene-0.mp4",
+        "mapped_path": "/mnt/nas/videos/studio 0/scene-0.mp4",
+    }
     assert pm["suggested_path_map"] == "/mnt/nas/videos=/plex/media"
     assert any("/mnt/nas/videos=/plex/media" in m for m in run.messages("warning"))
 
@@ -258,20 +357,32 @@ def test_health_check_reports_an_unreachable_stash_without_failing(plugin):
 
 
 # -- suggest_path_map (pure) --------------------------------------------------------------------
-@pytest.mark.parametrize("pairs, expected", [
-    ([("/mnt/nas/videos/a/x.mp4", "/plex/media/a/x.mp4"), ("/mnt/nas/videos/y.mp4", "/plex/media/y.mp4")],
-     "/mnt/nas/videos=/plex/media"),
-    ([("C:\\Videos\\a\\x.mp4", "/plex/media/a/x.mp4")], "C:\\Videos=/plex/media"),
-    ([("/data/x.mp4", "D:\\Plex\\x.mp4")], "/data=D:\\Plex"),
-    ([("/videos/x.mp4", "/media/videos/x.mp4")], "/=/media"),
-    ([("/same/x.mp4", "/same/x.mp4")], None),
-    ([], None),
-    # the majority rule wins over a stray same-name file elsewhere
-    ([("/s/a/x.mp4", "/p/a/x.mp4"), ("/s/b/y.mp4", "/p/b/y.mp4"), ("/s/b/y.mp4", "/junk/y.mp4"),
-      ("/s/c/z.mp4", "/p/c/z.mp4")], "/s=/p"),
-    # pairs deriving different but compatible rules: the more general one explains all
-    ([("/s/media/x.mp4", "/p/media/x.mp4"), ("/s/media/other/y.mp4", "/p/media/other/y.mp4")], "/s=/p"),
-])
+@pytest.mark.parametrize(
+    "pairs, expected",
+    [
+        (
+            [("/mnt/nas/videos/a/x.mp4", "/plex/media/a/x.mp4"), ("/mnt/nas/videos/y.mp4", "/plex/media/y.mp4")],
+            "/mnt/nas/videos=/plex/media",
+        ),
+        ([("C:\\Videos\\a\\x.mp4", "/plex/media/a/x.mp4")], "C:\\Videos=/plex/media"),
+        ([("/data/x.mp4", "D:\\Plex\\x.mp4")], "/data=D:\\Plex"),
+        ([("/videos/x.mp4", "/media/videos/x.mp4")], "/=/media"),
+        ([("/same/x.mp4", "/same/x.mp4")], None),
+        ([], None),
+        # the majority rule wins over a stray same-name file elsewhere
+        (
+            [
+                ("/s/a/x.mp4", "/p/a/x.mp4"),
+                ("/s/b/y.mp4", "/p/b/y.mp4"),
+                ("/s/b/y.mp4", "/junk/y.mp4"),
+                ("/s/c/z.mp4", "/p/c/z.mp4"),
+            ],
+            "/s=/p",
+        ),
+        # pairs deriving different but compatible rules: the more general one explains all
+        ([("/s/media/x.mp4", "/p/media/x.mp4"), ("/s/media/other/y.mp4", "/p/media/other/y.mp4")], "/s=/p"),
+    ],
+)
 def test_suggest_path_map(pairs, expected):
     assert suggest_path_map(pairs) == expected
 

@@ -4,6 +4,7 @@ Each test asserts both what plexapi put on the wire (the emulator's request log)
 and the state the emulator ended up in, so the emulator stays faithful to
 /work/shared/contracts/plex.md.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +22,7 @@ from tests.emulators.plex_emulator import HTML_401, PlexEmulator
 
 TOKEN = "emulator-test-token"
 ROOT = "/data/stash"
-ODD_NAMES = ["Tag, with comma", "A&B=C", "100% / sure?", "#hash", "it's \"quoted\""]
+ODD_NAMES = ["Tag, with comma", "A&B=C", "100% / sure?", "#hash", 'it\'s "quoted"']
 
 
 @pytest.fixture
@@ -81,8 +82,7 @@ def test_sections(emu: PlexEmulator, plex: PlexServer) -> None:
     assert section.refreshing is False
     assert plex.library.sectionByID(1).title == "Stash"
     assert [r["path"] for r in emu.requests] == ["/library", "/library/sections"]
-    assert requests.get(f"{emu.url}/library/sections/", headers={"X-Plex-Token": TOKEN},
-                        timeout=5).status_code == 200
+    assert requests.get(f"{emu.url}/library/sections/", headers={"X-Plex-Token": TOKEN}, timeout=5).status_code == 200
 
 
 # ---------------------------------------------------------------- finding
@@ -96,8 +96,11 @@ def test_all_pages_past_100_items_with_exact_requests(emu, section_key, plex) ->
     assert [v.title for v in items[:2]] == ["scene 000", "scene 001"]
     assert items[-1].locations == [f"{ROOT}/s/scene 249.mp4"]
     pages = emu.requests_matching("GET", "/library/sections/1/all")
-    assert [(r["headers"]["X-Plex-Container-Start"], r["headers"]["X-Plex-Container-Size"])
-            for r in pages] == [("0", "100"), ("100", "100"), ("200", "100")]
+    assert [(r["headers"]["X-Plex-Container-Start"], r["headers"]["X-Plex-Container-Size"]) for r in pages] == [
+        ("0", "100"),
+        ("100", "100"),
+        ("200", "100"),
+    ]
     assert len(emu.requests) == 3  # Media/Part in list views: no per-item reloads
     assert pages[0]["query"] == {"includeGuids": ["1"], "type": ["1"]}
 
@@ -110,8 +113,7 @@ def test_small_container_size_and_total_view_size(emu, section_key, plex) -> Non
     found = section.search(libtype="movie", container_size=7)
     assert [v.title for v in found] == [f"clip {i:02d}" for i in range(20)]
     assert len(emu.requests) == 3
-    root = plex.query("/library/sections/1/all", headers={"X-Plex-Container-Start": "14",
-                                                           "X-Plex-Container-Size": "7"})
+    root = plex.query("/library/sections/1/all", headers={"X-Plex-Container-Start": "14", "X-Plex-Container-Size": "7"})
     assert (root.attrib["size"], root.attrib["totalSize"], root.attrib["offset"]) == ("6", "20", "14")
     assert root.attrib["librarySectionID"] == "1"
     assert section.totalViewSize() == 20
@@ -131,8 +133,14 @@ def test_title_search_is_case_insensitive_substring_and_get_uses_limit(emu, sect
 
 
 def test_list_view_truncates_tags_detail_view_has_all(emu, section_key, plex) -> None:
-    rk = emu.add_item(section_key, f"{ROOT}/tagged.mp4", genre=["G1", "G2", "G3"],
-                      actor=["A1", "A2", "A3", "A4"], collection=["C"], label=["L"])
+    rk = emu.add_item(
+        section_key,
+        f"{ROOT}/tagged.mp4",
+        genre=["G1", "G2", "G3"],
+        actor=["A1", "A2", "A3", "A4"],
+        collection=["C"],
+        label=["L"],
+    )
     listed = plex.query("/library/sections/1/all")[0]
     assert [e.tag for e in listed] == ["Media", "Genre", "Genre", "Role", "Role", "Role"]
     assert "id" not in listed.find("Genre").attrib
@@ -187,8 +195,7 @@ def test_each_field_edit_sets_value_and_lock(emu, section_key, plex, method, nam
     getattr(item, method)(value)
     [put] = emu.edit_requests()
     assert put["path"] == "/library/sections/1/all" and put["status"] == 200
-    assert put["query"] == {f"{name}.locked": ["1"], f"{name}.value": [value],
-                            "id": [str(rk)], "type": ["1"]}
+    assert put["query"] == {f"{name}.locked": ["1"], f"{name}.value": [value], "id": [str(rk)], "type": ["1"]}
     state = emu.item(rk)
     assert state["fields"][name] == value and name in state["locks"]
     item.reload()
@@ -226,9 +233,12 @@ def test_batch_edits_send_one_put(emu, section_key, plex) -> None:
 
 def test_section_put_without_id_edits_every_item(emu, section_key, plex) -> None:
     keys = [emu.add_item(section_key, f"{ROOT}/{n}.mp4") for n in "abc"]
-    resp = requests.put(f"{emu.url}/library/sections/{section_key}/all",
-                        params={"type": 1, "studio.value": "Everyone"},
-                        headers={"X-Plex-Token": TOKEN}, timeout=5)
+    resp = requests.put(
+        f"{emu.url}/library/sections/{section_key}/all",
+        params={"type": 1, "studio.value": "Everyone"},
+        headers={"X-Plex-Token": TOKEN},
+        timeout=5,
+    )
     assert (resp.status_code, resp.content) == (200, b"")
     assert {emu.item(k)["fields"]["studio"] for k in keys} == {"Everyone"}
 
@@ -236,8 +246,9 @@ def test_section_put_without_id_edits_every_item(emu, section_key, plex) -> None
 def test_metadata_put_accepts_same_language(emu, section_key, plex) -> None:
     a = emu.add_item(section_key, f"{ROOT}/a.mp4", genre=["X", "Y"])
     b = emu.add_item(section_key, f"{ROOT}/b.mp4", genre=["Y"])
-    plex.query(f"/library/metadata/{a},{b}", method=plex._session.put,
-               params={"title.value": "Same", "genre[].tag": ""})
+    plex.query(
+        f"/library/metadata/{a},{b}", method=plex._session.put, params={"title.value": "Same", "genre[].tag": ""}
+    )
     assert [emu.item(k)["fields"]["title"] for k in (a, b)] == ["Same", "Same"]
     assert [emu.item(k)["tags"]["genre"] for k in (a, b)] == [[], []]
     assert len(emu.edit_requests()) == 1
@@ -272,20 +283,27 @@ def test_indexed_list_replaces_or_appends_per_switch(emu, section_key, plex) -> 
     # the contract's idempotent recipe gives the same result under either rule
     for semantics in ("append", "replace"):
         emu.tag_semantics = semantics
-        plex.fetchItem(rk).edit(**{"genre[0].tag.tag": "C", "genre[1].tag.tag": "E",
-                                   "genre[].tag.tag-": quote("D")})
+        plex.fetchItem(rk).edit(**{"genre[0].tag.tag": "C", "genre[1].tag.tag": "E", "genre[].tag.tag-": quote("D")})
         assert emu.item(rk)["tags"]["genre"] == ["C", "E"]
 
 
 def test_actor_roles_and_thumbs(emu, section_key, plex) -> None:
     rk = emu.add_item(section_key, f"{ROOT}/actors.mp4")
     item = plex.fetchItem(rk)
-    item.edit(**{"actor[0].tag.tag": "Performer A", "actor[0].tagging.text": "Lead",
-                 "actor[1].tag.tag": "Performer C", "actor[1].tag.thumb": "http://stash/p/7.jpg",
-                 "actor.locked": 1})
+    item.edit(
+        **{
+            "actor[0].tag.tag": "Performer A",
+            "actor[0].tagging.text": "Lead",
+            "actor[1].tag.tag": "Performer C",
+            "actor[1].tag.thumb": "http://stash/p/7.jpg",
+            "actor.locked": 1,
+        }
+    )
     item.reload()
     assert [(r.tag, r.role, r.thumb) for r in item.roles] == [
-        ("Performer A", "Lead", None), ("Performer C", None, "http://stash/p/7.jpg")]
+        ("Performer A", "Lead", None),
+        ("Performer C", None, "http://stash/p/7.jpg"),
+    ]
     assert item.isLocked("actor")
     item.editTags("actor", ["Performer A"], remove=True)
     assert emu.item(rk)["tags"]["actor"] == ["Performer C"]
@@ -311,7 +329,8 @@ def test_upload_poster_by_url_and_bytes(emu, section_key, plex) -> None:
     posters = item.posters()
     assert [(p.ratingKey, p.selected) for p in posters] == [
         (f"upload://posters/{hashlib.sha1(url.encode()).hexdigest()}", False),
-        (f"upload://posters/{hashlib.sha1(png).hexdigest()}", True)]
+        (f"upload://posters/{hashlib.sha1(png).hexdigest()}", True),
+    ]
     item.setPoster(posters[0])
     assert [p.selected for p in item.posters()] == [True, False]
     item.uploadArt(filepath=png)
@@ -416,8 +435,9 @@ def test_bad_requests_map_to_plexapi_errors(emu, section_key, plex) -> None:
     with pytest.raises(NotFound):
         plex.query(f"/library/metadata/{rk},424242", method=plex._session.put, params={"title.value": "x"})
     with pytest.raises(NotFound):
-        plex.query("/library/sections/1/all", method=plex._session.put,
-                   params={"id": foreign, "type": 1, "title.value": "x"})
+        plex.query(
+            "/library/sections/1/all", method=plex._session.put, params={"id": foreign, "type": 1, "title.value": "x"}
+        )
     with pytest.raises(NotFound):
         plex.query("/library/metadata/424242/posters")
     assert emu.item(rk)["fields"]["title"] == "e" and emu.item(foreign)["fields"]["title"] == "f"

@@ -30,8 +30,9 @@ STASH_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # pkg.TimeFormat, UTC
 
 
 def _build(out: Path) -> dict:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--out", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     index = yaml.safe_load((out / "index.yml").read_text(encoding="utf-8"))
     assert isinstance(index, list) and len(index) == 1, index
@@ -72,7 +73,9 @@ def test_building_twice_gives_the_same_zip(source, tmp_path):
 def _runtime_files() -> set[str]:
     names = {"Stash2Plex.py", "Stash2Plex.yml", "requirements.txt"}
     for package in PACKAGES:
-        names |= {p.relative_to(REPO).as_posix() for p in (REPO / package).rglob("*.py") if "__pycache__" not in p.parts}
+        names |= {
+            p.relative_to(REPO).as_posix() for p in (REPO / package).rglob("*.py") if "__pycache__" not in p.parts
+        }
     return names
 
 

@@ -51,23 +51,31 @@ class Struct:
 
 STR, STRS = Str(), ListOf(Str())
 _OPERATION = {"name": STR, "description": STR, "execArgs": STRS, "defaultArgs": MapOf(STR)}
-CONFIG = Struct({
-    "name": STR,
-    "description": STR,
-    "url": STR,
-    "version": STR,
-    "exec": STRS,
-    "interface": Enum(("raw", "rpc", "js")),
-    "errLog": Enum(("trace", "debug", "info", "warning", "error", "progress", "none")),
-    "tasks": ListOf(Struct(_OPERATION)),
-    "hooks": ListOf(Struct({**_OPERATION, "triggeredBy": STRS})),
-    "settings": MapOf(Struct({"displayName": STR, "description": STR,
-                              "type": Enum(("STRING", "NUMBER", "BOOLEAN"))})),
-    "ui": Struct({
-        "requires": STRS, "javascript": STRS, "css": STRS, "assets": MapOf(STR),
-        "csp": Struct({"script-src": STRS, "style-src": STRS, "connect-src": STRS}),
-    }),
-})
+CONFIG = Struct(
+    {
+        "name": STR,
+        "description": STR,
+        "url": STR,
+        "version": STR,
+        "exec": STRS,
+        "interface": Enum(("raw", "rpc", "js")),
+        "errLog": Enum(("trace", "debug", "info", "warning", "error", "progress", "none")),
+        "tasks": ListOf(Struct(_OPERATION)),
+        "hooks": ListOf(Struct({**_OPERATION, "triggeredBy": STRS})),
+        "settings": MapOf(
+            Struct({"displayName": STR, "description": STR, "type": Enum(("STRING", "NUMBER", "BOOLEAN"))})
+        ),
+        "ui": Struct(
+            {
+                "requires": STRS,
+                "javascript": STRS,
+                "css": STRS,
+                "assets": MapOf(STR),
+                "csp": Struct({"script-src": STRS, "style-src": STRS, "connect-src": STRS}),
+            }
+        ),
+    }
+)
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -79,7 +87,8 @@ class _StrictLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} already set in map", key_node.start_mark)
+                    None, None, f"key {key!r} already set in map", key_node.start_mark
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -141,6 +150,7 @@ def config(text) -> dict:
 
 # -- the validator can fail ------------------------------------------------------------
 
+
 def _insert_after(text: str, anchor: str, addition: str) -> str:
     assert anchor in text, anchor
     return text.replace(anchor, anchor + addition, 1)
@@ -148,20 +158,41 @@ def _insert_after(text: str, anchor: str, addition: str) -> str:
 
 BROKEN = {
     "a default under a setting": (
-        lambda t: _insert_after(t, "  strict_matching:\n", "    default: true\n"), "settings.strict_matching", "default"),
+        lambda t: _insert_after(t, "  strict_matching:\n", "    default: true\n"),
+        "settings.strict_matching",
+        "default",
+    ),
     "a top-level requires": (lambda t: t + "requires: OtherPlugin\n", "document", "requires"),
     "an int defaultArg": (
-        lambda t: _insert_after(t, "      mode: all\n", "      limit: 5\n"), "tasks[0].defaultArgs.limit", "int"),
+        lambda t: _insert_after(t, "      mode: all\n", "      limit: 5\n"),
+        "tasks[0].defaultArgs.limit",
+        "int",
+    ),
     "a bool defaultArg": (
-        lambda t: _insert_after(t, "      mode: all\n", "      dry_run: true\n"), "tasks[0].defaultArgs.dry_run", "bool"),
+        lambda t: _insert_after(t, "      mode: all\n", "      dry_run: true\n"),
+        "tasks[0].defaultArgs.dry_run",
+        "bool",
+    ),
     "an unknown key in a task": (
-        lambda t: _insert_after(t, "      mode: all\n", "    timeout: 30\n"), "tasks[0]", "timeout"),
+        lambda t: _insert_after(t, "      mode: all\n", "    timeout: 30\n"),
+        "tasks[0]",
+        "timeout",
+    ),
     "an unknown key in a hook": (
-        lambda t: _insert_after(t, "      - Scene.Create.Post\n", "    priority: high\n"), "hooks[0]", "priority"),
+        lambda t: _insert_after(t, "      - Scene.Create.Post\n", "    priority: high\n"),
+        "hooks[0]",
+        "priority",
+    ),
     "an unknown setting type": (
-        lambda t: t.replace("    type: NUMBER\n", "    type: INTEGER\n", 1), "settings.plex_concurrency.type", "INTEGER"),
+        lambda t: t.replace("    type: NUMBER\n", "    type: INTEGER\n", 1),
+        "settings.plex_concurrency.type",
+        "INTEGER",
+    ),
     "exec as one string": (
-        lambda t: re.sub(r"exec:\n(  - .*\n)+", 'exec: "python {pluginDir}/Stash2Plex.py"\n', t), "exec", "list"),
+        lambda t: re.sub(r"exec:\n(  - .*\n)+", 'exec: "python {pluginDir}/Stash2Plex.py"\n', t),
+        "exec",
+        "list",
+    ),
     "an unknown interface": (lambda t: t.replace("interface: raw", "interface: python"), "interface", "python"),
     "an unknown key under ui": (lambda t: t + "ui:\n  javascript: [a.js]\n  scripts: [b.js]\n", "ui", "scripts"),
 }
@@ -184,12 +215,15 @@ def test_validator_rejects_a_duplicate_key(text):
 
 
 def test_validator_accepts_a_full_ui_block(text):
-    ui = ("ui:\n  requires: [CommunityScriptsUILibrary]\n  javascript: [a.js]\n  css: [a.css]\n"
-          "  assets:\n    /img: img\n  csp:\n    script-src: [https://x]\n    connect-src: []\n")
+    ui = (
+        "ui:\n  requires: [CommunityScriptsUILibrary]\n  javascript: [a.js]\n  css: [a.css]\n"
+        "  assets:\n    /img: img\n  csp:\n    script-src: [https://x]\n    connect-src: []\n"
+    )
     assert load_strict(text + ui)["ui"]["assets"] == {"/img": "img"}
 
 
 # -- the shipped file ------------------------------------------------------------------
+
 
 def test_plugin_yml_loads_strictly(config):
     assert config["name"] == "Stash2Plex"
@@ -266,7 +300,9 @@ def test_setting_descriptions_state_the_defaults_of_the_code(config):
         else:
             assert name in DEFAULTS, f"{name} has a default in Settings but none in DEFAULTS"
             expected = f"Default: {_default_text(DEFAULTS[name])}"
-            assert re.search(re.escape(expected) + r"(?!\w)", description), f"{name}: {description!r} lacks {expected!r}"
+            assert re.search(re.escape(expected) + r"(?!\w)", description), (
+                f"{name}: {description!r} lacks {expected!r}"
+            )
     assert set(DEFAULTS) <= set(Settings.model_fields)
 
 

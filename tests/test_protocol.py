@@ -50,11 +50,27 @@ def _closed_port() -> int:
 
 def _connection(plugin_dir: Path, **changes) -> dict:
     connection = {
-        "Scheme": "http", "Host": "0.0.0.0", "Port": 9999,
-        "SessionCookie": {"Name": "session", "Value": STASH_COOKIE, "Quoted": False, "Path": "", "Domain": "",
-                          "Expires": "0001-01-01T00:00:00Z", "RawExpires": "", "MaxAge": 0, "Secure": False,
-                          "HttpOnly": False, "SameSite": 0, "Partitioned": False, "Raw": "", "Unparsed": None},
-        "Dir": str(plugin_dir.parent), "PluginDir": str(plugin_dir),
+        "Scheme": "http",
+        "Host": "0.0.0.0",
+        "Port": 9999,
+        "SessionCookie": {
+            "Name": "session",
+            "Value": STASH_COOKIE,
+            "Quoted": False,
+            "Path": "",
+            "Domain": "",
+            "Expires": "0001-01-01T00:00:00Z",
+            "RawExpires": "",
+            "MaxAge": 0,
+            "Secure": False,
+            "HttpOnly": False,
+            "SameSite": 0,
+            "Partitioned": False,
+            "Raw": "",
+            "Unparsed": None,
+        },
+        "Dir": str(plugin_dir.parent),
+        "PluginDir": str(plugin_dir),
     }
     for key, value in changes.items():
         if value is KeyError:
@@ -99,7 +115,10 @@ BAD_INPUT = {
     "Scheme ftp": (lambda d: _task(d, QS, Scheme="ftp"), ["server_connection.Scheme", "'ftp'"]),
     "PluginDir missing": (lambda d: _task(d, QS, PluginDir=KeyError), ["server_connection.PluginDir", "missing"]),
     "PluginDir a number": (lambda d: _task(d, QS, PluginDir=5), ["server_connection.PluginDir", "'5'"]),
-    "unknown mode": (lambda d: _task(d, {"mode": "sync_everything"}), ["args.mode", "'sync_everything'", "queue_status"]),
+    "unknown mode": (
+        lambda d: _task(d, {"mode": "sync_everything"}),
+        ["args.mode", "'sync_everything'", "queue_status"],
+    ),
     "mode a number": (lambda d: _task(d, {"mode": 3}), ["args.mode", "'3'"]),
     "mode missing and no hookContext": (lambda d: _task(d, {"other": "x"}), ["args.mode", "missing"]),
     "args missing": (lambda d: {"server_connection": _connection(d)}, ["args.mode", "missing"]),
@@ -110,24 +129,43 @@ BAD_INPUT = {
     "hookContext id a string": (lambda d: _hook(d, id="abc"), ["args.hookContext.id", "'abc'"]),
     "hookContext id a numeric string": (lambda d: _hook(d, id="12"), ["args.hookContext.id", "'12'"]),
     "hookContext id a float": (lambda d: _hook(d, id=1.5), ["args.hookContext.id", "'1.5'"]),
-    "hookContext id missing": (lambda d: {"server_connection": _connection(d), "args": {"hookContext": {
-        "type": "Scene.Create.Post", "input": None}}}, ["args.hookContext.id", "missing"]),
-    "hookContext Image.Update.Post": (lambda d: _hook(d, type="Image.Update.Post"),
-                                      ["args.hookContext.type", "'Image.Update.Post'"]),
-    "hookContext Scene.Destroy.Post": (lambda d: _hook(d, type="Scene.Destroy.Post"),
-                                       ["args.hookContext.type", "'Scene.Destroy.Post'"]),
+    "hookContext id missing": (
+        lambda d: {
+            "server_connection": _connection(d),
+            "args": {"hookContext": {"type": "Scene.Create.Post", "input": None}},
+        },
+        ["args.hookContext.id", "missing"],
+    ),
+    "hookContext Image.Update.Post": (
+        lambda d: _hook(d, type="Image.Update.Post"),
+        ["args.hookContext.type", "'Image.Update.Post'"],
+    ),
+    "hookContext Scene.Destroy.Post": (
+        lambda d: _hook(d, type="Scene.Destroy.Post"),
+        ["args.hookContext.type", "'Scene.Destroy.Post'"],
+    ),
     "hookContext type missing": (lambda d: _hook(d, type=None), ["args.hookContext.type", "missing"]),
     "hookContext a list": (lambda d: _task(d, {"hookContext": [7]}), ["args.hookContext", "list"]),
-    "inputFields a string": (lambda d: _hook(d, input={"id": "7"}, inputFields="title"),
-                             ["args.hookContext.inputFields", "'title'"]),
-    "inputFields with a number": (lambda d: _hook(d, input={"id": "7"}, inputFields=["id", 5]),
-                                  ["args.hookContext.inputFields"]),
-    "SessionCookie Value empty": (lambda d: _task(d, QS, SessionCookie={"Name": "session", "Value": ""}),
-                                  ["server_connection.SessionCookie.Value"]),
-    "SessionCookie Value missing": (lambda d: _task(d, QS, SessionCookie={"Name": "session"}),
-                                    ["server_connection.SessionCookie.Value"]),
-    "SessionCookie a string": (lambda d: _task(d, QS, SessionCookie="session=abc"),
-                               ["server_connection.SessionCookie", "JSON object"]),
+    "inputFields a string": (
+        lambda d: _hook(d, input={"id": "7"}, inputFields="title"),
+        ["args.hookContext.inputFields", "'title'"],
+    ),
+    "inputFields with a number": (
+        lambda d: _hook(d, input={"id": "7"}, inputFields=["id", 5]),
+        ["args.hookContext.inputFields"],
+    ),
+    "SessionCookie Value empty": (
+        lambda d: _task(d, QS, SessionCookie={"Name": "session", "Value": ""}),
+        ["server_connection.SessionCookie.Value"],
+    ),
+    "SessionCookie Value missing": (
+        lambda d: _task(d, QS, SessionCookie={"Name": "session"}),
+        ["server_connection.SessionCookie.Value"],
+    ),
+    "SessionCookie a string": (
+        lambda d: _task(d, QS, SessionCookie="session=abc"),
+        ["server_connection.SessionCookie", "JSON object"],
+    ),
 }
 
 
@@ -137,8 +175,10 @@ def bad_runs(dirs) -> dict[str, PluginRun]:
     plugin_dir, data_dir = dirs
     env = {"STASH2PLEX_DATA_DIR": str(data_dir)}
     with ThreadPoolExecutor(max_workers=8) as pool:
-        futures = {case: pool.submit(run_plugin, build(plugin_dir), env=env, timeout=30)
-                   for case, (build, _) in BAD_INPUT.items()}
+        futures = {
+            case: pool.submit(run_plugin, build(plugin_dir), env=env, timeout=30)
+            for case, (build, _) in BAD_INPUT.items()
+        }
         return {case: future.result() for case, future in futures.items()}
 
 
@@ -201,6 +241,7 @@ def test_stdio_is_utf8_whatever_the_locale(encoding, tmp_path):
 
 # -- well-formed calls, against the emulators --------------------------------------------------
 
+
 def _status(plugin) -> dict:
     run = plugin.task("queue_status")
     reply = assert_protocol(run)
@@ -218,9 +259,12 @@ def test_a_hook_is_answered_per_protocol(plugin):
 
 def test_a_hook_with_only_unsynced_fields_queues_nothing(plugin):
     sid, _ = plugin.add_scene(2)
-    context = {"id": sid, "type": "Scene.Update.Post",
-               "input": {"id": str(sid), "play_count": 3, "rating100": None},
-               "inputFields": ["id", "play_count"]}
+    context = {
+        "id": sid,
+        "type": "Scene.Update.Post",
+        "input": {"id": str(sid), "play_count": 3, "rating100": None},
+        "inputFields": ["id", "play_count"],
+    }
     with drainer_lock_held(plugin.data_dir):
         run = plugin.hook(context)
         reply = assert_protocol(run)
@@ -232,8 +276,9 @@ def test_a_hook_with_only_unsynced_fields_queues_nothing(plugin):
 
 def test_a_scan_style_hook_is_queued_as_bulk_work(plugin):
     sid, _ = plugin.add_scene(3)
-    context = plugin.stash.update_scene(sid, files=[{"path": "/stash/media/scene-00003.mp4", "size": 1003,
-                                                     "duration": 61.0}])
+    context = plugin.stash.update_scene(
+        sid, files=[{"path": "/stash/media/scene-00003.mp4", "size": 1003, "duration": 61.0}]
+    )
     assert context["input"] is None and "inputFields" not in context
     with drainer_lock_held(plugin.data_dir):
         run = plugin.hook(context)

@@ -81,8 +81,9 @@ def hooks_concurrently(plugin, contexts: list[dict]) -> list:
 
 def titles_match(plugin, scenes: dict[int, int]) -> list[int]:
     """Scene ids whose Plex item does not show the scene's current title."""
-    return [sid for sid, rk in scenes.items()
-            if plugin.plex.item(rk)["fields"]["title"] != plugin.stash.scene(sid)["title"]]
+    return [
+        sid for sid, rk in scenes.items() if plugin.plex.item(rk)["fields"]["title"] != plugin.stash.scene(sid)["title"]
+    ]
 
 
 # -- SIGKILL at random points ------------------------------------------------------
@@ -152,7 +153,7 @@ def test_plex_down_breaker_holds_requests_and_work_resumes_by_itself(plugin, fau
     runs = []
     if fault == "refused":  # bursts of five, as a bulk edit in Stash fires them, while a drainer runs
         for start in range(0, 20, 5):
-            runs += hooks_concurrently(plugin, contexts[start:start + 5])
+            runs += hooks_concurrently(plugin, contexts[start : start + 5])
     else:  # all twenty wait for process_queue: one batch, the breaker must hold most of it back
         with drainer_lock_held(plugin.data_dir):
             runs += hooks_concurrently(plugin, contexts)
@@ -332,8 +333,14 @@ def test_corrupt_data_file_is_named_and_left_untouched(plugin, name, how):
     plugin.stash.update_scene(sid, title="After corruption")
     # each task that opens the file says which file and what to do; none touches it
     # (process_queue finds the queue empty: it records no stats, so it never opens stats.db)
-    opens = {"queue_status": True, "process_queue": name not in ("dlq.db", "stats.db"), "all": name != "dlq.db",
-             "retry_dlq": name == "dlq.db", "purge_dlq": name == "dlq.db", "clear_queue": name == "queue/data.db"}
+    opens = {
+        "queue_status": True,
+        "process_queue": name not in ("dlq.db", "stats.db"),
+        "all": name != "dlq.db",
+        "retry_dlq": name == "dlq.db",
+        "purge_dlq": name == "dlq.db",
+        "clear_queue": name == "queue/data.db",
+    }
     for mode, must_fail in opens.items():
         run = plugin.task(mode)
         if must_fail:

@@ -58,20 +58,33 @@ def post(emu: StashEmulator, body: dict | bytes, cookie: bool = True) -> request
 
 # --- start-up and connection ---------------------------------------------------
 
+
 def test_server_connection_has_stash_shape(emu: StashEmulator) -> None:
     conn = emu.server_connection("/cfg/plugins/Stash2Plex")
     assert conn["Host"] == "0.0.0.0" and conn["Port"] == emu.port and conn["Scheme"] == "http"
     assert conn["PluginDir"] == "/cfg/plugins/Stash2Plex" and conn["Dir"] == "/cfg"
     cookie = conn["SessionCookie"]
     assert cookie["Name"] == "session" and cookie["Value"] == emu.session_cookie
-    assert list(cookie) == ["Name", "Value", "Quoted", "Path", "Domain", "Expires", "RawExpires",
-                            "MaxAge", "Secure", "HttpOnly", "SameSite", "Partitioned", "Raw",
-                            "Unparsed"]
+    assert list(cookie) == [
+        "Name",
+        "Value",
+        "Quoted",
+        "Path",
+        "Domain",
+        "Expires",
+        "RawExpires",
+        "MaxAge",
+        "Secure",
+        "HttpOnly",
+        "SameSite",
+        "Partitioned",
+        "Raw",
+        "Unparsed",
+    ]
     assert "ApiKey" not in conn
 
 
-def test_stashapi_starts_with_version_apikey_and_introspection(emu: StashEmulator,
-                                                                 stash: StashInterface) -> None:
+def test_stashapi_starts_with_version_apikey_and_introspection(emu: StashEmulator, stash: StashInterface) -> None:
     assert str(stash.version).startswith("v0.30.1")
     assert stash.url == f"{emu.url}/graphql"
     operations = [r["operation"] for r in emu.requests]
@@ -88,8 +101,9 @@ def test_api_key_is_reported_and_accepted(emu: StashEmulator) -> None:
     stash = StashInterface(conn)
     result = stash.call_GQL("query getApiKey{ configuration { general { apiKey } } }")
     assert result["configuration"]["general"]["apiKey"] == "secret-key"
-    wrong = requests.post(f"{emu.url}/graphql", json={"query": "{ version { version } }"},
-                          headers={"ApiKey": "nope"}, timeout=5)
+    wrong = requests.post(
+        f"{emu.url}/graphql", json={"query": "{ version { version } }"}, headers={"ApiKey": "nope"}, timeout=5
+    )
     assert wrong.status_code == 401
 
 
@@ -100,12 +114,23 @@ def test_api_key_is_empty_when_unset(stash: StashInterface) -> None:
 
 # --- scenes ----------------------------------------------------------------
 
+
 def test_find_scene_returns_stash_shaped_scene(emu: StashEmulator, stash: StashInterface) -> None:
-    sid = emu.add_scene(title="Alpha", details="d", date="2024-05-06", studio="Studio A",
-                        performers=["Ann", "Bob"], tags=["t1"], code="C-1", director="Dir",
-                        urls=["https://example.org/a"],
-                        files=[{"path": "/media/a.mp4", "size": 12345678901, "duration": 61.5},
-                               {"path": "C:\\media\\b.mkv", "size": 2, "duration": 1.0}])
+    sid = emu.add_scene(
+        title="Alpha",
+        details="d",
+        date="2024-05-06",
+        studio="Studio A",
+        performers=["Ann", "Bob"],
+        tags=["t1"],
+        code="C-1",
+        director="Dir",
+        urls=["https://example.org/a"],
+        files=[
+            {"path": "/media/a.mp4", "size": 12345678901, "duration": 61.5},
+            {"path": "C:\\media\\b.mkv", "size": 2, "duration": 1.0},
+        ],
+    )
     scene = stash.find_scene(sid, fragment=FRAGMENT)
     assert scene["id"] == str(sid) and scene["title"] == "Alpha" and scene["code"] == "C-1"
     assert scene["studio"] == {"id": "1", "name": "Studio A", "parent_studio": None}
@@ -131,17 +156,17 @@ def test_timestamps_carry_the_server_offset(emu: StashEmulator, stash: StashInte
 def test_find_scenes_pages_and_sorts(emu: StashEmulator, stash: StashInterface) -> None:
     for n in range(30):
         emu.add_scene(title=f"t{(n * 7) % 30:02d}")
-    count, first = stash.find_scenes(filter={"per_page": 10, "page": 1, "sort": "title"},
-                                     fragment="id title", get_count=True)
+    count, first = stash.find_scenes(
+        filter={"per_page": 10, "page": 1, "sort": "title"}, fragment="id title", get_count=True
+    )
     assert count == 30 and [s["title"] for s in first] == [f"t{n:02d}" for n in range(10)]
-    last = stash.find_scenes(filter={"per_page": 10, "page": 3, "sort": "title",
-                                     "direction": "DESC"}, fragment="id title")
+    last = stash.find_scenes(
+        filter={"per_page": 10, "page": 3, "sort": "title", "direction": "DESC"}, fragment="id title"
+    )
     assert [s["title"] for s in last] == [f"t{n:02d}" for n in range(9, -1, -1)]
-    by_id = stash.find_scenes(filter={"per_page": -1, "sort": "id", "direction": "DESC"},
-                              fragment="id")
+    by_id = stash.find_scenes(filter={"per_page": -1, "sort": "id", "direction": "DESC"}, fragment="id")
     assert [int(s["id"]) for s in by_id] == list(range(30, 0, -1))
-    assert stash.find_scenes(filter={"per_page": 25, "page": 2, "sort": "id"}, fragment="id")[0] == {
-        "id": "26"}
+    assert stash.find_scenes(filter={"per_page": 25, "page": 2, "sort": "id"}, fragment="id")[0] == {"id": "26"}
     assert len(stash.find_scenes(fragment="id")) == 30  # stashapi default: per_page -1
 
 
@@ -149,12 +174,10 @@ def test_find_scenes_rejects_unknown_sort(emu: StashEmulator, stash: StashInterf
     emu.add_scene(title="x")
     with pytest.raises(Exception, match="query failed"):
         stash.find_scenes(filter={"per_page": 5, "sort": "bogus"}, fragment="id")
-    assert "invalid sort: bogus" in post(emu, {"query": "{ findScenes(filter: {sort: \"bogus\"}) "
-                                                        "{ count } }"}).text
+    assert "invalid sort: bogus" in post(emu, {"query": '{ findScenes(filter: {sort: "bogus"}) { count } }'}).text
 
 
-def test_updated_at_filter_and_strictly_increasing_updates(emu: StashEmulator,
-                                                           stash: StashInterface) -> None:
+def test_updated_at_filter_and_strictly_increasing_updates(emu: StashEmulator, stash: StashInterface) -> None:
     ids = [emu.add_scene(title=f"s{n}") for n in range(5)]
     emu.clock.now = T0 + 100
     emu.update_scene(ids[1], title="changed")
@@ -162,23 +185,23 @@ def test_updated_at_filter_and_strictly_increasing_updates(emu: StashEmulator,
     s1, s3 = emu.scene(ids[1]), emu.scene(ids[3])
     assert s1["updated_at"] < s3["updated_at"] and s1["created_at"] == emu.scene(ids[0])["created_at"]
     since = {"updated_at": {"value": "2025-12-29T09:21:00Z", "modifier": "GREATER_THAN"}}
-    found = stash.find_scenes(f=since, filter={"per_page": -1, "sort": "updated_at"},
-                              fragment="id updated_at")
+    found = stash.find_scenes(f=since, filter={"per_page": -1, "sort": "updated_at"}, fragment="id updated_at")
     assert [int(s["id"]) for s in found] == [ids[1], ids[3]]
     offset = {"updated_at": {"value": "2025-12-29T10:21:00+01:00", "modifier": "GREATER_THAN"}}
     assert len(stash.find_scenes(f=offset, fragment="id")) == 2
     before = {"updated_at": {"value": "2025-12-29T09:21:00Z", "modifier": "LESS_THAN"}}
     assert len(stash.find_scenes(f=before, fragment="id")) == 3
-    between = {"updated_at": {"value": "2025-12-29T09:21:40Z", "value2": "2025-12-29T09:21:40Z",
-                              "modifier": "BETWEEN"}}
+    between = {"updated_at": {"value": "2025-12-29T09:21:40Z", "value2": "2025-12-29T09:21:40Z", "modifier": "BETWEEN"}}
     assert [s["id"] for s in stash.find_scenes(f=between, fragment="id")] == [str(ids[1])]
 
 
 def test_find_scenes_by_ids_with_call_gql(emu: StashEmulator, stash: StashInterface) -> None:
     for n in range(6):
         emu.add_scene(title=f"s{n}")
-    query = ("query ScenesByIds($ids: [ID!]) { findScenes(ids: $ids, filter: {per_page: -1}) "
-             "{ count scenes { id title files { path } } } }")
+    query = (
+        "query ScenesByIds($ids: [ID!]) { findScenes(ids: $ids, filter: {per_page: -1}) "
+        "{ count scenes { id title files { path } } } }"
+    )
     result = stash.call_GQL(query, {"ids": ["5", "2", "99"]})["findScenes"]
     assert result["count"] == 2 and [s["id"] for s in result["scenes"]] == ["2", "5"]
 
@@ -190,8 +213,7 @@ def test_scene_update_mutation_through_stashapi(emu: StashEmulator, stash: Stash
     emu.clock.now = T0 + 50
     assert stash.update_scene({"id": sid, "title": "new", "tag_ids": ["2"]}) == str(sid)
     scene = emu.scene(sid)
-    assert scene["title"] == "new" and scene["tags"] == ["b"] and scene["updated_at"] > scene[
-        "created_at"]
+    assert scene["title"] == "new" and scene["tags"] == ["b"] and scene["updated_at"] > scene["created_at"]
     hook = emu.hook_contexts[-1]
     assert hook["inputFields"] == ["id", "title", "tag_ids"] and hook["input"]["tag_ids"] == ["2"]
     bad = post(emu, {"query": 'mutation { sceneUpdate(input: {id: "1", tag_ids: ["77"]}) { id } }'})
@@ -220,12 +242,12 @@ def test_update_scene_returns_hook_context(emu: StashEmulator) -> None:
 
 # --- settings and jobs ---------------------------------------------------------
 
+
 def test_plugin_config(emu: StashEmulator, stash: StashInterface) -> None:
     assert stash.find_plugin_config("Stash2Plex") == {}
     raw = stash.call_GQL('query { configuration { plugins(include: ["Stash2Plex"]) } }')
     assert raw["configuration"]["plugins"] == {}
-    emu.plugin_settings["Stash2Plex"] = {"plex_url": "http://plex:32400", "max_retries": 5,
-                                         "dry_run": True}
+    emu.plugin_settings["Stash2Plex"] = {"plex_url": "http://plex:32400", "max_retries": 5, "dry_run": True}
     emu.plugin_settings["Other"] = {"x": 1}
     assert stash.find_plugin_config("Stash2Plex") == emu.plugin_settings["Stash2Plex"]
     assert set(stash.find_plugins_config()) == {"Stash2Plex", "Other"}
@@ -236,8 +258,7 @@ def test_job_queue_is_null_when_idle(emu: StashEmulator, stash: StashInterface) 
     job = emu.add_job("Scanning...")
     emu.jobs.append({"id": "9", "status": "FINISHED", "description": "Generating..."})
     queue = stash.job_queue()
-    assert [(j["id"], j["status"], j["description"]) for j in queue] == [
-        ("1", "RUNNING", "Scanning...")]
+    assert [(j["id"], j["status"], j["description"]) for j in queue] == [("1", "RUNNING", "Scanning...")]
     assert stash.find_job("9")["status"] == "FINISHED" and stash.find_job("42") is None
     job["status"] = "FINISHED"
     assert stash.job_queue() is None
@@ -245,8 +266,8 @@ def test_job_queue_is_null_when_idle(emu: StashEmulator, stash: StashInterface) 
 
 # --- screenshots -----------------------------------------------------------
 
-def test_screenshots_need_auth_and_follow_cover_changes(emu: StashEmulator,
-                                                        stash: StashInterface) -> None:
+
+def test_screenshots_need_auth_and_follow_cover_changes(emu: StashEmulator, stash: StashInterface) -> None:
     sid = emu.add_scene(title="s")
     url = stash.find_scene(sid, fragment="paths { screenshot }")["paths"]["screenshot"]
     first = stash.s.get(url, timeout=5)  # stashapi's session carries the cookie
@@ -262,8 +283,7 @@ def test_screenshots_need_auth_and_follow_cover_changes(emu: StashEmulator,
     default = requests.get(new_url, cookies={"session": emu.session_cookie}, timeout=5)
     assert default.status_code == 200 and default.headers["Content-Type"] == "image/svg+xml"
     assert emu.screenshot_requests == [sid, sid, sid]
-    missing = requests.get(f"{emu.url}/scene/999/screenshot", cookies={"session": emu.session_cookie},
-                           timeout=5)
+    missing = requests.get(f"{emu.url}/scene/999/screenshot", cookies={"session": emu.session_cookie}, timeout=5)
     assert missing.status_code == 404
 
 
@@ -276,13 +296,19 @@ def test_screenshot_accepts_apikey_parameter(emu: StashEmulator) -> None:
 
 # --- transport and faults ----------------------------------------------------
 
+
 def test_transport_status_codes(emu: StashEmulator) -> None:
     invalid = post(emu, {"query": "{ findScene(id: 1) { path } }"})
     assert invalid.status_code == 422 and invalid.json()["data"] is None
     assert "Cannot query field 'path'" in invalid.json()["errors"][0]["message"]
     assert post(emu, {"query": "{ version {"}).status_code == 422
-    bad_var = post(emu, {"query": "query Q($f: FindFilterType) { findScenes(filter: $f) { count } }",
-                         "variables": {"f": {"per_page": "ten"}}})
+    bad_var = post(
+        emu,
+        {
+            "query": "query Q($f: FindFilterType) { findScenes(filter: $f) { count } }",
+            "variables": {"f": {"per_page": "ten"}},
+        },
+    )
     assert bad_var.status_code == 422
     assert post(emu, b"not json").status_code == 400
     assert post(emu, {"query": "{ version { version } }"}, cookie=False).status_code == 401
@@ -300,14 +326,16 @@ def test_auth_can_be_disabled(emu: StashEmulator) -> None:
 
 
 @pytest.mark.parametrize("switch", ["fail_html", "fail_graphql_errors", "fail_401"])
-def test_fault_switches_make_stashapi_raise(emu: StashEmulator, stash: StashInterface,
-                                            switch: str) -> None:
+def test_fault_switches_make_stashapi_raise(emu: StashEmulator, stash: StashInterface, switch: str) -> None:
     setattr(emu, switch, True)
     with pytest.raises(Exception, match="query failed"):
         stash.find_scene(1, fragment="id")
     response = post(emu, {"query": "{ version { version } }"})
-    expected = {"fail_html": (200, "text/html"), "fail_graphql_errors": (200, "application/json"),
-                "fail_401": (401, "application/json")}[switch]
+    expected = {
+        "fail_html": (200, "text/html"),
+        "fail_graphql_errors": (200, "application/json"),
+        "fail_401": (401, "application/json"),
+    }[switch]
     assert (response.status_code, response.headers["Content-Type"].split(";")[0]) == expected
     if switch == "fail_graphql_errors":
         assert response.json() == {"errors": [{"message": "database is locked"}], "data": None}
@@ -324,11 +352,13 @@ def test_latency(emu: StashEmulator, stash: StashInterface) -> None:
 
 def test_twenty_thousand_scenes_page_quickly(emu: StashEmulator, stash: StashInterface) -> None:
     for n in range(20_000):
-        emu.add_scene(title=f"scene {n}", studio=f"studio {n % 40}", performers=[f"p{n % 500}"],
-                      tags=[f"tag{n % 60}", "common"])
+        emu.add_scene(
+            title=f"scene {n}", studio=f"studio {n % 40}", performers=[f"p{n % 500}"], tags=[f"tag{n % 60}", "common"]
+        )
     started = time.monotonic()
-    count, scenes = stash.find_scenes(filter={"per_page": 1000, "page": 7, "sort": "updated_at"},
-                                      fragment=FRAGMENT, get_count=True)
+    count, scenes = stash.find_scenes(
+        filter={"per_page": 1000, "page": 7, "sort": "updated_at"}, fragment=FRAGMENT, get_count=True
+    )
     elapsed = time.monotonic() - started
     assert count == 20_000 and len(scenes) == 1000 and scenes[0]["id"] == "6001"
     assert elapsed < 1.5, f"page of 1000 took {elapsed:.2f}s"
@@ -336,10 +366,13 @@ def test_twenty_thousand_scenes_page_quickly(emu: StashEmulator, stash: StashInt
 
 # --- schema conformance ------------------------------------------------------
 
+
 def _real_schema_sdl() -> str:
     if not (REAL_SCHEMA_DIR / "schema.graphql").is_file():
-        pytest.skip(f"Stash's reference schema not found at {REAL_SCHEMA_DIR.resolve()} "
-                    "(only present in the development workspace)")
+        pytest.skip(
+            f"Stash's reference schema not found at {REAL_SCHEMA_DIR.resolve()} "
+            "(only present in the development workspace)"
+        )
     files = [REAL_SCHEMA_DIR / "schema.graphql", *sorted((REAL_SCHEMA_DIR / "types").glob("*.graphql"))]
     return "\n".join(f.read_text(encoding="utf-8") for f in files)
 

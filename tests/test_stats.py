@@ -32,8 +32,18 @@ def local(ts: float) -> str:
 
 
 EMPTY = {
-    "synced": 0, "unchanged": 0, "gone": 0, "posters": 0, "failed": {}, "failed_total": 0, "retried": {},
-    "retried_total": 0, "timed_jobs": 0, "avg_plex_ms": None, "last_success_at": None, "last_failure_at": None,
+    "synced": 0,
+    "unchanged": 0,
+    "gone": 0,
+    "posters": 0,
+    "failed": {},
+    "failed_total": 0,
+    "retried": {},
+    "retried_total": 0,
+    "timed_jobs": 0,
+    "avg_plex_ms": None,
+    "last_success_at": None,
+    "last_failure_at": None,
     "last_failure": None,
 }
 
@@ -66,10 +76,16 @@ def test_deltas_add_up_with_exact_values(tmp_path):
     store.record(first)
     store.record(second)
     assert store.snapshot() == {
-        "synced": 2, "unchanged": 3, "gone": 1, "posters": 1,
-        "failed": {"PlexNotFound": 2, "AmbiguousMatch": 1}, "failed_total": 3,
-        "retried": {"PlexNotFound": 1}, "retried_total": 1,
-        "timed_jobs": 3, "avg_plex_ms": 60.0,
+        "synced": 2,
+        "unchanged": 3,
+        "gone": 1,
+        "posters": 1,
+        "failed": {"PlexNotFound": 2, "AmbiguousMatch": 1},
+        "failed_total": 3,
+        "retried": {"PlexNotFound": 1},
+        "retried_total": 1,
+        "timed_jobs": 3,
+        "avg_plex_ms": 60.0,
         "last_success_at": local(NOW + 2),
         "last_failure_at": local(NOW + 11),
         "last_failure": {"error_class": "PlexNotFound", "message": "still not in Plex", "dead_lettered": True},
@@ -113,25 +129,44 @@ class FakeQueue:
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
 
-    def ack(self, item): self.calls.append(("ack", item.job.scene_id))
-    def postpone(self, item, until): self.calls.append(("postpone", item.job.scene_id))
-    def retry_later(self, item, job): self.calls.append(("retry", item.job.scene_id))
+    def ack(self, item):
+        self.calls.append(("ack", item.job.scene_id))
+
+    def postpone(self, item, until):
+        self.calls.append(("postpone", item.job.scene_id))
+
+    def retry_later(self, item, job):
+        self.calls.append(("retry", item.job.scene_id))
 
 
 class FakeBreaker:
-    def allow(self): return True
-    def state(self): return BreakerState()
-    def seconds_until_probe(self): return 0.0
-    def record_success(self): pass
-    def record_failure(self): pass
+    def allow(self):
+        return True
+
+    def state(self):
+        return BreakerState()
+
+    def seconds_until_probe(self):
+        return 0.0
+
+    def record_success(self):
+        pass
+
+    def record_failure(self):
+        pass
 
 
 class FakeSyncer:
     """Scene 1 synced with a poster, 3 ambiguous, 4 not in Plex; hash = title."""
 
-    def state_hash(self, scene): return scene.title
-    def prefetch(self, work): pass
-    def end_batch(self): pass
+    def state_hash(self, scene):
+        return scene.title
+
+    def prefetch(self, work):
+        pass
+
+    def end_batch(self):
+        pass
 
     def sync(self, scene, record, scan_allowed):
         if scene.id == 3:
@@ -171,9 +206,19 @@ def make_worker(tmp_path, stash: FakeStash, ticks: list[float]):
     ledger.save(SceneRecord(2, rating_key=102, state_hash="Same"))  # scene 2 is unchanged
     stats = CountingStats(tmp_path)
     timer = iter(ticks)
-    worker = Worker(queue=FakeQueue(), dlq=DeadLetterQueue(tmp_path, clock=lambda: NOW), ledger=ledger,
-                    stash=stash, syncer=FakeSyncer(), breaker=FakeBreaker(), stats_store=stats,
-                    log=StashLog(io.StringIO()), concurrency=1, clock=lambda: NOW, timer=lambda: next(timer))
+    worker = Worker(
+        queue=FakeQueue(),
+        dlq=DeadLetterQueue(tmp_path, clock=lambda: NOW),
+        ledger=ledger,
+        stash=stash,
+        syncer=FakeSyncer(),
+        breaker=FakeBreaker(),
+        stats_store=stats,
+        log=StashLog(io.StringIO()),
+        concurrency=1,
+        clock=lambda: NOW,
+        timer=lambda: next(timer),
+    )
     return worker, stats
 
 
@@ -182,20 +227,35 @@ def taken(*ids: int) -> list[Taken]:
 
 
 def test_worker_records_each_batch_once_with_timed_plex_work(tmp_path):
-    scenes = {1: raw_scene(1), 2: raw_scene(2, "Same"), 3: raw_scene(3), 4: raw_scene(4),
-              6: {"id": "6", "title": "No file", "files": []}}  # 5 is gone from Stash
+    scenes = {
+        1: raw_scene(1),
+        2: raw_scene(2, "Same"),
+        3: raw_scene(3),
+        4: raw_scene(4),
+        6: {"id": "6", "title": "No file", "files": []},
+    }  # 5 is gone from Stash
     # concurrency 1: scenes 1, 3, 4 reach Plex in order and take 0.2 s, 0.05 s, 0.35 s
     worker, stats = make_worker(tmp_path, FakeStash(scenes), [10.0, 10.2, 20.0, 20.05, 30.0, 30.35])
     worker.process_batch(taken(1, 2, 3, 4, 5, 6), {})
     assert len(stats.recorded) == 1
     assert stats.snapshot() == {
-        "synced": 1, "unchanged": 1, "gone": 1, "posters": 1,
-        "failed": {"AmbiguousMatch": 1, "InvalidMetadata": 1}, "failed_total": 2,
-        "retried": {"PlexNotFound": 1}, "retried_total": 1,
-        "timed_jobs": 3, "avg_plex_ms": 200.0,
-        "last_success_at": local(NOW), "last_failure_at": local(NOW),
-        "last_failure": {"error_class": "PlexNotFound", "message": "no Plex item holds /plex/four.mp4",
-                         "dead_lettered": False},
+        "synced": 1,
+        "unchanged": 1,
+        "gone": 1,
+        "posters": 1,
+        "failed": {"AmbiguousMatch": 1, "InvalidMetadata": 1},
+        "failed_total": 2,
+        "retried": {"PlexNotFound": 1},
+        "retried_total": 1,
+        "timed_jobs": 3,
+        "avg_plex_ms": 200.0,
+        "last_success_at": local(NOW),
+        "last_failure_at": local(NOW),
+        "last_failure": {
+            "error_class": "PlexNotFound",
+            "message": "no Plex item holds /plex/four.mp4",
+            "dead_lettered": False,
+        },
     }
     # the run's own counter (a task's reply) is kept as before
     assert dict(worker.stats) == {"synced": 1, "posters": 1, "unchanged": 1, "gone": 1, "failed": 2, "retrying": 1}
@@ -218,15 +278,41 @@ def test_a_batch_that_ends_early_is_recorded_too(tmp_path):
 # -- rendering -------------------------------------------------------------------------------
 def test_format_status_renders_queue_dlq_and_stats_lines():
     status = {
-        "pending": 1234, "interactive": 4, "bulk": 1230, "in_flight": 0, "retrying": 2,
-        "next_retry_at": "2026-11-26T10:05:00+00:00", "dlq": 3, "dlq_by_reason": {"PlexNotFound": 2, "AmbiguousMatch": 1},
-        "dlq_newest": [{"scene_id": 7, "title": "Seven", "error_class": "PlexNotFound", "reason": "not in Plex",
-                        "attempts": 9, "failed_at": "2026-11-26T09:00:00+00:00"}],
-        "drainer_running": True, "last_sync": None, "synced_scenes": 5678, "last_drainer_error": None,
-        "stats": {**EMPTY, "synced": 1234, "unchanged": 5678, "failed": {"PlexNotFound": 2, "AmbiguousMatch": 1},
-                  "failed_total": 3, "posters": 12, "timed_jobs": 1234, "avg_plex_ms": 84.4,
-                  "last_success_at": "2026-11-26T10:00:00+00:00", "last_failure_at": "2026-11-26T09:00:00+00:00",
-                  "last_failure": {"error_class": "PlexNotFound", "message": "not in Plex", "dead_lettered": True}},
+        "pending": 1234,
+        "interactive": 4,
+        "bulk": 1230,
+        "in_flight": 0,
+        "retrying": 2,
+        "next_retry_at": "2026-11-26T10:05:00+00:00",
+        "dlq": 3,
+        "dlq_by_reason": {"PlexNotFound": 2, "AmbiguousMatch": 1},
+        "dlq_newest": [
+            {
+                "scene_id": 7,
+                "title": "Seven",
+                "error_class": "PlexNotFound",
+                "reason": "not in Plex",
+                "attempts": 9,
+                "failed_at": "2026-11-26T09:00:00+00:00",
+            }
+        ],
+        "drainer_running": True,
+        "last_sync": None,
+        "synced_scenes": 5678,
+        "last_drainer_error": None,
+        "stats": {
+            **EMPTY,
+            "synced": 1234,
+            "unchanged": 5678,
+            "failed": {"PlexNotFound": 2, "AmbiguousMatch": 1},
+            "failed_total": 3,
+            "posters": 12,
+            "timed_jobs": 1234,
+            "avg_plex_ms": 84.4,
+            "last_success_at": "2026-11-26T10:00:00+00:00",
+            "last_failure_at": "2026-11-26T09:00:00+00:00",
+            "last_failure": {"error_class": "PlexNotFound", "message": "not in Plex", "dead_lettered": True},
+        },
     }
     assert format_status(status) == [
         "1,234 pending (2 waiting for a retry, the next at 2026-11-26T10:05:00+00:00), 3 in the dead-letter queue"
@@ -264,8 +350,14 @@ def test_queue_status_shows_cumulative_stats_across_processes(plugin):
     stats, run = stats_of(plugin)
     assert "outcomes" not in run.output
     assert {k: stats[k] for k in ("synced", "unchanged", "gone", "posters", "failed", "failed_total", "retried")} == {
-        "synced": 2, "unchanged": 1, "gone": 0, "posters": 2,
-        "failed": {"AmbiguousMatch": 1, "InvalidMetadata": 1}, "failed_total": 2, "retried": {}}
+        "synced": 2,
+        "unchanged": 1,
+        "gone": 0,
+        "posters": 2,
+        "failed": {"AmbiguousMatch": 1, "InvalidMetadata": 1},
+        "failed_total": 2,
+        "retried": {},
+    }
     assert stats["timed_jobs"] == 3  # a, b and c reached Plex; d failed before
     assert stats["avg_plex_ms"] > 0
     success = dt.datetime.fromisoformat(stats["last_success_at"])
@@ -274,7 +366,8 @@ def test_queue_status_shows_cumulative_stats_across_processes(plugin):
     assert stats["last_failure"]["dead_lettered"] is True
     line = [m for m in run.messages("info") if m.startswith("synced ")]
     assert len(line) == 1 and line[0].startswith(
-        "synced 2, unchanged 1, failed 2 (AmbiguousMatch 1, InvalidMetadata 1), retried 0, gone 0, posters 2, avg Plex ")
+        "synced 2, unchanged 1, failed 2 (AmbiguousMatch 1, InvalidMetadata 1), retried 0, gone 0, posters 2, avg Plex "
+    )
     assert "ms/job, last success 20" in line[0]
 
     # 'all': a and b are filtered out before queueing (unchanged); c and d fail again
@@ -297,8 +390,9 @@ def test_counts_recorded_before_a_sigkill_survive_it(plugin):
     plugin.configure(plex_concurrency=1)
     plugin.plex.latency = 0.01  # the 20-scene batch then takes over a second: time to kill it
     env = {**os.environ, **plugin.env, "PYTHONPATH": str(REPO.parent)}
-    proc = subprocess.Popen(build_argv(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        build_argv(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     proc.stdin.write(json.dumps(task_document(plugin.connection, "all")).encode())
     proc.stdin.close()
     store = StatsStore(plugin.data_dir)

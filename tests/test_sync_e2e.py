@@ -13,8 +13,13 @@ def test_hook_edit_reaches_plex_with_every_field_locked(plugin):
     sid, rk = plugin.add_scene(1)
     plugin.plex.clear_requests()
     context = plugin.stash.update_scene(
-        sid, title="New Title", details="Line one\nLine two", date="2024-02-29", studio="Studio A",
-        performers=["Alice", "Bob"], tags=["Tag1", "Tag2"],
+        sid,
+        title="New Title",
+        details="Line one\nLine two",
+        date="2024-02-29",
+        studio="Studio A",
+        performers=["Alice", "Bob"],
+        tags=["Tag1", "Tag2"],
     )
     run = plugin.hook(context)
     replied_at = time.time()
@@ -105,8 +110,12 @@ def test_poster_uploaded_only_when_its_bytes_change(plugin):
 
 def test_preserve_plex_edits_fills_only_empty_fields(plugin):
     plugin.configure(preserve_plex_edits=True)
-    sid = plugin.stash.add_scene(title="Stash Title", details="Stash details", studio="Stash Studio",
-                                 files=[{"path": "/stash/media/p.mp4", "size": 5, "duration": 60.0}])
+    sid = plugin.stash.add_scene(
+        title="Stash Title",
+        details="Stash details",
+        studio="Stash Studio",
+        files=[{"path": "/stash/media/p.mp4", "size": 5, "duration": 60.0}],
+    )
     rk = plugin.plex.add_item(1, "/plex/media/p.mp4", title="Title Edited In Plex", size=5, duration_ms=60000)
     plugin.hook(plugin.stash.update_scene(sid, tags=["T"]))
     plugin.wait_drained()

@@ -46,7 +46,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN_ID = "Stash2Plex"
 TOP_FILES = ("Stash2Plex.py", "Stash2Plex.yml", "requirements.txt", "README.md")
-PACKAGES = ("core", "hooks", "plex", "sync_queue", "tasks", "validation", "worker")
+PACKAGES = ("app", "core", "hooks", "plex", "stash", "sync_queue", "tasks", "validation", "worker")
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 FILE_MODE = 0o100644  # regular file, rw-r--r--
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # Stash's pkg.TimeFormat, UTC
@@ -77,8 +77,9 @@ def build_zip(root: Path, names: list[str]) -> bytes:
 def commit_date(root: Path) -> str:
     """HEAD's commit time in UTC in Stash's format; now when git cannot tell."""
     try:
-        done = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%ct", "HEAD"],
-                              capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            ["git", "-C", str(root), "log", "-1", "--format=%ct", "HEAD"], capture_output=True, text=True, timeout=30
+        )
         stamp = int(done.stdout.strip()) if done.returncode == 0 else None
     except (OSError, ValueError, subprocess.SubprocessError):
         stamp = None

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from core.errors import ConfigError
-from plex.pathmap import PathRule, parse_path_map
+from validation.pathmap import PathRule, parse_path_map
 
 DEFAULTS: dict[str, Any] = {
     "plex_libraries": "",
@@ -53,7 +53,9 @@ class Settings(BaseModel):
     def _token(cls, value: str) -> str:
         value = value.strip()
         if not value or any(ch.isspace() for ch in value):
-            raise ValueError("must be your Plex token without spaces (Plex Web → any item → Get Info → View XML → X-Plex-Token)")
+            raise ValueError(
+                "must be your Plex token without spaces (Plex Web → any item → Get Info → View XML → X-Plex-Token)"
+            )
         return value
 
     @field_validator("plex_libraries", mode="before")
@@ -74,7 +76,9 @@ class Settings(BaseModel):
             raise ValueError("must be text like /stash/media=/plex/media;/other=/mnt/other")
         return parse_path_map(value)
 
-    @field_validator("strict_matching", "preserve_plex_edits", "trigger_plex_scan", "case_insensitive_paths", mode="before")
+    @field_validator(
+        "strict_matching", "preserve_plex_edits", "trigger_plex_scan", "case_insensitive_paths", mode="before"
+    )
     @classmethod
     def _boolean(cls, value: Any) -> bool:
         if isinstance(value, bool):

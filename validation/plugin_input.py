@@ -83,7 +83,9 @@ class Cookie:
         # Never echo the value: it is the user's session.
         if not isinstance(value, str) or not value:
             raise InputError("server_connection.SessionCookie.Value must be a non-empty string")
-        return cls(Name=_text(data, "Name", "server_connection.SessionCookie", False, "session") or "session", Value=value)
+        return cls(
+            Name=_text(data, "Name", "server_connection.SessionCookie", False, "session") or "session", Value=value
+        )
 
 
 @dataclass(frozen=True)
@@ -106,9 +108,12 @@ class ServerConnection:
         if scheme not in ("http", "https"):
             raise InputError(f"{where}.Scheme must be http or https{_shown(scheme)}")
         return cls(
-            Host=_text(data, "Host", where), Port=_integer(data, "Port", where, 1, 65535),
-            PluginDir=_text(data, "PluginDir", where), Scheme=scheme,
-            SessionCookie=Cookie.parse(data.get("SessionCookie")), Dir=_text(data, "Dir", where, False),
+            Host=_text(data, "Host", where),
+            Port=_integer(data, "Port", where, 1, 65535),
+            PluginDir=_text(data, "PluginDir", where),
+            Scheme=scheme,
+            SessionCookie=Cookie.parse(data.get("SessionCookie")),
+            Dir=_text(data, "Dir", where, False),
             ApiKey=_text(data, "ApiKey", where, False) or None,
         )
 
@@ -150,8 +155,12 @@ class HookContext:
         fields = data.get("inputFields")
         if fields is not None and (not isinstance(fields, list) or not all(isinstance(f, str) for f in fields)):
             raise InputError(f"{where}.inputFields must be a list of field names{_shown(fields)}")
-        return cls(id=scene_id, type=trigger, input=data.get("input"),
-                   inputFields=tuple(fields) if fields is not None else None)
+        return cls(
+            id=scene_id,
+            type=trigger,
+            input=data.get("input"),
+            inputFields=tuple(fields) if fields is not None else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -188,8 +197,7 @@ class PluginInput:
             )
         if self.args.mode not in TASK_MODES:
             raise InputError(
-                f"args.mode {self.args.mode!r} is not a Stash2Plex mode; expected one of "
-                f"{', '.join(TASK_MODES)}"
+                f"args.mode {self.args.mode!r} is not a Stash2Plex mode; expected one of {', '.join(TASK_MODES)}"
             )
         return self.args.mode
 

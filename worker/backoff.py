@@ -38,13 +38,9 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if not (self.base >= 0 and self.cap >= 0 and math.isfinite(self.cap)):
-            raise ValueError(
-                f"RetryPolicy needs finite base >= 0 and cap >= 0, got {self}"
-            )
+            raise ValueError(f"RetryPolicy needs finite base >= 0 and cap >= 0, got {self}")
         if self.max_attempts < 1:
-            raise ValueError(
-                f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}"
-            )
+            raise ValueError(f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
 
 
 TRANSIENT = RetryPolicy(base=5.0, cap=80.0, max_attempts=5)
@@ -78,9 +74,7 @@ def next_delay(attempt: int, policy: RetryPolicy, rng: random.Random) -> float:
     return rng.uniform(0.0, window(attempt, policy))
 
 
-def schedule(
-    attempt: int, policy: RetryPolicy, now: float, rng: random.Random
-) -> float | None:
+def schedule(attempt: int, policy: RetryPolicy, now: float, rng: random.Random) -> float | None:
     """Return the absolute time of the next attempt, or ``None`` to give up.
 
     ``attempt`` is the number of failures so far (1 after the first failure). Once it

@@ -99,9 +99,7 @@ def on_failure(s: BreakerState, now: float, policy: BreakerPolicy) -> BreakerSta
     return replace(s, failures=failures)
 
 
-def admit(
-    s: BreakerState, now: float, policy: BreakerPolicy
-) -> tuple[bool, BreakerState]:
+def admit(s: BreakerState, now: float, policy: BreakerPolicy) -> tuple[bool, BreakerState]:
     """Decide whether one request may go to Plex at ``now``; return it and the new state.
 
     CLOSED admits everyone. OPEN refuses until ``opened_at + recovery`` (inclusive),
@@ -155,9 +153,7 @@ def _from_json(text: str) -> BreakerState:
         if type(value) not in (int, float) or not math.isfinite(value):
             raise ValueError(f"{key} must be a finite number, got {value!r}")
     state = State(data.get("state", "closed"))
-    return BreakerState(
-        state, failures, float(times["opened_at"]), float(times["probe_started_at"])
-    )
+    return BreakerState(state, failures, float(times["opened_at"]), float(times["probe_started_at"]))
 
 
 class BreakerStore:
@@ -217,15 +213,11 @@ class BreakerStore:
         try:
             return _from_json(text)
         except (ValueError, TypeError) as exc:
-            self.warning = (
-                f"circuit breaker state {self.path} is corrupt ({exc}); reset to closed"
-            )
+            self.warning = f"circuit breaker state {self.path} is corrupt ({exc}); reset to closed"
             return CLOSED
 
     def _write(self, s: BreakerState) -> None:
-        fd, tmp = tempfile.mkstemp(
-            prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent
-        )
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(_to_json(s))

@@ -35,9 +35,11 @@ class Decision:
 def _dlq_message(job: Job, error: BaseException) -> str:
     if isinstance(error, PlexNotFound):
         paths = ", ".join(error.looked_for) or "its file"
-        return (f"not in Plex after {job.attempt + 1} attempts: no Plex item holds {paths}. "
-                "Check that Plex has scanned the file and that path_map maps Stash paths to Plex paths; "
-                "then run 'Retry dead-letter queue'.")
+        return (
+            f"not in Plex after {job.attempt + 1} attempts: no Plex item holds {paths}. "
+            "Check that Plex has scanned the file and that path_map maps Stash paths to Plex paths; "
+            "then run 'Retry dead-letter queue'."
+        )
     if isinstance(error, AmbiguousMatch):
         return f"{error} Then run 'Retry dead-letter queue'."
     if isinstance(error, PermanentError):
@@ -45,8 +47,9 @@ def _dlq_message(job: Job, error: BaseException) -> str:
     return f"gave up after {job.attempt + 1} attempts: {type(error).__name__}: {error}"
 
 
-def decide(job: Job, error: BaseException | None, now: float, rng: random.Random,
-           probe_at: float | None = None) -> Decision:
+def decide(
+    job: Job, error: BaseException | None, now: float, rng: random.Random, probe_at: float | None = None
+) -> Decision:
     if error is None:
         return Decision(ACK, job)
     if isinstance(error, (ConfigError, RunStopped)):
@@ -63,6 +66,8 @@ def decide(job: Job, error: BaseException | None, now: float, rng: random.Random
     if next_at is None:
         return Decision(DLQ, job, None, _dlq_message(job, error))
     scan = job.scan_requested or bool(getattr(error, "scan_requested", False))
-    since = job.not_found_since if job.not_found_since is not None else (now if isinstance(error, PlexNotFound) else None)
+    since = (
+        job.not_found_since if job.not_found_since is not None else (now if isinstance(error, PlexNotFound) else None)
+    )
     retried = job.retry(next_at, error, scan_requested=scan, not_found_since=since)
     return Decision(RETRY, retried, next_at, f"{type(error).__name__}: {error}")

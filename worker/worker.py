@@ -42,9 +42,24 @@ NAP_MAX_S = 1.0
 
 
 class Worker:
-    def __init__(self, *, queue, dlq, ledger, stash, syncer, breaker, stats_store, log, concurrency: int = 6,
-                 batch_size: int = BATCH_SIZE, clock=time.time, sleep=time.sleep, rng: random.Random | None = None,
-                 timer=time.perf_counter) -> None:
+    def __init__(
+        self,
+        *,
+        queue,
+        dlq,
+        ledger,
+        stash,
+        syncer,
+        breaker,
+        stats_store,
+        log,
+        concurrency: int = 6,
+        batch_size: int = BATCH_SIZE,
+        clock=time.time,
+        sleep=time.sleep,
+        rng: random.Random | None = None,
+        timer=time.perf_counter,
+    ) -> None:
         self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
         self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats_store, log
         self.max_concurrency = concurrency
@@ -60,8 +75,15 @@ class Worker:
         self._in_sync: list[int] = []  # this batch's scenes now in sync with Plex
 
     # -- the loop ----------------------------------------------------------------
-    def run(self, *, prefetched: dict[int, dict] | None = None, stop: threading.Event | None = None,
-            wait_for_retries: bool = False, retry_waiting_now: bool = False, progress=None) -> Counter[str]:
+    def run(
+        self,
+        *,
+        prefetched: dict[int, dict] | None = None,
+        stop: threading.Event | None = None,
+        wait_for_retries: bool = False,
+        retry_waiting_now: bool = False,
+        progress=None,
+    ) -> Counter[str]:
         """Work until nothing is due (or, with ``wait_for_retries``, until nothing is left)."""
         tried: set[int] = set()
         early = (lambda item: item.pqid not in tried) if retry_waiting_now else None

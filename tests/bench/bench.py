@@ -49,13 +49,23 @@ class Lab:
         self.plex.add_section("Stash", ["/plex/media"], key=1)
         for n in range(scenes):
             name = f"studio-{n % 20}/scene-{n:06d}.mp4"
-            self.stash.add_scene(title=f"Scene {n}", details=f"Details of scene {n}", date="2024-01-02",
-                                 studio=f"Studio {n % 20}", performers=[f"P{n % 50}", f"P{(n + 7) % 50}"],
-                                 tags=[f"T{n % 30}", f"T{(n + 3) % 30}"],
-                                 files=[{"path": f"/stash/media/{name}", "size": 1000 + n, "duration": 60.0}])
+            self.stash.add_scene(
+                title=f"Scene {n}",
+                details=f"Details of scene {n}",
+                date="2024-01-02",
+                studio=f"Studio {n % 20}",
+                performers=[f"P{n % 50}", f"P{(n + 7) % 50}"],
+                tags=[f"T{n % 30}", f"T{(n + 3) % 30}"],
+                files=[{"path": f"/stash/media/{name}", "size": 1000 + n, "duration": 60.0}],
+            )
             self.plex.add_item(1, f"/plex/media/{name}", size=1000 + n, duration_ms=60000)
-        self.stash.plugin_settings = {"Stash2Plex": {"plex_url": self.plex.url, "plex_token": self.plex.token,
-                                                     "path_map": "/stash/media=/plex/media"}}
+        self.stash.plugin_settings = {
+            "Stash2Plex": {
+                "plex_url": self.plex.url,
+                "plex_token": self.plex.token,
+                "path_map": "/stash/media=/plex/media",
+            }
+        }
         self.plex.latency = latency
         self.tmp = tempfile.TemporaryDirectory()
         self.env = {"STASH2PLEX_DATA_DIR": str(Path(self.tmp.name) / "data")}
@@ -89,8 +99,13 @@ def bench_hook(runs: int = 15) -> None:
             rss.append(run.peak_rss_kb or 0)
         holder.__exit__(None, None, None)
         base, med = statistics.median(baseline), statistics.median(walls)
-        line("hook wall time (median)", f"{med * 1000:.0f} ms", f"{base * 1000:.0f} ms", f"{med / base:.2f}x",
-             "<= 1.3x of import persistqueue, pydantic")
+        line(
+            "hook wall time (median)",
+            f"{med * 1000:.0f} ms",
+            f"{base * 1000:.0f} ms",
+            f"{med / base:.2f}x",
+            "<= 1.3x of import persistqueue, pydantic",
+        )
         line("hook peak RSS (max)", f"{max(rss) / 1024:.1f} MB", "", "", "< 50 MB")
     finally:
         lab.close()
@@ -134,8 +149,13 @@ def bench_bulk(scenes: int = 2000) -> dict:
         pages = len(lab.stash.graphql_requests("S2PScenesPage"))
         by_id = len(lab.stash.graphql_requests("S2PScenesById"))
         floor = scenes * LATENCY_S  # one edit request per changed scene, one at a time
-        line("scenes synced per second", f"{rate:.1f}/s", f"{1 / LATENCY_S:.0f}/s serial floor",
-             f"{rate * LATENCY_S:.2f}x", ">= 50/s")
+        line(
+            "scenes synced per second",
+            f"{rate:.1f}/s",
+            f"{1 / LATENCY_S:.0f}/s serial floor",
+            f"{rate * LATENCY_S:.2f}x",
+            ">= 50/s",
+        )
         line("wall time", f"{run.wall:.1f} s", f"{floor:.1f} s", f"{run.wall / floor:.2f}x")
         line("edit requests per changed scene", f"{edits / max(synced, 1):.2f}", "", "", "<= 1")
         line("Stash requests (pages / by id)", f"{pages} / {by_id}", f"{-(-scenes // 500)} pages", "")
@@ -144,8 +164,13 @@ def bench_bulk(scenes: int = 2000) -> dict:
         lab.plex.clear_requests()
         again = lab.task("all")
         writes = len(lab.plex.edit_requests()) + len(lab.plex.upload_requests())
-        line("no-change resync wall time", f"{again.wall:.2f} s", f"{base:.2f} s paging", f"{again.wall / base:.2f}x",
-             "<= 1.5x of paging Stash + Plex")
+        line(
+            "no-change resync wall time",
+            f"{again.wall:.2f} s",
+            f"{base:.2f} s paging",
+            f"{again.wall / base:.2f}x",
+            "<= 1.5x of paging Stash + Plex",
+        )
         line("no-change resync Plex writes", f"{writes}", "", "", "0")
         return {"wall": run.wall, "rate": rate}
     finally:
@@ -173,8 +198,13 @@ def bench_scale(scenes: int = 20000, small: dict | None = None) -> None:
         run = result["run"]
         assert run.error is None, run.stderr[-2000:]
         line("edit reaches Plex during bulk", f"{latency:.2f} s", f"{run.wall:.0f} s backlog", "", "a few seconds")
-        line("wall time", f"{run.wall:.0f} s", f"{small['wall']:.1f} s @2k", f"{run.wall / small['wall']:.1f}x",
-             "<= 12x of 2,000")
+        line(
+            "wall time",
+            f"{run.wall:.0f} s",
+            f"{small['wall']:.1f} s @2k",
+            f"{run.wall / small['wall']:.1f}x",
+            "<= 12x of 2,000",
+        )
         line("task peak RSS", f"{(run.peak_rss_kb or 0) / 1024:.0f} MB", "", "", "< 150 MB")
     finally:
         lab.close()
@@ -197,16 +227,20 @@ def bench_queue(jobs: int = 10000) -> None:
         drain_s = time.perf_counter() - started
         queue.close()
     per_job = (put_s + drain_s) / jobs
-    line("queue overhead per job (put+take+ack)", f"{per_job * 1e6:.0f} µs", f"{LATENCY_S * 1e3:.0f} ms network",
-         f"{per_job / LATENCY_S:.3f}x", "well below the network cost")
+    line(
+        "queue overhead per job (put+take+ack)",
+        f"{per_job * 1e6:.0f} µs",
+        f"{LATENCY_S * 1e3:.0f} ms network",
+        f"{per_job / LATENCY_S:.3f}x",
+        "well below the network cost",
+    )
     line("enqueue rate", f"{jobs / put_s:.0f}/s", "", "")
     line("take+ack rate", f"{jobs / drain_s:.0f}/s", "", "")
 
 
 def main(argv: list[str]) -> int:
     sections = argv or ["hook", "queue", "bulk", "scale"]
-    print(f"Stash2Plex benchmarks on {platform.platform()}, Python {platform.python_version()}, "
-          f"{os.cpu_count()} cores")
+    print(f"Stash2Plex benchmarks on {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} cores")
     line("figure", "value", "baseline", "ratio", "target")
     small = None
     for section in sections:

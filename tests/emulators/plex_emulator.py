@@ -21,6 +21,7 @@ Choices where the contract marks real PMS behaviour as unknown ([U]):
 
 Run ``python -m tests.emulators.plex_emulator`` to serve one by hand.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,23 +41,46 @@ MACHINE_ID = "5f1c0ffee0ddba11ab1ec0de5eed1dea11e1ba5e"
 PMS_VERSION = "1.41.3.9314-a0bfb8370"
 XML_TYPE = "text/xml;charset=utf-8"
 HTML_TYPE = "text/html"
-HTML_401 = ("<html><head><script>window.location = window.location.href.match("
-            "/(^.+\\/)[^\\/]*$/)[1] + 'web/index.html';</script><title>Unauthorized</title>"
-            "</head><body><h1>401 Unauthorized</h1></body></html>")
+HTML_401 = (
+    "<html><head><script>window.location = window.location.href.match("
+    "/(^.+\\/)[^\\/]*$/)[1] + 'web/index.html';</script><title>Unauthorized</title>"
+    "</head><body><h1>401 Unauthorized</h1></body></html>"
+)
 HTML_404 = "<html><head><title>Not Found</title></head><body><h1>404 Not Found</h1></body></html>"
 HTML_400 = "<html><head><title>Bad Request</title></head><body><h1>400 Bad Request</h1></body></html>"
-HTML_500 = ("<html><head><title>Internal Server Error</title></head>"
-            "<body><h1>500 Internal Server Error</h1></body></html>")
-HTML_503 = ("<html><head><title>Service Unavailable</title></head>"
-            "<body><h1>503 Service Unavailable</h1></body></html>")
+HTML_500 = (
+    "<html><head><title>Internal Server Error</title></head><body><h1>500 Internal Server Error</h1></body></html>"
+)
+HTML_503 = "<html><head><title>Service Unavailable</title></head><body><h1>503 Service Unavailable</h1></body></html>"
 
 # edit prefix -> XML element; the filter key equals the prefix ("actor=12" on Role).
-TAG_TYPES = {"genre": "Genre", "country": "Country", "collection": "Collection", "label": "Label",
-             "director": "Director", "writer": "Writer", "actor": "Role", "producer": "Producer"}
+TAG_TYPES = {
+    "genre": "Genre",
+    "country": "Country",
+    "collection": "Collection",
+    "label": "Label",
+    "director": "Director",
+    "writer": "Writer",
+    "actor": "Role",
+    "producer": "Producer",
+}
 LIST_TAG_CAPS = {"genre": 2, "country": 2, "director": 1, "writer": 1, "actor": 3}
-EDITABLE_FIELDS = ("title", "titleSort", "summary", "tagline", "studio", "originallyAvailableAt",
-                   "contentRating", "originalTitle", "editionTitle", "year", "userRating",
-                   "rating", "audienceRating", "addedAt")
+EDITABLE_FIELDS = (
+    "title",
+    "titleSort",
+    "summary",
+    "tagline",
+    "studio",
+    "originallyAvailableAt",
+    "contentRating",
+    "originalTitle",
+    "editionTitle",
+    "year",
+    "userRating",
+    "rating",
+    "audienceRating",
+    "addedAt",
+)
 LOCKABLE = set(EDITABLE_FIELDS) | set(TAG_TYPES) | {"thumb", "art", "theme", "clearLogo", "squareArt"}
 IGNORED_EDIT_KEYS = {"id", "type", "includeExternalMedia"}
 REVERTED_ON_REFRESH = ("title", "summary")
@@ -108,9 +132,13 @@ def parse_request(handler: BaseHTTPRequestHandler) -> Request:
     parts = urlsplit(handler.path)
     length = int(handler.headers.get("Content-Length") or 0)
     body = handler.rfile.read(length) if length else b""
-    return Request(method=handler.command, path=unquote(parts.path),
-                   pairs=parse_qsl(parts.query, keep_blank_values=True),
-                   headers=dict(handler.headers.items()), body=body)
+    return Request(
+        method=handler.command,
+        path=unquote(parts.path),
+        pairs=parse_qsl(parts.query, keep_blank_values=True),
+        headers=dict(handler.headers.items()),
+        body=body,
+    )
 
 
 def xml_reply(elem: ET.Element, headers: dict[str, str] | None = None) -> Reply:
@@ -168,12 +196,20 @@ class Item:
     art: str = ""
 
     def snapshot(self) -> dict:
-        return {"ratingKey": self.rating_key, "section": self.section, "files": [self.file],
-                "fields": dict(self.fields), "locks": set(self.locks),
-                "tags": {t: [x["tag"] for x in v] for t, v in self.tags.items()},
-                "actors": [dict(x) for x in self.tags["actor"]], "uploads": self.uploads,
-                "poster_hash": self.hashes["posters"], "art_hash": self.hashes["arts"],
-                "thumb": self.thumb, "art": self.art}
+        return {
+            "ratingKey": self.rating_key,
+            "section": self.section,
+            "files": [self.file],
+            "fields": dict(self.fields),
+            "locks": set(self.locks),
+            "tags": {t: [x["tag"] for x in v] for t, v in self.tags.items()},
+            "actors": [dict(x) for x in self.tags["actor"]],
+            "uploads": self.uploads,
+            "poster_hash": self.hashes["posters"],
+            "art_hash": self.hashes["arts"],
+            "thumb": self.thumb,
+            "art": self.art,
+        }
 
 
 @dataclass
@@ -292,9 +328,16 @@ class Library:
         self.next_key += 1
         return self.next_key - 1
 
-    def add_item(self, section_key: int, file: str, rating_key: int | None = None,
-                 title: str | None = None, size: int = 123456789, duration_ms: int = 1234000,
-                 **extra: Any) -> int:
+    def add_item(
+        self,
+        section_key: int,
+        file: str,
+        rating_key: int | None = None,
+        title: str | None = None,
+        size: int = 123456789,
+        duration_ms: int = 1234000,
+        **extra: Any,
+    ) -> int:
         section = self.sections[section_key]
         rk = rating_key if rating_key is not None else self.allocate_key()
         fields: dict[str, Any] = {name: None for name in EDITABLE_FIELDS}
@@ -305,8 +348,18 @@ class Library:
             raise TypeError(f"unknown item fields: {sorted(unknown)}")
         fields.update({k: None if v is None else str(v) for k, v in extra.items()})
         now = self.now()
-        item = Item(rk, section_key, file, size, duration_ms, fields,
-                    {k: fields[k] for k in REVERTED_ON_REFRESH}, tags, now, now)
+        item = Item(
+            rk,
+            section_key,
+            file,
+            size,
+            duration_ms,
+            fields,
+            {k: fields[k] for k in REVERTED_ON_REFRESH},
+            tags,
+            now,
+            now,
+        )
         item.thumb, item.art = (f"/library/metadata/{rk}/{k}/{now}" for k in ("thumb", "art"))
         self.items[rk] = item
         section.scanned(now)
@@ -322,8 +375,7 @@ class Library:
 
     def section_items(self, key: int) -> list[Item]:
         found = [i for i in self.items.values() if i.section == key]
-        return sorted(found, key=lambda i: ((i.fields["titleSort"] or i.fields["title"] or "").lower(),
-                                            i.rating_key))
+        return sorted(found, key=lambda i: ((i.fields["titleSort"] or i.fields["title"] or "").lower(), i.rating_key))
 
     def materialize(self, section_key: int | None = None, scan_path: str | None = None) -> None:
         """Add scheduled items that are due, or that a scan of ``scan_path`` would find."""
@@ -391,33 +443,52 @@ class Library:
 
 # ------------------------------------------------------------- XML rendering
 def _container(**attrs: Any) -> ET.Element:
-    base = {"allowSync": "1", "identifier": "com.plexapp.plugins.library",
-            "mediaTagPrefix": "/system/bundle/media/flags/", "mediaTagVersion": "1735689600"}
+    base = {
+        "allowSync": "1",
+        "identifier": "com.plexapp.plugins.library",
+        "mediaTagPrefix": "/system/bundle/media/flags/",
+        "mediaTagVersion": "1735689600",
+    }
     base.update({k: str(v) for k, v in attrs.items()})
     return ET.Element("MediaContainer", base)
 
 
 def render_root() -> ET.Element:
-    mc = ET.Element("MediaContainer", {
-        "size": "2", "allowMediaDeletion": "1", "allowSync": "1", "friendlyName": "Stash2Plex Test PMS",
-        "machineIdentifier": MACHINE_ID, "myPlex": "1", "myPlexSigninState": "ok", "platform": "Linux",
-        "platformVersion": "6.1.0", "transcoderActiveVideoSessions": "0", "updatedAt": "1735689600",
-        "version": PMS_VERSION})
+    mc = ET.Element(
+        "MediaContainer",
+        {
+            "size": "2",
+            "allowMediaDeletion": "1",
+            "allowSync": "1",
+            "friendlyName": "Stash2Plex Test PMS",
+            "machineIdentifier": MACHINE_ID,
+            "myPlex": "1",
+            "myPlexSigninState": "ok",
+            "platform": "Linux",
+            "platformVersion": "6.1.0",
+            "transcoderActiveVideoSessions": "0",
+            "updatedAt": "1735689600",
+            "version": PMS_VERSION,
+        },
+    )
     for key in ("library", "identity"):
         ET.SubElement(mc, "Directory", count="1", key=key, title=key)
     return mc
 
 
 def render_identity() -> ET.Element:
-    return ET.Element("MediaContainer", size="0", claimed="1", machineIdentifier=MACHINE_ID,
-                      version=PMS_VERSION)
+    return ET.Element("MediaContainer", size="0", claimed="1", machineIdentifier=MACHINE_ID, version=PMS_VERSION)
 
 
 def render_library() -> ET.Element:
-    mc = _container(size=3, allowSync=0, art="/:/resources/library-art.jpg", content="",
-                    title1="Plex Library", title2="")
-    for key, title in (("sections", "Library Sections"), ("recentlyAdded", "Recently Added Content"),
-                       ("onDeck", "On Deck Content")):
+    mc = _container(
+        size=3, allowSync=0, art="/:/resources/library-art.jpg", content="", title1="Plex Library", title2=""
+    )
+    for key, title in (
+        ("sections", "Library Sections"),
+        ("recentlyAdded", "Recently Added Content"),
+        ("onDeck", "On Deck Content"),
+    ):
         ET.SubElement(mc, "Directory", key=key, title=title)
     return mc
 
@@ -425,15 +496,32 @@ def render_library() -> ET.Element:
 def render_sections(lib: Library) -> ET.Element:
     mc = ET.Element("MediaContainer", size=str(len(lib.sections)), allowSync="0", title1="Plex Library")
     for s in lib.sections.values():
-        d = ET.SubElement(mc, "Directory", {
-            "allowSync": "1", "art": "/:/resources/movie-fanart.jpg",
-            "composite": f"/library/sections/{s.key}/composite/{s.updated_at}", "filters": "1",
-            "refreshing": "1" if lib.refreshing(s.key) else "0", "thumb": "/:/resources/video.png",
-            "key": str(s.key), "type": s.type, "title": s.title, "agent": "tv.plex.agents.none",
-            "scanner": "Plex Video Files", "language": "xn",
-            "uuid": f"0b6b3c1e-0000-4a4a-9c9c-{s.key:012d}", "updatedAt": str(s.updated_at),
-            "createdAt": str(s.stamp), "scannedAt": str(s.scanned_at), "content": "1",
-            "directory": "1", "contentChangedAt": str(s.content_changed_at), "hidden": "0"})
+        d = ET.SubElement(
+            mc,
+            "Directory",
+            {
+                "allowSync": "1",
+                "art": "/:/resources/movie-fanart.jpg",
+                "composite": f"/library/sections/{s.key}/composite/{s.updated_at}",
+                "filters": "1",
+                "refreshing": "1" if lib.refreshing(s.key) else "0",
+                "thumb": "/:/resources/video.png",
+                "key": str(s.key),
+                "type": s.type,
+                "title": s.title,
+                "agent": "tv.plex.agents.none",
+                "scanner": "Plex Video Files",
+                "language": "xn",
+                "uuid": f"0b6b3c1e-0000-4a4a-9c9c-{s.key:012d}",
+                "updatedAt": str(s.updated_at),
+                "createdAt": str(s.stamp),
+                "scannedAt": str(s.scanned_at),
+                "content": "1",
+                "directory": "1",
+                "contentChangedAt": str(s.content_changed_at),
+                "hidden": "0",
+            },
+        )
         for i, path in enumerate(s.locations):
             ET.SubElement(d, "Location", id=str(s.key * 100 + i), path=path)
     return mc
@@ -442,15 +530,22 @@ def render_sections(lib: Library) -> ET.Element:
 def render_video(lib: Library, item: Item, full: bool) -> ET.Element:
     """One ``<Video>``; list views (full=False) truncate tags and omit ids and Field locks."""
     rk = item.rating_key
-    attrs = {"ratingKey": str(rk), "key": f"/library/metadata/{rk}", "guid": f"local://{rk}",
-             "type": "movie"}
+    attrs = {"ratingKey": str(rk), "key": f"/library/metadata/{rk}", "guid": f"local://{rk}", "type": "movie"}
     if full:
         section = lib.sections[item.section]
-        attrs.update(librarySectionTitle=section.title, librarySectionID=str(section.key),
-                     librarySectionKey=f"/library/sections/{section.key}")
+        attrs.update(
+            librarySectionTitle=section.title,
+            librarySectionID=str(section.key),
+            librarySectionKey=f"/library/sections/{section.key}",
+        )
     attrs.update({k: str(v) for k, v in item.fields.items() if v is not None})
-    attrs.update(thumb=item.thumb, art=item.art, duration=str(item.duration_ms),
-                 addedAt=str(item.fields["addedAt"] or item.added_at), updatedAt=str(item.updated_at))
+    attrs.update(
+        thumb=item.thumb,
+        art=item.art,
+        duration=str(item.duration_ms),
+        addedAt=str(item.fields["addedAt"] or item.added_at),
+        updatedAt=str(item.updated_at),
+    )
     video = ET.Element("Video", attrs)
     _render_media(video, item)
     for ttype in TAG_TYPES:
@@ -463,18 +558,41 @@ def render_video(lib: Library, item: Item, full: bool) -> ET.Element:
 
 def _render_media(video: ET.Element, item: Item) -> None:
     rk, ext = item.rating_key, posixpath.splitext(item.file)[1].lstrip(".") or "mp4"
-    media = ET.SubElement(video, "Media", {
-        "id": str(rk * 10), "duration": str(item.duration_ms), "bitrate": "4000", "width": "1920",
-        "height": "1080", "aspectRatio": "1.78", "audioChannels": "2", "audioCodec": "aac",
-        "videoCodec": "h264", "videoResolution": "1080", "container": ext, "videoFrameRate": "24p"})
-    ET.SubElement(media, "Part", {
-        "id": str(rk * 100), "key": f"/library/parts/{rk * 100}/1735689600/file.{ext}",
-        "duration": str(item.duration_ms), "file": item.file, "size": str(item.size), "container": ext})
+    media = ET.SubElement(
+        video,
+        "Media",
+        {
+            "id": str(rk * 10),
+            "duration": str(item.duration_ms),
+            "bitrate": "4000",
+            "width": "1920",
+            "height": "1080",
+            "aspectRatio": "1.78",
+            "audioChannels": "2",
+            "audioCodec": "aac",
+            "videoCodec": "h264",
+            "videoResolution": "1080",
+            "container": ext,
+            "videoFrameRate": "24p",
+        },
+    )
+    ET.SubElement(
+        media,
+        "Part",
+        {
+            "id": str(rk * 100),
+            "key": f"/library/parts/{rk * 100}/1735689600/file.{ext}",
+            "duration": str(item.duration_ms),
+            "file": item.file,
+            "size": str(item.size),
+            "container": ext,
+        },
+    )
 
 
 def _render_tags(lib: Library, video: ET.Element, ttype: str, tags: list[dict], full: bool) -> None:
     if not full:
-        tags = tags[:LIST_TAG_CAPS.get(ttype, 0)]
+        tags = tags[: LIST_TAG_CAPS.get(ttype, 0)]
     for tag in tags:
         attrs = {}
         if full:
@@ -494,8 +612,9 @@ def render_images(item: Item, kind: str) -> ET.Element:
     del mc.attrib["allowSync"]
     for row in rows:
         url = f"/library/metadata/{item.rating_key}/file?url={quote(row['id'], safe='')}"
-        ET.SubElement(mc, "Photo", key=url, ratingKey=row["id"], thumb=url,
-                      selected="1" if row["selected"] else "0", provider="")
+        ET.SubElement(
+            mc, "Photo", key=url, ratingKey=row["id"], thumb=url, selected="1" if row["selected"] else "0", provider=""
+        )
     return mc
 
 
@@ -513,18 +632,25 @@ def section_all(lib: Library, req: Request, key: int) -> Reply:
     needle = (req.param("title") or "").lower()
     items = [i for i in items if needle in (i.fields["title"] or "").lower()]
     if req.param("limit"):
-        items = items[:int(req.param("limit"))]
+        items = items[: int(req.param("limit"))]
     start, size = _page_bounds(req, len(items))
-    page = items[start:start + max(size, 0)]
+    page = items[start : start + max(size, 0)]
     section = lib.sections[key]
-    mc = _container(size=len(page), totalSize=len(items), offset=start, librarySectionID=key,
-                    librarySectionTitle=section.title, title1=section.title,
-                    title2=f"All {section.title}", viewGroup="movie", viewMode="65592",
-                    librarySectionUUID=f"0b6b3c1e-0000-4a4a-9c9c-{key:012d}")
+    mc = _container(
+        size=len(page),
+        totalSize=len(items),
+        offset=start,
+        librarySectionID=key,
+        librarySectionTitle=section.title,
+        title1=section.title,
+        title2=f"All {section.title}",
+        viewGroup="movie",
+        viewMode="65592",
+        librarySectionUUID=f"0b6b3c1e-0000-4a4a-9c9c-{key:012d}",
+    )
     for item in page:
         mc.append(render_video(lib, item, full=False))
-    return xml_reply(mc, {"X-Plex-Container-Start": str(start),
-                          "X-Plex-Container-Total-Size": str(len(items))})
+    return xml_reply(mc, {"X-Plex-Container-Start": str(start), "X-Plex-Container-Total-Size": str(len(items))})
 
 
 def edit_items(lib: Library, req: Request, ids: list[int], semantics: str) -> Reply:
@@ -603,8 +729,11 @@ def item_subresource(lib: Library, req: Request, rk: int, sub: str) -> Reply:
 
 
 TOP_LEVEL: dict[str, Callable[[Library], ET.Element]] = {
-    "/": lambda lib: render_root(), "/identity": lambda lib: render_identity(),
-    "/library": lambda lib: render_library(), "/library/sections": render_sections}
+    "/": lambda lib: render_root(),
+    "/identity": lambda lib: render_identity(),
+    "/library": lambda lib: render_library(),
+    "/library/sections": render_sections,
+}
 
 
 def route(lib: Library, req: Request, semantics: str) -> Reply:
@@ -697,8 +826,15 @@ class _Server(ThreadingHTTPServer):
 
 
 def _request_record(req: Request, status: int, started: float) -> dict:
-    return {"method": req.method, "path": req.path, "query": req.query, "headers": dict(req.headers),
-            "body_len": len(req.body), "status": status, "time": started}
+    return {
+        "method": req.method,
+        "path": req.path,
+        "query": req.query,
+        "headers": dict(req.headers),
+        "body_len": len(req.body),
+        "status": status,
+        "time": started,
+    }
 
 
 class PlexEmulator:
@@ -709,8 +845,7 @@ class PlexEmulator:
     at any time. ``fail_uploads`` answers 500 to poster/art uploads only.
     """
 
-    def __init__(self, token: str = "plex-test-token", port: int = 0,
-                 tag_semantics: str = "replace") -> None:
+    def __init__(self, token: str = "plex-test-token", port: int = 0, tag_semantics: str = "replace") -> None:
         if tag_semantics not in ("replace", "append"):
             raise ValueError(f"tag_semantics must be 'replace' or 'append', not {tag_semantics!r}")
         self.token = token
@@ -767,22 +902,31 @@ class PlexEmulator:
     def _listen(self) -> None:
         self._server = _Server(self.port, self)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"plex-emulator-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"plex-emulator-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
 
     # -- library set-up and inspection
-    def add_section(self, title: str, locations: list[str], key: int | None = None,
-                    type: str = "movie") -> int:
+    def add_section(self, title: str, locations: list[str], key: int | None = None, type: str = "movie") -> int:
         with self._lib.lock:
             return self._lib.add_section(title, locations, key, type)
 
-    def add_item(self, section_key: int, file: str, title: str | None = None, size: int = 123456789,
-                 duration_ms: int = 1234000, **fields: Any) -> int:
+    def add_item(
+        self,
+        section_key: int,
+        file: str,
+        title: str | None = None,
+        size: int = 123456789,
+        duration_ms: int = 1234000,
+        **fields: Any,
+    ) -> int:
         """Add an item; ``fields`` are editable fields (``studio=...``) or tag lists (``genre=[...]``)."""
         with self._lib.lock:
-            return self._lib.add_item(section_key, file, title=title, size=size,
-                                      duration_ms=duration_ms, **fields)
+            return self._lib.add_item(section_key, file, title=title, size=size, duration_ms=duration_ms, **fields)
 
     def remove_item(self, rating_key: int) -> None:
         with self._lib.lock:
@@ -812,8 +956,12 @@ class PlexEmulator:
     # -- request log
     def requests_matching(self, method: str | None = None, path_prefix: str | None = None) -> list[dict]:
         with self._log_lock:
-            return [r for r in self.requests if (method is None or r["method"] == method)
-                    and (path_prefix is None or r["path"].startswith(path_prefix))]
+            return [
+                r
+                for r in self.requests
+                if (method is None or r["method"] == method)
+                and (path_prefix is None or r["path"].startswith(path_prefix))
+            ]
 
     def _log_where(self, method: str, pattern: str) -> list[dict]:
         with self._log_lock:

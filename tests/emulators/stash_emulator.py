@@ -50,17 +50,45 @@ from graphql import (
 SCHEMA_PATH = Path(__file__).with_name("stash_schema.graphql")
 VERSION = {"version": "v0.30.1", "hash": "cf3489ef", "build_time": "2025-12-21 10:00:00"}
 HOOK_INPUT_KEYS = (
-    "clientMutationId", "id", "title", "code", "details", "director", "url", "urls",
-    "date", "rating100", "o_counter", "organized", "studio_id", "gallery_ids",
-    "performer_ids", "movies", "groups", "tag_ids", "cover_image", "stash_ids",
-    "resume_time", "play_duration", "play_count", "primary_file_id",
+    "clientMutationId",
+    "id",
+    "title",
+    "code",
+    "details",
+    "director",
+    "url",
+    "urls",
+    "date",
+    "rating100",
+    "o_counter",
+    "organized",
+    "studio_id",
+    "gallery_ids",
+    "performer_ids",
+    "movies",
+    "groups",
+    "tag_ids",
+    "cover_image",
+    "stash_ids",
+    "resume_time",
+    "play_duration",
+    "play_count",
+    "primary_file_id",
 )
 # update_scene keyword -> SceneUpdateInput key
 _UPDATE_KEYS = {
-    "title": "title", "details": "details", "date": "date", "code": "code",
-    "director": "director", "urls": "urls", "studio": "studio_id",
-    "performers": "performer_ids", "tags": "tag_ids", "cover": "cover_image",
-    "rating100": "rating100", "organized": "organized",
+    "title": "title",
+    "details": "details",
+    "date": "date",
+    "code": "code",
+    "director": "director",
+    "urls": "urls",
+    "studio": "studio_id",
+    "performers": "performer_ids",
+    "tags": "tag_ids",
+    "cover": "cover_image",
+    "rating100": "rating100",
+    "organized": "organized",
 }
 _ACTIVE_JOB_STATES = ("READY", "RUNNING", "STOPPING")
 _SORT_KEYS: dict[str, Callable[[dict], Any]] = {
@@ -73,14 +101,14 @@ _SORT_KEYS: dict[str, Callable[[dict], Any]] = {
 }
 _HTML_PAGE = b"<!DOCTYPE html><html><head><title>Login</title></head><body>Sign in</body></html>"
 _DEFAULT_SVG = (
-    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 9">'
-    b'<rect width="16" height="9" fill="#555"/></svg>'
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 9"><rect width="16" height="9" fill="#555"/></svg>'
 )
 _SCREENSHOT_RE = re.compile(r"^/scene/(\d+)/screenshot$")
 _OPERATION_RE = re.compile(r"^\s*(?:query|mutation|subscription)\s+(\w+)")
 
 
 # --- pure helpers ------------------------------------------------------------
+
 
 def rfc3339(ts: float, tz: tzinfo | None = None) -> str:
     """Format like Go's time.RFC3339: whole seconds, offset, `Z` for UTC."""
@@ -110,8 +138,7 @@ def cover_png(scene_id: int, version: int) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", crc)
 
     header = struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
 
 
 def image_type(data: bytes) -> str:
@@ -135,8 +162,7 @@ def _compare(modifier: str, value: Any, v1: Any, v2: Any) -> bool:
     if modifier in ("BETWEEN", "NOT_BETWEEN"):
         inside = v1 <= value <= v2
         return inside if modifier == "BETWEEN" else not inside
-    ops = {"EQUALS": value == v1, "NOT_EQUALS": value != v1,
-           "GREATER_THAN": value > v1, "LESS_THAN": value < v1}
+    ops = {"EQUALS": value == v1, "NOT_EQUALS": value != v1, "GREATER_THAN": value > v1, "LESS_THAN": value < v1}
     if modifier not in ops:
         raise GraphQLError(f"unsupported modifier {modifier} for this criterion")
     return ops[modifier]
@@ -166,6 +192,7 @@ def _basename(path: str) -> str:
 
 # --- the emulator ------------------------------------------------------------
 
+
 class StashEmulator:
     """An in-process Stash: scenes, studios, performers, tags, settings and jobs.
 
@@ -176,8 +203,7 @@ class StashEmulator:
     the ApiKey header / `apikey` parameter. `clock` and `tz` are injectable.
     """
 
-    def __init__(self, session_cookie: str = "stash-test-cookie-secret", api_key: str = "",
-                 port: int = 0) -> None:
+    def __init__(self, session_cookie: str = "stash-test-cookie-secret", api_key: str = "", port: int = 0) -> None:
         self.session_cookie = session_cookie
         self.api_key = api_key
         self.port = port
@@ -217,8 +243,7 @@ class StashEmulator:
         self._server = server
         self.port = server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,),
-                                        name="stash-emulator", daemon=True)
+        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="stash-emulator", daemon=True)
         self._thread.start()
         return self
 
@@ -236,20 +261,47 @@ class StashEmulator:
 
     def server_connection(self, plugin_dir: str, host: str = "0.0.0.0") -> dict:
         """The `server_connection` object Stash writes on a plugin's stdin (§2.3)."""
-        cookie = {"Name": "session", "Value": self.session_cookie, "Quoted": False,
-                  "Path": "", "Domain": "", "Expires": "0001-01-01T00:00:00Z",
-                  "RawExpires": "", "MaxAge": 0, "Secure": False, "HttpOnly": False,
-                  "SameSite": 0, "Partitioned": False, "Raw": "", "Unparsed": None}
-        return {"Scheme": "http", "Host": host, "Port": self.port, "SessionCookie": cookie,
-                "Dir": str(Path(plugin_dir).parent.parent), "PluginDir": str(plugin_dir)}
+        cookie = {
+            "Name": "session",
+            "Value": self.session_cookie,
+            "Quoted": False,
+            "Path": "",
+            "Domain": "",
+            "Expires": "0001-01-01T00:00:00Z",
+            "RawExpires": "",
+            "MaxAge": 0,
+            "Secure": False,
+            "HttpOnly": False,
+            "SameSite": 0,
+            "Partitioned": False,
+            "Raw": "",
+            "Unparsed": None,
+        }
+        return {
+            "Scheme": "http",
+            "Host": host,
+            "Port": self.port,
+            "SessionCookie": cookie,
+            "Dir": str(Path(plugin_dir).parent.parent),
+            "PluginDir": str(plugin_dir),
+        }
 
     # -- data: scenes and related objects ------------------------------------
 
-    def add_scene(self, title: str | None = None, files: list[dict] | None = None,
-                  details: str | None = None, date: str | None = None,
-                  studio: str | None = None, performers: list[str] = (),  # type: ignore[assignment]
-                  tags: list[str] = (), code=None, director=None, urls=(),  # type: ignore[assignment]
-                  scene_id: int | None = None) -> int:
+    def add_scene(
+        self,
+        title: str | None = None,
+        files: list[dict] | None = None,
+        details: str | None = None,
+        date: str | None = None,
+        studio: str | None = None,
+        performers: list[str] = (),  # type: ignore[assignment]
+        tags: list[str] = (),
+        code=None,
+        director=None,
+        urls=(),  # type: ignore[assignment]
+        scene_id: int | None = None,
+    ) -> int:
         """Create a scene and return its id.
 
         `files=None` gives one file `/data/scenes/scene-<id>.mp4`; `files=[]`
@@ -262,18 +314,29 @@ class StashEmulator:
             self._next["scene"] = max(self._next["scene"], sid + 1)
             ts = self._tick(strict=False)
             if files is None:
-                files = [{"path": f"/data/scenes/scene-{sid}.mp4", "size": 1048576,
-                          "duration": 600.0}]
+                files = [{"path": f"/data/scenes/scene-{sid}.mp4", "size": 1048576, "duration": 600.0}]
             stamp = rfc3339(ts, self.tz)
             self._scenes[sid] = {
-                "id": sid, "title": title, "code": code, "details": details,
-                "director": director, "urls": list(urls), "date": date, "rating100": None,
-                "organized": False, "created_at": stamp, "updated_at": stamp,
-                "_created_ts": ts, "_updated_ts": ts, "files": self._make_files(files),
+                "id": sid,
+                "title": title,
+                "code": code,
+                "details": details,
+                "director": director,
+                "urls": list(urls),
+                "date": date,
+                "rating100": None,
+                "organized": False,
+                "created_at": stamp,
+                "updated_at": stamp,
+                "_created_ts": ts,
+                "_updated_ts": ts,
+                "files": self._make_files(files),
                 "_studio_id": self._named("studio", studio) if studio else None,
                 "_performer_ids": [self._named("performer", n) for n in performers],
                 "_tag_ids": [self._named("tag", n) for n in tags],
-                "_cover": None, "_has_cover": True, "_cover_version": 1,
+                "_cover": None,
+                "_has_cover": True,
+                "_cover_version": 1,
             }
             return sid
 
@@ -302,8 +365,7 @@ class StashEmulator:
         if fields == ["id"] and "files" in changes:
             context = {"id": scene_id, "type": "Scene.Update.Post", "input": None}
         else:
-            context = {"id": scene_id, "type": "Scene.Update.Post", "input": hook_input,
-                       "inputFields": fields}
+            context = {"id": scene_id, "type": "Scene.Update.Post", "input": hook_input, "inputFields": fields}
         self.hook_contexts.append(context)
         return context
 
@@ -329,12 +391,19 @@ class StashEmulator:
             return s["_cover"]
         return cover_png(scene_id, s["_cover_version"]) if s["_has_cover"] else _DEFAULT_SVG
 
-    def add_job(self, description: str = "Scanning...", status: str = "RUNNING",
-                progress: float | None = None) -> dict:
+    def add_job(self, description: str = "Scanning...", status: str = "RUNNING", progress: float | None = None) -> dict:
         with self._lock:
-            job = {"id": str(self._next["job"]), "status": status, "description": description,
-                   "progress": progress, "subTasks": None, "addTime": rfc3339(self.clock(), self.tz),
-                   "startTime": None, "endTime": None, "error": None}
+            job = {
+                "id": str(self._next["job"]),
+                "status": status,
+                "description": description,
+                "progress": progress,
+                "subTasks": None,
+                "addTime": rfc3339(self.clock(), self.tz),
+                "startTime": None,
+                "endTime": None,
+                "error": None,
+            }
             self._next["job"] += 1
             self.jobs.append(job)
             return job
@@ -366,9 +435,15 @@ class StashEmulator:
     def _make_files(self, files: list[dict]) -> list[dict]:
         made = []
         for f in files:
-            made.append({"id": self._next["file"], "path": f["path"],
-                         "basename": _basename(f["path"]), "size": int(f.get("size", 0)),
-                         "duration": float(f.get("duration", 0.0))})
+            made.append(
+                {
+                    "id": self._next["file"],
+                    "path": f["path"],
+                    "basename": _basename(f["path"]),
+                    "size": int(f.get("size", 0)),
+                    "duration": float(f.get("duration", 0.0)),
+                }
+            )
             self._next["file"] += 1
         return made
 
@@ -380,8 +455,7 @@ class StashEmulator:
             if key in ("performers", "tags"):
                 return [str(self._named(key[:-1], n)) for n in value]
         if key == "cover":
-            return None if value is None else (
-                f"data:{image_type(value)};base64,{base64.b64encode(value).decode()}")
+            return None if value is None else (f"data:{image_type(value)};base64,{base64.b64encode(value).decode()}")
         return list(value) if key == "urls" else value
 
     def _apply(self, update: dict, scene_id: int, files: list[dict] | None = None) -> dict:
@@ -400,8 +474,9 @@ class StashEmulator:
         if "studio_id" in update:
             new["_studio_id"] = self._lookup(self._studios, update["studio_id"], "studio")
         if "performer_ids" in update:
-            new["_performer_ids"] = [self._lookup(self._performers, i, "performer")
-                                     for i in update["performer_ids"] or []]
+            new["_performer_ids"] = [
+                self._lookup(self._performers, i, "performer") for i in update["performer_ids"] or []
+            ]
         if "tag_ids" in update:
             new["_tag_ids"] = [self._lookup(self._tags, i, "tag") for i in update["tag_ids"] or []]
         if "cover_image" in update:
@@ -443,14 +518,15 @@ class StashEmulator:
     def _root(self) -> dict[str, Callable]:
         return {
             "version": lambda _info: dict(VERSION),
-            "configuration": lambda _info: {"general": {"apiKey": self.api_key},
-                                            "plugins": self._resolve_plugins},
+            "configuration": lambda _info: {"general": {"apiKey": self.api_key}, "plugins": self._resolve_plugins},
             "findScene": self._resolve_find_scene,
             "findScenes": self._resolve_find_scenes,
-            "jobQueue": lambda _info: [self._job_view(j) for j in self.jobs
-                                       if j.get("status", "RUNNING") in _ACTIVE_JOB_STATES] or None,
+            "jobQueue": lambda _info: (
+                [self._job_view(j) for j in self.jobs if j.get("status", "RUNNING") in _ACTIVE_JOB_STATES] or None
+            ),
             "findJob": lambda _info, input: next(
-                (self._job_view(j) for j in self.jobs if str(j.get("id")) == str(input["id"])), None),
+                (self._job_view(j) for j in self.jobs if str(j.get("id")) == str(input["id"])), None
+            ),
             "sceneUpdate": self._resolve_scene_update,
             "configurePlugin": self._resolve_configure_plugin,
         }
@@ -475,11 +551,13 @@ class StashEmulator:
     def _resolve_paths(self, scene: dict, info: Any) -> dict:
         base = f"{info.context['base_url']}/scene/{scene['id']}"
         stream = f"{base}/stream" + (f"?apikey={self.api_key}" if self.api_key else "")
-        return {"screenshot": f"{base}/screenshot?t={scene['_updated_ts']}",
-                "preview": f"{base}/preview", "stream": stream}
+        return {
+            "screenshot": f"{base}/screenshot?t={scene['_updated_ts']}",
+            "preview": f"{base}/preview",
+            "stream": stream,
+        }
 
-    def _resolve_find_scene(self, _info: Any, id: str | None = None,
-                            checksum: str | None = None) -> dict | None:
+    def _resolve_find_scene(self, _info: Any, id: str | None = None, checksum: str | None = None) -> dict | None:
         if id is None:
             return None
         try:
@@ -493,13 +571,19 @@ class StashEmulator:
             new = self._apply(input, scene_id)  # type: ignore[arg-type]
         hook_input = dict.fromkeys(HOOK_INPUT_KEYS)
         hook_input.update(input)
-        self.hook_contexts.append({"id": scene_id, "type": "Scene.Update.Post",
-                                   "input": hook_input, "inputFields": list(input)})
+        self.hook_contexts.append(
+            {"id": scene_id, "type": "Scene.Update.Post", "input": hook_input, "inputFields": list(input)}
+        )
         return new
 
-    def _resolve_find_scenes(self, _info: Any, filter: dict | None = None,
-                             scene_filter: dict | None = None, ids: list[str] | None = None,
-                             scene_ids: list[int] | None = None) -> dict:
+    def _resolve_find_scenes(
+        self,
+        _info: Any,
+        filter: dict | None = None,
+        scene_filter: dict | None = None,
+        ids: list[str] | None = None,
+        scene_ids: list[int] | None = None,
+    ) -> dict:
         find = filter or {}
         scenes = self._candidates(ids, scene_ids)
         if scene_filter:
@@ -511,10 +595,13 @@ class StashEmulator:
         per_page = find.get("per_page")
         per_page = 25 if per_page is None else per_page
         page = max(find.get("page") or 1, 1)
-        window = scenes if per_page < 0 else scenes[(page - 1) * per_page: page * per_page]
-        return {"count": len(scenes), "scenes": window,
-                "duration": lambda _i: sum(s["files"][0]["duration"] for s in scenes if s["files"]),
-                "filesize": lambda _i: float(sum(s["files"][0]["size"] for s in scenes if s["files"]))}
+        window = scenes if per_page < 0 else scenes[(page - 1) * per_page : page * per_page]
+        return {
+            "count": len(scenes),
+            "scenes": window,
+            "duration": lambda _i: sum(s["files"][0]["duration"] for s in scenes if s["files"]),
+            "filesize": lambda _i: float(sum(s["files"][0]["size"] for s in scenes if s["files"])),
+        }
 
     def _candidates(self, ids: list[str] | None, scene_ids: list[int] | None) -> list[dict]:
         scenes = self._scenes
@@ -533,17 +620,16 @@ class StashEmulator:
         for name in ("updated_at", "created_at"):
             if crit.get(name) and not self._time_match(s, name, crit[name]):
                 return False
-        if crit.get("id") and not _compare(crit["id"]["modifier"], s["id"], crit["id"]["value"],
-                                           crit["id"].get("value2")):
+        if crit.get("id") and not _compare(
+            crit["id"]["modifier"], s["id"], crit["id"]["value"], crit["id"].get("value2")
+        ):
             return False
         if crit.get("organized") is not None and s["organized"] != crit["organized"]:
             return False
-        if crit.get("title") and not _string_match(crit["title"]["modifier"], [s["title"]],
-                                                   crit["title"]["value"]):
+        if crit.get("title") and not _string_match(crit["title"]["modifier"], [s["title"]], crit["title"]["value"]):
             return False
         paths = [f["path"] for f in s["files"]]
-        return not crit.get("path") or _string_match(crit["path"]["modifier"], paths,
-                                                     crit["path"]["value"])
+        return not crit.get("path") or _string_match(crit["path"]["modifier"], paths, crit["path"]["value"])
 
     def _time_match(self, s: dict, name: str, crit: dict) -> bool:
         """Stash compares RFC3339 text in SQL; we compare instants, text as fallback."""
@@ -581,10 +667,14 @@ class StashEmulator:
         doc = self._document(query)
         if isinstance(doc, list):
             return 422, {"errors": [e.formatted for e in doc], "data": None}
-        result = execute(self._schema, doc, root_value=self._root(),
-                         context_value={"base_url": base_url},
-                         variable_values=body.get("variables") or None,
-                         operation_name=body.get("operationName"))
+        result = execute(
+            self._schema,
+            doc,
+            root_value=self._root(),
+            context_value={"base_url": base_url},
+            variable_values=body.get("variables") or None,
+            operation_name=body.get("operationName"),
+        )
         payload: dict[str, Any] = {}
         if result.errors:
             payload["errors"] = [e.formatted for e in result.errors]
@@ -633,6 +723,7 @@ def _sorted(scenes: list[dict], sort: str | None, direction: str) -> list[dict]:
 
 # --- HTTP ----------------------------------------------------------------------
 
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "StashEmulator/0.30.1"
@@ -658,10 +749,15 @@ class _Handler(BaseHTTPRequestHandler):
         body = body if isinstance(body, dict) else {}
         query = body.get("query") if isinstance(body.get("query"), str) else ""
         match = _OPERATION_RE.match(query)
-        self.emu.requests.append({
-            "operation": body.get("operationName") or (match.group(1) if match else None),
-            "query": query, "variables": body.get("variables") or {},
-            "status": status, "time": started})
+        self.emu.requests.append(
+            {
+                "operation": body.get("operationName") or (match.group(1) if match else None),
+                "query": query,
+                "variables": body.get("variables") or {},
+                "status": status,
+                "time": started,
+            }
+        )
         if isinstance(payload, bytes):
             self._send(status, payload, "text/html; charset=utf-8")
         else:
@@ -680,11 +776,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw)
         except ValueError:
-            return 400, {"errors": [{"message": "json request body could not be decoded"}],
-                         "data": None}
+            return 400, {"errors": [{"message": "json request body could not be decoded"}], "data": None}
         if not isinstance(body, dict):
-            return 400, {"errors": [{"message": "json request body must be an object"}],
-                         "data": None}
+            return 400, {"errors": [{"message": "json request body must be an object"}], "data": None}
         host = self.headers.get("Host") or emu.url.split("://", 1)[1]
         return emu.execute(body, f"http://{host}")
 
@@ -713,8 +807,7 @@ class _Handler(BaseHTTPRequestHandler):
         emu = self.emu
         if emu.fail_401:
             return False
-        key = self.headers.get("ApiKey") or (parse_qs(urlsplit(self.path).query).get("apikey")
-                                             or [None])[0]
+        key = self.headers.get("ApiKey") or (parse_qs(urlsplit(self.path).query).get("apikey") or [None])[0]
         if key is not None:
             return bool(emu.api_key) and key == emu.api_key
         if not emu.auth_required:
@@ -743,11 +836,15 @@ def main(argv: list[str] | None = None) -> int:
     emu = StashEmulator(port=args.port)
     emu.auth_required = not args.no_auth
     for n in range(1, args.scenes + 1):
-        emu.add_scene(title=f"Scene {n}", studio=f"Studio {n % 5}", tags=[f"tag{n % 7}"],
-                      performers=[f"Performer {n % 11}"], date="2024-01-01")
+        emu.add_scene(
+            title=f"Scene {n}",
+            studio=f"Studio {n % 5}",
+            tags=[f"tag{n % 7}"],
+            performers=[f"Performer {n % 11}"],
+            date="2024-01-01",
+        )
     emu.start()
-    print(json.dumps({"url": emu.url, "server_connection": emu.server_connection("/tmp/plugins/x")}),
-          flush=True)
+    print(json.dumps({"url": emu.url, "server_connection": emu.server_connection("/tmp/plugins/x")}), flush=True)
     try:
         while True:
             time.sleep(3600)

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["PathRule", "basename", "map_path", "normalize", "parse_path_map"]
+__all__ = ["PathRule", "basename", "map_path", "normalize", "parse_path_map", "suggest_path_map"]
 
-_FORM = (
-    "write stash_prefix=plex_prefix, rules separated by ';' (e.g. /data=/media/stash)"
-)
+_FORM = "write stash_prefix=plex_prefix, rules separated by ';' (e.g. /data=/media/stash)"
 _DRIVE = re.compile(r"^[A-Za-z]:(?=[\\/]|$)")
 _UNC = re.compile(r"^[\\/]{2}(?=[^\\/])")
 
@@ -67,9 +66,7 @@ def _parse_rule(number: int, piece: str) -> PathRule:
         raise ValueError(f"path_map rule {number} '{piece}' has no '='; {_FORM}")
     for side, value in (("Stash", stash), ("Plex", plex)):
         if not value:
-            raise ValueError(
-                f"path_map rule {number} '{piece}' has an empty {side} prefix; {_FORM}"
-            )
+            raise ValueError(f"path_map rule {number} '{piece}' has an empty {side} prefix; {_FORM}")
     return PathRule(stash, plex)
 
 
@@ -112,9 +109,7 @@ def _join(prefix: str, rest: tuple[str, ...]) -> str:
     return base + sep + sep.join(rest)
 
 
-def map_path(
-    path: str, rules: Iterable[PathRule], case_insensitive: bool = False
-) -> str:
+def map_path(path: str, rules: Iterable[PathRule], case_insensitive: bool = False) -> str:
     """Return the Plex path for a Stash path; unchanged when no rule matches.
 
     A rule matches when its Stash prefix equals the path's leading components (so
@@ -164,3 +159,72 @@ def basename(path: str) -> str:
     """The last component of a POSIX or Windows-style path (``''`` for a bare root)."""
     parts = _split(path)
     return parts[-1] if len(parts) > 1 else ""
+
+
+# -- inferring a rule -----------------------------------------------------------------
+def _split_sep(path: str) -> tuple[str, tuple[str, ...], str]:
+    """(anchor, components, separator) of a POSIX, drive or UNC path."""
+    drive, unc = _DRIVE.match(path), _UNC.match(path)
+    if drive or unc:
+        anchor = drive.group(0).upper() if drive else path[:2]
+        sep = "\\" if "\\" in path else "/"
+        return anchor, tuple(p for p in re.split(r"[\\/]+", path[len(anchor) :]) if p), sep
+    return ("/" if path.startswith("/") else ""), tuple(p for p in path.split("/") if p), "/"
+
+
+def _join_sep(anchor: str, parts: Sequence[str], sep: str) -> str:
+    if _DRIVE.match(anchor):
+        return anchor + sep + sep.join(parts)
+    return anchor + sep.join(parts)
+
+
+def _fold(part: str, case_insensitive: bool) -> str:
+    part = unicodedata.normalize("NFC", part)
+    return part.casefold() if case_insensitive else part
+
+
+def _derive(stash: str, plex: str, case_insensitive: bool) -> PathRule | None:
+    """The rule that maps ``stash`` onto ``plex`` by replacing only their differing leading folders."""
+    s_anchor, s_parts, s_sep = _split_sep(stash)
+    p_anchor, p_parts, p_sep = _split_sep(plex)
+    common = 0
+    for a, b in zip(reversed(s_parts), reversed(p_parts)):
+        if _fold(a, case_insensitive) != _fold(b, case_insensitive):
+            break
+        common += 1
+    if common == 0:
+        return None
+    s_prefix = _join_sep(s_anchor, s_parts[: len(s_parts) - common], s_sep)
+    p_prefix = _join_sep(p_anchor, p_parts[: len(p_parts) - common], p_sep)
+    if not s_prefix or not p_prefix or normalize(s_prefix, case_insensitive) == normalize(p_prefix, case_insensitive):
+        return None
+    return PathRule(s_prefix, p_prefix)
+
+
+def suggest_path_map(pairs: Sequence[tuple[str, str]], case_insensitive: bool = False) -> str | None:
+    """A ``stash_prefix=plex_prefix`` rule explaining the most (Stash path, Plex path) pairs.
+
+    Each pair is a Stash file and a Plex file of the same name. Its candidate rule
+    swaps the leading folders where the two paths differ and keeps their common tail.
+    The candidate whose mapping turns the most distinct Stash paths into one of their
+    paired Plex paths wins (ties: derived from more pairs, then the shorter Stash
+    prefix). ``None`` when no pair yields a rule.
+
+    >>> suggest_path_map([("/mnt/nas/videos/a/x.mp4", "/plex/media/a/x.mp4"),
+    ...                   ("/mnt/nas/videos/y.mp4", "/plex/media/y.mp4")])
+    '/mnt/nas/videos=/plex/media'
+    """
+    targets: dict[str, set[str]] = {}
+    for stash, plex in pairs:
+        targets.setdefault(stash, set()).add(normalize(plex, case_insensitive))
+    derived = Counter(rule for s, p in pairs if (rule := _derive(s, p, case_insensitive)) is not None)
+    if not derived:
+        return None
+
+    def explained(rule: PathRule) -> int:
+        return sum(
+            normalize(map_path(s, (rule,), case_insensitive), case_insensitive) in plex for s, plex in targets.items()
+        )
+
+    best = max(derived, key=lambda r: (explained(r), derived[r], -len(_split_sep(r.stash_prefix)[1])))
+    return f"{best.stash_prefix}={best.plex_prefix}" if explained(best) else None

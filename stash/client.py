@@ -48,8 +48,7 @@ def describe_reply(response: Any) -> str | None:
         body = response.json()
     except ValueError:
         kind = (response.headers.get("Content-Type") or "an unknown type").split(";")[0]
-        return (f"Stash answered {status} with {kind} instead of GraphQL; is a proxy or login page "
-                "in front of Stash?")
+        return f"Stash answered {status} with {kind} instead of GraphQL; is a proxy or login page in front of Stash?"
     errors = body.get("errors") if isinstance(body, dict) else None
     if errors:
         texts = [str(e.get("message") if isinstance(e, dict) else e)[:300] for e in errors[:3]]
@@ -60,13 +59,19 @@ def describe_reply(response: Any) -> str | None:
 def _refusal(status: int, request: Any) -> str:
     headers = getattr(request, "headers", None) or {}
     if headers.get("ApiKey"):
-        return (f"Stash refused the API key ({status}); copy the current key from Stash → Settings → "
-                "Security → API Key (--stash-api-key or STASH2PLEX_STASH_API_KEY)")
+        return (
+            f"Stash refused the API key ({status}); copy the current key from Stash → Settings → "
+            "Security → API Key (--stash-api-key or STASH2PLEX_STASH_API_KEY)"
+        )
     if headers.get("Cookie"):
-        return (f"Stash refused the plugin's session ({status}). Stash hands each run a fresh session "
-                "cookie; run the task again from Stash")
-    return (f"Stash asks for credentials ({status}); give its API key (Stash → Settings → Security → "
-            "API Key) with --stash-api-key or STASH2PLEX_STASH_API_KEY")
+        return (
+            f"Stash refused the plugin's session ({status}). Stash hands each run a fresh session "
+            "cookie; run the task again from Stash"
+        )
+    return (
+        f"Stash asks for credentials ({status}); give its API key (Stash → Settings → Security → "
+        "API Key) with --stash-api-key or STASH2PLEX_STASH_API_KEY"
+    )
 
 
 @contextlib.contextmanager
@@ -129,8 +134,13 @@ class StashClient:
         cookies = {connection.SessionCookie.Name: connection.SessionCookie.Value} if connection.SessionCookie else {}
         headers = {"ApiKey": connection.ApiKey} if connection.ApiKey else {}
         try:
-            return requests.post(f"{connection.base_url}/graphql", json={"query": "{ version { version } }"},
-                                 cookies=cookies, headers=headers, timeout=REQUEST_TIMEOUT_S)
+            return requests.post(
+                f"{connection.base_url}/graphql",
+                json={"query": "{ version { version } }"},
+                cookies=cookies,
+                headers=headers,
+                timeout=REQUEST_TIMEOUT_S,
+            )
         except requests.exceptions.RequestException:
             return None
 

@@ -31,8 +31,15 @@ def render_bar(fraction: float, elapsed: float, width: int = BAR_WIDTH) -> str:
 
 
 class TerminalLog(StashLog):
-    def __init__(self, stream: TextIO, redactor: Redactor | None = None, verbose: bool = False,
-                 bar: bool | None = None, quiet: bool = False, clock=time.monotonic) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        redactor: Redactor | None = None,
+        verbose: bool = False,
+        bar: bool | None = None,
+        quiet: bool = False,
+        clock=time.monotonic,
+    ) -> None:
         super().__init__(stream, redactor)
         self.verbose = verbose
         self.quiet = quiet  # warnings and errors only (the reply on stdout says it all)

@@ -82,7 +82,17 @@ def _wait_drained(plugin_run, data_dir: Path, timeout: float = 60.0) -> dict:
     return status
 
 
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
 def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -> int:
+    if not (CHECKOUT / "tests" / "emulators").is_dir():
+        stderr.write(
+            "the demo needs a source checkout of Stash2Plex (its tests/ folder holds the emulators); "
+            "an installed plugin leaves it out. Clone the repository and run: "
+            "pip install -r requirements-test.txt && python Stash2Plex.py demo\n"
+        )
+        return 1
     try:
         from tests.emulators.plex_emulator import PlexEmulator
         from tests.emulators.stash_emulator import StashEmulator
@@ -95,9 +105,10 @@ def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -
         data_dir = Path(tmp) / "data"
         plugin_env = {**env, "STASH2PLEX_DATA_DIR": str(data_dir)}
         ids = _seed(stash, plex, rng)
-        stash.plugin_settings = {"Stash2Plex": {"plex_url": plex.url, "plex_token": plex.token,
-                                                "path_map": "/stash/media=/plex/media"}}
-        connection = stash.server_connection(str(Path(__file__).resolve().parent.parent))
+        stash.plugin_settings = {
+            "Stash2Plex": {"plex_url": plex.url, "plex_token": plex.token, "path_map": "/stash/media=/plex/media"}
+        }
+        connection = stash.server_connection(str(CHECKOUT))
 
         def task(mode: str):
             return run_plugin(task_document(connection, mode), env=plugin_env)
@@ -106,9 +117,11 @@ def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -
         stdout.write("Stash paths /stash/media/… map to Plex paths /plex/media/… (path_map)\n\n")
         before = _snapshot(plex)
         stdout.write("1. A user edits three scenes in Stash; each edit fires the Scene.Update.Post hook:\n")
-        edits = [dict(title="Harbor at Dawn (Director's Cut)", tags=["Travel", "4K"]),
-                 dict(details="Rewritten description.\nWith two lines.", performers=["Cleo Park"]),
-                 dict(studio="Blue Harbor", date="2023-07-14")]
+        edits = [
+            dict(title="Harbor at Dawn (Director's Cut)", tags=["Travel", "4K"]),
+            dict(details="Rewritten description.\nWith two lines.", performers=["Cleo Park"]),
+            dict(studio="Blue Harbor", date="2023-07-14"),
+        ]
         for sid, change in zip(ids[:3], edits):
             run = run_plugin(hook_document(connection, stash.update_scene(sid, **change)), env=plugin_env)
             stdout.write(f"   hook for scene {sid} answered in {run.wall * 1000:.0f} ms: {run.output or run.error}\n")
@@ -124,8 +137,10 @@ def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -
         stdout.write("\n3. 'Sync all scenes' again on the unchanged library:\n")
         plex.clear_requests()
         run = task("all")
-        stdout.write(f"   {run.output if run.error is None else 'error: ' + run.error}; "
-                     f"{len(plex.edit_requests())} edit requests, {len(plex.upload_requests())} uploads\n")
+        stdout.write(
+            f"   {run.output if run.error is None else 'error: ' + run.error}; "
+            f"{len(plex.edit_requests())} edit requests, {len(plex.upload_requests())} uploads\n"
+        )
         status = task("queue_status").output
         stdout.write(f"\nQueue status: {status}\n")
     return 0

@@ -117,8 +117,17 @@ def deps_dir(plugin_dir: Path) -> Path:
 def install_command(plugin_dir: Path, target: Path | None = None, quiet: bool = False) -> list[str]:
     """``pip install --target`` of the requirements (what we run, and what the error tells users to run)."""
     flags = ["--disable-pip-version-check", "--no-input", "--quiet"] if quiet else []
-    return [sys.executable, "-m", "pip", "install", *flags, "--target", str(target or deps_dir(plugin_dir)),
-            "-r", str(plugin_dir / REQUIREMENTS_FILE)]
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        *flags,
+        "--target",
+        str(target or deps_dir(plugin_dir)),
+        "-r",
+        str(plugin_dir / REQUIREMENTS_FILE),
+    ]
 
 
 class Bootstrap:
@@ -131,8 +140,10 @@ class Bootstrap:
         try:
             text = (plugin_dir / REQUIREMENTS_FILE).read_text(encoding="utf-8")
         except OSError as exc:
-            raise DependencyError(f"cannot read {plugin_dir / REQUIREMENTS_FILE} ({exc.strerror or exc}); "
-                                  "reinstall the plugin: the file lists the packages it needs") from None
+            raise DependencyError(
+                f"cannot read {plugin_dir / REQUIREMENTS_FILE} ({exc.strerror or exc}); "
+                "reinstall the plugin: the file lists the packages it needs"
+            ) from None
         self.requirements = parse_requirements(text)
 
     # -- checking ---------------------------------------------------------------
@@ -197,15 +208,19 @@ class Bootstrap:
         names = ", ".join(r.dist for r in missing)
         if self._via_dep_manager(missing):
             return
-        self.log.info(f"installing the Python packages Stash2Plex needs ({names}) into {self.target}; "
-                      "this happens once and takes a minute")
+        self.log.info(
+            f"installing the Python packages Stash2Plex needs ({names}) into {self.target}; "
+            "this happens once and takes a minute"
+        )
         failure = self._pip_install()
         self.use_local_folder()
         still = self.absent()
         if failure is None and not still:
             self.log.info(f"installed the Python packages into {self.target}")
             return
-        raise DependencyError(self._advice(names, failure or f"{', '.join(r.dist for r in still)} still not importable"))
+        raise DependencyError(
+            self._advice(names, failure or f"{', '.join(r.dist for r in still)} still not importable")
+        )
 
     def _via_dep_manager(self, missing: list[Requirement]) -> bool:
         """Stash's PythonDepManager plugin, when present: it installs into its own cache."""
@@ -260,8 +275,14 @@ class Bootstrap:
     def _run_pip(self, staging: Path) -> str | None:
         command = install_command(self.plugin_dir, staging, quiet=True)
         try:
-            done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                  timeout=INSTALL_TIMEOUT_S, cwd=str(self.plugin_dir))
+            done = subprocess.run(
+                command,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=INSTALL_TIMEOUT_S,
+                cwd=str(self.plugin_dir),
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"pip could not run: {type(exc).__name__}: {exc}"
         if done.returncode == 0:
@@ -283,17 +304,22 @@ class Bootstrap:
         """The error text: what is missing, why installing failed, the exact command to run."""
         command = shell_command(install_command(self.plugin_dir))
         if failure.startswith("cannot write"):
-            into_stash = shell_command([sys.executable, "-m", "pip", "install", "-r",
-                                        str(self.plugin_dir / REQUIREMENTS_FILE)])
+            into_stash = shell_command(
+                [sys.executable, "-m", "pip", "install", "-r", str(self.plugin_dir / REQUIREMENTS_FILE)]
+            )
             how = f"make that folder writable, or install them into the Python that Stash uses: {into_stash}"
         elif "No module named pip" in failure:
             ensurepip = shell_command([sys.executable, "-m", "ensurepip"])
-            how = (f"pip is not available for {sys.executable}: install pip for it first (Debian/Ubuntu: "
-                   f"apt-get install python3-pip; Alpine: apk add py3-pip; or {ensurepip}), then run: {command}")
+            how = (
+                f"pip is not available for {sys.executable}: install pip for it first (Debian/Ubuntu: "
+                f"apt-get install python3-pip; Alpine: apk add py3-pip; or {ensurepip}), then run: {command}"
+            )
         else:
             how = f"run this once, with the Python that Stash uses: {command}"
-        return (f"Stash2Plex needs Python packages that are missing ({names}) and could not install them "
-                f"({failure}). To fix it, {how}")
+        return (
+            f"Stash2Plex needs Python packages that are missing ({names}) and could not install them "
+            f"({failure}). To fix it, {how}"
+        )
 
 
 def _dep_manager_spec(spec: str) -> str:

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from app.terminal import TerminalLog
 from core.errors import Stash2PlexError
 from core.log import Redactor, capture_library_logs
-from core.terminal import TerminalLog
 from validation.plugin_input import ServerConnection
 
 ENV_PREFIX = "STASH2PLEX_"
@@ -62,11 +62,13 @@ def env_name(setting: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="Stash2Plex.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Keep Plex metadata in step with Stash, from a shell. Commands:\n" + "\n".join(
-            f"  {name:14} {text}" for name, text in HELP.items()),
+        prog="Stash2Plex.py",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Keep Plex metadata in step with Stash, from a shell. Commands:\n"
+        + "\n".join(f"  {name:14} {text}" for name, text in HELP.items()),
         epilog="Every option can also be set as the environment variable named beside it (prefer that for "
-               "secrets: flags show in 'ps'). Order: flag, variable, the setting saved in Stash, the default.")
+        "secrets: flags show in 'ps'). Order: flag, variable, the setting saved in Stash, the default.",
+    )
     parser.add_argument("command", choices=list(HELP), metavar="command")
     parser.add_argument("--stash-url", help=f"Stash's address [{env_name('stash_url')}; default {DEFAULT_STASH_URL}]")
     parser.add_argument("--stash-api-key", help=f"Stash's API key, Settings → Security [{env_name('stash_api_key')}]")
@@ -96,15 +98,17 @@ def connection_for(url: str, api_key: str | None, plugin_dir: Path) -> ServerCon
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         raise UsageError(f"--stash-url has an invalid port: {url!r}") from None
-    return ServerConnection(Host=parts.hostname, Port=port, PluginDir=str(plugin_dir), Scheme=parts.scheme,
-                            ApiKey=api_key or None)
+    return ServerConnection(
+        Host=parts.hostname, Port=port, PluginDir=str(plugin_dir), Scheme=parts.scheme, ApiKey=api_key or None
+    )
 
 
 def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin_dir: Path):
-    from core.app import App
+    from app.root import App
 
-    connection = connection_for(_value(args, env, "stash_url") or DEFAULT_STASH_URL,
-                                _value(args, env, "stash_api_key"), plugin_dir)
+    connection = connection_for(
+        _value(args, env, "stash_url") or DEFAULT_STASH_URL, _value(args, env, "stash_api_key"), plugin_dir
+    )
     overrides = {n: v for n in setting_names() if (v := _value(args, env, n)) is not None}
     data_dir = _value(args, env, "data_dir")
     return App(connection, env, log, data_dir=Path(data_dir) if data_dir else None, settings_overrides=overrides)
@@ -117,8 +121,10 @@ def render(output: Any, mode: str) -> list[str]:
 
         return format_status(output)
     if isinstance(output, dict):
-        return [f"{key}: {json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else value}"
-                for key, value in output.items()]
+        return [
+            f"{key}: {json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else value}"
+            for key, value in output.items()
+        ]
     return [str(output)]
 
 
@@ -148,7 +154,9 @@ def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: Ter
         if app is not None:
             app.close()
         log.finish()
-    text = json.dumps(output, ensure_ascii=False, indent=2, default=str) if args.json else "\n".join(render(output, mode))
+    text = (
+        json.dumps(output, ensure_ascii=False, indent=2, default=str) if args.json else "\n".join(render(output, mode))
+    )
     stdout.write(log.redact(text) + "\n")
     stdout.flush()
     return 1 if isinstance(output, dict) and output.get("ok") is False else 0  # health_check found problems
@@ -160,7 +168,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], p
     except SystemExit as exc:  # --help (0) or a bad command line (2): argparse has printed why
         return int(exc.code or 0)
     if args.command == "demo":
-        from tasks.demo import main as demo
+        from app.demo import main as demo
 
         return demo(stdout, stderr, env, [])
     quiet = args.command in QUIET and not args.verbose

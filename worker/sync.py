@@ -15,11 +15,11 @@ from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError
 from plex.client import PlexClient, PlexItemState
 from plex.index import LibraryIndex
 from plex.matcher import SceneFile, choose, match_scene
-from plex.pathmap import map_path, normalize
-from plex.plan import ItemPlan, desired_from, edit_params, plan_item
+from plex.plan import ItemPlan, Written, desired_from, edit_params, plan_item
 from sync_queue.ledger import Ledger, SceneRecord
 from validation.config import Settings
 from validation.metadata import SceneMetadata
+from validation.pathmap import map_path, normalize
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Syncer:
             if key is not None:
                 keys.append(key)
         for start in range(0, len(keys), chunk):
-            self._prefetched.update(self.client.item_states(keys[start:start + chunk]))
+            self._prefetched.update(self.client.item_states(keys[start : start + chunk]))
 
     def _quick_key(self, scene: SceneMetadata) -> int | None:
         """The item an exact or accepted match points at, without any refresh."""
@@ -98,13 +98,18 @@ class Syncer:
         desired = desired_from(scene)
         if record is not None and record.rating_key != state.rating_key:
             record = SceneRecord(scene_id=scene.id)  # a new item: nothing of ours is on it yet
-        plan = plan_item(desired, state, record, self.settings.preserve_plex_edits)
+        written = Written(record.fields, record.written_tags) if record is not None else None
+        plan = plan_item(desired, state, written, self.settings.preserve_plex_edits)
         if not plan.empty:
             self.client.edit(state.rating_key, edit_params(plan))
         new = SceneRecord(
-            scene_id=scene.id, rating_key=state.rating_key, plex_path=state.files[0] if state.files else None,
-            fields=plan.written_fields, written_tags=plan.written_tags,
-            poster_source=record.poster_source if record else None, poster_hash=record.poster_hash if record else None,
+            scene_id=scene.id,
+            rating_key=state.rating_key,
+            plex_path=state.files[0] if state.files else None,
+            fields=plan.written_fields,
+            written_tags=plan.written_tags,
+            poster_source=record.poster_source if record else None,
+            poster_hash=record.poster_hash if record else None,
         )
         result = SyncResult(scene.id, state.rating_key, plan, "none", how, list(scene.warnings))
         result.poster = self._poster(scene, new, result.warnings)

@@ -42,8 +42,14 @@ def data_dir_for(connection: ServerConnection, env: dict[str, str]) -> Path:
 
 
 class App:
-    def __init__(self, connection: ServerConnection, env: dict[str, str], log: StashLog,
-                 data_dir: Path | None = None, settings_overrides: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        connection: ServerConnection,
+        env: dict[str, str],
+        log: StashLog,
+        data_dir: Path | None = None,
+        settings_overrides: dict[str, str] | None = None,
+    ) -> None:
         self.connection = connection
         self.env = env
         self.log = log
@@ -74,8 +80,11 @@ class App:
         if self.drainer_running():
             return False
         rotate(self.data_dir / "drainer.log", DRAINER_LOG_MAX_BYTES)
-        payload = {"server_connection": self.connection.model_dump(), "data_dir": str(self.data_dir),
-                   "settings_overrides": self.settings_overrides}
+        payload = {
+            "server_connection": self.connection.model_dump(),
+            "data_dir": str(self.data_dir),
+            "settings_overrides": self.settings_overrides,
+        }
         spawn_detached(
             [python_executable(), str(ENTRY_SCRIPT), "drain"],
             json.dumps(payload).encode(),
@@ -111,7 +120,9 @@ class App:
         try:
             while not lock.acquire():
                 if time.monotonic() > deadline:
-                    raise Stash2PlexError(f"the background drainer did not hand over within {wait_s:.0f} s; try again later")
+                    raise Stash2PlexError(
+                        f"the background drainer did not hand over within {wait_s:.0f} s; try again later"
+                    )
                 self.handover_path.touch()
                 time.sleep(0.2)
         finally:
@@ -119,7 +130,7 @@ class App:
 
     # -- the full set -------------------------------------------------------------
     def stash(self):
-        from core.stash import StashClient
+        from stash.client import StashClient
 
         def build():
             client = StashClient(self.connection, logger=self.log)
@@ -195,21 +206,33 @@ class App:
         from plex.index import LibraryIndex
 
         settings = self.settings()
-        return self._part("index", lambda: LibraryIndex(
-            self.plex(), self.ledger(), settings.plex_libraries, settings.case_insensitive_paths))
+        return self._part(
+            "index",
+            lambda: LibraryIndex(self.plex(), self.ledger(), settings.plex_libraries, settings.case_insensitive_paths),
+        )
 
     def syncer(self):
-        from plex.sync import Syncer
+        from worker.sync import Syncer
 
-        return self._part("syncer", lambda: Syncer(
-            self.plex(), self.index(), self.ledger(), self.stash(), self.settings(), self.log))
+        return self._part(
+            "syncer", lambda: Syncer(self.plex(), self.index(), self.ledger(), self.stash(), self.settings(), self.log)
+        )
 
     def worker(self, queue: JobQueue):
         from worker.worker import Worker
 
         concurrency = self.settings().plex_concurrency
-        return Worker(queue=queue, dlq=self.dlq(), ledger=self.ledger(), stash=self.stash(), syncer=self.syncer(),
-                      breaker=self.breaker(), stats_store=self.stats(), log=self.log, concurrency=concurrency)
+        return Worker(
+            queue=queue,
+            dlq=self.dlq(),
+            ledger=self.ledger(),
+            stash=self.stash(),
+            syncer=self.syncer(),
+            breaker=self.breaker(),
+            stats_store=self.stats(),
+            log=self.log,
+            concurrency=concurrency,
+        )
 
     def close(self) -> None:
         for part in self._parts.values():

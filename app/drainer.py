@@ -72,7 +72,7 @@ def _remember_error(app, text: str | None) -> None:
 
 
 def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
-    from core.app import App
+    from app.root import App
 
     redactor = Redactor()
     log = StashLog(stderr, redactor, plain=True)
@@ -83,8 +83,13 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
         log.error(f"drainer started without a valid connection on stdin: {type(exc).__name__}")
         return 2
     capture_library_logs(log)
-    app = App(connection, env, log, data_dir=Path(payload["data_dir"]),
-              settings_overrides=payload.get("settings_overrides") or {})
+    app = App(
+        connection,
+        env,
+        log,
+        data_dir=Path(payload["data_dir"]),
+        settings_overrides=payload.get("settings_overrides") or {},
+    )
     try:
         while True:
             lock = HeldLock(app.lock_path)

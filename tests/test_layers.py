@@ -1,0 +1,88 @@
+"""Dependencies point one way: every import of our own packages is checked against the layers.
+
+The rule (docs/architecture.md, "Layers"): ``core`` imports nothing of ours;
+``validation`` and ``sync_queue`` only ``core``; the boundaries ``plex`` and ``stash``
+only ``core`` and ``validation``; ``hooks`` only those three; ``worker`` all of those;
+``tasks`` those and ``worker``; ``app`` (the wiring and the processes) everything.
+Imports inside functions count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+OURS = {"app", "core", "hooks", "plex", "stash", "sync_queue", "tasks", "validation", "worker"}
+_BASE = {"core"}
+ALLOWED: dict[str, set[str]] = {
+    "core": set(),
+    "validation": _BASE,
+    "sync_queue": _BASE,
+    "plex": _BASE | {"validation"},
+    "stash": _BASE | {"validation"},
+    "hooks": _BASE | {"sync_queue", "validation"},
+    "worker": _BASE | {"validation", "sync_queue", "plex", "stash", "hooks"},
+    "tasks": _BASE | {"validation", "sync_queue", "plex", "stash", "hooks", "worker"},
+    "app": OURS,
+}
+
+
+def imported_packages(source: str) -> set[str]:
+    """The top-level names of every absolute import in ``source``.
+
+    >>> sorted(imported_packages("import os\\nfrom plex.client import X\\ndef f():\\n    import core.log"))
+    ['core', 'os', 'plex']
+    """
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def violations(root: Path) -> list[str]:
+    found = []
+    for package in sorted(ALLOWED):
+        for path in sorted((root / package).rglob("*.py")):
+            for name in sorted(imported_packages(path.read_text(encoding="utf-8")) & OURS):
+                if name != package and name not in ALLOWED[package]:
+                    found.append(f"{path.relative_to(root)} imports {name}")
+    return found
+
+
+def test_every_import_follows_the_layers():
+    assert violations(ROOT) == []
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        ("core", "sync_queue"),
+        ("plex", "sync_queue"),
+        ("validation", "plex"),
+        ("hooks", "worker"),
+        ("tasks", "app"),
+        ("worker", "tasks"),
+        ("stash", "plex"),
+    ],
+)
+def test_a_planted_forbidden_import_is_caught(tmp_path, package, forbidden):
+    for name in ALLOWED:
+        (tmp_path / name).mkdir()
+    (tmp_path / package / "planted.py").write_text(f"def f():\n    from {forbidden}.x import y\n")
+    assert violations(tmp_path) == [f"{Path(package, 'planted.py')} imports {forbidden}"]
+
+
+def test_only_the_entry_script_and_app_import_app_or_tasks():
+    for package in ALLOWED:
+        if package in ("app", "tasks"):
+            continue
+        for path in (ROOT / package).rglob("*.py"):
+            assert not imported_packages(path.read_text(encoding="utf-8")) & {"app"}, path
+    entry = imported_packages((ROOT / "Stash2Plex.py").read_text(encoding="utf-8"))
+    assert "app" in entry
