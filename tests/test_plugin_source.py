@@ -24,7 +24,8 @@ from tests.conftest import Installed
 from tests.runner import REPO, build_argv, plugin_config
 
 SCRIPT = REPO / "tools" / "build_plugin_source.py"
-PACKAGES = ("core", "hooks", "plex", "sync_queue", "tasks", "validation", "worker")
+# Every package of the plugin: each top-level folder with an __init__.py, except the tests.
+PACKAGES = tuple(sorted(p.parent.name for p in REPO.glob("*/__init__.py") if p.parent.name != "tests"))
 FIELDS = {"id", "name", "metadata", "version", "date", "path", "sha256", "requires"}
 STASH_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # pkg.TimeFormat, UTC
 
