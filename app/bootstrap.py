@@ -191,7 +191,7 @@ class Bootstrap:
 
     def _stamp(self) -> str:
         """What the version check depends on: interpreter, requirements, where each package lives."""
-        origins = [str(importlib.util.find_spec(r.module).origin) for r in self.requirements]
+        origins = [_origin(r.module) for r in self.requirements]
         text = (self.plugin_dir / REQUIREMENTS_FILE).read_text(encoding="utf-8")
         key = [sys.executable, sys.version, text, origins]
         return json.dumps(key)
@@ -337,3 +337,9 @@ def ensure_dependencies(plugin_dir: Path, log) -> None:
     missing = boot.missing()
     if missing:
         boot.install(missing)
+
+
+def _origin(module: str) -> str:
+    """Where ``module`` would be imported from ("None" when it cannot be found)."""
+    spec = importlib.util.find_spec(module)
+    return str(spec.origin if spec else None)

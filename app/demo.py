@@ -14,7 +14,7 @@ import random
 import tempfile
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 SCENES = 40
 STUDIOS = ["Northern Lights", "Blue Harbor", "Redwood Films"]
@@ -117,7 +117,7 @@ def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -
         stdout.write("Stash paths /stash/media/… map to Plex paths /plex/media/… (path_map)\n\n")
         before = _snapshot(plex)
         stdout.write("1. A user edits three scenes in Stash; each edit fires the Scene.Update.Post hook:\n")
-        edits = [
+        edits: list[dict[str, Any]] = [
             dict(title="Harbor at Dawn (Director's Cut)", tags=["Travel", "4K"]),
             dict(details="Rewritten description.\nWith two lines.", performers=["Cleo Park"]),
             dict(studio="Blue Harbor", date="2023-07-14"),

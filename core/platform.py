@@ -22,12 +22,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
-IS_WINDOWS = os.name == "nt"
+# ``sys.platform`` (not ``os.name``) so the type checker knows which branch runs where.
+IS_WINDOWS = sys.platform == "win32"
 
 
 def _try_lock(handle: IO[bytes], blocking: bool, shared: bool = False) -> bool:
     """Exclusive lock, or (POSIX) a shared one: shared lookers never block each other."""
-    if IS_WINDOWS:
+    if sys.platform == "win32":
         import msvcrt
 
         mode = msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK
@@ -48,7 +49,7 @@ def _try_lock(handle: IO[bytes], blocking: bool, shared: bool = False) -> bool:
 
 
 def _unlock(handle: IO[bytes]) -> None:
-    if IS_WINDOWS:
+    if sys.platform == "win32":
         import msvcrt
 
         handle.seek(0)
@@ -139,7 +140,7 @@ def spawn_detached(argv: Sequence[str], stdin_data: bytes, log_path: Path) -> in
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     kwargs: dict = {"close_fds": True}
-    if IS_WINDOWS:
+    if sys.platform == "win32":
         flags = subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.DETACHED_PROCESS
         kwargs["creationflags"] = flags | subprocess.CREATE_NO_WINDOW
     else:

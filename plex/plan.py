@@ -140,12 +140,13 @@ def plan_item(desired: Desired, plex: PlexItemState, written: Written | None, pr
     tags = []
     written_tags = {k: list(v) for k, v in written.tags.items()}
     for tag_type in TAG_TYPES:
-        want = desired.tags.get(tag_type, ())
-        change = _tag_change(tag_type, want, plex.tags.get(tag_type, ()), written.tags.get(tag_type, []), preserve)
-        if change:
-            tags.append(change)
-        if change or set(want) <= set(plex.tags.get(tag_type, ())):
-            written_tags[tag_type] = list(want)
+        wanted = desired.tags.get(tag_type, ())
+        on_plex = plex.tags.get(tag_type, ())
+        tag_change = _tag_change(tag_type, wanted, on_plex, written.tags.get(tag_type, []), preserve)
+        if tag_change:
+            tags.append(tag_change)
+        if tag_change or set(wanted) <= set(on_plex):
+            written_tags[tag_type] = list(wanted)
     return ItemPlan(plex.rating_key, tuple(fields), tuple(tags), written_fields, written_tags)
 
 
@@ -155,10 +156,10 @@ def edit_params(plan: ItemPlan) -> dict[str, Any]:
     for change in plan.fields:
         params[f"{change.name}.value"] = change.stash
         params[f"{change.name}.locked"] = 1
-    for change in plan.tags:
-        params[f"{change.tag_type}.locked"] = 1
-        for i, name in enumerate(change.result):
-            params[f"{change.tag_type}[{i}].tag.tag"] = name
-        if change.removed:
-            params[f"{change.tag_type}[].tag.tag-"] = ",".join(quote(t, safe="") for t in change.removed)
+    for tag in plan.tags:
+        params[f"{tag.tag_type}.locked"] = 1
+        for i, name in enumerate(tag.result):
+            params[f"{tag.tag_type}[{i}].tag.tag"] = name
+        if tag.removed:
+            params[f"{tag.tag_type}[].tag.tag-"] = ",".join(quote(t, safe="") for t in tag.removed)
     return params

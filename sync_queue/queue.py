@@ -26,7 +26,7 @@ import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from core.errors import DataFileError
 from sync_queue import sqlite
@@ -96,7 +96,9 @@ class JobQueue:
             # only an OS crash or power cut can lose the last commits. FULL costs an
             # fsync per put and per ack (measured 3.8 ms a job here). persist-queue has
             # no option for it, so set it on its two connections.
-            for conn in {id(c): c for c in (queue._putter, queue._getter)}.values():
+            # (persist-queue annotates both as None until it opens them.)
+            opened = cast(list[sqlite3.Connection], [queue._putter, queue._getter])
+            for conn in {id(c): c for c in opened}.values():
                 conn.execute("PRAGMA synchronous=NORMAL")
             return queue
         except sqlite3.DatabaseError as exc:
@@ -222,7 +224,7 @@ class JobQueue:
         heapq.heappush(self._parked, (item.job.next_attempt_at, next(self._seq), item))
 
     def _due_parked(self, now: float, limit: int, early=None) -> list[Taken]:
-        due = []
+        due: list[Taken] = []
         while self._parked and self._parked[0][0] <= now and len(due) < limit:
             due.append(heapq.heappop(self._parked)[2])
         if early is not None and len(due) < limit:

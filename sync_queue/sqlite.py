@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
 
@@ -66,20 +67,24 @@ def corruption_named(path: Path) -> Iterator[None]:
 
 
 class _Cursor(sqlite3.Cursor):
+    @property
+    def s2p_path(self) -> Path:
+        return cast(_Connection, self.connection).s2p_path
+
     def execute(self, *args):
-        with corruption_named(self.connection.s2p_path):
+        with corruption_named(self.s2p_path):
             return super().execute(*args)
 
     def executemany(self, *args):
-        with corruption_named(self.connection.s2p_path):
+        with corruption_named(self.s2p_path):
             return super().executemany(*args)
 
     def fetchone(self):
-        with corruption_named(self.connection.s2p_path):
+        with corruption_named(self.s2p_path):
             return super().fetchone()
 
     def fetchall(self):
-        with corruption_named(self.connection.s2p_path):
+        with corruption_named(self.s2p_path):
             return super().fetchall()
 
 

@@ -103,7 +103,7 @@ class StatsStore(sqlite.Store):
         """Add one batch's counts, in one transaction."""
         if not delta:
             return
-        totals = [(name, n) for name, n in delta.counts.items() if n]
+        totals: list[tuple[str, float]] = [(name, n) for name, n in delta.counts.items() if n]
         if delta.plex_seconds:
             totals.append((PLEX_SECONDS, delta.plex_seconds))
         latest = [
