@@ -36,11 +36,16 @@ class StashUnavailable(TransientError):
 
 
 class PlexNotFound(TransientError):
-    """No Plex item holds the scene's file (yet); retried on the slow schedule."""
+    """No Plex item holds the scene's file (yet); retried on the slow schedule.
 
-    def __init__(self, message: str, looked_for: tuple[str, ...] = ()) -> None:
+    ``scan_requested`` is set once Plex has been asked to scan the file's folder, so
+    the job's retries do not ask again.
+    """
+
+    def __init__(self, message: str, looked_for: tuple[str, ...] = (), scan_requested: bool = False) -> None:
         super().__init__(message)
         self.looked_for = looked_for
+        self.scan_requested = scan_requested
 
 
 class PermanentError(Stash2PlexError):

@@ -100,9 +100,6 @@ class StashLog:
             out = "".join(f"\x01{code}\x02{_cut(line)}\n" for line in lines)
         self._write(out)
 
-    def trace(self, message: object) -> None:
-        self.log("trace", message)
-
     def debug(self, message: object) -> None:
         self.log("debug", message)
 

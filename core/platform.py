@@ -61,20 +61,20 @@ def _unlock(handle: IO[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, blocking: bool = True) -> Iterator[bool]:
-    """Hold an exclusive lock on ``path`` for the ``with`` block.
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` for the ``with`` block, waiting for it.
 
-    Yields True when the lock is held, False when ``blocking`` is False and another
-    process holds it. The lock dies with the process, whatever kills it.
+    The lock dies with the process, whatever kills it. Raises ``OSError`` when it
+    cannot be taken (Windows' ``LK_LOCK`` gives up after ten one-second tries).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+b") as handle:
-        acquired = _try_lock(handle, blocking)
+        if not _try_lock(handle, blocking=True):
+            raise OSError(f"could not lock {path}")
         try:
-            yield acquired
+            yield
         finally:
-            if acquired:
-                _unlock(handle)
+            _unlock(handle)
 
 
 class HeldLock:
@@ -84,7 +84,7 @@ class HeldLock:
         self.path = path
         self._handle: IO[bytes] | None = None
 
-    def acquire(self, blocking: bool = False, patience: float = 0.0) -> bool:
+    def acquire(self, patience: float = 0.0) -> bool:
         """Take the lock. ``patience`` seconds of retrying ride out the few milliseconds
         another process holds it to *look* (``is_locked``), so only a real holder wins."""
         if self._handle is not None:
@@ -92,7 +92,7 @@ class HeldLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.path, "a+b")
         deadline = time.monotonic() + patience
-        while not _try_lock(handle, blocking):
+        while not _try_lock(handle, blocking=False):
             if time.monotonic() >= deadline:
                 handle.close()
                 return False
@@ -110,10 +110,6 @@ class HeldLock:
         _unlock(self._handle)
         self._handle.close()
         self._handle = None
-
-    @property
-    def held(self) -> bool:
-        return self._handle is not None
 
 
 def is_locked(path: Path) -> bool:

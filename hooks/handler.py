@@ -14,7 +14,8 @@ from core.log import StashLog
 from sync_queue.job import BULK, INTERACTIVE, Job
 from validation.plugin_input import HookContext
 
-# SceneUpdateInput keys (contract §1) whose change can alter what Plex shows.
+# Keys of Stash's SceneUpdateInput (graphql/schema/types/scene.graphql), which a
+# Scene.Update.Post hook receives as its input, whose change can alter what Plex shows.
 SYNCED_INPUT_FIELDS = frozenset(
     {"title", "details", "date", "studio_id", "performer_ids", "tag_ids", "cover_image", "primary_file_id"}
 )

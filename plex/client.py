@@ -35,7 +35,6 @@ class SectionInfo:
     title: str
     type: str
     stamp: str  # scannedAt: files appear, move and vanish in Plex only through scans
-    refreshing: bool = False
     locations: tuple[str, ...] = ()
 
 
@@ -110,7 +109,6 @@ class PlexClient:
                     title=node.attrib.get("title", ""),
                     type=node.attrib.get("type", ""),
                     stamp=stamp,
-                    refreshing=node.attrib.get("refreshing") == "1",
                     locations=tuple(loc.attrib.get("path", "") for loc in node.iter("Location")),
                 )
             )

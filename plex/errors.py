@@ -1,6 +1,8 @@
 """The one place that maps plexapi/requests failures onto our exception tree.
 
-By type and status code (contracts/plex.md §0.3): 401/403 → PlexAuthError
+By type and status code (plexapi/server.py ``PlexServer.query`` raises ``Unauthorized``
+for 401, ``NotFound`` for 404 and ``BadRequest`` for any other error status; requests
+raises ``ConnectionError``/``Timeout``): 401/403 → PlexAuthError
 (permanent: the token is wrong), 404 → PlexNotFound, 429/5xx/timeouts/resets →
 TransientError, connection refused and 503 → PlexUnavailable (the breaker counts
 those), other 4xx → PlexBadRequest. Messages never carry the token: plexapi strips

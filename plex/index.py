@@ -69,7 +69,6 @@ class LibraryIndex:
         self._index: PathIndex | None = None
         self._checked_at = float("-inf")
         self._listed_at: dict[int, float] = {}
-        self.listings = 0  # sections listed from Plex (for tests and stats)
 
     @property
     def sections(self) -> list[SectionInfo]:
@@ -100,7 +99,6 @@ class LibraryIndex:
             if stale or self.cache.meta(f"index_stamp:{section.key}") != section.stamp:
                 self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key))
                 self._listed_at[section.key] = now
-                self.listings += 1
                 changed = True
         self._sections = sections
         if changed:

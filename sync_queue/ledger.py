@@ -60,9 +60,6 @@ class Ledger(sqlite.Store):
     SCHEMA = _SCHEMA
 
     # -- scenes ----------------------------------------------------------------
-    def get(self, scene_id: int) -> SceneRecord | None:
-        return self.get_many([scene_id]).get(scene_id)
-
     def get_many(self, scene_ids: list[int]) -> dict[int, SceneRecord]:
         with self._lock:
             return self._get_many(scene_ids)

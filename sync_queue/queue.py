@@ -1,7 +1,7 @@
 """The job queue: persist-queue's SQLiteAckQueue behind a small interface of ours.
 
 This is the only module that imports persist-queue or touches its tables. Facts it
-is built on (contracts/persist-queue.md, measured on 1.1.0):
+is built on (persist-queue 1.1.0, persistqueue/sqlackqueue.py and sqlbase.py; measured):
 
 * Two tables in one ``data.db``: ``interactive`` (users' edits) is always served
   before ``bulk`` (scans, all/recent tasks).
@@ -34,7 +34,12 @@ from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, Job, Taken
 
 QUEUE_FILE = "data.db"
 CLEAR_ACKED_EVERY = 500
-_PENDING_STATUSES = "(0, 1, 2)"  # persist-queue AckStatus: inited, ready, unack
+# Row statuses, as persist-queue 1.1.0 writes them (persistqueue/sqlackqueue.py, ``AckStatus``):
+# put() writes INITED, nack() and auto_resume READY, get() UNACK; ack() writes 5 and
+# ack_failed() 9, both done. get() hands out rows below UNACK.
+INITED, READY, UNACK = 0, 1, 2
+_READY_SQL = f"status IN ({INITED}, {READY})"
+_NOT_DONE_SQL = f"status IN ({INITED}, {READY}, {UNACK})"
 _SIDE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS s2p_pending (
     scene_id INTEGER PRIMARY KEY,
@@ -187,7 +192,7 @@ class JobQueue:
 
     def ready_count(self) -> int:
         """Jobs waiting to be taken (not in flight, not parked), from SQL."""
-        return sum(self._count_where(p, "status IN (0, 1)") for p in PRIORITIES)
+        return sum(self._count_where(p, _READY_SQL) for p in PRIORITIES)
 
     def _get(self, priority: str) -> Taken | None:
         import persistqueue
@@ -209,9 +214,10 @@ class JobQueue:
         return Taken(job=job, pqid=raw["pqid"], table=priority)
 
     def _quarantine_poison(self, priority: str, exc: BaseException) -> None:
-        """A row that cannot be decoded is stuck 'unack' (finding 19): move it aside."""
+        """A row that cannot be decoded is stuck UNACK: persist-queue's ``get()`` marks the row
+        before it deserializes it, and never tells us its id. Move such rows aside."""
         held = {t.pqid for _, _, t in self._parked if t.table == priority}
-        rows = self._side().execute(f"SELECT _id FROM {_table(priority)} WHERE status = 2").fetchall()
+        rows = self._side().execute(f"SELECT _id FROM {_table(priority)} WHERE status = {UNACK}").fetchall()
         for (pqid,) in rows:
             if pqid not in held:
                 self._fail_row(priority, pqid, exc)
@@ -276,12 +282,12 @@ class JobQueue:
         """SQL counts: pending (not done, retries included), in flight, scheduled retries."""
         result: dict[str, Any] = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None}
         for priority in PRIORITIES:
-            pending = self._count_where(priority, f"status IN {_PENDING_STATUSES}")
+            pending = self._count_where(priority, _NOT_DONE_SQL)
             result[priority] = pending
             result["pending"] += pending
-            # taken and being worked on; a parked retry (also status 2) only waits
+            # taken and being worked on; a parked retry (also UNACK) only waits
             result["in_flight"] += self._count_where(
-                priority, "status = 2 AND COALESCE(json_extract(CAST(data AS TEXT), '$.attempt'), 0) = 0"
+                priority, f"status = {UNACK} AND COALESCE(json_extract(CAST(data AS TEXT), '$.attempt'), 0) = 0"
             )
             retrying, next_at = self._retry_summary(priority)
             result["retrying"] += retrying
@@ -295,7 +301,7 @@ class JobQueue:
                 self._side()
                 .execute(
                     f"SELECT COUNT(*), MIN(json_extract(CAST(data AS TEXT), '$.next_attempt_at')) "
-                    f"FROM {_table(priority)} WHERE status IN {_PENDING_STATUSES} "
+                    f"FROM {_table(priority)} WHERE {_NOT_DONE_SQL} "
                     "AND json_extract(CAST(data AS TEXT), '$.attempt') > 0"
                 )
                 .fetchone()
@@ -313,7 +319,7 @@ class JobQueue:
         with sqlite.write(self._side()) as conn:
             for priority in PRIORITIES:
                 try:
-                    cur = conn.execute(f"DELETE FROM {_table(priority)} WHERE status IN {_PENDING_STATUSES}")
+                    cur = conn.execute(f"DELETE FROM {_table(priority)} WHERE {_NOT_DONE_SQL}")
                 except sqlite3.OperationalError as exc:
                     if "no such table" in str(exc):
                         continue

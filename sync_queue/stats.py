@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS latest (name TEXT PRIMARY KEY, at REAL NOT NULL, deta
 COUNTS = ("synced", "unchanged", "gone", "posters")
 PLEX_SECONDS, PLEX_JOBS = "plex_seconds", "plex_jobs"
 FAILED, RETRIED = "failed", "retried"
+WAITING = "waiting_for_plex"  # a run's count only: jobs that wait for the breaker are not an outcome
 
 
 def iso_local(timestamp: float | None) -> str | None:
@@ -83,6 +84,27 @@ class Delta:
         """A transient failure, scheduled for a retry."""
         self._failure(RETRIED, error_class, message, now)
 
+    def waiting(self, n: int = 1) -> None:
+        """``n`` jobs wait for Plex (the breaker is open); they keep their retry budget."""
+        self.counts[WAITING] += n
+
+    def run_counts(self) -> Counter[str]:
+        """The batch as a task's reply counts it: ``failed`` and ``retrying`` summed over classes.
+
+        >>> d = Delta()
+        >>> d.synced(1.0, poster_uploaded=True); d.retried("PlexNotFound", "m", 2.0); d.waiting(3)
+        >>> dict(d.run_counts())
+        {'synced': 1, 'posters': 1, 'retrying': 1, 'waiting_for_plex': 3}
+        """
+        run: Counter[str] = Counter()
+        for name, n in self.counts.items():
+            kind = name.split(":", 1)[0]
+            if kind in (*COUNTS, WAITING):
+                run[kind] += n
+            elif kind in (FAILED, RETRIED):
+                run["retrying" if kind == RETRIED else FAILED] += n
+        return +run  # drops zero counts
+
     def _failure(self, kind: str, error_class: str, message: str, now: float) -> None:
         self.counts[f"{kind}:{error_class}"] += 1
         self.last_failure_at = now
@@ -103,7 +125,7 @@ class StatsStore(sqlite.Store):
         """Add one batch's counts, in one transaction."""
         if not delta:
             return
-        totals: list[tuple[str, float]] = [(name, n) for name, n in delta.counts.items() if n]
+        totals: list[tuple[str, float]] = [(name, n) for name, n in delta.counts.items() if n and name != WAITING]
         if delta.plex_seconds:
             totals.append((PLEX_SECONDS, delta.plex_seconds))
         latest = [

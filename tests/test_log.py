@@ -10,7 +10,9 @@ import pytest
 
 from core.log import MAX_LINE_BYTES, Redactor, StashLog, capture_library_logs
 
-STASH_LINE_LIMIT = 64 * 1024  # bufio.Scanner's default token size (contract §2.5)
+STASH_LINE_LIMIT = (
+    64 * 1024
+)  # bufio.Scanner's default token size: Stash reads plugin stderr with one (pkg/plugin/common/log/log.go)
 
 
 def _log(**kw) -> tuple[StashLog, io.BytesIO]:

@@ -1,8 +1,8 @@
 """Drive the real python-plexapi against the Plex emulator.
 
 Each test asserts both what plexapi put on the wire (the emulator's request log)
-and the state the emulator ended up in, so the emulator stays faithful to
-/work/shared/contracts/plex.md.
+and the state the emulator ended up in, so the emulator stays faithful to what
+plexapi sends and parses.
 """
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ def test_indexed_list_replaces_or_appends_per_switch(emu, section_key, plex) -> 
     emu.tag_semantics = "append"
     plex.fetchItem(rk).edit(**{"genre[0].tag.tag": "D"})
     assert emu.item(rk)["tags"]["genre"] == ["C", "D"]
-    # the contract's idempotent recipe gives the same result under either rule
+    # an indexed list plus removals of the rest gives the same result under either rule
     for semantics in ("append", "replace"):
         emu.tag_semantics = semantics
         plex.fetchItem(rk).edit(**{"genre[0].tag.tag": "C", "genre[1].tag.tag": "E", "genre[].tag.tag-": quote("D")})

@@ -1,7 +1,7 @@
 """Stash2Plex.yml loads in Stash and agrees with the code.
 
 Stash decodes the file with yaml.v2 ``SetStrict(true)`` into the Go struct ``Config``
-of pkg/plugin/config.go (contract §1): an unknown key at any depth, or a duplicate
+of pkg/plugin/config.go (``loadPluginFromYAML``): an unknown key at any depth, or a duplicate
 key, makes the whole plugin fail to load. The validator below mirrors that struct.
 It is stricter than Go on one point: yaml.v2 would turn ``mode: 5`` into the string
 "5", but we want every string field to be a string in the file, so what Stash passes

@@ -3,7 +3,8 @@
 Whatever Stash (or a user) puts on stdin, the plugin answers with exactly one JSON
 object ``{"output", "error"}`` on stdout, exits non-zero on an error, writes only
 ``\\x01<level>\\x02`` lines on stderr, never shows a traceback, and never echoes the
-session cookie (contract §2.3-2.5).
+session cookie. (Stash writes stdin and reads stdout in pkg/plugin/raw.go ``Start``;
+it reads stderr lines in pkg/plugin/common/log/log.go and pkg/logger/plugin.go.)
 """
 
 from __future__ import annotations

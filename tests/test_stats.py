@@ -265,6 +265,17 @@ def test_worker_records_each_batch_once_with_timed_plex_work(tmp_path):
     stats.close()
 
 
+def test_jobs_held_by_an_open_breaker_add_up_in_the_run_and_stay_out_of_stats_db(tmp_path):
+    worker, stats = make_worker(tmp_path, FakeStash({1: raw_scene(1)}), [])
+    worker.breaker = SimpleNamespace(allow=lambda: False, seconds_until_probe=lambda: 30.0)
+    worker.process_batch(taken(1, 2), {})
+    worker.process_batch(taken(3, 4, 5), {})
+    assert dict(worker.stats) == {"waiting_for_plex": 5}
+    assert worker.queue.calls == [("postpone", sid) for sid in (1, 2, 3, 4, 5)]
+    assert stats.snapshot() == EMPTY
+    stats.close()
+
+
 def test_a_batch_that_ends_early_is_recorded_too(tmp_path):
     worker, stats = make_worker(tmp_path, FakeStash({}, down=True), [])
     worker.process_batch(taken(1, 2), {})  # Stash is down: both wait for a retry, no Plex work

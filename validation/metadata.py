@@ -69,7 +69,6 @@ class SceneMetadata(BaseModel):
     tags: tuple[str, ...] = ()
     files: tuple[SceneFileMeta, ...] = ()
     screenshot: str | None = None
-    updated_at: str = ""
     warnings: tuple[str, ...] = ()
 
     @field_validator("files")
@@ -119,7 +118,6 @@ def scene_from_stash(raw: dict[str, Any]) -> SceneMetadata:
             tags=_names(raw.get("tags"), "tags", warnings),
             files=tuple(raw.get("files") or ()),
             screenshot=(raw.get("paths") or {}).get("screenshot"),
-            updated_at=str(raw.get("updated_at") or ""),
             warnings=tuple(warnings),
         )
     except ValidationError as exc:

@@ -1,7 +1,9 @@
 """The document Stash writes on a plugin's stdin, as validated models.
 
-Shape (contract §2.3): ``{"server_connection": {...}, "args": {...}}``. The
-connection struct has no JSON tags in Go, so its keys are capitalised. Tasks get
+Shape (Stash's pkg/plugin/common/msg.go, ``PluginInput`` and ``StashServerConnection``;
+filled by pkg/plugin/plugins.go ``makeServerConnection``):
+``{"server_connection": {...}, "args": {...}}``. The connection struct has no JSON
+tags in Go, so its keys are capitalised. Tasks get
 their ``defaultArgs`` in ``args``; hooks get ``defaultArgs`` plus ``hookContext``.
 
 Why frozen dataclasses with explicit checks and not pydantic here: this module is on
@@ -95,7 +97,6 @@ class ServerConnection:
     PluginDir: str
     Scheme: str = "http"
     SessionCookie: Cookie | None = None
-    Dir: str = ""
     # Not sent by Stash: the standalone command line (and the drainer it starts)
     # authenticates with Stash's API key instead of a session cookie.
     ApiKey: str | None = dataclasses.field(default=None, repr=False)
@@ -113,7 +114,6 @@ class ServerConnection:
             PluginDir=_text(data, "PluginDir", where),
             Scheme=scheme,
             SessionCookie=Cookie.parse(data.get("SessionCookie")),
-            Dir=_text(data, "Dir", where, False),
             ApiKey=_text(data, "ApiKey", where, False) or None,
         )
 

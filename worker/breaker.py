@@ -192,9 +192,7 @@ class BreakerStore:
         rewritten when the state changed. Raises ``OSError`` when the lock cannot be
         taken or the file cannot be written; an unreadable file counts as CLOSED.
         """
-        with file_lock(self.lock_path) as acquired:
-            if not acquired:
-                raise OSError(f"could not lock {self.lock_path}")
+        with file_lock(self.lock_path):
             old = self._read()
             new = fn(old)
             if new != old or self.warning is not None:

@@ -65,7 +65,7 @@ def decide(
     next_at = schedule(job.attempt + 1, policy, now, rng)
     if next_at is None:
         return Decision(DLQ, job, None, _dlq_message(job, error))
-    scan = job.scan_requested or bool(getattr(error, "scan_requested", False))
+    scan = job.scan_requested or (isinstance(error, PlexNotFound) and error.scan_requested)
     since = (
         job.not_found_since if job.not_found_since is not None else (now if isinstance(error, PlexNotFound) else None)
     )

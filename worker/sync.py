@@ -166,7 +166,7 @@ class Syncer:
         module = ntpath if "\\" in path and "/" not in path else posixpath
         folder = module.dirname(path)
         self.client.scan_folder(section.key, folder)
-        exc.scan_requested = True  # type: ignore[attr-defined]
+        exc.scan_requested = True
         self.log.info(f"scene {scene.id}: asked Plex to scan {folder} (library {section.title!r})")
 
     # -- poster ----------------------------------------------------------------

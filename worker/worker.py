@@ -67,8 +67,8 @@ class Worker:
         self.batch_size = batch_size
         self.clock, self.sleep, self.timer = clock, sleep, timer
         self.rng = rng or random.Random()
-        self.stats: Counter[str] = Counter()  # this run's counts (a task's reply)
-        self.delta = Delta()  # this batch's, added to stats.db when the batch ends
+        self.delta = Delta()  # this batch's outcomes, added to stats.db when the batch ends
+        self.stats: Counter[str] = Counter()  # the run's (a task's reply): the batches' deltas summed
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
         self._breaker_seen = BreakerState()
         self._unavailable_said = False
@@ -114,6 +114,7 @@ class Worker:
             self._process(batch, prefetched)
         finally:
             delta, self.delta = self.delta, Delta()
+            self.stats += delta.run_counts()
             self.stats_store.record(delta)
             done, self._in_sync = self._in_sync, []
             if done:  # an old dead-letter entry of a scene that is now in sync would only mislead
@@ -140,7 +141,7 @@ class Worker:
             for item in batch:
                 self.queue.postpone(item, now + wait)
             self._say_unavailable(f"circuit breaker open; next try in {wait:.0f} s")
-            self.stats["waiting_for_plex"] = len(batch)
+            self.delta.waiting(len(batch))
             return []
         self._breaker_seen = self.breaker.state()
         if self._breaker_seen.state == State.HALF_OPEN:
@@ -174,7 +175,6 @@ class Worker:
             if raw is None:
                 self.log.info(f"scene {sid} no longer exists in Stash; nothing to sync")
                 self.queue.ack(item)
-                self.stats["gone"] += 1
                 self.delta.gone()
                 continue
             try:
@@ -185,7 +185,6 @@ class Worker:
             record = records.get(sid)
             if record is not None and record.state_hash == self.syncer.state_hash(scene):
                 self.queue.ack(item)
-                self.stats["unchanged"] += 1
                 self.delta.unchanged(self.clock())
                 self._in_sync.append(sid)
                 continue
@@ -303,9 +302,6 @@ class Worker:
         summary = "; ".join(lines) or "no field changes"
         poster = " poster uploaded;" if result.poster == "uploaded" else ""
         self.log.log(level, f"scene {scene.id} → Plex item {result.rating_key} ({result.how}):{poster} {summary}")
-        self.stats["synced"] += 1
-        if result.poster == "uploaded":
-            self.stats["posters"] += 1
         self.delta.synced(self.clock(), poster_uploaded=result.poster == "uploaded")
         self._in_sync.append(scene.id)
 
@@ -318,10 +314,9 @@ class Worker:
         if decision.action == ACK:
             self.queue.ack(item)
         elif decision.action == POSTPONE:
-            self.stats["waiting_for_plex"] += 1
+            self.delta.waiting()
             self.queue.postpone(item, decision.until)
         elif decision.action == RETRY:
-            self.stats["retrying"] += 1
             wait = decision.until - self.clock()
             self.log.warning(f"scene {sid}: {decision.message}; retry {decision.job.attempt} in {wait:.0f} s")
             self.queue.retry_later(item, decision.job)
@@ -331,7 +326,6 @@ class Worker:
             if not isinstance(error, RunStopped):
                 self._abort(error)
         elif decision.action == DLQ:
-            self.stats["failed"] += 1
             self.dlq.add(item.job, type(error).__name__, decision.message, title or None)
             self.queue.ack(item)
             self.delta.failed(type(error).__name__, self.log.redact(str(error)), self.clock())

@@ -1,12 +1,13 @@
 """A Plex Media Server emulator that real python-plexapi (4.18) can talk to.
 
 It is a real HTTP server (``ThreadingHTTPServer`` on 127.0.0.1, daemon threads)
-that follows /work/shared/contracts/plex.md: XML replies, token in header or
+modelled on plexapi's own code (server.py ``PlexServer.query`` for status codes,
+base.py/library.py for the XML it parses, mixins/edit.py for edits): XML replies, token in header or
 query, exact paging with ``totalSize``, the PUT edit parameter language,
 poster uploads, scans, and fault switches (latency, 401, 503, stall, refused
 connections). Every request is recorded for tests to assert on.
 
-Choices where the contract marks real PMS behaviour as unknown ([U]):
+Choices where real PMS behaviour has not been observed:
 
 * tag edits: ``tag_semantics="replace"`` (an indexed list replaces that tag type)
   or ``"append"`` (indexed names are added); removals (``-=``) apply afterwards;

@@ -3,11 +3,13 @@
 `POST /graphql` is executed by graphql-core against `stash_schema.graphql`, a
 subset of Stash's schema with Stash's own names, so the real stashapi client
 (introspection, default fragments, error handling) runs unchanged against it.
-`GET /scene/<id>/screenshot` serves cover bytes. Behaviour follows
-shared/contracts/stash.md: 422 for parse/validation errors, 400 for a body that
-is not JSON, 200 with errors and partial data for resolver errors, `jobQueue`
-null when idle, plugin settings only when stored, screenshot URLs of the form
-`<base>/scene/<id>/screenshot?t=<updated_at unix seconds>`.
+`GET /scene/<id>/screenshot` serves cover bytes. Behaviour follows Stash's code:
+422 for parse/validation errors and 400 for a body that is not JSON (gqlgen's
+graphql/handler/transport/http_post.go), 200 with errors and partial data for
+resolver errors, `jobQueue` null when idle (internal/api/resolver_query_job.go),
+plugin settings only when stored, screenshot URLs of the form
+`<base>/scene/<id>/screenshot?t=<updated_at unix seconds>`
+(internal/api/urlbuilders/scene.go ``GetScreenshotURL``).
 
 Scenes live in dicts keyed by id and are replaced (never mutated) on update, so
 request threads read consistent snapshots without holding the lock.
@@ -260,7 +262,8 @@ class StashEmulator:
         self.stop()
 
     def server_connection(self, plugin_dir: str, host: str = "0.0.0.0") -> dict:
-        """The `server_connection` object Stash writes on a plugin's stdin (§2.3)."""
+        """The `server_connection` object Stash writes on a plugin's stdin
+        (pkg/plugin/plugins.go ``makeServerConnection``)."""
         cookie = {
             "Name": "session",
             "Value": self.session_cookie,
