@@ -26,7 +26,7 @@ def _log(**kw) -> tuple[StashLog, io.BytesIO]:
 )
 def test_each_level_has_its_prefix_byte(level, code):
     log, raw = _log()
-    getattr(log, level)("hello")
+    log.log(level, "hello")
     assert raw.getvalue() == b"\x01" + code + b"\x02hello\n"
 
 

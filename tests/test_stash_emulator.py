@@ -350,18 +350,17 @@ def test_latency(emu: StashEmulator, stash: StashInterface) -> None:
     assert time.monotonic() - started >= 0.2
 
 
-def test_twenty_thousand_scenes_page_quickly(emu: StashEmulator, stash: StashInterface) -> None:
-    for n in range(20_000):
+def test_a_middle_page_of_a_large_library(emu: StashEmulator, stash: StashInterface) -> None:
+    # (How fast the emulator pages is a benchmark's business: tests/bench/, not a timed test.)
+    for n in range(3_000):
         emu.add_scene(
             title=f"scene {n}", studio=f"studio {n % 40}", performers=[f"p{n % 500}"], tags=[f"tag{n % 60}", "common"]
         )
-    started = time.monotonic()
     count, scenes = stash.find_scenes(
-        filter={"per_page": 1000, "page": 7, "sort": "updated_at"}, fragment=FRAGMENT, get_count=True
+        filter={"per_page": 1000, "page": 2, "sort": "updated_at"}, fragment=FRAGMENT, get_count=True
     )
-    elapsed = time.monotonic() - started
-    assert count == 20_000 and len(scenes) == 1000 and scenes[0]["id"] == "6001"
-    assert elapsed < 1.5, f"page of 1000 took {elapsed:.2f}s"
+    assert count == 3_000 and len(scenes) == 1000
+    assert [s["id"] for s in scenes] == [str(n) for n in range(1001, 2001)]
 
 
 # --- schema conformance ------------------------------------------------------
