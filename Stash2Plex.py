@@ -112,16 +112,35 @@ def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log) -> int:
         log.error(message)
         _reply(stdout, None, message)
         return 1
-    except Exception as exc:  # a bug: the reply names it, the log holds the traceback
-        log.error(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
-        _reply(
-            stdout,
-            None,
-            log.redact(f"Stash2Plex failed unexpectedly: {type(exc).__name__}: {exc} (details in the Stash log)"),
-        )
+    except OSError as exc:
+        if not _disk_refused(exc):
+            return _unexpected(stdout, log, exc)
+        from sync_queue.sqlite import os_error
+
+        message = log.redact(str(os_error(Path(exc.filename), exc)))
+        log.error(message)
+        _reply(stdout, None, message)
         return 1
+    except Exception as exc:
+        return _unexpected(stdout, log, exc)
     _reply(stdout, output, None)
     return 0
+
+
+def _disk_refused(exc: OSError) -> bool:
+    """A full, read-only or forbidden folder (not a bug): said in words, without a traceback."""
+    import errno
+
+    codes = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, getattr(errno, "EDQUOT", -1)}
+    return exc.errno in codes and bool(exc.filename)
+
+
+def _unexpected(stdout: TextIO, log, exc: Exception) -> int:
+    """A bug: the reply names it, the log holds the traceback."""
+    log.error(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+    message = f"Stash2Plex failed unexpectedly: {type(exc).__name__}: {exc} (details in the Stash log)"
+    _reply(stdout, None, log.redact(message))
+    return 1
 
 
 def _utf8_stdio() -> None:

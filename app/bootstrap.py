@@ -145,6 +145,7 @@ class Bootstrap:
                 "reinstall the plugin: the file lists the packages it needs"
             ) from None
         self.requirements = parse_requirements(text)
+        self.reused = False  # True when another process did the install this one waited for
 
     # -- checking ---------------------------------------------------------------
     def use_local_folder(self) -> None:
@@ -216,7 +217,10 @@ class Bootstrap:
         self.use_local_folder()
         still = self.absent()
         if failure is None and not still:
-            self.log.info(f"installed the Python packages into {self.target}")
+            if self.reused:
+                self.log.info(f"another Stash2Plex process installed the packages into {self.target}; using them")
+            else:
+                self.log.info(f"installed the Python packages into {self.target}")
             return
         raise DependencyError(
             self._advice(names, failure or f"{', '.join(r.dist for r in still)} still not importable")
@@ -255,7 +259,8 @@ class Bootstrap:
         import shutil
 
         if self._installed_here():
-            return None  # another process installed them while we waited
+            self.reused = True  # another process installed them while we waited for the lock
+            return None
         staging = self.target.with_name(f"{self.target.name}.staging-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         failure = self._run_pip(staging)
@@ -269,8 +274,16 @@ class Bootstrap:
         if not self.target.is_dir():
             return False
         self.use_local_folder()
-        specs = [importlib.util.find_spec(r.module) for r in self.requirements]
-        return all(s is not None and str(s.origin or "").startswith(str(self.target)) for s in specs)
+        importlib.invalidate_caches()  # the folder may have been swapped in by another process
+        return all(self._lives_here(importlib.util.find_spec(r.module)) for r in self.requirements)
+
+    def _lives_here(self, spec) -> bool:
+        """Whether a module spec points into the plugin-local folder. A namespace package
+        (stashapi has no __init__.py) has no ``origin``, only ``submodule_search_locations``."""
+        if spec is None:
+            return False
+        places = [spec.origin, *(spec.submodule_search_locations or [])]
+        return any(place and str(place).startswith(str(self.target)) for place in places)
 
     def _run_pip(self, staging: Path) -> str | None:
         command = install_command(self.plugin_dir, staging, quiet=True)

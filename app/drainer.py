@@ -7,6 +7,12 @@ watches for a task asking to take over. The drainer stays while jobs wait for a
 retry, and exits when none are left. After releasing the lock it looks once more:
 a job a hook enqueued while the drainer was finishing (that hook found the lock
 taken) is picked up by taking the lock again.
+
+A drainer never outlives its settings: the main thread compares the settings saved
+in Stash with its own (a hash; one small request) every ``SETTINGS_CHECK_S`` and
+whenever a hook nudges it (``drainer.nudge``), between batches and while it waits;
+when they changed, the worker stops at the next job and the drainer starts over
+with the new settings (a changed plex_url or plex_token also resets the breaker).
 """
 
 from __future__ import annotations
@@ -17,19 +23,39 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from core.errors import Stash2PlexError
+from core.errors import Stash2PlexError, StashUnavailable
 from core.log import Redactor, StashLog, capture_library_logs
 from core.platform import HeldLock
 from validation.plugin_input import ServerConnection
+from worker.backoff import probe_wait
 
 WATCH_INTERVAL_S = 0.25
+SETTINGS_CHECK_S = 30.0
+NUDGE_MIN_GAP_S = 1.0  # a burst of hooks costs at most one settings request a second
 LOCK_PATIENCE_S = 1.0  # a look at the lock (is_locked) holds it for milliseconds; a drainer for long
+
+
+def _worker_once_stash_answers(app, queue, stop: threading.Event, log: StashLog):
+    """The worker, built once Stash answers (it holds the settings): an unreachable Stash
+    is probed again after 2, 4, 8 … 60 s; None when the drainer was told to stop."""
+    failures = 0
+    while True:
+        try:
+            return app.worker(queue)
+        except StashUnavailable as exc:
+            if failures == 0:
+                log.warning(f"Stash is unavailable ({exc}); the drainer waits for it, the jobs stay queued")
+            if stop.wait(probe_wait(failures)):
+                return None
+            failures += 1
 
 
 def _work(app, lock: HeldLock, stop: threading.Event, outcome: dict) -> None:
     try:
         with app.consumer(lock=lock) as queue:
-            worker = app.worker(queue)
+            worker = _worker_once_stash_answers(app, queue, stop, app.log)
+            if worker is None:
+                return
             outcome["stats"] = worker.run(stop=stop, wait_for_retries=True)
         if worker.abort_error is not None:  # the token or a setting is wrong: stop, and say so
             outcome["error"] = worker.abort_error
@@ -39,16 +65,45 @@ def _work(app, lock: HeldLock, stop: threading.Event, outcome: dict) -> None:
         outcome["error"] = exc
 
 
-def drain_once(app, log: StashLog, lock: HeldLock) -> bool:
-    """Run the worker in a daemon thread until the queue is empty or a task takes over."""
+class SettingsWatch:
+    """When to compare the settings: every ``SETTINGS_CHECK_S``, and soon after a nudge."""
+
+    def __init__(self, app, clock=time.monotonic) -> None:
+        self.app, self.clock = app, clock
+        self.checked_at = clock()
+        self.nudge_seen = app.nudged_at()
+
+    def changed(self) -> bool:
+        now = self.clock()
+        nudged = self.app.nudged_at()
+        due = now - self.checked_at >= SETTINGS_CHECK_S
+        if nudged != self.nudge_seen and now - self.checked_at >= NUDGE_MIN_GAP_S:
+            self.nudge_seen, due = nudged, True
+        if not due:
+            return False
+        self.checked_at = now
+        return self.app.settings_changed()
+
+
+def drain_once(app, log: StashLog, lock: HeldLock) -> bool | None:
+    """Run the worker in a daemon thread until the queue is empty or a task takes over.
+    True: a clean run; False: it stopped on an error; None: the settings changed."""
     stop = threading.Event()
     outcome: dict = {}
     thread = threading.Thread(target=_work, args=(app, lock, stop, outcome), name="s2p-worker", daemon=True)
     thread.start()
+    watch = SettingsWatch(app)
+    restart = False
     while thread.is_alive():
         thread.join(WATCH_INTERVAL_S)
         if app.handover_requested():
             stop.set()
+        elif not stop.is_set() and watch.changed():
+            log.info("the plugin settings changed; the drainer starts over with them")
+            restart = True
+            stop.set()
+    if restart and "error" not in outcome:
+        return None
     if "error" in outcome:
         error = outcome["error"]
         log.error(f"drainer stopped: {type(error).__name__}: {error}")
@@ -64,7 +119,7 @@ def _remember_error(app, text: str | None) -> None:
     try:
         ledger = app.ledger()
         if text is not None:
-            ledger.set_meta("last_drainer_error", {"error": text, "at": time.time()})
+            ledger.set_meta("last_drainer_error", {"error": app.log.redact(text), "at": time.time()})
         elif ledger.meta("last_drainer_error") is not None:
             ledger.set_meta("last_drainer_error", None)
     except Stash2PlexError:
@@ -96,7 +151,13 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
             if not lock.acquire(patience=LOCK_PATIENCE_S):
                 return 0  # another drainer (or a task) is at work
             clean = drain_once(app, log, lock)  # releases the lock when done
-            if not clean or app.handover_requested() or not app.producer_queue().ready_count():
+            if clean is None:  # new settings: new parts (clients, index, breaker binding)
+                app.close()
+                app = App(connection, env, log, data_dir=app.data_dir, settings_overrides=app.settings_overrides)
+                continue
+            # pending, not only ready: jobs this drainer held back when a handover request
+            # came (its requester may have died since) are left 'unack' until resumed
+            if not clean or app.handover_requested() or not app.producer_queue().counts()["pending"]:
                 return 0
             log.info("jobs arrived while finishing; draining again")
     finally:

@@ -8,6 +8,7 @@ requests, plexapi or stashapi.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import time
@@ -22,7 +23,6 @@ from sync_queue.queue import JobQueue
 from validation.plugin_input import ServerConnection
 
 ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "Stash2Plex.py"
-HANDOVER_FRESH_S = 60.0
 HANDOVER_WAIT_S = 900.0
 DRAINER_LOG_MAX_BYTES = 5_000_000
 
@@ -41,6 +41,12 @@ def data_dir_for(connection: ServerConnection, env: dict[str, str]) -> Path:
     return Path(env.get("STASH2PLEX_DATA_DIR") or Path(connection.PluginDir) / "data")
 
 
+def _fingerprint(value) -> str:
+    """A short hash of settings (secrets included, so it is only ever a hash)."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 class App:
     def __init__(
         self,
@@ -57,7 +63,11 @@ class App:
         self.data_dir = data_dir or data_dir_for(connection, env)
         self.queue_dir = self.data_dir / "queue"
         self.lock_path = self.data_dir / "drainer.lock"
-        self.handover_path = self.data_dir / "drainer.handover"
+        # A task asking the drainer to hand over holds this lock while it waits: the
+        # request dies with the task, whatever kills it (never a file's age).
+        self.handover_path = self.data_dir / "drainer.handover.lock"
+        self.nudge_path = self.data_dir / "drainer.nudge"
+        self._settings_print: str | None = None
         self._parts: dict[str, object] = {}
         log.redact.add(connection.cookie_value)
         log.redact.add(connection.ApiKey)
@@ -76,8 +86,10 @@ class App:
         return is_locked(self.lock_path)
 
     def ensure_drainer(self) -> bool:
-        """Start a detached background drainer unless one holds the lock."""
+        """Start a detached background drainer unless one holds the lock; a running one is
+        nudged to check that it still works with the current settings."""
         if self.drainer_running():
+            self.nudge_drainer()
             return False
         rotate(self.data_dir / "drainer.log", DRAINER_LOG_MAX_BYTES)
         payload = {
@@ -92,12 +104,23 @@ class App:
         )
         return True
 
+    def nudge_drainer(self) -> None:
+        """Tell a running drainer that something happened (it then compares the settings)."""
+        try:
+            self.nudge_path.touch()
+        except OSError:
+            pass  # the drainer also checks on its own every SETTINGS_CHECK_S
+
+    def nudged_at(self) -> float:
+        try:
+            return self.nudge_path.stat().st_mtime
+        except OSError:
+            return 0.0
+
     # -- the drainer lock -------------------------------------------------------------
     def handover_requested(self) -> bool:
-        try:
-            return time.time() - self.handover_path.stat().st_mtime < HANDOVER_FRESH_S
-        except FileNotFoundError:
-            return False
+        """A task is waiting for the drainer lock right now (it holds the handover lock)."""
+        return is_locked(self.handover_path)
 
     @contextlib.contextmanager
     def consumer(self, lock: HeldLock | None = None, wait_s: float = HANDOVER_WAIT_S) -> Iterator[JobQueue]:
@@ -117,16 +140,18 @@ class App:
 
     def _wait_for_handover(self, lock: HeldLock, wait_s: float) -> None:
         deadline = time.monotonic() + wait_s
+        request = HeldLock(self.handover_path)
         try:
+            if not request.acquire(patience=wait_s):
+                raise Stash2PlexError(f"another task waited for the drainer for {wait_s:.0f} s; try again later")
             while not lock.acquire():
                 if time.monotonic() > deadline:
                     raise Stash2PlexError(
                         f"the background drainer did not hand over within {wait_s:.0f} s; try again later"
                     )
-                self.handover_path.touch()
-                time.sleep(0.2)
+                time.sleep(0.1)
         finally:
-            self.handover_path.unlink(missing_ok=True)
+            request.release()
 
     # -- the full set -------------------------------------------------------------
     def stash(self):
@@ -143,16 +168,37 @@ class App:
         from validation.config import load_settings
 
         def build():
-            settings = load_settings({**self.stash().plugin_settings(), **self.settings_overrides})
+            saved = {**self.stash().plugin_settings(), **self.settings_overrides}
+            self._settings_print = _fingerprint(saved)
+            settings = load_settings(saved)
             self.log.redact.add(settings.plex_token)
+            self.log.redact.add_url(settings.plex_url)
             return settings
 
         return self._part("settings", build)
 
+    def settings_changed(self) -> bool:
+        """Whether the settings saved in Stash differ from those this App runs with (one
+        small GraphQL request; False when Stash cannot be asked right now)."""
+        if self._settings_print is None:
+            return False
+        try:
+            saved = {**self.stash().plugin_settings(), **self.settings_overrides}
+        except Stash2PlexError:
+            return False
+        return _fingerprint(saved) != self._settings_print
+
     def ledger(self):
         from sync_queue.ledger import Ledger
 
-        return self._part("ledger", lambda: Ledger(self.data_dir))
+        def build():
+            ledger = Ledger(self.data_dir)
+            notice = ledger.open()
+            if notice:
+                self.log.warning(f"{notice}; the next sync writes every scene to Plex again")
+            return ledger
+
+        return self._part("ledger", build)
 
     def dlq(self):
         from sync_queue.dlq import DeadLetterQueue
@@ -169,11 +215,15 @@ class App:
 
         recovery = self._seconds("STASH2PLEX_BREAKER_RECOVERY_S", 60.0)
 
+        settings = self.settings()
+
         def build():
             breaker = CircuitBreaker(BreakerStore(self.data_dir / "breaker.json"), BreakerPolicy(recovery=recovery))
             breaker.state()
             if breaker.store.warning:  # a corrupt state file is reset, and said so
                 self.log.warning(breaker.store.warning)
+            if breaker.store.bind(_fingerprint([settings.plex_url, settings.plex_token])):
+                self.log.info("plex_url or plex_token changed: the circuit breaker starts closed again")
             return breaker
 
         return self._part("breaker", build)
@@ -218,7 +268,8 @@ class App:
             "syncer", lambda: Syncer(self.plex(), self.index(), self.ledger(), self.stash(), self.settings(), self.log)
         )
 
-    def worker(self, queue: JobQueue):
+    def worker(self, queue: JobQueue, probe_now: bool = False):
+        """The worker; ``probe_now`` for a task the user started (Plex is probed at once)."""
         from worker.worker import Worker
 
         concurrency = self.settings().plex_concurrency
@@ -232,6 +283,7 @@ class App:
             stats_store=self.stats(),
             log=self.log,
             concurrency=concurrency,
+            probe_now=probe_now,
         )
 
     def close(self) -> None:

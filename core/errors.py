@@ -5,6 +5,9 @@ The class decides the routing (see ``worker/settle.py``):
 * ``TransientError``: retried with the transient backoff policy.
 * ``PlexUnavailable``: Plex is down; trips the circuit breaker and does not spend
   the job's retry budget.
+* ``StashUnavailable``: Stash is down; the jobs wait (no budget spent) and Stash is
+  probed again on a growing interval. ``StashRefused``: the session or API key was
+  refused; the run stops and the jobs stay queued.
 * ``PlexNotFound``: the item is not in Plex (yet); retried on the slow schedule.
 * ``PermanentError``: straight to the dead-letter queue; the message says what to do.
 * ``ConfigError``: a setting is missing or malformed; the task or drainer stops and
@@ -32,7 +35,18 @@ class PlexUnavailable(TransientError):
 
 
 class StashUnavailable(TransientError):
-    """Stash did not answer or answered with something that is not GraphQL."""
+    """Stash cannot be reached (refused, not resolved, timed out, reset, a 5xx or a page
+    that is not GraphQL): an outage of Stash. Jobs wait without spending their retry
+    budget and Stash is probed again, like Plex."""
+
+
+class StashQueryError(TransientError):
+    """Stash answered, but with GraphQL errors: retried on the transient schedule."""
+
+
+class StashRefused(Stash2PlexError):
+    """Stash refused the plugin's session or API key (401/403). The run stops; the jobs
+    stay queued with their budget intact (the next hook or task brings a fresh session)."""
 
 
 class PlexNotFound(TransientError):

@@ -13,9 +13,13 @@ and level name instead of the control bytes).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from typing import TextIO
+
+# user:password@ in any URL (http://user:pass@host, also inside longer texts)
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@]+@")
 
 MAX_LINE_BYTES = 60_000
 LEVELS = {"trace": "t", "debug": "d", "info": "i", "warning": "w", "error": "e"}
@@ -29,7 +33,8 @@ _PYTHON_LEVELS = {
 
 
 class Redactor:
-    """Replaces every registered secret with ``***`` (longest first)."""
+    """Replaces every registered secret with ``***`` (longest first), and the user name
+    and password of any URL (``http://user:pass@host`` → ``http://***@host``)."""
 
     def __init__(self) -> None:
         self._secrets: list[str] = []
@@ -45,7 +50,24 @@ class Redactor:
                 self._secrets.append(form)
         self._secrets.sort(key=len, reverse=True)
 
+    def add_url(self, url: str | None) -> None:
+        """Register the password a URL carries (it may appear on its own, e.g. URL-decoded)."""
+        if not url:
+            return
+        from urllib.parse import unquote, urlsplit
+
+        try:
+            parts = urlsplit(url)
+            password = parts.password
+        except ValueError:
+            return
+        if password:
+            self.add(password)
+            self.add(unquote(password))
+
     def __call__(self, text: str) -> str:
+        if "@" in text:
+            text = _URL_CREDENTIALS.sub(r"\1***@", text)
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, "***")

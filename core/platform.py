@@ -141,7 +141,9 @@ def spawn_detached(argv: Sequence[str], stdin_data: bytes, log_path: Path) -> in
         kwargs["creationflags"] = flags | subprocess.CREATE_NO_WINDOW
     else:
         kwargs["start_new_session"] = True
-    with open(log_path, "ab") as log:
+    # owner-only: the log holds error texts (secrets are redacted, paths and titles are not)
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open(fd, "ab") as log:
         child = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=log, stderr=log, **kwargs)
     assert child.stdin is not None
     try:

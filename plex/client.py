@@ -8,6 +8,7 @@ short pause; a refused connection or a 503 is not: the circuit breaker owns that
 from __future__ import annotations
 
 import datetime as dt
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random
 
 from core.errors import PlexUnavailable, TransientError
 from core.http import fixed_environment_session
-from plex.errors import plex_errors
+from plex.errors import not_plex_named, plex_errors
 
 REQUEST_TIMEOUT_S = 15.0
 LIST_PAGE_SIZE = 500
@@ -87,8 +88,11 @@ class PlexClient:
         adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=32)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
-        with plex_errors("connecting to Plex"):
-            return PlexServer(self.url, self._token, session=session, timeout=self.timeout)
+        with plex_errors("connecting to Plex", self.url), not_plex_named(self.url):
+            server = PlexServer(self.url, self._token, session=session, timeout=self.timeout)
+            if not server.machineIdentifier:  # a reply that parsed, but is not Plex's root MediaContainer
+                raise ET.ParseError("no machineIdentifier in the answer at /")
+            return server
 
     def version(self) -> str:
         return str(self.server.version)
@@ -96,7 +100,7 @@ class PlexClient:
     @blip_retry
     def sections(self) -> list[SectionInfo]:
         """Every library section, fresh from Plex (one request)."""
-        with plex_errors("listing Plex libraries"):
+        with plex_errors("listing Plex libraries", self.url):
             root = self.server.query("/library/sections")
         found = []
         for node in root.iter("Directory"):
@@ -139,13 +143,13 @@ class PlexClient:
     @blip_retry
     def _list_page(self, section_key: int, start: int):
         headers = {"X-Plex-Container-Start": str(start), "X-Plex-Container-Size": str(LIST_PAGE_SIZE)}
-        with plex_errors(f"listing Plex library {section_key}"):
+        with plex_errors(f"listing Plex library {section_key}", self.url):
             return self.server.query(f"/library/sections/{section_key}/all?type=1", headers=headers)
 
     @blip_retry
     def item_state(self, rating_key: int) -> PlexItemState:
         """Read an item's detail view (one request); raises PlexNotFound when gone."""
-        with plex_errors(f"reading Plex item {rating_key}"):
+        with plex_errors(f"reading Plex item {rating_key}", self.url):
             return self._remember(self.server.fetchItem(int(rating_key)))
 
     @blip_retry
@@ -153,7 +157,7 @@ class PlexClient:
         """Detail views of many items in one request; items Plex no longer has are absent."""
         if not rating_keys:
             return {}
-        with plex_errors(f"reading {len(rating_keys)} Plex items"):
+        with plex_errors(f"reading {len(rating_keys)} Plex items", self.url):
             try:
                 items = self.server.fetchItems([int(k) for k in rating_keys])
             except Exception as exc:
@@ -190,20 +194,20 @@ class PlexClient:
     @blip_retry
     def edit(self, rating_key: int, params: dict[str, Any]) -> None:
         """One PUT with every field and tag change of the item."""
-        with plex_errors(f"editing Plex item {rating_key}"):
+        with plex_errors(f"editing Plex item {rating_key}", self.url):
             item = self._items.get(rating_key) or self.server.fetchItem(int(rating_key))
             item.edit(**params)
 
     @blip_retry
     def upload_poster(self, rating_key: int, image: bytes) -> None:
-        with plex_errors(f"uploading the poster of Plex item {rating_key}"):
+        with plex_errors(f"uploading the poster of Plex item {rating_key}", self.url):
             item = self._items.get(rating_key) or self.server.fetchItem(int(rating_key))
             item.uploadPoster(filepath=image)
 
     @blip_retry
     def scan_folder(self, section_key: int, folder: str) -> None:
         """Ask Plex to scan one folder of a section (returns at once; Plex scans in the background)."""
-        with plex_errors(f"asking Plex to scan {folder}"):
+        with plex_errors(f"asking Plex to scan {folder}", self.url):
             self.server.library.sectionByID(int(section_key)).update(path=folder)
 
     def forget(self, rating_key: int) -> None:

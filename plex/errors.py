@@ -1,12 +1,15 @@
 """The one place that maps plexapi/requests failures onto our exception tree.
 
 By type and status code (plexapi/server.py ``PlexServer.query`` raises ``Unauthorized``
-for 401, ``NotFound`` for 404 and ``BadRequest`` for any other error status; requests
-raises ``ConnectionError``/``Timeout``): 401/403 → PlexAuthError
-(permanent: the token is wrong), 404 → PlexNotFound, 429/5xx/timeouts/resets →
-TransientError, connection refused and 503 → PlexUnavailable (the breaker counts
-those), other 4xx → PlexBadRequest. Messages never carry the token: plexapi strips
-it from URLs, and the redactor catches anything else.
+for 401, ``NotFound`` for 404 and ``BadRequest`` for any other error status):
+401/403 → PlexAuthError (permanent: the token is wrong), 404 → PlexNotFound, 429/5xx →
+TransientError, 503 → PlexUnavailable (the breaker counts it), other 4xx →
+PlexBadRequest. Network failures by their cause (``core/netcause.py``): refused, name
+not resolved, connect timeout → PlexUnavailable; read timeout, reset mid-reply →
+TransientError; a rejected TLS certificate or handshake → ConfigError with the remedy.
+A ``TypeError`` or ``AttributeError`` is "a reply we could not read" only when plexapi
+raised it; from our own code it is a bug and escapes with its traceback. Messages never
+carry the token: plexapi strips it from URLs, and the redactor catches anything else.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
 from core.errors import (
+    ConfigError,
     PlexAuthError,
     PlexBadRequest,
     PlexNotFound,
@@ -24,12 +28,16 @@ from core.errors import (
     Stash2PlexError,
     TransientError,
 )
+from core.netcause import Cause, host_of, network_cause
 
 _STATUS = re.compile(r"^\((\d{3})\)")
+_OUR_PACKAGES = ("app", "core", "hooks", "plex", "stash", "sync_queue", "tasks", "validation", "worker")
 
 
-def translate(exc: BaseException, what: str) -> Stash2PlexError:
-    import requests
+def translate(exc: BaseException, what: str, url: str = "") -> Stash2PlexError:
+    """Our exception for ``exc``, decided by its type (and a network failure by its
+    cause, ``core/netcause.py``). A ``TypeError``/``AttributeError`` raised by our own
+    code is a bug and is re-raised as it is, with its traceback."""
     from plexapi import exceptions as plex_exc
 
     if isinstance(exc, Stash2PlexError):
@@ -43,17 +51,65 @@ def translate(exc: BaseException, what: str) -> Stash2PlexError:
         return PlexNotFound(f"Plex has no such item while {what}")
     if isinstance(exc, plex_exc.BadRequest):
         return _from_status(exc, what)
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return PlexUnavailable(f"Plex did not accept a connection while {what}; is it running and is plex_url right?")
-    if isinstance(exc, requests.exceptions.Timeout):
-        return TransientError(f"Plex did not answer in time while {what}")
-    if isinstance(exc, requests.exceptions.ConnectionError):
-        if "refused" in str(exc).lower() or "Max retries" in str(exc):
-            return PlexUnavailable(f"Plex refused the connection while {what}; is it running and is plex_url right?")
-        return TransientError(f"the connection to Plex broke while {what}")
-    if isinstance(exc, (ET.ParseError, TypeError, AttributeError)):
+    cause = network_cause(exc)
+    if cause is not Cause.NONE:
+        return _from_network(cause, what, url)
+    if isinstance(exc, ET.ParseError) or (isinstance(exc, (TypeError, AttributeError)) and _raised_in_plexapi(exc)):
         return TransientError(f"Plex sent a reply Stash2Plex could not read while {what} ({type(exc).__name__})")
     raise exc
+
+
+def _from_network(cause: Cause, what: str, url: str) -> Stash2PlexError:
+    host = host_of(url) if url else "the plex_url host"
+    if cause is Cause.REFUSED:
+        return PlexUnavailable(
+            f"Plex refused the connection at {host} while {what}; is Plex running and is plex_url right?"
+        )
+    if cause is Cause.DNS:
+        return PlexUnavailable(
+            f"the host name in plex_url ({host}) could not be resolved while {what}; check plex_url for a typo"
+        )
+    if cause is Cause.CONNECT_TIMEOUT:
+        return PlexUnavailable(f"Plex at {host} did not accept a connection in time while {what}; is it running?")
+    if cause is Cause.READ_TIMEOUT:
+        return TransientError(f"Plex did not answer in time while {what}")
+    if cause is Cause.TLS_CERT:
+        return ConfigError(
+            f"Plex's TLS certificate at {host} was rejected while {what} (self-signed or unknown issuer). "
+            "Point the environment variable REQUESTS_CA_BUNDLE at the certificate (or its CA) file, "
+            "or use an http:// plex_url"
+        )
+    if cause is Cause.TLS:
+        return ConfigError(
+            f"the TLS handshake with {host} failed while {what}; does that port speak https? "
+            "If not, use an http:// plex_url"
+        )
+    if cause is Cause.RESET:
+        return TransientError(f"the connection to Plex broke mid-reply while {what}")
+    return TransientError(f"the connection to Plex failed while {what}")
+
+
+def _raised_in_plexapi(exc: BaseException) -> bool:
+    """Whether plexapi (reading an odd reply), not our code, raised ``exc``."""
+    import os
+
+    import plexapi
+
+    root = os.path.dirname(plexapi.__file__)
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ours = tuple(os.path.join(repo, d) + os.sep for d in _OUR_PACKAGES)
+    for filename in reversed(frames):  # the innermost frame that is plexapi's or ours decides
+        path = os.path.abspath(filename)
+        if path.startswith(root):
+            return True
+        if path.startswith(ours):
+            return False
+    return False
 
 
 def _from_status(exc: BaseException, what: str) -> Stash2PlexError:
@@ -71,9 +127,50 @@ def _from_status(exc: BaseException, what: str) -> Stash2PlexError:
 
 
 @contextlib.contextmanager
-def plex_errors(what: str) -> Iterator[None]:
-    """Run a block of Plex calls; anything that escapes is one of ours."""
+def plex_errors(what: str, url: str = "") -> Iterator[None]:
+    """Run a block of Plex calls; anything that escapes is one of ours (or a bug of ours)."""
     try:
         yield
     except Exception as exc:
-        raise translate(exc, what) from None
+        translated = translate(exc, what, url)
+        if translated is exc:
+            raise
+        raise translated from None
+
+
+@contextlib.contextmanager
+def not_plex_named(url: str) -> Iterator[None]:
+    """Around the first request (``GET /`` at plex_url): an answer that is not Plex's
+    (a 404, an HTML page such as Plex Web's at ``/web``) means plex_url points at the
+    wrong place, which no retry can fix (it would otherwise look like "item not found")."""
+    import xml.etree.ElementTree as ET
+
+    from plexapi import exceptions as plex_exc
+
+    try:
+        yield
+    except (plex_exc.NotFound, ET.ParseError) as exc:
+        raise ConfigError(
+            _not_plex(url, "404 Not Found" if isinstance(exc, plex_exc.NotFound) else "not Plex's XML")
+        ) from None
+    except plex_exc.BadRequest as exc:
+        match = _STATUS.match(str(exc))
+        code = int(match.group(1)) if match else 0
+        if code in (401, 403, 429) or code >= 500:
+            raise
+        raise ConfigError(_not_plex(url, f"status {code}")) from None
+
+
+def _not_plex(url: str, answer: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    return (
+        f"setting plex_url: the server at {host_of(url)} answered {answer} at {path}, which is not Plex's answer. "
+        f"plex_url must be the server's address only, like {parts.scheme}://{host_of(url)} "
+        f"(no {path} or other path)"
+        if path not in ("", "/")
+        else f"setting plex_url: the server at {host_of(url)} answered {answer} at /, which is not Plex's answer; "
+        "is plex_url the address of your Plex Media Server (usually port 32400)?"
+    )

@@ -11,7 +11,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from core.errors import StashUnavailable
+from core.errors import StashQueryError, StashRefused, StashUnavailable
+from core.netcause import Cause, host_of, network_cause
 from validation.plugin_input import ServerConnection
 
 PLUGIN_ID = "Stash2Plex"
@@ -65,8 +66,10 @@ def _refusal(status: int, request: Any) -> str:
         )
     if headers.get("Cookie"):
         return (
-            f"Stash refused the plugin's session ({status}). Stash hands each run a fresh session "
-            "cookie; run the task again from Stash"
+            f"Stash refused the plugin's session ({status}); a session expires (Stash's default session "
+            "age is 1 hour). The jobs stay queued: the next hook or task starts with a fresh session. "
+            "An API key avoids this wait: generate one in Stash (Settings → Security → API Key) and "
+            "Stash2Plex uses it instead of the session"
         )
     return (
         f"Stash asks for credentials ({status}); give its API key (Stash → Settings → Security → "
@@ -75,24 +78,46 @@ def _refusal(status: int, request: Any) -> str:
 
 
 @contextlib.contextmanager
-def stash_errors(what: str, last_reply=lambda: None) -> Iterator[None]:
-    """Translate requests/stashapi failures into StashUnavailable naming ``what``.
-
-    ``last_reply()`` returns Stash's last HTTP response (or None), to say what was wrong.
-    """
-    import requests
-
+def stash_errors(what: str, last_reply=lambda: None, url: str = "") -> Iterator[None]:
+    """Translate requests/stashapi failures into our tree, by type (``core/netcause.py``):
+    unreachable → StashUnavailable, session/key refused → StashRefused, GraphQL errors →
+    StashQueryError. ``last_reply()`` returns Stash's last HTTP response (or None)."""
     try:
         yield
-    except requests.exceptions.Timeout:
-        raise StashUnavailable(f"Stash did not answer within {REQUEST_TIMEOUT_S:.0f} s while {what}") from None
-    except requests.exceptions.ConnectionError:
-        raise StashUnavailable(f"cannot connect to Stash while {what}; is Stash running?") from None
-    except StashUnavailable:
+    except (StashUnavailable, StashRefused, StashQueryError):
         raise
-    except Exception as exc:  # stashapi's bare Exception; its message holds no secrets
-        detail = describe_reply(last_reply()) or f"Stash answered with an error: {exc}"
-        raise StashUnavailable(f"{detail} (while {what})") from None
+    except Exception as exc:  # requests' errors, or stashapi's bare Exception (no secrets in it)
+        raise _translate(exc, what, last_reply(), url) from None
+
+
+def _translate(exc: BaseException, what: str, response: Any, url: str) -> Exception:
+    cause = network_cause(exc)
+    if cause is not Cause.NONE:
+        return StashUnavailable(f"{_network_text(cause, url)} while {what}")
+    status = getattr(response, "status_code", None)
+    if status in (401, 403):
+        return StashRefused(f"{_refusal(status, getattr(response, 'request', None))} (while {what})")
+    import requests
+
+    if type(exc) is not Exception and not isinstance(exc, requests.RequestException):
+        raise exc  # neither stashapi's bare Exception nor a requests error: a bug of ours, with its traceback
+    detail = describe_reply(response)
+    if status is not None and (status >= 500 or (status < 300 and detail and "instead of GraphQL" in detail)):
+        return StashUnavailable(f"{detail or f'Stash answered {status}'} (while {what})")
+    return StashQueryError(f"{detail or f'Stash answered with an error: {exc}'} (while {what})")
+
+
+def _network_text(cause: Cause, url: str) -> str:
+    host = host_of(url) if url else "Stash"
+    return {
+        Cause.REFUSED: f"Stash refused the connection at {host}; is Stash running?",
+        Cause.DNS: f"the name of the Stash host ({host}) could not be resolved",
+        Cause.CONNECT_TIMEOUT: f"Stash at {host} did not accept a connection in time",
+        Cause.READ_TIMEOUT: f"Stash did not answer within {REQUEST_TIMEOUT_S:.0f} s",
+        Cause.TLS_CERT: f"Stash's TLS certificate at {host} was rejected; set REQUESTS_CA_BUNDLE to its CA file",
+        Cause.TLS: f"the TLS handshake with Stash at {host} failed",
+        Cause.RESET: "the connection to Stash broke mid-reply",
+    }.get(cause, f"cannot connect to Stash at {host}")
 
 
 class StashClient:
@@ -113,7 +138,7 @@ class StashClient:
         if logger is not None:
             conn["Logger"] = logger
         self._last_reply = None
-        with stash_errors("connecting", lambda: self._probe(connection)):
+        with stash_errors("connecting", lambda: self._probe(connection), connection.base_url):
             # force_api_key: when Stash has an API key, use it instead of the session
             # cookie, which stops authenticating about an hour after Stash issued it
             # (a drainer waiting on retries can live longer than that).
@@ -159,7 +184,7 @@ class StashClient:
 
     def _call(self, query: str, variables: dict[str, Any], what: str) -> dict[str, Any]:
         self._last_reply = None
-        with stash_errors(what, lambda: self._last_reply):
+        with stash_errors(what, lambda: self._last_reply, self._api.url):
             data = self._api.call_GQL(query, variables)
         if not isinstance(data, dict):
             raise StashUnavailable(f"Stash answered without data while {what}")
@@ -192,7 +217,7 @@ class StashClient:
 
     def image(self, url: str) -> bytes:
         """Download an image from Stash with this session's credentials."""
-        with stash_errors("downloading a screenshot"):
+        with stash_errors("downloading a screenshot", lambda: self._last_reply, self._api.url):
             response = self._api.s.get(url, timeout=REQUEST_TIMEOUT_S)
             response.raise_for_status()
             return response.content

@@ -20,6 +20,7 @@ is built on (persist-queue 1.1.0, persistqueue/sqlackqueue.py and sqlbase.py; me
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import sqlite3
@@ -37,14 +38,16 @@ CLEAR_ACKED_EVERY = 500
 # Row statuses, as persist-queue 1.1.0 writes them (persistqueue/sqlackqueue.py, ``AckStatus``):
 # put() writes INITED, nack() and auto_resume READY, get() UNACK; ack() writes 5 and
 # ack_failed() 9, both done. get() hands out rows below UNACK.
-INITED, READY, UNACK = 0, 1, 2
+INITED, READY, UNACK, ACK_FAILED = 0, 1, 2, 9
 _READY_SQL = f"status IN ({INITED}, {READY})"
 _NOT_DONE_SQL = f"status IN ({INITED}, {READY}, {UNACK})"
 _SIDE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS s2p_pending (
+DROP TABLE IF EXISTS s2p_pending;
+CREATE TABLE IF NOT EXISTS s2p_waiting (
     scene_id INTEGER PRIMARY KEY,
     priority TEXT NOT NULL,
-    queued_at REAL NOT NULL
+    queued_at REAL NOT NULL,
+    pqid INTEGER
 );
 """
 
@@ -67,6 +70,8 @@ class JobQueue:
         self._seq = itertools.count()
         self._acks = 0
         self.rejected: list[tuple[str, int, str]] = []  # rows that could not be decoded
+        self._remarks: list[Taken] = []  # back to waiting since the last take: marked again then
+        self._dropped: set[tuple[str, int]] = set()  # parked jobs superseded by a newer job
 
     # -- opening -------------------------------------------------------------
     def _side(self) -> sqlite3.Connection:
@@ -87,7 +92,7 @@ class JobQueue:
         import persistqueue
         from persistqueue.serializers import json as json_serializer
 
-        self.directory.mkdir(parents=True, exist_ok=True)
+        sqlite.create_private(self.path)
         try:
             queue = persistqueue.SQLiteAckQueue(
                 str(self.directory),
@@ -107,11 +112,14 @@ class JobQueue:
                 conn.execute("PRAGMA synchronous=NORMAL")
             return queue
         except sqlite3.DatabaseError as exc:
-            if "locked" in str(exc).lower():
+            if sqlite.is_locked(exc):
                 raise
             raise sqlite.data_file_error(self.path, exc) from None
 
     def close(self) -> None:
+        if self._remarks and self._queues:
+            with contextlib.suppress(sqlite3.Error, DataFileError):
+                self._flush_remarks()
         for queue in self._queues.values():
             queue.close()
         self._queues.clear()
@@ -125,76 +133,151 @@ class JobQueue:
         return bool(self.put_many([job]))
 
     def put_many(self, jobs: Iterable[Job]) -> int:
-        """Enqueue jobs (collapsing duplicates); returns how many rows were added."""
-        jobs = list(jobs)
-        waiting = self._waiting_priorities([job.scene_id for job in jobs])
-        added = []
-        for job in jobs:
-            have = waiting.get(job.scene_id)
-            if have == INTERACTIVE or have == job.priority:
-                continue
-            with sqlite.corruption_named(self.path):
-                self._queue(job.priority).put(job.to_dict())
-            waiting[job.scene_id] = job.priority
-            added.append(job)
-        self._mark_waiting(added)
-        return len(added)
+        """Enqueue jobs; returns how many rows were added.
 
-    def _waiting_priorities(self, scene_ids: list[int]) -> dict[int, str]:
-        found: dict[int, str] = {}
+        A scene has at most one waiting job across priorities: an event for a scene
+        whose job waits collapses into it, except that a user's edit replaces a waiting
+        bulk job (the interactive one wins). The mark is written before the row and
+        points at it once the row exists; the consumer deletes it when it takes the row,
+        so a mark can never outlive its job (and one whose row is gone is ignored)."""
+        jobs = list(jobs)
+        waiting = self._waiting([job.scene_id for job in jobs])
+        chosen: dict[int, Job] = {}
+        for job in jobs:
+            have = chosen.get(job.scene_id)
+            if have is not None and (have.priority == INTERACTIVE or have.priority == job.priority):
+                continue
+            mark = waiting.get(job.scene_id)
+            if mark is not None and (mark[0] == INTERACTIVE or mark[0] == job.priority):
+                continue
+            chosen[job.scene_id] = job
+        if not chosen:
+            return 0
+        self._mark(list(chosen.values()))
+        for sid, job in chosen.items():
+            mark = waiting.get(sid)
+            if mark is not None:  # a waiting bulk job, replaced by this interactive one
+                self._drop_row(mark[0], mark[1])
+            with sqlite.corruption_named(self.path):
+                pqid = self._queue(job.priority).put(job.to_dict())
+            self._point_mark(sid, pqid)
+        return len(chosen)
+
+    def _waiting(self, scene_ids: list[int]) -> dict[int, tuple[str, int]]:
+        """Scenes with a job that really waits: (priority, row id) of that job."""
+        found: dict[int, tuple[str, int]] = {}
+        tables = self._tables()
         for start in range(0, len(scene_ids), 500):
             chunk = scene_ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._side().execute(
-                f"SELECT scene_id, priority FROM s2p_pending WHERE scene_id IN ({marks})", chunk
+                f"SELECT scene_id, priority, pqid FROM s2p_waiting WHERE pqid IS NOT NULL AND scene_id IN ({marks})",
+                chunk,
             )
-            found.update(rows.fetchall())
+            for sid, priority, pqid in rows.fetchall():
+                if priority in PRIORITIES and _table(priority) in tables:
+                    alive = self._side().execute(
+                        f"SELECT 1 FROM {_table(priority)} WHERE _id = ? AND {_NOT_DONE_SQL}", (pqid,)
+                    )
+                    if alive.fetchone() is not None:
+                        found[sid] = (priority, pqid)
         return found
 
     @sqlite.retry_locked
-    def _mark_waiting(self, jobs: list[Job]) -> None:
-        if not jobs:
-            return
+    def _mark(self, jobs: list[Job]) -> None:
         with sqlite.write(self._side()) as conn:
             conn.executemany(
-                "INSERT OR REPLACE INTO s2p_pending VALUES (?, ?, ?)",
+                "INSERT OR REPLACE INTO s2p_waiting VALUES (?, ?, ?, NULL)",
                 [(j.scene_id, j.priority, j.enqueued_at) for j in jobs],
             )
 
     @sqlite.retry_locked
-    def _unmark_waiting(self, scene_ids: list[int]) -> None:
-        if not scene_ids:
+    def _point_mark(self, scene_id: int, pqid: int) -> None:
+        """Point the scene's fresh mark at its row, unless the consumer took the row meanwhile."""
+        with sqlite.write(self._side()) as conn:
+            conn.execute("UPDATE s2p_waiting SET pqid = ? WHERE scene_id = ? AND pqid IS NULL", (pqid, scene_id))
+
+    @sqlite.retry_locked
+    def _drop_row(self, priority: str, pqid: int) -> None:
+        """Delete a waiting row nobody has taken (a taken one is superseded when next taken)."""
+        with sqlite.write(self._side()) as conn:
+            conn.execute(f"DELETE FROM {_table(priority)} WHERE _id = ? AND {_READY_SQL}", (pqid,))
+
+    @sqlite.retry_locked
+    def _unmark(self, items: list[Taken]) -> None:
+        if not items:
             return
         with sqlite.write(self._side()) as conn:
-            conn.executemany("DELETE FROM s2p_pending WHERE scene_id = ?", [(s,) for s in scene_ids])
+            conn.executemany(
+                "DELETE FROM s2p_waiting WHERE scene_id = ? AND (pqid = ? OR pqid IS NULL)",
+                [(t.job.scene_id, t.pqid) for t in items],
+            )
+
+    @sqlite.retry_locked
+    def _flush_remarks(self) -> None:
+        """Jobs that went back to waiting (postponed, retried) are marked again; one whose
+        scene meanwhile got a newer waiting job is superseded by it and leaves the queue."""
+        items, self._remarks = self._remarks, []
+        if not items:
+            return
+        superseded = []
+        with sqlite.write(self._side()) as conn:
+            for item in items:
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO s2p_waiting VALUES (?, ?, ?, ?)",
+                    (item.job.scene_id, item.job.priority, item.job.enqueued_at, item.pqid),
+                )
+                if cur.rowcount == 0:
+                    superseded.append(item)
+        if superseded:
+            newer = self._waiting([t.job.scene_id for t in superseded])
+            for item in superseded:
+                if item.job.scene_id in newer and newer[item.job.scene_id][1] != item.pqid:
+                    self._dropped.add((item.table, item.pqid))
+                    with sqlite.corruption_named(self.path):
+                        self._queue(item.table).ack(id=item.pqid)
 
     # -- consuming (drainer only) --------------------------------------------
     def take(self, limit: int, early=None) -> list[Taken]:
-        """Up to ``limit`` due jobs: parked retries first, then interactive, then bulk.
+        """Up to ``limit`` due jobs: parked retries first, then interactive, then bulk;
+        at most one job per scene (another job of the same scene in the take is acked:
+        the one kept syncs the scene as it is now, so its poster is uploaded once).
 
         ``early(item) -> bool`` lets a caller take jobs that are not due yet
         (``process_queue`` retries waiting jobs once, now).
         """
         assert self.consumer, "only the drainer lock holder may take jobs"
+        self._flush_remarks()
         now = self.clock()
         taken = self._due_parked(now, limit, early)
         for priority in PRIORITIES:
             while len(taken) < limit:
-                item = self._get(priority)
+                item = self._get(priority, taken)
                 if item is None:
                     break
                 if item.job.next_attempt_at > now and not (early and early(item)):
                     self._park(item)
                 else:
                     taken.append(item)
-        self._unmark_waiting([t.job.scene_id for t in taken if t.job.attempt == 0])
-        return taken
+        self._unmark(taken)
+        return self._one_per_scene(taken)
+
+    def _one_per_scene(self, taken: list[Taken]) -> list[Taken]:
+        kept: dict[int, Taken] = {}
+        for item in taken:
+            have = kept.get(item.job.scene_id)
+            if have is None or (have.job.priority == BULK and item.job.priority == INTERACTIVE):
+                kept[item.job.scene_id] = item
+        doubles = [t for t in taken if kept[t.job.scene_id] is not t]
+        for item in doubles:
+            self.ack(item)
+        return [t for t in taken if kept[t.job.scene_id] is t]
 
     def ready_count(self) -> int:
         """Jobs waiting to be taken (not in flight, not parked), from SQL."""
         return sum(self._count_where(p, _READY_SQL) for p in PRIORITIES)
 
-    def _get(self, priority: str) -> Taken | None:
+    def _get(self, priority: str, taken: list[Taken]) -> Taken | None:
         import persistqueue
 
         queue = self._queue(priority)
@@ -204,32 +287,47 @@ class JobQueue:
         except persistqueue.Empty:
             return None
         except (ValueError, UnicodeDecodeError) as exc:
-            self._quarantine_poison(priority, exc)
-            return self._get(priority)
+            self._quarantine_poison(priority, exc, taken)
+            return self._get(priority, taken)
         try:
             job = Job.from_dict(raw["data"])
         except (ValueError, TypeError) as exc:
             self._fail_row(priority, raw["pqid"], exc)
-            return self._get(priority)
+            return self._get(priority, taken)
         return Taken(job=job, pqid=raw["pqid"], table=priority)
 
-    def _quarantine_poison(self, priority: str, exc: BaseException) -> None:
-        """A row that cannot be decoded is stuck UNACK: persist-queue's ``get()`` marks the row
-        before it deserializes it, and never tells us its id. Move such rows aside."""
+    def _quarantine_poison(self, priority: str, exc: BaseException, taken: list[Taken]) -> None:
+        """persist-queue marked a row 'unack' and then failed to decode it, without telling
+        which (its ``_pop`` marks the row before ``loads``): set aside exactly the rows of ours that cannot be decoded."""
         held = {t.pqid for _, _, t in self._parked if t.table == priority}
-        rows = self._side().execute(f"SELECT _id FROM {_table(priority)} WHERE status = {UNACK}").fetchall()
-        for (pqid,) in rows:
-            if pqid not in held:
-                self._fail_row(priority, pqid, exc)
+        held |= {t.pqid for t in taken if t.table == priority}
+        serializer = self._queue(priority)._serializer
+        rows = self._side().execute(f"SELECT _id, data FROM {_table(priority)} WHERE status = {UNACK}").fetchall()
+        for pqid, data in rows:
+            if pqid in held:
+                continue
+            try:
+                serializer.loads(data)
+            except (ValueError, UnicodeDecodeError, TypeError) as bad:
+                self._fail_row(priority, pqid, bad)
 
     def _fail_row(self, priority: str, pqid: int, exc: BaseException) -> None:
         self.rejected.append((priority, pqid, f"{type(exc).__name__}: {exc}"))
         self._queue(priority).ack_failed(id=pqid)
 
+    def take_rejected(self) -> list[tuple[str, int, str]]:
+        """The rows set aside since the last call (for the log)."""
+        rejected, self.rejected = self.rejected, []
+        return rejected
+
     def _park(self, item: Taken) -> None:
         heapq.heappush(self._parked, (item.job.next_attempt_at, next(self._seq), item))
 
     def _due_parked(self, now: float, limit: int, early=None) -> list[Taken]:
+        if self._dropped:
+            self._parked = [e for e in self._parked if (e[2].table, e[2].pqid) not in self._dropped]
+            heapq.heapify(self._parked)
+            self._dropped.clear()
         due: list[Taken] = []
         while self._parked and self._parked[0][0] <= now and len(due) < limit:
             due.append(heapq.heappop(self._parked)[2])
@@ -245,9 +343,11 @@ class JobQueue:
         return due
 
     def next_due(self) -> float | None:
+        self._flush_remarks()
         return self._parked[0][0] if self._parked else None
 
     def parked_count(self) -> int:
+        self._flush_remarks()
         return len(self._parked)
 
     def ack(self, item: Taken) -> None:
@@ -263,32 +363,39 @@ class JobQueue:
             self._queue(item.table).update(job.to_dict(), id=item.pqid)
         item.job = job
         self._park(item)
+        self._remarks.append(item)
 
     def postpone(self, item: Taken, until: float) -> None:
         """Park without spending the retry budget (the breaker is open)."""
         heapq.heappush(self._parked, (until, next(self._seq), item))
+        self._remarks.append(item)
 
     # -- inspecting (any process) --------------------------------------------
+    def _tables(self) -> set[str]:
+        """The queue tables that exist (persist-queue creates each on first open)."""
+        rows = self._side().execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        return {name for (name,) in rows}
+
     def _count_where(self, priority: str, where: str) -> int:
-        try:
-            row = self._side().execute(f"SELECT COUNT(*) FROM {_table(priority)} WHERE {where}").fetchone()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return 0
-            raise
-        return row[0]
+        if _table(priority) not in self._tables():
+            return 0
+        return self._side().execute(f"SELECT COUNT(*) FROM {_table(priority)} WHERE {where}").fetchone()[0]
 
     def counts(self) -> dict[str, Any]:
-        """SQL counts: pending (not done, retries included), in flight, scheduled retries."""
-        result: dict[str, Any] = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None}
+        """SQL counts: pending (not done, retries included), in flight, scheduled retries, and
+        rows set aside because they could not be read (persist-queue's ack_failed, status 9)."""
+        result: dict[str, Any] = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None, "set_aside": 0}
         for priority in PRIORITIES:
             pending = self._count_where(priority, _NOT_DONE_SQL)
             result[priority] = pending
             result["pending"] += pending
             # taken and being worked on; a parked retry (also UNACK) only waits
             result["in_flight"] += self._count_where(
-                priority, f"status = {UNACK} AND COALESCE(json_extract(CAST(data AS TEXT), '$.attempt'), 0) = 0"
+                priority,
+                f"status = {UNACK} AND (NOT json_valid(CAST(data AS TEXT)) "
+                "OR COALESCE(json_extract(CAST(data AS TEXT), '$.attempt'), 0) = 0)",
             )
+            result["set_aside"] += self._count_where(priority, f"status = {ACK_FAILED}")
             retrying, next_at = self._retry_summary(priority)
             result["retrying"] += retrying
             if next_at is not None:
@@ -296,36 +403,32 @@ class JobQueue:
         return result
 
     def _retry_summary(self, priority: str) -> tuple[int, float | None]:
-        try:
-            row = (
-                self._side()
-                .execute(
-                    f"SELECT COUNT(*), MIN(json_extract(CAST(data AS TEXT), '$.next_attempt_at')) "
-                    f"FROM {_table(priority)} WHERE {_NOT_DONE_SQL} "
-                    "AND json_extract(CAST(data AS TEXT), '$.attempt') > 0"
-                )
-                .fetchone()
+        if _table(priority) not in self._tables():
+            return 0, None
+        row = (
+            self._side()
+            .execute(
+                f"SELECT COUNT(*), MIN(json_extract(CAST(data AS TEXT), '$.next_attempt_at')) "
+                f"FROM {_table(priority)} WHERE {_NOT_DONE_SQL} AND json_valid(CAST(data AS TEXT)) "
+                "AND json_extract(CAST(data AS TEXT), '$.attempt') > 0"
             )
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return 0, None
-            raise
+            .fetchone()
+        )
         return row[0], row[1]
 
     @sqlite.retry_locked
     def clear(self) -> int:
         """Delete every job not yet done; returns how many. The DLQ is not touched."""
         removed = 0
+        tables = self._tables()
         with sqlite.write(self._side()) as conn:
             for priority in PRIORITIES:
-                try:
+                if _table(priority) in tables:
                     cur = conn.execute(f"DELETE FROM {_table(priority)} WHERE {_NOT_DONE_SQL}")
-                except sqlite3.OperationalError as exc:
-                    if "no such table" in str(exc):
-                        continue
-                    raise
-                removed += cur.rowcount
-            conn.execute("DELETE FROM s2p_pending")
+                    removed += cur.rowcount
+            conn.execute("DELETE FROM s2p_waiting")
+        self._parked.clear()
+        self._remarks.clear()
         return removed
 
 

@@ -5,7 +5,10 @@
 * ``immediate`` transactions for writes, retried a bounded number of times by
   tenacity when SQLite still reports the database locked or busy.
 * A file that is not a database, or is corrupt, raises :class:`DataFileError`
-  naming the file and what to do. It is never deleted or recreated. Corruption
+  naming the file and what to do. It is never deleted or recreated. A disk that is
+  full, read-only or refuses permission is told apart from corruption (by SQLite's
+  result code, then a write probe in the folder for the errno): the message names
+  the folder and the remedy and never advises moving a healthy file. Corruption
   inside a table is only seen when a query reaches it, so every statement and
   fetch on our connections translates it (``_Connection``/``_Cursor``), and the
   queue wraps persist-queue's calls in :func:`corruption_named`.
@@ -14,6 +17,8 @@
 from __future__ import annotations
 
 import contextlib
+import errno as _errno
+import os
 import sqlite3
 import threading
 import time
@@ -28,40 +33,119 @@ from core.errors import DataFileError
 BUSY_TIMEOUT_S = 10.0
 
 
-def _is_locked(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+# SQLite result codes (primary: the low byte of ``sqlite_errorcode``): the cause is
+# decided by the code SQLite reports, never by its message text.
+_BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+_DISK_CODES = {
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_PERM,
+}
+PROBE_BYTES = 256 * 1024  # written (then deleted) to learn why a folder refuses writes
+
+
+def error_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of ``exc`` (None when it carries none)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def is_locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.Error) and error_code(exc) in _BUSY_CODES
+
+
+_is_locked = is_locked
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """SQLITE_CORRUPT / SQLITE_NOTADB: the file's content is damaged (or not a database)."""
+    return isinstance(exc, sqlite3.Error) and error_code(exc) in _CORRUPT_CODES
+
+
+def is_disk_problem(exc: BaseException) -> bool:
+    """The disk or folder refuses: full, read-only, no permission, I/O error."""
+    return isinstance(exc, sqlite3.Error) and error_code(exc) in _DISK_CODES
 
 
 retry_locked = retry(
-    retry=retry_if_exception(_is_locked),
+    retry=retry_if_exception(is_locked),
     stop=stop_after_attempt(6),
     wait=wait_random_exponential(multiplier=0.05, max=2.0),
     reraise=True,
 )
 
 
-def data_file_error(path: Path, exc: BaseException) -> DataFileError:
-    return DataFileError(
-        f"{path} cannot be read ({exc}). Stash2Plex left it untouched. Stop Stash, move the "
-        f"file (and any {path.name}-wal / {path.name}-shm beside it) to a backup folder, then "
-        "run the 'Sync all scenes' task to rebuild what it held."
-    )
+def probe_folder(folder: Path) -> int | None:
+    """Write and delete a small file in ``folder``; the errno that stops it, or None."""
+    probe = folder / f".s2p-write-probe-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            left = memoryview(b"\0" * PROBE_BYTES)
+            while left:  # a short write is how a nearly full disk (or a size limit) starts refusing
+                left = left[os.write(fd, left) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return exc.errno
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+    return None
 
 
-def is_corrupt(exc: BaseException) -> bool:
-    """SQLITE_CORRUPT / SQLITE_NOTADB surface as a bare DatabaseError (locked, full,
-    missing table... are OperationalError and friends)."""
-    return type(exc) is sqlite3.DatabaseError
+def data_file_error(path: Path, exc: BaseException, probe=probe_folder) -> DataFileError:
+    """A DataFileError naming the file and the real cause: corruption (then moving the
+    file aside is the remedy) or the disk and folder (never advise moving a healthy file)."""
+    if is_corrupt(exc) or not isinstance(exc, (sqlite3.Error, OSError)):
+        return DataFileError(
+            f"{path} cannot be read ({exc}). Stash2Plex left it untouched. Stop Stash, move the "
+            f"file (and any {path.name}-wal / {path.name}-shm beside it) to a backup folder, then "
+            "run the 'Sync all scenes' task to rebuild what it held."
+        )
+    errno_ = exc.errno if isinstance(exc, OSError) else None
+    if errno_ is None and error_code(exc) != sqlite3.SQLITE_FULL:
+        errno_ = probe(path.parent)
+    if errno_ is None and error_code(exc) == sqlite3.SQLITE_FULL:
+        errno_ = _errno.ENOSPC
+    return disk_error(path, errno_, exc)
+
+
+def disk_error(path: Path, errno_: int | None, exc: BaseException) -> DataFileError:
+    folder = path.parent
+    untouched = "The file itself is not damaged and nothing in it was lost; leave it where it is."
+    if errno_ in (_errno.ENOSPC, getattr(_errno, "EDQUOT", -1), _errno.EFBIG):
+        why = f"the disk holding {folder} is full (or a size limit was reached)"
+        remedy = "Free some space there, then run the task again (an edit made meanwhile: edit it again or run 'Sync recent changes')."
+    elif errno_ == _errno.EROFS:
+        why = f"{folder} is on a read-only file system"
+        remedy = "Make it writable again (or set STASH2PLEX_DATA_DIR to a writable folder), then run the task again."
+    elif errno_ in (_errno.EACCES, _errno.EPERM):
+        why = f"permission denied in {folder}"
+        remedy = "Give the user Stash runs as write access to that folder and its files, then run the task again."
+    else:
+        why = f"the disk holding {folder} reported an error ({exc})"
+        remedy = "Check that disk (space, permissions, health), then run the task again."
+    return DataFileError(f"cannot write {path}: {why}. {untouched} {remedy}")
+
+
+def os_error(path: Path, exc: OSError) -> DataFileError:
+    """An OSError writing one of our files (breaker.json, a log), in the same words."""
+    return disk_error(path, exc.errno, exc)
 
 
 @contextlib.contextmanager
 def corruption_named(path: Path) -> Iterator[None]:
-    """Turn a corrupt-file error raised inside the block into DataFileError naming ``path``."""
+    """Turn a corrupt-file or disk error raised inside the block into a DataFileError naming
+    ``path`` and the cause."""
     try:
         yield
     except sqlite3.DatabaseError as exc:
-        if is_corrupt(exc):
+        if is_corrupt(exc) or is_disk_problem(exc):
             raise data_file_error(path, exc) from None
         raise
 
@@ -123,14 +207,40 @@ def _open(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def connect(path: Path, schema: str) -> sqlite3.Connection:
-    """Open (creating if absent) the database at ``path`` and apply ``schema``."""
+def create_private(path: Path) -> None:
+    """Create ``path`` empty and owner-only (0600) unless it exists: our files hold error
+    texts and job data. SQLite gives its -wal and -shm files the database file's mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
+def _empty_file(path: Path) -> bool:
+    """A database file of 0 bytes (SQLite silently treats it as a new, empty database)."""
+    try:
+        if path.stat().st_size != 0:
+            return False
+    except OSError:
+        return False
+    try:
+        return Path(f"{path}-wal").stat().st_size == 0
+    except OSError:
+        return True
+
+
+def connect(path: Path, schema: str) -> sqlite3.Connection:
+    """Open (creating if absent, owner-only) the database at ``path`` and apply ``schema``."""
+    try:
+        create_private(path)
+    except OSError as exc:
+        raise os_error(path, exc) from None
     try:
         conn = _open(path)
         _apply_schema(conn, schema)
     except sqlite3.DatabaseError as exc:
-        if _is_locked(exc):
+        if is_locked(exc):
             raise
         raise data_file_error(path, exc) from None
     return conn
@@ -169,11 +279,24 @@ class Store:
         self.clock = clock
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
+        self.notice: str | None = None
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
+            empty = _empty_file(self.path)
             self._conn = connect(self.path, self.SCHEMA)
+            if empty:
+                self.notice = (
+                    f"{self.path} was empty (0 bytes; a crash or a full disk while it was first written?): "
+                    "it starts over as a new, empty file"
+                )
         return self._conn
+
+    def open(self) -> str | None:
+        """Open the file now; a sentence worth logging when it was found empty, else None."""
+        with self._lock:
+            self._db()
+        return self.notice
 
     def close(self) -> None:
         with self._lock:

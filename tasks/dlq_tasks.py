@@ -11,7 +11,10 @@ PURGE_AFTER_S = 30 * 24 * 3600
 
 
 def clear_queue(app) -> str:
-    removed = app.producer_queue().clear()
+    """Delete every waiting job. It takes the drainer lock first (a running drainer hands
+    over and writes nothing more), so no edit lands in Plex after the reply."""
+    with app.consumer() as queue:
+        removed = queue.clear()
     app.log.info(f"removed {removed} pending jobs; the dead-letter queue is unchanged")
     return f"removed {removed} pending jobs"
 

@@ -89,6 +89,10 @@ def _check_plex(app, report: _Report) -> bool:
         return False
     info["reachable"], info["token_accepted"] = True, True
     report.good(f"Plex is reachable (version {info['version']}) and accepts the token")
+    try:
+        app.breaker().record_success()  # Plex answers: every waiting process may go ahead now
+    except (OSError, Stash2PlexError) as exc:
+        report.log.warning(f"could not record that Plex answers in the circuit breaker's file: {exc}")
     return True
 
 

@@ -10,7 +10,7 @@ def run(app) -> dict:
     with app.consumer() as queue:
         total = queue.ready_count() + queue.parked_count()
         reporter = ProgressReporter(app.log, total, "jobs")
-        worker = app.worker(queue)
+        worker = app.worker(queue, probe_now=True)
         stats = worker.run(retry_waiting_now=True, progress=lambda s: reporter.update(sum_done(s)))
         left = queue.parked_count()
     return finish(app, worker, stats, left)

@@ -21,6 +21,7 @@ def run(app) -> dict[str, Any]:
         "interactive": counts["interactive"],
         "bulk": counts["bulk"],
         "in_flight": counts["in_flight"],
+        "set_aside": counts["set_aside"],
         "retrying": counts["retrying"],
         "next_retry_at": iso_local(counts["next_retry_at"]),
         "dlq": dlq["count"],
@@ -55,6 +56,11 @@ def _queue_lines(status: dict[str, Any]) -> list[str]:
         f"{drainer}; {status.get('synced_scenes', 0):,} scenes in the sync ledger; "
         f"last 'all'/'recent' sync {status.get('last_sync') or 'never'}"
     )
+    if status.get("set_aside"):
+        n = status["set_aside"]
+        lines.append(
+            f"{n:,} unreadable queue entr{'y' if n == 1 else 'ies'} set aside (kept in queue/data.db, never retried)"
+        )
     if status.get("last_drainer_error"):
         lines.append(f"the last background drainer stopped: {status['last_drainer_error'].get('error')}")
     return lines

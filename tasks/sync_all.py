@@ -68,7 +68,7 @@ def _sync(app, updated_after: str | None, label: str):
     app.settings()
     stash = app.stash()
     with app.consumer() as queue:
-        worker = app.worker(queue)
+        worker = app.worker(queue, probe_now=True)
         reporter = ProgressReporter(app.log, 0, "scenes")
         page, seen, queued = 1, 0, 0
         while True:

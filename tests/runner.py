@@ -101,7 +101,10 @@ def run_plugin(
     timeout: float = 300.0,
     exec_args: list[str] | None = None,
     python: str | None = None,
+    file_size_limit: int | None = None,
 ) -> PluginRun:
+    """``file_size_limit`` (POSIX): no file the plugin writes may grow past that many bytes
+    (RLIMIT_FSIZE; writes past it fail with EFBIG): a full disk, without root or a tmpfs."""
     data = (
         document
         if isinstance(document, bytes)
@@ -117,6 +120,7 @@ def run_plugin(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=full_env,
+        preexec_fn=None if file_size_limit is None else _limit_file_size(file_size_limit),
     )
     out, err = _communicate(proc, data, timeout)
     returncode, peak = _reap(proc)
@@ -125,6 +129,17 @@ def run_plugin(
     stderr = err.decode("utf-8", "replace")
     logs, progress = decode_stderr(stderr)
     return PluginRun(parse_reply(stdout, returncode), logs, progress, returncode, wall, stdout, stderr, peak)
+
+
+def _limit_file_size(limit: int):
+    def apply() -> None:
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of being killed (kept across exec)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
 
 
 def _communicate(proc: subprocess.Popen, data: bytes, timeout: float) -> tuple[bytes, bytes]:

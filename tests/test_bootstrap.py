@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 import venv
 from pathlib import Path
 
@@ -109,11 +110,25 @@ def test_fresh_python_installs_locally_then_works(plugin, tmp_path, wheelhouse):
     assert command in run.error, run.error
     assert not (plugin_dir / "deps" / PY).exists()  # nothing half-installed left behind
 
-    # With the wheels: the first hook installs them, then queues; the drainer it starts syncs.
+    # With the wheels: three hooks arrive together on the fresh install. One runs pip; the
+    # others wait for its install lock, then re-check and use what it installed (stashapi
+    # is a namespace package: its spec has no origin). The drainer a hook starts syncs.
     installed.env["PIP_FIND_LINKS"] = str(wheelhouse)
-    run = installed.hook(installed.stash.update_scene(sid, title="Installed and synced"))
-    assert run.error is None and run.output == f"scene {sid} queued", run.stderr[-3000:]
-    assert any("installing the Python packages" in m for m in run.messages("info")), run.logs
+    others = [installed.add_scene(n) for n in (2, 3)]
+    contexts = [installed.stash.update_scene(s, title="Installed and synced") for s in [sid, *[o[0] for o in others]]]
+    runs: list = [None] * 3
+    threads = [threading.Thread(target=lambda i=i: runs.__setitem__(i, installed.hook(contexts[i]))) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(600)
+    for run, context in zip(runs, contexts):
+        assert run.error is None and run.output == f"scene {context['id']} queued", run.stderr[-3000:]
+    pip_runs = [r for r in runs if any("installed the Python packages into" in m for m in r.messages("info"))]
+    assert len(pip_runs) == 1, [r.messages("info") for r in runs]  # pip ran once, not once per hook
+    for run in runs:
+        if run is not pip_runs[0] and any("installing" in m for m in run.messages("info")):
+            assert any("another Stash2Plex process installed the packages" in m for m in run.messages("info"))
     assert (plugin_dir / "deps" / PY / "plexapi" / "__init__.py").is_file()
     site = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True
@@ -121,6 +136,7 @@ def test_fresh_python_installs_locally_then_works(plugin, tmp_path, wheelhouse):
     assert not (Path(site) / "plexapi").exists()  # the interpreter's own environment is untouched
     installed.wait_drained()
     assert installed.plex.item(rk)["fields"]["title"] == "Installed and synced"
+    assert all(installed.plex.item(o[1])["fields"]["title"] == "Installed and synced" for o in others)
 
     # From then on the check is nearly free: nothing is installed again.
     again = installed.hook(installed.stash.update_scene(sid, title="Second edit"))

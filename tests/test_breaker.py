@@ -14,12 +14,13 @@ from worker.breaker import (
     CircuitBreaker,
     State,
     admit,
+    force_probe,
     next_probe_at,
     on_failure,
     on_success,
 )
 
-POLICY = BreakerPolicy()
+POLICY = BreakerPolicy(first_probe=60.0)  # a fixed 60 s wait: the growth has its own tests
 OPEN_AT_100 = BreakerState(State.OPEN, failures=5, opened_at=100.0)
 PROBING_SINCE_160 = BreakerState(State.HALF_OPEN, failures=5, opened_at=100.0, probe_started_at=160.0)
 
@@ -89,9 +90,44 @@ def test_probe_success_closes() -> None:
 
 def test_probe_failure_reopens_for_another_full_recovery() -> None:
     s = on_failure(PROBING_SINCE_160, 161.0, POLICY)
-    assert s == BreakerState(State.OPEN, failures=6, opened_at=161.0)
+    assert s == BreakerState(State.OPEN, failures=6, opened_at=161.0, probes=1)
     assert admit(s, 220.999, POLICY) == (False, s)
     assert admit(s, 221.0, POLICY)[0] is True
+
+
+def test_the_probe_wait_grows_2_4_8_up_to_60_s_while_the_outage_lasts() -> None:
+    policy = BreakerPolicy()  # the defaults: first probe after 2 s, at most 60 s apart
+    s = _fail(BreakerState(), [1.0, 2.0, 3.0, 4.0, 10.0])
+    waits = []
+    for _ in range(7):
+        due = next_probe_at(s, policy)
+        waits.append(due - s.opened_at)
+        assert admit(s, due - 0.001, policy)[0] is False
+        admitted, s = admit(s, due, policy)
+        assert admitted and s.state is State.HALF_OPEN
+        s = on_failure(s, due, policy)  # the probe failed
+    assert waits == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    assert on_success(s, 500.0) == BreakerState()  # one success ends the outage and the growth
+
+
+def test_a_users_task_probes_at_once_whatever_the_breaker_says() -> None:
+    assert force_probe(BreakerState(), 5.0) == (False, BreakerState())
+    assert force_probe(OPEN_AT_100, 101.0) == (
+        True,
+        replace(OPEN_AT_100, state=State.HALF_OPEN, probe_started_at=101.0),
+    )
+    assert force_probe(PROBING_SINCE_160, 170.0) == (True, replace(PROBING_SINCE_160, probe_started_at=170.0))
+
+
+def test_a_state_recorded_for_another_plex_is_reset(tmp_path: Path) -> None:
+    store = BreakerStore(tmp_path / "breaker.json")
+    assert store.bind("plex-a") is False  # no file yet
+    store.update(lambda s: OPEN_AT_100)
+    assert json.loads(store.path.read_text())["target"] == "plex-a"
+    assert BreakerStore(store.path).bind("plex-a") is False and store.load() == OPEN_AT_100
+    assert BreakerStore(store.path).bind("plex-b") is True  # plex_url or plex_token changed
+    assert store.load() == BreakerState()
+    assert json.loads(store.path.read_text())["target"] == "plex-b"
 
 
 def test_clock_jumping_backwards_restarts_the_wait_from_now() -> None:
@@ -129,6 +165,7 @@ def test_store_round_trip(tmp_path: Path) -> None:
         "failures": 5,
         "opened_at": 100.0,
         "probe_started_at": 160.0,
+        "probes": 0,
     }
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "breaker.json",
@@ -220,7 +257,7 @@ class Clock:
 
 def test_circuit_breaker_full_cycle(tmp_path: Path) -> None:
     clock = Clock(100.0)
-    breaker = CircuitBreaker(BreakerStore(tmp_path / "breaker.json"), clock=clock)
+    breaker = CircuitBreaker(BreakerStore(tmp_path / "breaker.json"), POLICY, clock=clock)
     for _ in range(5):
         assert breaker.allow() is True
         breaker.record_failure()
@@ -236,7 +273,7 @@ def test_circuit_breaker_full_cycle(tmp_path: Path) -> None:
     assert breaker.state() == PROBING_SINCE_160
     clock.now = 161.0
     breaker.record_failure()
-    assert breaker.state() == BreakerState(State.OPEN, failures=6, opened_at=161.0)
+    assert breaker.state() == BreakerState(State.OPEN, failures=6, opened_at=161.0, probes=1)
     clock.now = 221.0
     assert breaker.allow() is True
     breaker.record_success()
@@ -248,6 +285,6 @@ def test_two_breakers_on_one_file_share_the_probe_slot(tmp_path: Path) -> None:
     path = tmp_path / "breaker.json"
     BreakerStore(path).update(lambda _: OPEN_AT_100)
     clock = Clock(160.0)
-    first = CircuitBreaker(BreakerStore(path), clock=clock)
-    second = CircuitBreaker(BreakerStore(path), clock=clock)
+    first = CircuitBreaker(BreakerStore(path), POLICY, clock=clock)
+    second = CircuitBreaker(BreakerStore(path), POLICY, clock=clock)
     assert [first.allow(), second.allow(), first.allow()] == [True, False, False]

@@ -278,11 +278,12 @@ def test_jobs_held_by_an_open_breaker_add_up_in_the_run_and_stay_out_of_stats_db
 
 def test_a_batch_that_ends_early_is_recorded_too(tmp_path):
     worker, stats = make_worker(tmp_path, FakeStash({}, down=True), [])
-    worker.process_batch(taken(1, 2), {})  # Stash is down: both wait for a retry, no Plex work
+    worker.process_batch(taken(1, 2), {})  # Stash is down: both wait (no retry spent), no Plex work
     assert len(stats.recorded) == 1
     snap = stats.snapshot()
-    assert snap["retried"] == {"StashUnavailable": 2} and snap["timed_jobs"] == 0 and snap["avg_plex_ms"] is None
-    assert snap["last_success_at"] is None and snap["last_failure"]["error_class"] == "StashUnavailable"
+    assert snap["retried"] == {} and snap["failed"] == {} and snap["timed_jobs"] == 0 and snap["avg_plex_ms"] is None
+    assert worker.queue.calls == [("postpone", 1), ("postpone", 2)]
+    assert worker.stats["waiting_for_stash"] == 2
     stats.close()
 
 

@@ -56,6 +56,13 @@ class Settings(BaseModel):
             raise ValueError(
                 "must be your Plex token without spaces (Plex Web → any item → Get Info → View XML → X-Plex-Token)"
             )
+        odd = [ch for ch in value if ord(ch) > 0xFF or not ch.isprintable()]
+        if odd:
+            # HTTP headers carry Latin-1 only (http.client would raise UnicodeEncodeError mid-request)
+            raise ValueError(
+                f"contains the character {odd[0]!r}, which a Plex token never has and an HTTP header cannot "
+                "carry; copy the token again (Plex Web → any item → Get Info → View XML → X-Plex-Token)"
+            )
         return value
 
     @field_validator("plex_libraries", mode="before")

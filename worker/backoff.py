@@ -21,7 +21,7 @@ import math
 import random
 from dataclasses import dataclass
 
-__all__ = ["NOT_FOUND", "TRANSIENT", "RetryPolicy", "next_delay", "schedule"]
+__all__ = ["NOT_FOUND", "TRANSIENT", "RetryPolicy", "next_delay", "probe_wait", "schedule"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +87,16 @@ def schedule(attempt: int, policy: RetryPolicy, now: float, rng: random.Random) 
     if attempt >= policy.max_attempts:
         return None
     return now + next_delay(attempt - 1, policy, rng)
+
+
+def probe_wait(failures: int, first: float = 2.0, cap: float = 60.0) -> float:
+    """Seconds before probing a server that is down again, after ``failures`` failed tries
+    in a row: 2, 4, 8, … capped at 60 s (a short outage costs seconds, a long one a
+    request a minute). No jitter: one process probes, not many jobs.
+
+    >>> [probe_wait(n) for n in range(7)]
+    [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    """
+    if failures < 0:
+        raise ValueError(f"failures must be >= 0, got {failures}")
+    return cap if failures >= 32 else min(cap, first * 2**failures)

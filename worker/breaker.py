@@ -7,10 +7,16 @@ one breaker; ``CircuitBreaker`` binds store, policy and clock for callers.
 ::
 
     CLOSED --threshold consecutive failures--> OPEN
-    OPEN --recovery seconds passed, one caller admitted--> HALF_OPEN (that caller probes)
+    OPEN --probe wait passed, one caller admitted--> HALF_OPEN (that caller probes)
+    OPEN/HALF_OPEN --a user's task probes at once (force_probe)--> HALF_OPEN
     HALF_OPEN --probe succeeds--> CLOSED
-    HALF_OPEN --probe fails--> OPEN (a fresh recovery period from the failure)
+    HALF_OPEN --probe fails--> OPEN (a longer probe wait, from the failure)
     HALF_OPEN --probe silent for probe_timeout (its process died)--> next caller probes
+
+The wait before a probe grows while the outage lasts: ``first_probe`` seconds, then
+twice that after each failed probe, at most ``recovery`` (2, 4, 8, … 60 s): a short
+outage costs seconds, a long one a request a minute. The file also records which
+Plex it is about (a hash of plex_url and plex_token): a changed setting resets it.
 
 The state is derived data: losing it costs at most one extra round of failures, so a
 corrupt file is reset to CLOSED with a warning rather than stopping the plugin.
@@ -37,6 +43,7 @@ __all__ = [
     "CircuitBreaker",
     "State",
     "admit",
+    "force_probe",
     "next_probe_at",
     "on_failure",
     "on_success",
@@ -57,11 +64,13 @@ class BreakerState:
     failures: int = 0
     opened_at: float = 0.0
     probe_started_at: float = 0.0
+    probes: int = 0  # failed probes since the breaker opened: the next wait doubles with each
 
 
 @dataclass(frozen=True)
 class BreakerPolicy:
-    """``threshold`` failures in a row open the breaker for ``recovery`` seconds.
+    """``threshold`` failures in a row open the breaker. The first probe is due
+    ``first_probe`` seconds later; each failed probe doubles the wait, up to ``recovery``.
 
     ``probe_timeout`` frees the probe slot when the admitted probe never reported back
     (its process was killed); it should exceed the longest Plex request timeout.
@@ -70,6 +79,12 @@ class BreakerPolicy:
     threshold: int = 5
     recovery: float = 60.0
     probe_timeout: float = 120.0
+    first_probe: float = 2.0
+
+    def probe_wait(self, probes: int) -> float:
+        """Seconds from opening (or from the last failed probe) to the next probe."""
+        first = min(self.first_probe, self.recovery)
+        return self.recovery if probes >= 32 else min(self.recovery, first * 2**probes)
 
 
 CLOSED = BreakerState()
@@ -87,14 +102,17 @@ def on_failure(s: BreakerState, now: float, policy: BreakerPolicy) -> BreakerSta
     """Count one failure.
 
     CLOSED opens on the ``threshold``-th consecutive failure (``opened_at = now``).
-    HALF_OPEN (the probe failed) re-opens with a fresh recovery period from ``now``.
+    HALF_OPEN (the probe failed) re-opens from ``now`` with one more failed probe
+    counted (so the next wait is twice as long, up to ``policy.recovery``).
     OPEN stays open with its ``opened_at`` unchanged: late failures of requests that
     were already in flight must not push the probe further away.
     """
     failures = s.failures + 1
     if s.state is State.OPEN:
         return replace(s, failures=failures)
-    if s.state is State.HALF_OPEN or failures >= policy.threshold:
+    if s.state is State.HALF_OPEN:
+        return BreakerState(State.OPEN, failures, opened_at=now, probes=s.probes + 1)
+    if failures >= policy.threshold:
         return BreakerState(State.OPEN, failures, opened_at=now)
     return replace(s, failures=failures)
 
@@ -102,7 +120,7 @@ def on_failure(s: BreakerState, now: float, policy: BreakerPolicy) -> BreakerSta
 def admit(s: BreakerState, now: float, policy: BreakerPolicy) -> tuple[bool, BreakerState]:
     """Decide whether one request may go to Plex at ``now``; return it and the new state.
 
-    CLOSED admits everyone. OPEN refuses until ``opened_at + recovery`` (inclusive),
+    CLOSED admits everyone. OPEN refuses until ``opened_at + probe_wait`` (inclusive),
     then admits this caller as the single probe (HALF_OPEN, ``probe_started_at = now``).
     HALF_OPEN refuses others until the probe reports or ``probe_timeout`` passes.
     If the clock went backwards past the recorded time, the wait restarts from ``now``
@@ -113,7 +131,7 @@ def admit(s: BreakerState, now: float, policy: BreakerPolicy) -> tuple[bool, Bre
     if s.state is State.OPEN:
         if now < s.opened_at:
             return False, replace(s, opened_at=now)
-        if now >= s.opened_at + policy.recovery:
+        if now >= s.opened_at + policy.probe_wait(s.probes):
             return True, replace(s, state=State.HALF_OPEN, probe_started_at=now)
         return False, s
     if now < s.probe_started_at:
@@ -132,12 +150,23 @@ def next_probe_at(s: BreakerState, policy: BreakerPolicy) -> float | None:
     if s.state is State.CLOSED:
         return None
     if s.state is State.OPEN:
-        return s.opened_at + policy.recovery
+        return s.opened_at + policy.probe_wait(s.probes)
     return s.probe_started_at + policy.probe_timeout
 
 
-def _to_json(s: BreakerState) -> str:
-    return json.dumps({**asdict(s), "state": s.state.value}, sort_keys=True)
+def force_probe(s: BreakerState, now: float) -> tuple[bool, BreakerState]:
+    """A task the user started probes at once, whatever the breaker says: not CLOSED
+    becomes HALF_OPEN with this caller as the probe. (False, unchanged) when CLOSED."""
+    if s.state is State.CLOSED:
+        return False, s
+    return True, replace(s, state=State.HALF_OPEN, probe_started_at=now)
+
+
+def _to_json(s: BreakerState, target: str | None = None) -> str:
+    data = {**asdict(s), "state": s.state.value}
+    if target is not None:
+        data["target"] = target
+    return json.dumps(data, sort_keys=True)
 
 
 def _from_json(text: str) -> BreakerState:
@@ -152,8 +181,11 @@ def _from_json(text: str) -> BreakerState:
     for key, value in times.items():
         if type(value) not in (int, float) or not math.isfinite(value):
             raise ValueError(f"{key} must be a finite number, got {value!r}")
+    probes = data.get("probes", 0)
+    if type(probes) is not int or probes < 0:
+        raise ValueError(f"probes must be a non-negative integer, got {probes!r}")
     state = State(data.get("state", "closed"))
-    return BreakerState(state, failures, float(times["opened_at"]), float(times["probe_started_at"]))
+    return BreakerState(state, failures, float(times["opened_at"]), float(times["probe_started_at"]), probes)
 
 
 class BreakerStore:
@@ -172,6 +204,24 @@ class BreakerStore:
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.warning: str | None = None
+        self.target: str | None = None  # which Plex the state is about (a hash of URL and token)
+
+    def bind(self, target: str) -> bool:
+        """Tie the state to one Plex (``target``): a state recorded for another plex_url or
+        plex_token is reset to CLOSED. Returns True when it was reset."""
+        self.target = target
+        with file_lock(self.lock_path):
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                return False
+            except (OSError, ValueError):
+                data = {}
+            if isinstance(data, dict) and data.get("target") == target:
+                return False
+            was_closed = isinstance(data, dict) and data.get("state", "closed") == "closed"
+            self._write(CLOSED)
+            return not was_closed
 
     def load(self) -> BreakerState:
         """Return the stored state; CLOSED when the file is missing or unusable. Never raises."""
@@ -218,7 +268,7 @@ class BreakerStore:
         fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(_to_json(s))
+                handle.write(_to_json(s, self.target))
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self.path)
@@ -228,7 +278,9 @@ class BreakerStore:
 
 
 class CircuitBreaker:
-    """A breaker bound to its store, policy and clock; every call reads the shared file."""
+    """A breaker bound to its store, policy and clock; every call reads the shared file.
+    A folder that refuses the write (full, read-only, no permission) raises DataFileError
+    naming the folder and the remedy."""
 
     def __init__(
         self,
@@ -251,19 +303,40 @@ class CircuitBreaker:
             verdicts.append(admitted)
             return new
 
-        self.store.update(step)
+        self._update(step)
         return verdicts[-1]
+
+    def _update(self, fn: Callable[[BreakerState], BreakerState]) -> BreakerState:
+        try:
+            return self.store.update(fn)
+        except OSError as exc:
+            from sync_queue.sqlite import os_error
+
+            raise os_error(self.store.path, exc) from None
 
     def record_success(self) -> None:
         now = self.clock()
-        self.store.update(lambda s: on_success(s, now))
+        self._update(lambda s: on_success(s, now))
 
     def record_failure(self) -> None:
         now = self.clock()
-        self.store.update(lambda s: on_failure(s, now, self.policy))
+        self._update(lambda s: on_failure(s, now, self.policy))
 
     def state(self) -> BreakerState:
         return self.store.load()
+
+    def force_probe(self) -> bool:
+        """Make this caller the probe now (a task the user started); False when CLOSED."""
+        now = self.clock()
+        verdicts: list[bool] = []
+
+        def step(s: BreakerState) -> BreakerState:
+            forced, new = force_probe(s, now)
+            verdicts.append(forced)
+            return new
+
+        self._update(step)
+        return verdicts[-1]
 
     def seconds_until_probe(self) -> float:
         """Seconds until a probe can be admitted; 0.0 when CLOSED or already due."""

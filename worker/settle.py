@@ -16,12 +16,16 @@ from core.errors import (
     PlexNotFound,
     PlexUnavailable,
     RunStopped,
+    Stash2PlexError,
+    StashRefused,
+    StashUnavailable,
 )
 from sync_queue.job import Job
 from worker.backoff import NOT_FOUND, TRANSIENT, schedule
 
-ACK, RETRY, POSTPONE, DLQ, HOLD = "ack", "retry", "postpone", "dlq", "hold"
-UNAVAILABLE_RECHECK_S = 5.0
+ACK, RETRY, POSTPONE, DLQ, HOLD, WAIT_STASH = "ack", "retry", "postpone", "dlq", "hold", "wait_stash"
+UNAVAILABLE_RECHECK_S = 2.0  # before the breaker opens; then its probe waits (2, 4, 8 … 60 s)
+STASH_RECHECK_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,11 @@ def _dlq_message(job: Job, error: BaseException) -> str:
         return f"{error} Then run 'Retry dead-letter queue'."
     if isinstance(error, PermanentError):
         return str(error)
+    if not isinstance(error, Stash2PlexError):
+        return (
+            f"Stash2Plex hit a bug ({type(error).__name__}: {error}); the traceback is in the log. "
+            "Please report it; after an update, run 'Retry dead-letter queue'."
+        )
     return f"gave up after {job.attempt + 1} attempts: {type(error).__name__}: {error}"
 
 
@@ -52,14 +61,17 @@ def decide(
 ) -> Decision:
     if error is None:
         return Decision(ACK, job)
-    if isinstance(error, (ConfigError, RunStopped)):
+    if isinstance(error, (ConfigError, RunStopped, StashRefused)):
         # A setting is wrong (or the run is stopping), not the job: it keeps its budget
         # and stays queued, and the run stops so the reply can name the cause.
         return Decision(HOLD, job, now, str(error))
     if isinstance(error, PlexUnavailable):
         until = probe_at if probe_at and probe_at > now else now + UNAVAILABLE_RECHECK_S
         return Decision(POSTPONE, job, until, f"Plex unavailable; waiting until {until:.0f}")
-    if isinstance(error, PermanentError):
+    if isinstance(error, StashUnavailable):  # an outage of Stash: the job waits, its budget intact
+        return Decision(WAIT_STASH, job, now + STASH_RECHECK_S, str(error))
+    if isinstance(error, PermanentError) or not isinstance(error, Stash2PlexError):
+        # a bug of ours is not retried: it would fail the same way (the traceback is logged)
         return Decision(DLQ, job, None, _dlq_message(job, error))
     policy = NOT_FOUND if isinstance(error, PlexNotFound) else TRANSIENT
     next_at = schedule(job.attempt + 1, policy, now, rng)

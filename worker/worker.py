@@ -13,6 +13,7 @@ retry budget. Each batch's outcomes are added to the cumulative statistics
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import threading
 import time
@@ -28,14 +29,16 @@ from core.errors import (
     PlexUnavailable,
     RunStopped,
     Stash2PlexError,
+    StashRefused,
     StashUnavailable,
     TransientError,
 )
 from sync_queue.job import BULK, Taken
 from sync_queue.stats import Delta
 from validation.metadata import scene_from_stash
+from worker.backoff import probe_wait
 from worker.breaker import BreakerState, State
-from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, decide
+from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, WAIT_STASH, decide
 
 BATCH_SIZE = 100
 NAP_MAX_S = 1.0
@@ -59,6 +62,7 @@ class Worker:
         sleep=time.sleep,
         rng: random.Random | None = None,
         timer=time.perf_counter,
+        probe_now: bool = False,
     ) -> None:
         self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
         self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats_store, log
@@ -73,6 +77,9 @@ class Worker:
         self._breaker_seen = BreakerState()
         self._unavailable_said = False
         self._in_sync: list[int] = []  # this batch's scenes now in sync with Plex
+        self._probe_now = probe_now  # a task the user started: probe Plex at once, whatever the breaker says
+        self._stash_failures = 0  # Stash outage: consecutive batches that could not reach it
+        self._stop: threading.Event | None = None
 
     # -- the loop ----------------------------------------------------------------
     def run(
@@ -86,9 +93,11 @@ class Worker:
     ) -> Counter[str]:
         """Work until nothing is due (or, with ``wait_for_retries``, until nothing is left)."""
         tried: set[int] = set()
+        self._stop = stop
         early = (lambda item: item.pqid not in tried) if retry_waiting_now else None
         while not (stop is not None and stop.is_set()) and self.abort_error is None:
             batch = self.queue.take(self.batch_size, early=early)
+            self._say_set_aside()
             if not batch:
                 if not wait_for_retries or self.queue.next_due() is None:
                     break
@@ -99,6 +108,17 @@ class Worker:
             if progress is not None:
                 progress(self.stats)
         return self.stats
+
+    def _say_set_aside(self) -> None:
+        rejected = self.queue.take_rejected() if hasattr(self.queue, "take_rejected") else []
+        if rejected:
+            n = len(rejected)
+            rows = "; ".join(f"{table} row {pqid}: {why[:200]}" for table, pqid, why in rejected[:5])
+            self.log.warning(
+                f"{n} unreadable queue entr{'y' if n == 1 else 'ies'} set aside ({rows}); every other job is kept. "
+                "Queue status counts them; the scene syncs again with its next edit or 'Sync all scenes'."
+            )
+            self.stats["set_aside"] += n
 
     def _nap(self, stop: threading.Event | None) -> None:
         due = self.queue.next_due() or self.clock()
@@ -127,16 +147,22 @@ class Worker:
         try:
             scenes = self._scenes(batch, prefetched)
         except StashUnavailable as exc:
+            self._stash_down(batch, exc)
+            return
+        except StashRefused as exc:
             for item in batch:
                 self._settle(item, exc)
             return
+        self._stash_up()
         work = self._triage(batch, scenes)
         self._sync_all(work)
 
     def _admit(self, batch: list[Taken]) -> list[Taken]:
-        """The circuit breaker's say: all, one probe, or none (the rest wait)."""
+        """The circuit breaker's say: all, one probe, or none (the rest wait). A task the
+        user started probes Plex at once, whatever the breaker says."""
         now = self.clock()
-        if not self.breaker.allow():
+        forced, self._probe_now = self._probe_now and self.breaker.force_probe(), False
+        if not forced and not self.breaker.allow():
             wait = max(1.0, self.breaker.seconds_until_probe())
             for item in batch:
                 self.queue.postpone(item, now + wait)
@@ -240,6 +266,8 @@ class Worker:
         batch then waits for the probe instead of each trying a Plex that is down)."""
         if self.abort_error is not None:
             return RunStopped(f"not tried: {self.abort_error}")
+        if self._stop is not None and self._stop.is_set():
+            return RunStopped("not tried: the run is stopping (another task takes over, or the queue was cleared)")
         if self._breaker_seen.state == State.OPEN:
             return PlexUnavailable("Plex is unavailable (circuit breaker open); waiting for the next probe")
         return None
@@ -285,6 +313,23 @@ class Worker:
             self._unavailable_said = True
             self.log.warning(f"Plex is unavailable ({why}); jobs wait and resume by themselves when it answers")
 
+    # -- Stash outages: jobs wait (no retry budget spent), Stash is probed on a growing interval
+    def _stash_down(self, batch: list[Taken], error: StashUnavailable) -> None:
+        wait = probe_wait(self._stash_failures)
+        self._stash_failures += 1
+        for item in batch:
+            self.queue.postpone(item, self.clock() + wait)
+        self.stats["waiting_for_stash"] += len(batch)
+        if self._stash_failures == 1:
+            self.log.warning(f"Stash is unavailable ({error}); jobs wait and resume by themselves when it answers")
+        else:
+            self.log.debug(f"Stash still unavailable; next try in {wait:.0f} s")
+
+    def _stash_up(self) -> None:
+        if self._stash_failures:
+            self._stash_failures = 0
+            self.log.info("Stash answers again; resuming")
+
     def _pace(self, troubled: bool) -> None:
         if troubled:
             self.concurrency = max(1, self.concurrency // 2)
@@ -319,19 +364,23 @@ class Worker:
         elif decision.action == RETRY:
             wait = decision.until - self.clock()
             self.log.warning(f"scene {sid}: {decision.message}; retry {decision.job.attempt} in {wait:.0f} s")
-            self.queue.retry_later(item, decision.job)
+            job = dataclasses.replace(decision.job, last_error=self.log.redact(decision.job.last_error or ""))
+            self.queue.retry_later(item, job)
             self.delta.retried(type(error).__name__, self.log.redact(str(error)), self.clock())
         elif decision.action == HOLD:
             self.queue.postpone(item, decision.until)  # stays unacked: the next consumer gets it back
             if not isinstance(error, RunStopped):
                 self._abort(error)
         elif decision.action == DLQ:
-            self.dlq.add(item.job, type(error).__name__, decision.message, title or None)
+            self.dlq.add(item.job, type(error).__name__, self.log.redact(decision.message), title or None)
             self.queue.ack(item)
             self.delta.failed(type(error).__name__, self.log.redact(str(error)), self.clock())
             self.log.error(f"scene {sid} moved to the dead-letter queue: {decision.message}")
             if isinstance(error, PlexAuthError):
                 self._abort(error)
+        elif decision.action == WAIT_STASH:
+            self.queue.postpone(item, decision.until)
+            self.stats["waiting_for_stash"] += 1
 
     def _abort(self, error) -> None:
         """Stop taking jobs: every further job would fail the same way (token, settings)."""

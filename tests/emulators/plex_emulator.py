@@ -52,6 +52,10 @@ HTML_400 = "<html><head><title>Bad Request</title></head><body><h1>400 Bad Reque
 HTML_500 = (
     "<html><head><title>Internal Server Error</title></head><body><h1>500 Internal Server Error</h1></body></html>"
 )
+HTML_WEB = (  # Plex Web's index.html: HTML, not well-formed XML (void <meta>, <link> tags)
+    '<!DOCTYPE html><html><head><meta charset="utf-8"><link rel="icon" href="favicon.ico">'
+    "<title>Plex</title></head><body><div id='plex'></div></body></html>"
+)
 HTML_503 = "<html><head><title>Service Unavailable</title></head><body><h1>503 Service Unavailable</h1></body></html>"
 
 # edit prefix -> XML element; the filter key equals the prefix ("actor=12" on Role).
@@ -794,6 +798,7 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_POST = do_DELETE = _serve
 
     def send_reply(self, reply: Reply) -> None:
+        cut = self.server.emulator.cut_replies  # type: ignore[attr-defined]
         try:
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
@@ -802,8 +807,15 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(reply.body)
+            # cut_replies: a PMS restarting mid-reply. The body stops short of Content-Length
+            # and the connection closes: plexapi's PlexServer._request reads the body through
+            # requests, whose Response.iter_content turns urllib3's ProtocolError
+            # (IncompleteRead) into ChunkedEncodingError.
+            self.wfile.write(reply.body[: len(reply.body) // 2] if cut else reply.body)
             self.wfile.flush()
+            if cut:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
         except OSError:  # the client gave up (read timeout) or the connection was dropped
             self.close_connection = True
 
@@ -816,6 +828,8 @@ class _Server(ThreadingHTTPServer):
         self.emulator = emulator
         self.live: set[socket.socket] = set()
         super().__init__(("127.0.0.1", port), _Handler)
+        if emulator.tls is not None:  # HTTPS with the test's (self-signed) certificate
+            self.socket = emulator.tls.wrap_socket(self.socket, server_side=True)
 
     def drop_connections(self) -> None:
         """Cut every open keep-alive connection, so clients cannot reuse them."""
@@ -842,11 +856,13 @@ class PlexEmulator:
     """A Plex Media Server on 127.0.0.1 for tests; see the module docstring for its choices.
 
     Fault switches (``latency``, ``stall``, ``fail_401``, ``fail_503``, ``fail_uploads``,
-    ``tag_semantics``) are plain attributes read once per request, so they may be flipped
-    at any time. ``fail_uploads`` answers 500 to poster/art uploads only.
+    ``fail_edits``, ``cut_replies``, ``tag_semantics``) are plain attributes read once per
+    request, so they may be flipped at any time. ``fail_uploads`` answers 500 to poster/art
+    uploads only; ``fail_edits`` answers its status to edits; ``cut_replies`` closes each
+    connection halfway through the body. ``tls`` (an ``ssl.SSLContext``) serves HTTPS.
     """
 
-    def __init__(self, token: str = "plex-test-token", port: int = 0, tag_semantics: str = "replace") -> None:
+    def __init__(self, token: str = "plex-test-token", port: int = 0, tag_semantics: str = "replace", tls=None) -> None:
         if tag_semantics not in ("replace", "append"):
             raise ValueError(f"tag_semantics must be 'replace' or 'append', not {tag_semantics!r}")
         self.token = token
@@ -857,6 +873,9 @@ class PlexEmulator:
         self.fail_401 = False
         self.fail_503 = False
         self.fail_uploads = False
+        self.fail_edits = 0  # a status (e.g. 400) answered to every PUT edit
+        self.cut_replies = False
+        self.tls = tls  # an ssl.SSLContext: serve HTTPS
         self.requests: list[dict] = []
         self._lib = Library()
         self._log_lock = threading.Lock()
@@ -867,7 +886,7 @@ class PlexEmulator:
     # -- lifecycle
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls is not None else 'http'}://127.0.0.1:{self.port}"
 
     def start(self) -> Self:
         self._stopping.clear()
@@ -992,7 +1011,7 @@ class PlexEmulator:
         handler.send_reply(reply)
 
     def _answer(self, req: Request) -> Reply:
-        """Apply fault switches in order (latency, stall, 401, 503, token), then route."""
+        """Apply fault switches in order (latency, stall, 401, 503, token, uploads, edits), then route."""
         for delay in (self.latency, self.stall):
             if delay > 0:
                 self._stopping.wait(delay)
@@ -1002,6 +1021,13 @@ class PlexEmulator:
             return html_reply(503, HTML_503)
         if self.fail_uploads and req.method == "POST" and req.path.endswith(("/posters", "/arts")):
             return html_reply(500, HTML_500)
+        if self.fail_edits and req.method == "PUT" and req.path.startswith("/library/"):
+            return html_reply(self.fail_edits, HTML_400 if self.fail_edits == 400 else HTML_500)
+        if req.method == "GET" and (req.path == "/web" or req.path.startswith("/web/")):
+            # PMS serves the Plex Web app (HTML) under /web: a plex_url copied from the
+            # browser ends in /web, and plexapi's PlexServer.__init__ then GETs <plex_url>/
+            # and gets this page instead of the root MediaContainer.
+            return html_reply(200, HTML_WEB)
         with self._lib.lock:
             try:
                 return route(self._lib, req, self.tag_semantics)

@@ -28,6 +28,7 @@ import hashlib
 import json
 import random
 import re
+import socket
 import struct
 import threading
 import time
@@ -242,6 +243,7 @@ class StashEmulator:
         server.daemon_threads = True
         server.block_on_close = False
         server.emulator = self  # type: ignore[attr-defined]
+        server.live = set()  # type: ignore[attr-defined]
         self._server = server
         self.port = server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -250,9 +252,16 @@ class StashEmulator:
         return self
 
     def stop(self) -> None:
+        """Stop listening and cut open keep-alive connections: Stash is down (a client's
+        next request is refused, not answered on a connection it kept)."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+            for conn in list(self._server.live):  # type: ignore[attr-defined]
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             self._server = None
 
     def __enter__(self) -> Self:
@@ -733,6 +742,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the default stderr access log."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.live.add(self.connection)  # type: ignore[attr-defined]
+
+    def finish(self) -> None:
+        self.server.live.discard(self.connection)  # type: ignore[attr-defined]
+        try:
+            super().finish()
+        except OSError:
+            pass
 
     @property
     def emu(self) -> StashEmulator:

@@ -1,0 +1,102 @@
+"""Why a network request failed, decided by exception TYPE (never by message text).
+
+requests wraps urllib3, which wraps the socket layer: a refused connection arrives
+as ``requests.ConnectionError(MaxRetryError(reason=NewConnectionError(...)))`` whose
+``__cause__`` is the ``ConnectionRefusedError``; a DNS failure as urllib3's
+``NameResolutionError`` (a ``socket.gaierror`` inside); a rejected certificate as
+``requests.SSLError`` around ``ssl.SSLCertVerificationError``; a reply cut off
+mid-body as ``requests.ChunkedEncodingError`` around urllib3's ``ProtocolError``.
+:func:`network_cause` walks that chain (``args``, ``reason``, ``__cause__``,
+``__context__``) and names the innermost known cause. The Plex and Stash boundaries
+turn the cause into their own words (``plex/errors.py``, ``stash/client.py``).
+
+requests and urllib3 are imported only when something failed, so the hook path
+never pays for them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+
+
+class Cause(str, enum.Enum):
+    REFUSED = "refused"  # nothing listens there
+    DNS = "dns"  # the host name does not resolve
+    CONNECT_TIMEOUT = "connect_timeout"  # no answer to the connection attempt
+    READ_TIMEOUT = "read_timeout"  # connected, but the reply did not come in time
+    TLS_CERT = "tls_cert"  # the server's certificate was not trusted
+    TLS = "tls"  # another TLS failure (an https URL on a plain-http port, ...)
+    RESET = "reset"  # the connection broke (reset, closed, cut mid-reply)
+    OTHER = "other"  # a network failure of another kind
+    NONE = "none"  # not a network failure at all
+
+
+def _chain(exc: BaseException, depth: int = 0) -> Iterator[BaseException]:
+    """``exc`` and every exception it wraps, outermost first (bounded: chains can loop)."""
+    if depth > 12:
+        return
+    yield exc
+    inner: list[BaseException] = []
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, BaseException):
+        inner.append(reason)
+    inner.extend(a for a in getattr(exc, "args", ()) if isinstance(a, BaseException))
+    for linked in (exc.__cause__, exc.__context__):
+        if isinstance(linked, BaseException):
+            inner.append(linked)
+    for each in inner:
+        if each is not exc:
+            yield from _chain(each, depth + 1)
+
+
+def network_cause(exc: BaseException) -> Cause:
+    """The innermost known cause of a failed request; ``Cause.NONE`` when ``exc`` is not a network error."""
+    import http.client
+    import socket
+    import ssl
+
+    import requests
+    import urllib3.exceptions as u3
+
+    chain = list(_chain(exc))
+    kinds = [
+        (Cause.TLS_CERT, (ssl.SSLCertVerificationError,)),
+        (Cause.TLS, (ssl.SSLError, u3.SSLError, requests.exceptions.SSLError)),
+        (Cause.DNS, (socket.gaierror, u3.NameResolutionError)),
+        (Cause.REFUSED, (ConnectionRefusedError,)),
+        (Cause.CONNECT_TIMEOUT, (requests.exceptions.ConnectTimeout, u3.ConnectTimeoutError)),
+        (Cause.READ_TIMEOUT, (requests.exceptions.ReadTimeout, u3.ReadTimeoutError, socket.timeout)),
+        (
+            Cause.RESET,
+            (
+                ConnectionResetError,
+                ConnectionAbortedError,
+                BrokenPipeError,
+                http.client.RemoteDisconnected,
+                http.client.IncompleteRead,
+                u3.ProtocolError,
+                requests.exceptions.ChunkedEncodingError,
+            ),
+        ),
+    ]
+    for cause, types in kinds:
+        if any(isinstance(e, types) for e in chain):
+            return cause
+    if isinstance(exc, requests.exceptions.Timeout):
+        return Cause.READ_TIMEOUT
+    if isinstance(exc, (requests.exceptions.ConnectionError, u3.HTTPError, OSError)):
+        return Cause.OTHER
+    return Cause.NONE
+
+
+def host_of(url: str) -> str:
+    """``host[:port]`` of a URL, without any user name or password."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        return f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return "the configured host"
