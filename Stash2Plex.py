@@ -36,10 +36,10 @@ def _dispatch(plugin_input, env: dict[str, str], log) -> Any:
 
             return handle(plugin_input.args.hookContext, app, log)
         from core.log import capture_library_logs
-        from tasks import resolve
+        from tasks import run_task
 
         capture_library_logs(log)
-        return resolve(mode)(app)
+        return run_task(mode, app, plugin_input.args.params)
     finally:
         app.close()
 

@@ -75,6 +75,24 @@ class DeadLetterQueue(sqlite.Store):
             "newest": [dict(zip(keys, row)) for row in rows],
         }
 
+    def entries(self, limit: int = 1000) -> list[dict[str, Any]]:
+        """Every entry (newest first, at most ``limit``): scene id, title, class, reason, attempts, time."""
+        rows = (
+            self._db()
+            .execute(
+                "SELECT scene_id, title, error_class, message, attempts, failed_at FROM dlq "
+                "ORDER BY failed_at DESC, scene_id LIMIT ?",
+                (limit,),
+            )
+            .fetchall()
+        )
+        keys = ("scene_id", "title", "error_class", "reason", "attempts", "failed_at")
+        return [dict(zip(keys, row)) for row in rows]
+
+    def job(self, scene_id: int) -> Job | None:
+        row = self._db().execute("SELECT job FROM dlq WHERE scene_id = ?", (scene_id,)).fetchone()
+        return Job.from_dict(json.loads(row[0])) if row else None
+
     def jobs(self) -> list[Job]:
         rows = self._db().execute("SELECT job FROM dlq ORDER BY failed_at").fetchall()
         return [Job.from_dict(json.loads(r[0])) for r in rows]

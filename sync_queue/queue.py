@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import json
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -401,6 +402,28 @@ class JobQueue:
             if next_at is not None:
                 result["next_retry_at"] = min(next_at, result["next_retry_at"] or next_at)
         return result
+
+    def waiting_job(self, scene_id: int) -> Job | None:
+        """The not-yet-done job of one scene (waiting, in flight or waiting for a retry)."""
+        for priority in PRIORITIES:
+            try:
+                row = (
+                    self._side()
+                    .execute(
+                        f"SELECT data FROM {_table(priority)} WHERE status IN {_PENDING_STATUSES} "
+                        "AND json_extract(CAST(data AS TEXT), '$.scene_id') = ? ORDER BY _id LIMIT 1",
+                        (scene_id,),
+                    )
+                    .fetchone()
+                )
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    continue
+                raise
+            if row is not None:
+                data = row[0]
+                return Job.from_dict(json.loads(data.decode() if isinstance(data, bytes) else data))
+        return None
 
     def _retry_summary(self, priority: str) -> tuple[int, float | None]:
         if _table(priority) not in self._tables():

@@ -18,8 +18,24 @@ TASKS = {
     "retry_dlq": "tasks.dlq_tasks:retry_dlq",
     "health_check": "tasks.health_check:run",
 }
+# Operations of the plugin's page in Stash's UI (validation.plugin_input.OPERATION_MODES):
+# called with runPluginOperation; each answers JSON.
+OPERATIONS = {
+    "ui_status": "tasks.ui:status",
+    "ui_scene": "tasks.ui:scene",
+    "ui_retry": "tasks.ui:retry_entry",
+    "ui_sync_scene": "tasks.ui:sync_scene",
+}
+# modes that read further arguments (``args`` besides ``mode``) from Stash
+TAKES_ARGS = frozenset({"ui_scene", "ui_retry", "ui_sync_scene"})
 
 
 def resolve(mode: str):
-    module_name, _, func = TASKS[mode].partition(":")
+    module_name, _, func = {**TASKS, **OPERATIONS}[mode].partition(":")
     return getattr(importlib.import_module(module_name), func)
+
+
+def run_task(mode: str, app, params: dict):
+    """Run the task for ``mode``; those in ``TAKES_ARGS`` also get the other args."""
+    func = resolve(mode)
+    return func(app, params) if mode in TAKES_ARGS else func(app)

@@ -33,6 +33,14 @@ TASK_MODES = (
     "retry_dlq",
     "health_check",
 )
+# Plain modes that are not tasks of the menu: the plugin's page in Stash's UI calls
+# them through runPluginOperation (tasks/ui.py) and reads the JSON in ``output``.
+OPERATION_MODES = (
+    "ui_status",
+    "ui_scene",
+    "ui_retry",
+    "ui_sync_scene",
+)
 HOOK_MODE = "hook"
 SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post")
 
@@ -163,10 +171,24 @@ class HookContext:
         )
 
 
+def scene_id_arg(params: dict[str, Any], key: str = "scene_id") -> int:
+    """A scene id from ``args`` (a number, or the string id the GraphQL API gives)."""
+    value = params.get(key)
+    if value is None:
+        raise InputError(f"args.{key} is missing: this mode needs the id of a Stash scene")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**63:
+        raise InputError(f"args.{key} must be a Stash scene id (a whole number from 1){_shown(value)}")
+    return value
+
+
 @dataclass(frozen=True)
 class PluginArgs:
     mode: str | None = None
     hookContext: HookContext | None = None
+    # every other key of ``args`` (what runPluginOperation / runPluginTask passed)
+    params: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
 
     @classmethod
     def parse(cls, data: Any) -> PluginArgs:
@@ -177,7 +199,8 @@ class PluginArgs:
         if mode is not None and not isinstance(mode, str):
             raise InputError(f"args.mode must be a string{_shown(mode)}")
         context = data.get("hookContext")
-        return cls(mode=mode, hookContext=HookContext.parse(context) if context is not None else None)
+        params = {k: v for k, v in data.items() if k not in ("mode", "hookContext")}
+        return cls(mode=mode, hookContext=HookContext.parse(context) if context is not None else None, params=params)
 
 
 @dataclass(frozen=True)
@@ -195,7 +218,7 @@ class PluginInput:
                 "args.mode is missing: each task in Stash2Plex.yml sets defaultArgs.mode "
                 f"(one of {', '.join(TASK_MODES)})"
             )
-        if self.args.mode not in TASK_MODES:
+        if self.args.mode not in TASK_MODES + OPERATION_MODES:
             raise InputError(
                 f"args.mode {self.args.mode!r} is not a Stash2Plex mode; expected one of {', '.join(TASK_MODES)}"
             )

@@ -235,6 +235,16 @@ class StashEmulator:
         self._documents: dict[str, DocumentNode | list[GraphQLError]] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.ui = None  # a tests.emulators.stash_ui.StashUI once serve_ui() is called
+
+    def serve_ui(self, build_dir: Path, schema_dir: Path):
+        """Be Stash's web server too: the real UI, plugin UI files, plugin runs
+        (tests/emulators/stash_ui.py). GraphQL then runs against the full schema."""
+        from tests.emulators.stash_ui import StashUI
+
+        self.ui = StashUI(self, Path(build_dir), Path(schema_dir))
+        self._documents.clear()
+        return self.ui
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -665,11 +675,14 @@ class StashEmulator:
                 doc = parse(query)
             except GraphQLError as err:
                 return [err]
-            errors = validate(self._schema, doc)
+            errors = validate(self._active_schema(), doc)
             cached = errors if errors else doc
             if len(self._documents) < 512:
                 self._documents[query] = cached
         return cached
+
+    def _active_schema(self) -> GraphQLSchema:
+        return self.ui.schema if self.ui is not None else self._schema
 
     def execute(self, body: dict, base_url: str) -> tuple[int, dict]:
         """Run one GraphQL request body; return (HTTP status, response JSON)."""
@@ -679,10 +692,18 @@ class StashEmulator:
         doc = self._document(query)
         if isinstance(doc, list):
             return 422, {"errors": [e.formatted for e in doc], "data": None}
+        root = self._root()
+        extra: dict[str, Any] = {}
+        if self.ui is not None:
+            from tests.emulators.stash_ui import defaulting_resolver
+
+            root.update(self.ui.root())
+            extra["field_resolver"] = defaulting_resolver
         result = execute(
-            self._schema,
+            self._active_schema(),
             doc,
-            root_value=self._root(),
+            root_value=root,
+            **extra,
             context_value={"base_url": base_url},
             variable_values=body.get("variables") or None,
             operation_name=body.get("operationName"),
@@ -807,6 +828,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         emu = self.emu
+        if emu.ui is not None and emu.ui.handle_get(self):
+            return
         match = _SCREENSHOT_RE.match(urlsplit(self.path).path)
         if emu.latency:
             time.sleep(emu.latency)
@@ -839,9 +862,11 @@ class _Handler(BaseHTTPRequestHandler):
         values = [c.strip().partition("=") for c in cookies.split(";")]
         return any(n == "session" and v == emu.session_cookie for n, _, v in values)
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
+    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

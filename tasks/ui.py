@@ -1,0 +1,202 @@
+"""The plugin's page and scene panel in Stash's UI: plain modes that answer JSON.
+
+Stash's UI calls these through ``runPluginOperation`` (one short plugin run, the reply's
+``output`` is the JSON); long work (sync all, retry all) goes through ``runPluginTask``
+and the ordinary tasks. Every answer is built from the plugin's own files (queue,
+dead-letter queue, ledger, stats) plus, for Plex's state, one quick request to Plex.
+
+- ``ui_status``: Plex reachable or not and since when, the token's state, the queue
+  (interactive and bulk waiting, in flight, waiting for a retry, the next retry), the
+  dead-letter queue grouped by reason with its scenes and what to do, last sync, stats.
+- ``ui_scene`` (``scene_id``): the linked Plex item (key, file, library), when it was
+  last written, and ``in_sync`` / ``waiting`` / ``dead_lettered`` / ``changed`` /
+  ``never_synced`` with the reason.
+- ``ui_retry`` (``scene_id``): that dead-letter entry back into the queue, fresh budget.
+- ``ui_sync_scene`` (``scene_id``): queue the scene now, ahead of bulk work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from core.errors import ConfigError, InputError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
+from sync_queue.job import INTERACTIVE, Job
+from sync_queue.stats import iso_local
+from validation.metadata import scene_from_stash
+from validation.plugin_input import scene_id_arg
+
+PLEX_SEEN_KEY = "plex_seen"  # ledger meta: {"reachable": bool | None, "since": epoch seconds}
+DLQ_LIMIT = 1000
+ADVICE = {
+    "PlexNotFound": (
+        "Plex has no file at the scene's mapped path. Check path_map (Health check suggests one) "
+        "or let Plex scan the folder, then Retry."
+    ),
+    "AmbiguousMatch": (
+        "Several Plex items fit this scene. Remove the duplicate in Plex or turn Strict matching on, then Retry."
+    ),
+    "PlexAuthError": ("Plex rejected the token. Set a valid token in Settings → Plugins → Stash2Plex, then Retry all."),
+    "InvalidMetadata": (
+        "Stash holds a value Plex cannot take (named in the reason). Fix it in Stash: saving the scene queues it again."
+    ),
+    "PlexBadRequest": "Plex refused the edit (see the reason). Retry once the cause is fixed; check the Plex server log.",
+    "PlexUnavailable": "Plex did not answer. Retry once Plex is running and reachable from Stash.",
+    "StashUnavailable": "Stash did not answer the plugin. Retry in a moment.",
+}
+DEFAULT_ADVICE = "See the reason; Retry once it is fixed."
+
+
+# -- ui_status ------------------------------------------------------------------------
+def status(app) -> dict[str, Any]:
+    counts = app.producer_queue().counts()
+    ledger = app.ledger()
+    entries = app.dlq().entries(DLQ_LIMIT)
+    return {
+        "plex": plex_state(app),
+        "queue": {
+            "interactive": counts["interactive"],
+            "bulk": counts["bulk"],
+            "pending": counts["pending"],
+            "in_flight": counts["in_flight"],
+            "retrying": counts["retrying"],
+            "next_retry_at": iso_local(counts["next_retry_at"]),
+        },
+        "drainer_running": app.drainer_running(),
+        "dlq": {"count": len(entries), "groups": dlq_groups(entries)},
+        "last_sync": ledger.meta("last_sync_at"),
+        "synced_scenes": ledger.count(),
+        "stats": app.stats().snapshot(),
+        "last_drainer_error": ledger.meta("last_drainer_error"),
+    }
+
+
+def dlq_groups(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries grouped by error class (largest group first), each with what to do."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        groups.setdefault(entry["error_class"], []).append(
+            {
+                "scene_id": entry["scene_id"],
+                "title": entry["title"],
+                "reason": entry["reason"],
+                "attempts": entry["attempts"],
+                "failed_at": iso_local(entry["failed_at"]),
+            }
+        )
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    return [
+        {"error_class": name, "count": len(scenes), "advice": ADVICE.get(name, DEFAULT_ADVICE), "scenes": scenes}
+        for name, scenes in ordered
+    ]
+
+
+def plex_state(app, now: float | None = None) -> dict[str, Any]:
+    """Reachable (True/False, None when the settings stop us asking), since when, token state."""
+    now = time.time() if now is None else now
+    state: dict[str, Any] = {"reachable": None, "token": "unknown", "version": None, "problem": None}
+    try:
+        app.settings()
+    except ConfigError as exc:
+        state["token"] = "missing" if "plex_token" in str(exc) else "unknown"
+        state["problem"] = f"the plugin settings are not usable: {exc}"
+        return _since(app, state, now)
+    try:
+        state["version"] = app.plex().version()
+        state["reachable"], state["token"] = True, "accepted"
+    except PlexAuthError as exc:
+        state["reachable"], state["token"], state["problem"] = True, "rejected", str(exc)
+    except PlexUnavailable as exc:
+        state["reachable"], state["problem"] = False, str(exc)
+    except Stash2PlexError as exc:
+        state["reachable"], state["problem"] = False, str(exc)
+    return _since(app, state, now)
+
+
+def _since(app, state: dict[str, Any], now: float) -> dict[str, Any]:
+    """Keep the time the reachability last changed (ledger meta), so the page says since when."""
+    ledger = app.ledger()
+    seen = ledger.meta(PLEX_SEEN_KEY) or {}
+    if "reachable" not in seen or seen.get("reachable") != state["reachable"]:
+        seen = {"reachable": state["reachable"], "since": now}
+        ledger.set_meta(PLEX_SEEN_KEY, seen)
+    return {**state, "since": iso_local(seen["since"])}
+
+
+# -- ui_scene -------------------------------------------------------------------------
+def scene(app, params: dict[str, Any]) -> dict[str, Any]:
+    scene_id = scene_id_arg(params)
+    record = app.ledger().get(scene_id)
+    answer: dict[str, Any] = {
+        "scene_id": scene_id,
+        "rating_key": record.rating_key if record else None,
+        "plex_path": record.plex_path if record else None,
+        "library": None,
+        "last_written": iso_local(record.synced_at) if record else None,
+        "reason": None,
+        "advice": None,
+        "next_retry_at": None,
+    }
+    answer["state"] = _scene_state(app, scene_id, record, answer)
+    if record is not None and record.rating_key is not None:
+        answer["library"] = _library(app, record.rating_key)
+    return answer
+
+
+def _scene_state(app, scene_id: int, record, answer: dict[str, Any]) -> str:
+    dead = [e for e in app.dlq().entries(DLQ_LIMIT) if e["scene_id"] == scene_id]
+    if dead:
+        answer["reason"], answer["advice"] = dead[0]["reason"], ADVICE.get(dead[0]["error_class"], DEFAULT_ADVICE)
+        return "dead_lettered"
+    job = app.producer_queue().waiting_job(scene_id)
+    if job is not None:
+        if job.attempt:
+            answer["reason"], answer["next_retry_at"] = job.last_error, iso_local(job.next_attempt_at)
+        return "waiting"
+    if record is None or record.state_hash is None:
+        return "never_synced"
+    raw = app.stash().scenes_by_id([scene_id]).get(scene_id)
+    if raw is None:
+        answer["reason"] = f"scene {scene_id} is not in Stash any more"
+        return "changed"
+    try:
+        digest = app.syncer().state_hash(scene_from_stash(raw))
+    except InvalidMetadata as exc:
+        answer["reason"] = str(exc)
+        return "changed"
+    return "in_sync" if digest == record.state_hash else "changed"
+
+
+def _library(app, rating_key: int) -> str | None:
+    """The title of the Plex library holding the item (None when Plex does not answer)."""
+    try:
+        plex = app.plex()
+        section = plex.item_state(rating_key).section_id
+        return next((s.title for s in plex.sections() if s.key == section), None)
+    except Stash2PlexError:
+        return None
+
+
+# -- actions --------------------------------------------------------------------------
+def retry_entry(app, params: dict[str, Any]) -> dict[str, Any]:
+    scene_id = scene_id_arg(params)
+    dlq = app.dlq()
+    job = dlq.job(scene_id)
+    if job is None:
+        raise InputError(
+            f"scene {scene_id} is not in the dead-letter queue (it may have been retried already); reload the page"
+        )
+    app.producer_queue().put(dataclasses.replace(job.fresh(), priority=INTERACTIVE, enqueued_at=time.time()))
+    dlq.remove([scene_id])
+    app.ensure_drainer()
+    app.log.info(f"scene {scene_id}: dead-letter entry queued again")
+    return {"scene_id": scene_id, "queued": True}
+
+
+def sync_scene(app, params: dict[str, Any]) -> dict[str, Any]:
+    scene_id = scene_id_arg(params)
+    added = app.producer_queue().put(Job(scene_id=scene_id, priority=INTERACTIVE, event="ui", enqueued_at=time.time()))
+    app.ensure_drainer()
+    app.log.info(f"scene {scene_id}: {'queued' if added else 'already queued'} from Stash's UI")
+    return {"scene_id": scene_id, "queued": True, "already_queued": not added}

@@ -1,0 +1,120 @@
+"""The plain modes behind the page in Stash's UI (tasks/ui.py), run as Stash runs the plugin.
+
+Stash's ``runPluginOperation`` writes ``{server_connection, args}`` with exactly the
+args the page gives (no defaultArgs) and returns the reply's ``output``.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from sync_queue.dlq import DeadLetterQueue
+from sync_queue.job import BULK, Job
+from sync_queue.queue import JobQueue
+from tests.runner import drainer_lock_held, run_plugin
+
+
+def operation(plugin, **args):
+    run = run_plugin({"server_connection": plugin.connection, "args": args}, env=plugin.env)
+    return run
+
+
+def dead_letter(plugin, scene_id: int, error_class: str, reason: str, title: str) -> None:
+    dlq = DeadLetterQueue(plugin.data_dir)
+    dlq.add(Job(scene_id=scene_id, attempt=4), error_class, reason, title)
+    dlq.close()
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_status_shows_queue_dead_letters_grouped_and_plex_down(plugin):
+    plugin.configure(plex_url=f"http://127.0.0.1:{closed_port()}")
+    dead_letter(plugin, 7, "PlexNotFound", "no Plex item at /plex/media/a.mp4", "A")
+    dead_letter(plugin, 8, "PlexNotFound", "no Plex item at /plex/media/b.mp4", "B")
+    dead_letter(plugin, 9, "AmbiguousMatch", "two items fit", "C")
+    with drainer_lock_held(plugin.data_dir):
+        queue = JobQueue(plugin.data_dir / "queue")
+        queue.put_many([Job(scene_id=1), Job(scene_id=2, priority=BULK), Job(scene_id=3, priority=BULK)])
+        queue.close()
+        run = operation(plugin, mode="ui_status")
+    assert run.error is None, run.stderr
+    out = run.output
+    assert out["queue"]["interactive"] == 1 and out["queue"]["bulk"] == 2 and out["queue"]["pending"] == 3
+    assert out["drainer_running"] is True
+    assert out["dlq"]["count"] == 3
+    groups = out["dlq"]["groups"]
+    assert [g["error_class"] for g in groups] == ["PlexNotFound", "AmbiguousMatch"]
+    assert sorted(s["scene_id"] for s in groups[0]["scenes"]) == [7, 8]
+    assert "path_map" in groups[0]["advice"] and "Strict matching" in groups[1]["advice"]
+    assert out["plex"]["reachable"] is False and out["plex"]["token"] == "unknown" and out["plex"]["since"]
+    since = out["plex"]["since"]
+    again = operation(plugin, mode="ui_status").output
+    assert again["plex"]["since"] == since  # unchanged while Plex stays down
+
+
+def test_status_says_plex_up_and_token_rejected_or_missing(plugin):
+    out = operation(plugin, mode="ui_status").output
+    assert out["plex"]["reachable"] is True and out["plex"]["token"] == "accepted" and out["plex"]["version"]
+    plugin.configure(plex_token="wrong-token")
+    out = operation(plugin, mode="ui_status").output
+    assert out["plex"]["token"] == "rejected" and out["plex"]["reachable"] is True
+    plugin.configure(plex_token=None)
+    out = operation(plugin, mode="ui_status").output
+    assert out["plex"]["token"] == "missing" and "plex_token" in out["plex"]["problem"]
+
+
+def test_scene_states_synced_waiting_dead_lettered_changed(plugin):
+    synced, _ = plugin.add_scene(1)
+    waiting, _ = plugin.add_scene(2)
+    dead, _ = plugin.add_scene(3)
+    assert plugin.task("all").error is None
+    plugin.wait_drained()
+    dead_letter(plugin, dead, "PlexNotFound", "no Plex item at /plex/media/scene-00003.mp4", "Scene 3")
+    run = operation(plugin, mode="ui_scene", scene_id=str(synced))
+    out = run.output
+    assert run.error is None, run.error
+    assert out["state"] == "in_sync" and out["library"] == "Stash" and out["rating_key"]
+    assert out["plex_path"] == "/plex/media/scene-00001.mp4" and out["last_written"]
+    out = operation(plugin, mode="ui_scene", scene_id=dead).output
+    assert out["state"] == "dead_lettered" and "no Plex item" in out["reason"] and "path_map" in out["advice"]
+    plugin.stash.update_scene(synced, title="Changed in Stash")
+    assert operation(plugin, mode="ui_scene", scene_id=synced).output["state"] == "changed"
+    with drainer_lock_held(plugin.data_dir):
+        assert operation(plugin, mode="ui_sync_scene", scene_id=str(waiting)).output["queued"] is True
+        assert operation(plugin, mode="ui_scene", scene_id=waiting).output["state"] == "waiting"
+
+
+def test_retry_one_entry_requeues_only_that_scene_and_it_syncs(plugin):
+    sid, rk = plugin.add_scene(1)
+    plugin.stash.update_scene(sid, title="Retried")
+    dead_letter(plugin, sid, "PlexNotFound", "not found then", "Scene 1")
+    dead_letter(plugin, 99, "PlexNotFound", "other", "Other")
+    run = operation(plugin, mode="ui_retry", scene_id=str(sid))
+    assert run.error is None and run.output == {"scene_id": sid, "queued": True}
+    plugin.wait_drained()
+    assert plugin.plex.item(rk)["fields"]["title"] == "Retried"
+    groups = operation(plugin, mode="ui_status").output["dlq"]["groups"]
+    assert [s["scene_id"] for g in groups for s in g["scenes"]] == [99]
+    again = operation(plugin, mode="ui_retry", scene_id=sid)
+    assert again.output is None and "not in the dead-letter queue" in again.error
+
+
+def test_bad_scene_id_is_a_clear_error_and_queues_nothing(plugin):
+    for bad in ("abc", -3, True, None):
+        args = {"mode": "ui_sync_scene"} | ({} if bad is None else {"scene_id": bad})
+        run = operation(plugin, **args)
+        assert run.output is None and "args.scene_id" in run.error, (bad, run.error)
+    with drainer_lock_held(plugin.data_dir):
+        assert operation(plugin, mode="ui_status").output["queue"]["pending"] == 0
+
+
+def test_operation_modes_are_not_tasks_of_the_menu():
+    from tasks import OPERATIONS, TAKES_ARGS, TASKS
+    from validation.plugin_input import OPERATION_MODES
+
+    assert set(OPERATIONS) == set(OPERATION_MODES) and not set(OPERATIONS) & set(TASKS)
+    assert TAKES_ARGS <= set(OPERATIONS)
