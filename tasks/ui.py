@@ -12,7 +12,8 @@ dead-letter queue, ledger, stats) plus, for Plex's state, one quick request to P
   last written, and ``in_sync`` / ``waiting`` / ``dead_lettered`` / ``changed`` /
   ``never_synced`` with the reason.
 - ``ui_retry`` (``scene_id``): that dead-letter entry back into the queue, fresh budget.
-- ``ui_sync_scene`` (``scene_id``): queue the scene now, ahead of bulk work.
+- ``ui_sync_scene`` (``scene_id``): queue the scene now, ahead of bulk work (its
+  dead-letter entry, if any, is retried).
 """
 
 from __future__ import annotations
@@ -191,11 +192,15 @@ def retry_entry(app, params: dict[str, Any]) -> dict[str, Any]:
     dlq.remove([scene_id])
     app.ensure_drainer()
     app.log.info(f"scene {scene_id}: dead-letter entry queued again")
-    return {"scene_id": scene_id, "queued": True}
+    return {"scene_id": scene_id, "queued": True, "already_queued": False}
 
 
 def sync_scene(app, params: dict[str, Any]) -> dict[str, Any]:
+    """Queue the scene ahead of bulk work; a dead-letter entry of it is retried with it."""
     scene_id = scene_id_arg(params)
+    dlq = app.dlq()
+    if dlq.job(scene_id) is not None:
+        return retry_entry(app, params)
     added = app.producer_queue().put(Job(scene_id=scene_id, priority=INTERACTIVE, event="ui", enqueued_at=time.time()))
     app.ensure_drainer()
     app.log.info(f"scene {scene_id}: {'queued' if added else 'already queued'} from Stash's UI")

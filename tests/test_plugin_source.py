@@ -72,7 +72,9 @@ def test_building_twice_gives_the_same_zip(source, tmp_path):
 
 
 def _runtime_files() -> set[str]:
-    names = {"Stash2Plex.py", "Stash2Plex.yml", "requirements.txt"}
+    ui = plugin_config()["ui"]
+    names = {"Stash2Plex.py", "Stash2Plex.yml", "requirements.txt", *ui["javascript"], *ui["css"]}
+    assert {"ui/stash2plex.js", "ui/stash2plex.css"} <= names  # the page and scene panel in Stash's UI
     for package in PACKAGES:
         names |= {
             p.relative_to(REPO).as_posix() for p in (REPO / package).rglob("*.py") if "__pycache__" not in p.parts

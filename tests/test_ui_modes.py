@@ -94,7 +94,7 @@ def test_retry_one_entry_requeues_only_that_scene_and_it_syncs(plugin):
     dead_letter(plugin, sid, "PlexNotFound", "not found then", "Scene 1")
     dead_letter(plugin, 99, "PlexNotFound", "other", "Other")
     run = operation(plugin, mode="ui_retry", scene_id=str(sid))
-    assert run.error is None and run.output == {"scene_id": sid, "queued": True}
+    assert run.error is None and run.output == {"scene_id": sid, "queued": True, "already_queued": False}
     plugin.wait_drained()
     assert plugin.plex.item(rk)["fields"]["title"] == "Retried"
     groups = operation(plugin, mode="ui_status").output["dlq"]["groups"]

@@ -20,8 +20,9 @@ and how the official index is built (stashapp/CommunityScripts ``build_site.sh``
 * ``path`` is relative (``Stash2Plex.zip``): Stash resolves it against the index URL.
 * ``sha256`` is lowercase hex of the zip bytes, compared as is by Stash.
 * Files sit at the zip's root (Stash writes each entry to ``<id>/<entry name>``),
-  and only what runs: the entry script, its yml, requirements.txt, the README and
-  every ``.py`` of the runtime packages. No tests, docs, tools, caches: a second
+  and only what runs: the entry script, its yml, requirements.txt, the README,
+  every ``.py`` of the runtime packages and the UI files the yml lists under
+  ``ui: javascript/css`` (Stash serves them from the plugin folder). No tests, docs, tools, caches: a second
   ``.yml`` would even be loaded by Stash as another plugin.
 * Reproducible: entries sorted, every timestamp 1980-01-01, stored uncompressed
   (deflate output varies between zlib builds; CommunityScripts uses ``zip -0 -X``),
@@ -59,7 +60,18 @@ def runtime_files(root: Path = REPO) -> list[str]:
         for path in (root / package).rglob("*.py"):
             if "__pycache__" not in path.parts:
                 names.append(path.relative_to(root).as_posix())
+    names += ui_files(root)
     return sorted(names)
+
+
+def ui_files(root: Path = REPO) -> list[str]:
+    """The files Stash2Plex.yml lists under ``ui: javascript`` and ``ui: css``."""
+    ui = yaml.safe_load((root / f"{PLUGIN_ID}.yml").read_text(encoding="utf-8")).get("ui") or {}
+    listed = [*(ui.get("javascript") or []), *(ui.get("css") or [])]
+    missing = [name for name in listed if not (root / name).is_file()]
+    if missing:
+        raise SystemExit(f"{PLUGIN_ID}.yml lists UI files that do not exist: {', '.join(missing)}")
+    return listed
 
 
 def build_zip(root: Path, names: list[str]) -> bytes:

@@ -1,0 +1,476 @@
+// Stash2Plex inside Stash's web UI: a page at /stash2plex (navbar link) and a Plex tab on
+// every scene page. Plain JavaScript on window.PluginApi (React 17, Bootstrap, Apollo,
+// react-router), no build step. Reads and quick actions go through Stash's
+// runPluginOperation (the plugin answers JSON: tasks/ui.py); long work through
+// runPluginTask, so it shows in Stash's job queue. Listed under `ui:` in Stash2Plex.yml.
+(function () {
+  "use strict";
+
+  const api = window.PluginApi;
+  if (!api) return;
+  const React = api.React;
+  const h = React.createElement;
+  const { Alert, Badge, Button, Card, Nav, Spinner, Tab, Table } = api.libraries.Bootstrap;
+  const { Link, NavLink } = api.libraries.ReactRouterDOM;
+  const { gql } = api.libraries.Apollo;
+
+  const PLUGIN_ID = "Stash2Plex";
+  const ROUTE = "/stash2plex"; // outside /plugin/: Stash's server owns every /plugin/ path
+  const TASKS = { syncAll: "Sync all scenes", retryAll: "Retry dead-letter queue" };
+  const POLL_MS = 2000;
+
+  const RUN_OPERATION = gql`
+    mutation Stash2PlexOperation($plugin_id: ID!, $args: Map) {
+      runPluginOperation(plugin_id: $plugin_id, args: $args)
+    }
+  `;
+  const RUN_TASK = gql`
+    mutation Stash2PlexTask($plugin_id: ID!, $task_name: String!, $args_map: Map) {
+      runPluginTask(plugin_id: $plugin_id, task_name: $task_name, args_map: $args_map)
+    }
+  `;
+  const PLUGIN_STATE = gql`
+    query Stash2PlexPluginState {
+      plugins {
+        id
+        enabled
+      }
+    }
+  `;
+
+  function client() {
+    return api.utils.StashService.getClient();
+  }
+
+  // One plugin run; resolves to the JSON the plugin put in `output`.
+  async function operation(mode, args) {
+    const result = await client().mutate({
+      mutation: RUN_OPERATION,
+      variables: { plugin_id: PLUGIN_ID, args: Object.assign({ mode: mode }, args || {}) },
+    });
+    return result.data.runPluginOperation;
+  }
+
+  async function runTask(name) {
+    const result = await client().mutate({
+      mutation: RUN_TASK,
+      variables: { plugin_id: PLUGIN_ID, task_name: name, args_map: {} },
+    });
+    return result.data.runPluginTask;
+  }
+
+  function errorText(err) {
+    if (!err) return "";
+    if (err.graphQLErrors && err.graphQLErrors.length) return err.graphQLErrors.map((e) => e.message).join("; ");
+    return err.message || String(err);
+  }
+
+  function when(iso) {
+    if (!iso) return "never";
+    const date = new Date(iso);
+    return isNaN(date.getTime()) ? String(iso) : date.toLocaleString();
+  }
+
+  // Is the plugin enabled? (Stash loads this file only for enabled plugins, but a user may
+  // disable it in Settings → Plugins while the page stays open.)
+  function usePluginEnabled() {
+    const [enabled, setEnabled] = React.useState(null);
+    React.useEffect(() => {
+      let live = true;
+      client()
+        .query({ query: PLUGIN_STATE, fetchPolicy: "network-only" })
+        .then((r) => {
+          const mine = (r.data.plugins || []).find((p) => p.id === PLUGIN_ID);
+          if (live) setEnabled(!!(mine && mine.enabled));
+        })
+        .catch(() => live && setEnabled(false));
+      return () => {
+        live = false;
+      };
+    }, []);
+    return enabled;
+  }
+
+  // Runs `load` now, again on refresh(), and every POLL_MS while `busy(data)` says so.
+  function usePolled(load, busy, deps) {
+    const [state, setState] = React.useState({ data: null, error: null, loading: true });
+    const [tick, setTick] = React.useState(0);
+    React.useEffect(() => {
+      let live = true;
+      let timer = null;
+      load()
+        .then((data) => {
+          if (!live) return;
+          setState({ data: data, error: null, loading: false });
+          if (busy(data)) timer = setTimeout(() => live && setTick((t) => t + 1), POLL_MS);
+        })
+        .catch((err) => live && setState((s) => ({ data: s.data, error: errorText(err), loading: false })));
+      return () => {
+        live = false;
+        if (timer) clearTimeout(timer);
+      };
+      // eslint-disable-next-line react-hooks/exhaustive-deps
+    }, deps.concat([tick]));
+    return [state, () => setTick((t) => t + 1)];
+  }
+
+  function Message(props) {
+    return h(Alert, { variant: props.variant, className: "s2p-message" }, props.children);
+  }
+
+  function DisabledMessage() {
+    return h(
+      Message,
+      { variant: "warning" },
+      "Stash2Plex is disabled. Enable it in Settings → Plugins to see and steer the Plex sync."
+    );
+  }
+
+  // -- the page ------------------------------------------------------------------------
+  function PlexCard(props) {
+    const plex = props.plex;
+    const reach =
+      plex.reachable === true
+        ? h(Badge, { variant: "success", className: "s2p-state" }, "reachable")
+        : plex.reachable === false
+          ? h(Badge, { variant: "danger", className: "s2p-state" }, "not reachable")
+          : h(Badge, { variant: "secondary", className: "s2p-state" }, "not checked");
+    const token = {
+      accepted: ["success", "accepted"],
+      rejected: ["danger", "rejected"],
+      missing: ["warning", "not set"],
+      unknown: ["secondary", "unknown"],
+    }[plex.token] || ["secondary", plex.token];
+    return h(
+      Card,
+      { className: "s2p-card s2p-plex" },
+      h(Card.Header, null, "Plex"),
+      h(
+        Card.Body,
+        null,
+        h("div", null, reach, " since ", h("span", { className: "s2p-since" }, when(plex.since))),
+        plex.version ? h("div", null, "Version ", plex.version) : null,
+        h("div", null, "Token ", h(Badge, { variant: token[0], className: "s2p-token" }, token[1]))
+      )
+    );
+  }
+
+  function Row(label, value, cls) {
+    return h("tr", { className: cls }, h("th", null, label), h("td", null, value));
+  }
+
+  function QueueCard(props) {
+    const q = props.queue;
+    return h(
+      Card,
+      { className: "s2p-card s2p-queue" },
+      h(Card.Header, null, "Queue"),
+      h(
+        Card.Body,
+        null,
+        h(
+          Table,
+          { size: "sm", className: "s2p-kv" },
+          h(
+            "tbody",
+            null,
+            Row("Your edits waiting", q.interactive, "s2p-interactive"),
+            Row("Bulk work waiting", q.bulk, "s2p-bulk"),
+            Row("In flight", q.in_flight, "s2p-inflight"),
+            Row("Waiting for a retry", q.retrying, "s2p-retrying"),
+            Row("Next retry", when(q.next_retry_at), "s2p-next-retry"),
+            Row("Background worker", props.drainer ? "running" : "idle", "s2p-drainer")
+          )
+        )
+      )
+    );
+  }
+
+  function StatsCard(props) {
+    const s = props.status;
+    const st = s.stats || {};
+    return h(
+      Card,
+      { className: "s2p-card s2p-stats" },
+      h(Card.Header, null, "Last sync and statistics"),
+      h(
+        Card.Body,
+        null,
+        h(
+          Table,
+          { size: "sm", className: "s2p-kv" },
+          h(
+            "tbody",
+            null,
+            Row("Last full/recent sync", when(s.last_sync), "s2p-last-sync"),
+            Row("Scenes in Plex", s.synced_scenes, "s2p-synced-scenes"),
+            Row("Synced", st.synced || 0, "s2p-stat-synced"),
+            Row("Unchanged", st.unchanged || 0, "s2p-stat-unchanged"),
+            Row("Failed", st.failed_total || 0, "s2p-stat-failed"),
+            Row("Retried", st.retried_total || 0, "s2p-stat-retried"),
+            Row("Average Plex time", st.avg_plex_ms != null ? st.avg_plex_ms + " ms" : "n/a", "s2p-stat-avg"),
+            Row("Last success", when(st.last_success_at), "s2p-stat-success")
+          )
+        )
+      )
+    );
+  }
+
+  function DeadLetters(props) {
+    const dlq = props.dlq;
+    if (!dlq.count) {
+      return h("p", { className: "s2p-dlq-empty" }, "No dead letters: every scene either synced or is queued.");
+    }
+    return h(
+      "div",
+      { className: "s2p-dlq" },
+      dlq.groups.map((g) =>
+        h(
+          Card,
+          { key: g.error_class, className: "s2p-card s2p-dlq-group", "data-reason": g.error_class },
+          h(Card.Header, null, h("strong", null, g.error_class), " — ", g.count, g.count === 1 ? " scene" : " scenes"),
+          h(
+            Card.Body,
+            null,
+            h("p", { className: "s2p-advice" }, g.advice),
+            h(
+              Table,
+              { size: "sm", responsive: true, className: "s2p-dlq-table" },
+              h("thead", null, h("tr", null, h("th", null, "Scene"), h("th", null, "Reason"), h("th", null, "Failed"), h("th", null, ""))),
+              h(
+                "tbody",
+                null,
+                g.scenes.map((s) =>
+                  h(
+                    "tr",
+                    { key: s.scene_id, className: "s2p-dlq-entry", "data-scene-id": s.scene_id },
+                    h("td", null, h(Link, { to: "/scenes/" + s.scene_id }, s.title || "Scene " + s.scene_id)),
+                    h("td", { className: "s2p-reason" }, s.reason),
+                    h("td", null, when(s.failed_at)),
+                    h(
+                      "td",
+                      null,
+                      h(
+                        Button,
+                        {
+                          size: "sm",
+                          variant: "secondary",
+                          className: "s2p-retry",
+                          disabled: props.busy,
+                          onClick: () => props.act("Retry scene " + s.scene_id, () => operation("ui_retry", { scene_id: String(s.scene_id) })),
+                        },
+                        "Retry"
+                      )
+                    )
+                  )
+                )
+              )
+            )
+          )
+        )
+      )
+    );
+  }
+
+  function Problems(props) {
+    const s = props.status;
+    const out = [];
+    if (s.plex.reachable === false) {
+      out.push(
+        h(
+          Message,
+          { key: "down", variant: "danger" },
+          h("strong", null, "Plex is not reachable"),
+          " since " + when(s.plex.since) + ". ",
+          s.plex.problem ? s.plex.problem + ". " : "",
+          "Edits stay queued and are written once Plex answers again."
+        )
+      );
+    } else if (s.plex.token === "rejected" || s.plex.token === "missing") {
+      out.push(
+        h(
+          Message,
+          { key: "token", variant: "danger" },
+          h("strong", null, s.plex.token === "missing" ? "No Plex token set. " : "Plex rejected the token. "),
+          "Set it in Settings → Plugins → Stash2Plex."
+        )
+      );
+    } else if (s.plex.problem) {
+      out.push(h(Message, { key: "problem", variant: "warning" }, s.plex.problem));
+    }
+    if (s.last_drainer_error && s.last_drainer_error.error) {
+      out.push(h(Message, { key: "drainer", variant: "warning" }, "The background worker stopped: " + s.last_drainer_error.error));
+    }
+    return out;
+  }
+
+  function Stash2PlexPage() {
+    const enabled = usePluginEnabled();
+    if (enabled === null) return h("div", { className: "s2p-page" }, h(Spinner, { animation: "border", size: "sm" }));
+    if (!enabled) return h("div", { className: "s2p-page" }, h("h2", null, "Stash2Plex"), h(DisabledMessage));
+    return h(StatusPage);
+  }
+
+  function StatusPage() {
+    const [notice, setNotice] = React.useState(null);
+    const [busy, setBusy] = React.useState(false);
+    const [started, setStarted] = React.useState(0);
+    const [result, refresh] = usePolled(
+      () => operation("ui_status"),
+      (s) => s.drainer_running || s.queue.pending > 0 || Date.now() - started < 10000,
+      [started]
+    );
+
+    async function act(label, fn) {
+      setBusy(true);
+      setNotice(null);
+      try {
+        await fn();
+        setNotice({ variant: "success", text: label + ": started." });
+        setStarted(Date.now());
+      } catch (err) {
+        setNotice({ variant: "danger", text: label + " failed: " + errorText(err) });
+      } finally {
+        setBusy(false);
+      }
+    }
+
+    const s = result.data;
+    const header = h(
+      "div",
+      { className: "s2p-header" },
+      h("h2", null, "Stash2Plex"),
+      h(
+        "div",
+        { className: "s2p-actions" },
+        h(Button, { className: "s2p-sync-all", disabled: busy, onClick: () => act("Sync all", () => runTask(TASKS.syncAll)) }, "Sync all"),
+        h(
+          Button,
+          { className: "s2p-retry-all", variant: "secondary", disabled: busy || !(s && s.dlq.count), onClick: () => act("Retry all", () => runTask(TASKS.retryAll)) },
+          "Retry all"
+        ),
+        h(Button, { className: "s2p-refresh", variant: "secondary", disabled: busy, onClick: refresh }, "Refresh")
+      )
+    );
+    if (!s) {
+      return h(
+        "div",
+        { className: "s2p-page" },
+        header,
+        result.error
+          ? h(Message, { variant: "danger" }, "Stash2Plex could not be asked for its state: " + result.error)
+          : h(Spinner, { animation: "border", size: "sm" })
+      );
+    }
+    return h(
+      "div",
+      { className: "s2p-page" },
+      header,
+      result.error ? h(Message, { variant: "danger" }, "Refreshing failed: " + result.error) : null,
+      notice ? h(Message, { variant: notice.variant }, notice.text) : null,
+      h(Problems, { status: s }),
+      h(
+        "div",
+        { className: "s2p-cards" },
+        h(PlexCard, { plex: s.plex }),
+        h(QueueCard, { queue: s.queue, drainer: s.drainer_running }),
+        h(StatsCard, { status: s })
+      ),
+      h("h3", null, "Dead-letter queue ", h(Badge, { variant: s.dlq.count ? "danger" : "secondary", className: "s2p-dlq-count" }, s.dlq.count)),
+      h(DeadLetters, { dlq: s.dlq, act: act, busy: busy })
+    );
+  }
+
+  // -- the scene panel -----------------------------------------------------------------
+  const SCENE_STATES = {
+    in_sync: ["success", "In sync"],
+    waiting: ["info", "Waiting"],
+    dead_lettered: ["danger", "Dead-lettered"],
+    changed: ["warning", "Changed since last written"],
+    never_synced: ["secondary", "Never written to Plex"],
+  };
+
+  function ScenePanel(props) {
+    const enabled = usePluginEnabled();
+    const [notice, setNotice] = React.useState(null);
+    const [started, setStarted] = React.useState(0);
+    const [result, refresh] = usePolled(
+      () => operation("ui_scene", { scene_id: String(props.sceneId) }),
+      (d) => d.state === "waiting" || Date.now() - started < 10000,
+      [props.sceneId, started]
+    );
+    if (enabled === false) return h("div", { className: "s2p-scene-panel" }, h(DisabledMessage));
+    const d = result.data;
+    if (!d) {
+      return h(
+        "div",
+        { className: "s2p-scene-panel" },
+        result.error ? h(Message, { variant: "danger" }, "Stash2Plex could not be asked: " + result.error) : h(Spinner, { animation: "border", size: "sm" })
+      );
+    }
+    const state = SCENE_STATES[d.state] || ["secondary", d.state];
+    async function syncNow() {
+      setNotice(null);
+      try {
+        await operation("ui_sync_scene", { scene_id: String(props.sceneId) });
+        setNotice("Queued: the scene is written to Plex in a moment.");
+        setStarted(Date.now());
+      } catch (err) {
+        setNotice("Sync failed to start: " + errorText(err));
+      }
+    }
+    return h(
+      "div",
+      { className: "s2p-scene-panel", "data-state": d.state },
+      h(
+        "div",
+        { className: "s2p-scene-state" },
+        h(Badge, { variant: state[0], className: "s2p-state" }, state[1]),
+        h(Button, { size: "sm", className: "s2p-sync-now", onClick: syncNow }, "Sync now"),
+        h(Button, { size: "sm", variant: "secondary", className: "s2p-refresh", onClick: refresh }, "Refresh")
+      ),
+      notice ? h("p", { className: "s2p-notice" }, notice) : null,
+      d.reason ? h("p", { className: "s2p-reason" }, d.reason) : null,
+      d.advice ? h("p", { className: "s2p-advice" }, d.advice) : null,
+      h(
+        Table,
+        { size: "sm", className: "s2p-kv" },
+        h(
+          "tbody",
+          null,
+          Row("Plex item", d.rating_key != null ? "#" + d.rating_key : "not linked yet", "s2p-item"),
+          Row("Library", d.library || (d.rating_key != null ? "unknown (Plex did not answer)" : "—"), "s2p-library"),
+          Row("File in Plex", d.plex_path || "—", "s2p-path"),
+          Row("Last written", when(d.last_written), "s2p-last-written"),
+          d.next_retry_at ? Row("Next retry", when(d.next_retry_at), "s2p-next-retry") : null
+        )
+      )
+    );
+  }
+
+  // -- wiring into Stash's UI ----------------------------------------------------------
+  api.register.route(ROUTE, Stash2PlexPage);
+
+  api.patch.before("MainNavBar.UtilityItems", function (props) {
+    const link = h(
+      NavLink,
+      { key: "stash2plex", className: "nav-utility s2p-nav-link", exact: true, to: ROUTE },
+      h(Button, { className: "minimal d-flex align-items-center h-100", title: "Stash2Plex" }, "Plex")
+    );
+    return [Object.assign({}, props, { children: h(React.Fragment, null, props.children, link) })];
+  });
+
+  api.patch.before("ScenePage.Tabs", function (props) {
+    const tab = h(Nav.Item, { key: "stash2plex" }, h(Nav.Link, { eventKey: "stash2plex-panel", className: "s2p-tab" }, "Plex"));
+    return [Object.assign({}, props, { children: h(React.Fragment, null, props.children, tab) })];
+  });
+
+  api.patch.before("ScenePage.TabContent", function (props) {
+    const pane = h(
+      Tab.Pane,
+      { key: "stash2plex", eventKey: "stash2plex-panel", mountOnEnter: true },
+      h(ScenePanel, { sceneId: props.scene.id })
+    );
+    return [Object.assign({}, props, { children: h(React.Fragment, null, props.children, pane) })];
+  });
+})();
