@@ -36,7 +36,6 @@ query the UI sends, so a misspelt field or a wrong argument fails as in Stash.
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import json
 import mimetypes
@@ -250,6 +249,16 @@ class StashUI:
             job["progress"] = 1.0
             self.publish("REMOVE", job)
 
+    def wait_for_run(self, mode: str, timeout: float = 30.0) -> PluginRun:
+        """The first run whose args name ``mode``, once its process has ended."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done = [r for r in list(self.runs) if r.args.get("mode") == mode and r.returncode is not None]
+            if done:
+                return done[0]
+            time.sleep(0.05)
+        raise TimeoutError(f"no finished plugin run with mode {mode!r} within {timeout} s")
+
     def wait_runs_finished(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while any(r.returncode is None for r in list(self.runs)):
@@ -292,10 +301,18 @@ class StashUI:
             "installedPackages": lambda _info, type: [],
             "sceneMarkerTags": lambda _info, scene_id: [],
             "runPluginOperation": lambda _info, plugin_id, args=None: self.run_operation(plugin_id, args),
+            "setPluginsEnabled": lambda _info, enabledMap: self._set_enabled(enabledMap),
             "runPluginTask": lambda _info, plugin_id, task_name=None, description=None, args=None, args_map=None: (
                 self.run_task(plugin_id, task_name, description, args_map)
             ),
         }
+
+    def _set_enabled(self, enabled_map: dict[str, bool]) -> bool:
+        """``setPluginsEnabled`` (``resolver_mutation_plugin.go``): the map's plugins only."""
+        for plugin_id, enabled in enabled_map.items():
+            if plugin_id in self.plugins:
+                self.plugins[plugin_id].enabled = bool(enabled)
+        return True
 
     def _configuration(self) -> dict:
         emu = self.emu
@@ -530,8 +547,3 @@ def _content_type(name: str) -> str:
         return "text/javascript"
     kind, _ = mimetypes.guess_type(name)
     return kind or "application/octet-stream"
-
-
-def gunzip_size(path: Path) -> int:
-    """Size of a gzip file's content (helper for tests of the static route)."""
-    return len(gzip.decompress(path.read_bytes()))

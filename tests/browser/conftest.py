@@ -1,0 +1,146 @@
+"""Browser tests: the plugin's UI inside Stash's real web UI, in Debian's Chromium.
+
+The Stash emulator serves the prebuilt UI (``STASH_UI_BUILD``, default
+``../shared/stash-ui/build`` beside the repository or ``/work/shared/stash-ui/build``)
+against Stash's full schema (``STASH_SCHEMA_DIR``) and runs the real plugin for
+``runPluginOperation`` / ``runPluginTask``. Every test fails on a browser console error,
+a page error or a GraphQL error, and leaves a screenshot in ``tests/browser/failures/``
+when it fails. Run with ``python -m tests.browser`` (installs Chromium when missing).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PLEX_TOKEN, STASH_API_KEY, STASH_COOKIE, Plugin, _stop_drainers
+from tests.emulators.plex_emulator import PlexEmulator
+from tests.emulators.stash_emulator import StashEmulator
+from tests.runner import REPO
+
+FAILURES = Path(__file__).resolve().parent / "failures"
+CHROMIUM = os.environ.get("STASH2PLEX_CHROMIUM", "/usr/bin/chromium")
+SLOW_MS = 30_000  # the longest wait for one thing to show (a plugin run under load included)
+
+
+def _shared(env: str, tail: str) -> Path:
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    for base in (REPO.parent / "shared", REPO.parent.parent / "shared", Path("/work/shared")):
+        if (base / tail).exists():
+            return base / tail
+    return REPO.parent / "shared" / tail
+
+
+UI_BUILD = _shared("STASH_UI_BUILD", "stash-ui/build")
+SCHEMA_DIR = _shared("STASH_SCHEMA_DIR", "stash-schema")
+
+
+def pytest_collection_modifyitems(items):
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if Path(str(item.fspath)).resolve().is_relative_to(here):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: run `python -m tests.browser` (installs Debian's chromium)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield browser
+        browser.close()
+
+
+class StashUIPlugin(Plugin):
+    """The ``Plugin`` helpers, with the emulator also serving Stash's UI."""
+
+    @property
+    def ui(self):
+        return self.stash.ui
+
+
+@pytest.fixture
+def stash_ui(tmp_path):
+    """Stash (UI + GraphQL, no login as in a default install) and Plex, the plugin installed."""
+    with (
+        StashEmulator(session_cookie=STASH_COOKIE, api_key=STASH_API_KEY) as stash,
+        PlexEmulator(token=PLEX_TOKEN) as plex,
+    ):
+        plex.add_section("Stash", ["/plex/media"], key=1)
+        stash.auth_required = False
+        ui = stash.serve_ui(UI_BUILD, SCHEMA_DIR)
+        data_dir = tmp_path / "data"
+        env = {"STASH2PLEX_DATA_DIR": str(data_dir), "STASH2PLEX_BREAKER_RECOVERY_S": "2"}
+        ui.install_plugin(REPO, env)
+        plugin = StashUIPlugin(stash, plex, data_dir, env)
+        plugin.configure()
+        yield plugin
+        ui.wait_runs_finished()
+        _stop_drainers(data_dir)
+
+
+class Watched:
+    """A page whose console errors, page errors and GraphQL errors are collected."""
+
+    def __init__(self, page, base_url: str) -> None:
+        self.page = page
+        self.base_url = base_url
+        self.problems: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
+        page.on("response", self._response)
+
+    def _console(self, message) -> None:
+        if message.type == "error":
+            self.problems.append(f"console error: {message.text}")
+
+    def _response(self, response) -> None:
+        if "/graphql" not in response.url or response.request.method != "POST":
+            return
+        try:
+            body = response.json()
+        except Exception:  # not JSON: itself a problem
+            self.problems.append(f"GraphQL answer is not JSON (HTTP {response.status})")
+            return
+        if response.status != 200 or body.get("errors"):
+            name = (response.request.post_data_json or {}).get("operationName")
+            self.problems.append(f"GraphQL error in {name}: {body.get('errors')}")
+
+    def goto(self, path: str) -> None:
+        self.page.goto(self.base_url + path, wait_until="domcontentloaded")
+
+
+@pytest.fixture
+def ui_page(request, browser, stash_ui):
+    """A fresh browser page on the emulated Stash; external hosts answer empty (no network here)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(SLOW_MS)
+    context.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda route: route.fulfill(status=200, body=""))
+    page = context.new_page()
+    watched = Watched(page, stash_ui.stash.url)
+    yield watched
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    if failed or watched.problems:
+        FAILURES.mkdir(exist_ok=True)
+        page.screenshot(path=str(FAILURES / f"{request.node.name}.png"), full_page=True)
+    context.close()
+    assert not watched.problems, "\n".join(watched.problems)
+
+
+def pytest_sessionstart(session):
+    shutil.rmtree(FAILURES, ignore_errors=True)

@@ -1,0 +1,170 @@
+"""The Stash2Plex page and scene panel inside Stash's real web UI (see conftest.py)."""
+
+from __future__ import annotations
+
+import socket
+
+from sync_queue.dlq import DeadLetterQueue
+from sync_queue.job import BULK, Job
+from sync_queue.queue import JobQueue
+from tests.runner import drainer_lock_held
+
+# A light theme as Stash users install it: custom CSS (Settings → Interface → Custom CSS),
+# which Stash serves at /css.
+LIGHT_THEME = """
+body, .main, .navbar, .bg-dark { background-color: #f4f5f7 !important; color: #1d2125 !important; }
+.card, .tab-content, .nav-tabs { background-color: #ffffff !important; color: #1d2125 !important; }
+.table, .table th, .table td { color: #1d2125 !important; }
+a { color: #0b5cad; }
+"""
+CONTRAST_JS = """(selector) => {
+  const el = document.querySelector(selector);
+  const parse = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  let bg = null;
+  for (let n = el; n && !bg; n = n.parentElement) {
+    const c = parse(getComputedStyle(n).backgroundColor);
+    if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) bg = c;
+  }
+  bg = bg || [255, 255, 255];
+  const fg = parse(getComputedStyle(el).color);
+  const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}"""
+
+
+def dead_letter(plugin, scene_id: int, error_class: str, reason: str, title: str) -> None:
+    dlq = DeadLetterQueue(plugin.data_dir)
+    dlq.add(Job(scene_id=scene_id, attempt=4), error_class, reason, title)
+    dlq.close()
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def texts(locator) -> list[str]:
+    return [t.strip() for t in locator.all_inner_texts()]
+
+
+def open_page_from_navbar(ui_page) -> None:
+    ui_page.goto("/scenes")
+    ui_page.page.locator(".s2p-nav-link:visible").first.click()
+    ui_page.page.wait_for_url("**/stash2plex")
+
+
+def test_page_shows_the_queue_the_dead_letters_and_plex_down(stash_ui, ui_page):
+    stash_ui.configure(plex_url=f"http://127.0.0.1:{closed_port()}")
+    dead_letter(stash_ui, 7, "PlexNotFound", "no Plex item at /plex/media/alpha.mp4", "Alpha")
+    dead_letter(stash_ui, 8, "PlexNotFound", "no Plex item at /plex/media/beta.mp4", "Beta")
+    dead_letter(stash_ui, 9, "AmbiguousMatch", "two Plex items fit /plex/media/gamma.mp4", "Gamma")
+    page = ui_page.page
+    with drainer_lock_held(stash_ui.data_dir):
+        queue = JobQueue(stash_ui.data_dir / "queue")
+        queue.put_many([Job(scene_id=1), Job(scene_id=2, priority=BULK), Job(scene_id=3, priority=BULK)])
+        queue.close()
+        open_page_from_navbar(ui_page)
+        page.locator(".s2p-cards").wait_for()
+        assert page.inner_text(".s2p-plex .s2p-state") == "not reachable"
+        assert "Plex is not reachable" in " ".join(texts(page.locator(".s2p-message")))
+        assert page.inner_text(".s2p-interactive td") == "1"
+        assert page.inner_text(".s2p-bulk td") == "2"
+        assert page.inner_text(".s2p-drainer td") == "running"
+    assert page.inner_text(".s2p-dlq-count") == "3"
+    groups = page.locator(".s2p-dlq-group")
+    assert [groups.nth(i).get_attribute("data-reason") for i in range(groups.count())] == [
+        "PlexNotFound",
+        "AmbiguousMatch",
+    ]
+    first = groups.nth(0)
+    assert sorted(texts(first.locator(".s2p-dlq-entry td:first-child"))) == ["Alpha", "Beta"]
+    assert "path_map" in first.locator(".s2p-advice").inner_text()
+    assert texts(groups.nth(1).locator(".s2p-reason")) == ["two Plex items fit /plex/media/gamma.mp4"]
+
+
+def test_retry_on_a_dead_letter_entry_runs_the_plugin_and_the_entry_leaves_once_synced(stash_ui, ui_page):
+    sid, rk = stash_ui.add_scene(1)
+    stash_ui.stash.update_scene(sid, title="Back from the dead-letter queue")
+    dead_letter(stash_ui, sid, "PlexNotFound", "no Plex item at the time", "Scene 1")
+    dead_letter(stash_ui, 42, "AmbiguousMatch", "two Plex items fit", "Other")
+    page = ui_page.page
+    ui_page.goto("/stash2plex")
+    entry = page.locator(f'.s2p-dlq-entry[data-scene-id="{sid}"]')
+    entry.locator(".s2p-retry").click()
+    assert stash_ui.ui.wait_for_run("ui_retry").reply["error"] is None
+    stash_ui.wait_drained()
+    assert stash_ui.plex.item(rk)["fields"]["title"] == "Back from the dead-letter queue"
+    entry.wait_for(state="detached")
+    page.locator('.s2p-dlq-entry[data-scene-id="42"]').wait_for()
+    assert page.inner_text(".s2p-dlq-count") == "1"
+    assert [r.args for r in stash_ui.ui.runs if r.args.get("mode") == "ui_retry"] == [
+        {"mode": "ui_retry", "scene_id": str(sid)}
+    ]
+
+
+def test_scene_panel_shows_synced_waiting_and_dead_lettered_and_sync_now_syncs(stash_ui, ui_page):
+    synced, synced_rk = stash_ui.add_scene(1)
+    waiting, _ = stash_ui.add_scene(2)
+    dead, dead_rk = stash_ui.add_scene(3)
+    assert stash_ui.task("all").error is None
+    stash_ui.wait_drained()
+    dead_letter(stash_ui, dead, "PlexNotFound", "no Plex item at /plex/media/scene-00003.mp4", "Scene 3")
+    page = ui_page.page
+
+    def panel(scene_id: int, state: str):
+        ui_page.goto(f"/scenes/{scene_id}")
+        page.locator(".s2p-tab").click()
+        found = page.locator(f'.s2p-scene-panel[data-state="{state}"]')
+        found.wait_for()
+        return found
+
+    with drainer_lock_held(stash_ui.data_dir):
+        queue = JobQueue(stash_ui.data_dir / "queue")
+        queue.put(Job(scene_id=waiting))
+        queue.close()
+        assert panel(waiting, "waiting").locator(".s2p-state").inner_text() == "Waiting"
+    shown = panel(synced, "in_sync")
+    assert shown.locator(".s2p-state").inner_text() == "In sync"
+    assert shown.locator(".s2p-item td").inner_text() == f"#{synced_rk}"
+    assert shown.locator(".s2p-library td").inner_text() == "Stash"
+    assert shown.locator(".s2p-path td").inner_text() == "/plex/media/scene-00001.mp4"
+    shown = panel(dead, "dead_lettered")
+    assert shown.locator(".s2p-state").inner_text() == "Dead-lettered"
+    assert "no Plex item at /plex/media/scene-00003.mp4" in shown.locator(".s2p-reason").inner_text()
+    stash_ui.stash.update_scene(dead, title="Synced from the panel")
+    shown.locator(".s2p-sync-now").click()
+    assert stash_ui.ui.wait_for_run("ui_sync_scene").reply["error"] is None
+    page.locator('.s2p-scene-panel[data-state="in_sync"]').wait_for()
+    assert stash_ui.plex.item(dead_rk)["fields"]["title"] == "Synced from the panel"
+
+
+def test_light_theme_and_phone_width_read_well(stash_ui, ui_page):
+    stash_ui.ui.custom_css = LIGHT_THEME
+    dead_letter(stash_ui, 5, "PlexNotFound", "no Plex item at /plex/media/a-rather-long-file-name.mp4", "Long")
+    page = ui_page.page
+    page.set_viewport_size({"width": 390, "height": 844})
+    ui_page.goto("/stash2plex")
+    page.locator(".s2p-dlq-entry").wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(244, 245, 247)"  # the light theme is in force
+    for selector in (".s2p-header h2", ".s2p-queue .s2p-kv th", ".s2p-advice", ".s2p-reason"):
+        assert page.evaluate(CONTRAST_JS, selector) >= 4.5, selector
+
+
+def test_disabled_plugin_and_unconfigured_plex_give_clear_messages(stash_ui, ui_page):
+    stash_ui.configure(plex_token=None)
+    page = ui_page.page
+    ui_page.goto("/stash2plex")
+    message = page.locator(".s2p-message", has_text="No Plex token set")
+    message.wait_for()
+    assert page.inner_text(".s2p-plex .s2p-token") == "not set"
+    stash_ui.ui.plugins["Stash2Plex"].enabled = False  # Settings → Plugins while the page is open
+    page.locator(".navbar a[href='/scenes']").first.click()
+    page.locator(".s2p-nav-link:visible").first.click()
+    page.locator(".s2p-message", has_text="Stash2Plex is disabled").wait_for()
