@@ -118,3 +118,24 @@ def test_operation_modes_are_not_tasks_of_the_menu():
 
     assert set(OPERATIONS) == set(OPERATION_MODES) and not set(OPERATIONS) & set(TASKS)
     assert TAKES_ARGS <= set(OPERATIONS)
+
+
+def test_preview_lists_per_field_changes_writes_nothing_and_matches_the_sync(plugin):
+    sid, rk = plugin.add_scene(1, studio="Studio A", tags=["Tag1", "Tag2"])
+    plugin.plex.clear_requests()
+    run = operation(plugin, mode="ui_preview")
+    assert run.error is None, run.stderr
+    assert plugin.plex.edit_requests() == []  # a preview writes nothing
+    [change] = run.output["changes"]
+    assert change["scene_id"] == sid and change["rating_key"] == rk and run.output["checked"] == 1
+    fields = {f["name"]: (f["current"], f["new"]) for f in change["fields"]}
+    assert fields == {"title": ("scene-00001", "Scene 1"), "studio": ("", "Studio A")}
+    tags = {t["type"]: (t["added"], t["removed"]) for t in change["tags"]}
+    assert tags == {"genre": (["Tag1", "Tag2"], []), "collection": (["Studio A"], [])}
+    assert plugin.task("all").error is None
+    plugin.wait_drained()
+    item = plugin.plex.item(rk)
+    for name, (_, new) in fields.items():
+        assert item["fields"][name] == new
+    assert sorted(item["tags"]["genre"]) == ["Tag1", "Tag2"] and item["tags"]["collection"] == ["Studio A"]
+    assert operation(plugin, mode="ui_preview").output["changes"] == []

@@ -34,9 +34,23 @@
       plugins {
         id
         enabled
+        tasks {
+          name
+        }
       }
     }
   `;
+  // Verify (reconcile) is a task of the plugin menu; the button shows once the plugin has one.
+  const VERIFY_TASK = /verify|reconcile/i;
+  const FIELD_NAMES = {
+    title: "Title",
+    summary: "Details",
+    studio: "Studio",
+    originallyAvailableAt: "Date",
+    genre: "Tags",
+    actor: "Performers",
+    collection: "Studio collection",
+  };
 
   function client() {
     return api.utils.StashService.getClient();
@@ -73,22 +87,27 @@
 
   // Is the plugin enabled? (Stash loads this file only for enabled plugins, but a user may
   // disable it in Settings → Plugins while the page stays open.)
-  function usePluginEnabled() {
-    const [enabled, setEnabled] = React.useState(null);
+  function usePlugin() {
+    const [plugin, setPlugin] = React.useState(null);
     React.useEffect(() => {
       let live = true;
       client()
         .query({ query: PLUGIN_STATE, fetchPolicy: "network-only" })
         .then((r) => {
           const mine = (r.data.plugins || []).find((p) => p.id === PLUGIN_ID);
-          if (live) setEnabled(!!(mine && mine.enabled));
+          if (live) setPlugin(mine || { enabled: false, tasks: [] });
         })
-        .catch(() => live && setEnabled(false));
+        .catch(() => live && setPlugin({ enabled: false, tasks: [] }));
       return () => {
         live = false;
       };
     }, []);
-    return enabled;
+    return plugin;
+  }
+
+  function usePluginEnabled() {
+    const plugin = usePlugin();
+    return plugin === null ? null : !!plugin.enabled;
   }
 
   // Runs `load` now, again on refresh(), and every POLL_MS while `busy(data)` says so.
@@ -304,14 +323,83 @@
     return out;
   }
 
-  function Stash2PlexPage() {
-    const enabled = usePluginEnabled();
-    if (enabled === null) return h("div", { className: "s2p-page" }, h(Spinner, { animation: "border", size: "sm" }));
-    if (!enabled) return h("div", { className: "s2p-page" }, h("h2", null, "Stash2Plex"), h(DisabledMessage));
-    return h(StatusPage);
+  function PreviewTable(props) {
+    const p = props.preview;
+    const rows = [];
+    p.changes.forEach((scene) => {
+      const label = h(Link, { to: "/scenes/" + scene.scene_id }, scene.title || "Scene " + scene.scene_id);
+      scene.fields.forEach((f) =>
+        rows.push(
+          h(
+            "tr",
+            { key: scene.scene_id + ":" + f.name, className: "s2p-plan-row", "data-scene-id": scene.scene_id, "data-field": f.name },
+            h("td", null, label),
+            h("td", null, FIELD_NAMES[f.name] || f.name),
+            h("td", { className: "s2p-plan-current" }, f.current || "(empty)"),
+            h("td", { className: "s2p-plan-new" }, f.new || "(empty)")
+          )
+        )
+      );
+      scene.tags.forEach((t) =>
+        rows.push(
+          h(
+            "tr",
+            { key: scene.scene_id + ":" + t.type, className: "s2p-plan-row", "data-scene-id": scene.scene_id, "data-field": t.type },
+            h("td", null, label),
+            h("td", null, FIELD_NAMES[t.type] || t.type),
+            h("td", { className: "s2p-plan-removed" }, t.removed.map((n) => "−" + n).join(", ")),
+            h("td", { className: "s2p-plan-added" }, t.added.map((n) => "+" + n).join(", "))
+          )
+        )
+      );
+    });
+    return h(
+      Card,
+      { className: "s2p-card s2p-preview" },
+      h(Card.Header, null, "Preview: what Sync all would write to Plex"),
+      h(
+        Card.Body,
+        null,
+        h(
+          "p",
+          { className: "s2p-preview-summary" },
+          p.checked + " scenes checked; " + p.changes.length + " would change in Plex" + (p.more ? " (the first " + (p.changes.length + p.failed.length) + " shown)" : "") + "."
+        ),
+        rows.length
+          ? h(
+              Table,
+              { size: "sm", responsive: true, className: "s2p-plan" },
+              h("thead", null, h("tr", null, h("th", null, "Scene"), h("th", null, "Field"), h("th", null, "In Plex now / −removed"), h("th", null, "After the sync / +added"))),
+              h("tbody", null, rows)
+            )
+          : h("p", { className: "s2p-plan-empty" }, "Nothing to write: Plex already shows what Stash holds."),
+        p.failed.length
+          ? h(
+              "ul",
+              { className: "s2p-plan-failed" },
+              p.failed.map((f) => h("li", { key: f.scene_id }, (f.title || "Scene " + f.scene_id) + ": " + f.reason))
+            )
+          : null,
+        h(
+          "div",
+          { className: "s2p-actions" },
+          h(Button, { className: "s2p-confirm", disabled: props.busy || !rows.length, onClick: props.confirm }, "Confirm: sync now"),
+          h(Button, { variant: "secondary", className: "s2p-cancel", onClick: props.cancel }, "Cancel")
+        )
+      )
+    );
   }
 
-  function StatusPage() {
+  function Stash2PlexPage() {
+    const plugin = usePlugin();
+    if (plugin === null) return h("div", { className: "s2p-page" }, h(Spinner, { animation: "border", size: "sm" }));
+    if (!plugin.enabled) return h("div", { className: "s2p-page" }, h("h2", null, "Stash2Plex"), h(DisabledMessage));
+    const verify = (plugin.tasks || []).find((t) => VERIFY_TASK.test(t.name));
+    return h(StatusPage, { verifyTask: verify ? verify.name : null });
+  }
+
+  function StatusPage(props) {
+    const [preview, setPreview] = React.useState(null);
     const [notice, setNotice] = React.useState(null);
     const [busy, setBusy] = React.useState(false);
     const [started, setStarted] = React.useState(0);
@@ -346,6 +434,23 @@
         h(Button, { className: "s2p-sync-all", disabled: busy, onClick: () => act("Sync all", () => runTask(TASKS.syncAll)) }, "Sync all"),
         h(
           Button,
+          {
+            className: "s2p-preview-button",
+            variant: "secondary",
+            disabled: busy,
+            onClick: () =>
+              act("Preview", async () => {
+                setPreview(null);
+                setPreview(await operation("ui_preview"));
+              }),
+          },
+          "Preview"
+        ),
+        props.verifyTask
+          ? h(Button, { className: "s2p-verify", variant: "secondary", disabled: busy, onClick: () => act("Verify", () => runTask(props.verifyTask)) }, "Verify")
+          : null,
+        h(
+          Button,
           { className: "s2p-retry-all", variant: "secondary", disabled: busy || !(s && s.dlq.count), onClick: () => act("Retry all", () => runTask(TASKS.retryAll)) },
           "Retry all"
         ),
@@ -369,6 +474,18 @@
       result.error ? h(Message, { variant: "danger" }, "Refreshing failed: " + result.error) : null,
       notice ? h(Message, { variant: notice.variant }, notice.text) : null,
       h(Problems, { status: s }),
+      preview
+        ? h(PreviewTable, {
+            preview: preview,
+            busy: busy,
+            cancel: () => setPreview(null),
+            confirm: () =>
+              act("Sync", async () => {
+                await runTask(TASKS.syncAll);
+                setPreview(null);
+              }),
+          })
+        : null,
       h(
         "div",
         { className: "s2p-cards" },

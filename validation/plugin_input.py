@@ -40,6 +40,7 @@ OPERATION_MODES = (
     "ui_scene",
     "ui_retry",
     "ui_sync_scene",
+    "ui_preview",
 )
 HOOK_MODE = "hook"
 SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post")

@@ -94,12 +94,24 @@ class Syncer:
         finally:
             self.client.forget(state.rating_key)
 
-    def _write(self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, how: str) -> SyncResult:
-        desired = desired_from(scene)
+    def preview(self, scene: SceneMetadata, record: SceneRecord | None) -> ItemPlan:
+        """What :meth:`sync` would write to the item now, without writing anything."""
+        state, _how = self._locate(scene, record)
+        try:
+            return self._plan(scene, record, state)[0]
+        finally:
+            self.client.forget(state.rating_key)
+
+    def _plan(
+        self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState
+    ) -> tuple[ItemPlan, SceneRecord | None]:
         if record is not None and record.rating_key != state.rating_key:
             record = SceneRecord(scene_id=scene.id)  # a new item: nothing of ours is on it yet
         written = Written(record.fields, record.written_tags) if record is not None else None
-        plan = plan_item(desired, state, written, self.settings.preserve_plex_edits)
+        return plan_item(desired_from(scene), state, written, self.settings.preserve_plex_edits), record
+
+    def _write(self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, how: str) -> SyncResult:
+        plan, record = self._plan(scene, record, state)
         if not plan.empty:
             self.client.edit(state.rating_key, edit_params(plan))
         new = SceneRecord(

@@ -168,3 +168,37 @@ def test_disabled_plugin_and_unconfigured_plex_give_clear_messages(stash_ui, ui_
     page.locator(".navbar a[href='/scenes']").first.click()
     page.locator(".s2p-nav-link:visible").first.click()
     page.locator(".s2p-message", has_text="Stash2Plex is disabled").wait_for()
+
+
+def test_preview_table_equals_what_the_sync_then_writes(stash_ui, ui_page):
+    first, rk1 = stash_ui.add_scene(1, studio="Studio A", tags=["Tag1", "Tag2"])
+    second, rk2 = stash_ui.add_scene(2, performers=["Alice"], date="2024-02-29")
+    before = {rk: stash_ui.plex.item(rk) for rk in (rk1, rk2)}
+    page = ui_page.page
+    ui_page.goto("/stash2plex")
+    page.locator(".s2p-preview-button").click()
+    rows = page.locator(".s2p-plan-row")
+    rows.first.wait_for()
+    assert stash_ui.plex.edit_requests() == []  # nothing written before the user confirms
+    shown = {}
+    for i in range(rows.count()):
+        row = rows.nth(i)
+        key = (int(row.get_attribute("data-scene-id")), row.get_attribute("data-field"))
+        shown[key] = [c.strip() for c in row.locator("td").all_inner_texts()[2:]]
+    page.locator(".s2p-confirm").click()
+    stash_ui.ui.wait_runs_finished()
+    stash_ui.wait_drained()
+    written = {}
+    for sid, rk in ((first, rk1), (second, rk2)):
+        after = stash_ui.plex.item(rk)
+        for name, value in after["fields"].items():
+            if value != before[rk]["fields"].get(name):
+                written[(sid, name)] = [before[rk]["fields"].get(name) or "(empty)", value or "(empty)"]
+        for tag_type, names in after["tags"].items():
+            old = before[rk]["tags"].get(tag_type, [])
+            added = [n for n in names if n not in old]
+            removed = [n for n in old if n not in names]
+            if added or removed:
+                written[(sid, tag_type)] = [", ".join("−" + n for n in removed), ", ".join("+" + n for n in added)]
+    assert shown == written
+    assert {key[1] for key in shown} >= {"title", "studio", "genre", "actor", "originallyAvailableAt"}
