@@ -276,7 +276,12 @@
                           variant: "secondary",
                           className: "s2p-retry",
                           disabled: props.busy,
-                          onClick: () => props.act("Retry scene " + s.scene_id, () => operation("ui_retry", { scene_id: String(s.scene_id) })),
+                          onClick: () =>
+                            props.act(
+                              "Retry",
+                              () => operation("ui_retry", { scene_id: String(s.scene_id) }),
+                              (s.title || "Scene " + s.scene_id) + " is queued again; it leaves this list once synced."
+                            ),
                         },
                         "Retry"
                       )
@@ -409,12 +414,12 @@
       [started]
     );
 
-    async function act(label, fn) {
+    async function act(label, fn, done) {
       setBusy(true);
       setNotice(null);
       try {
         await fn();
-        setNotice({ variant: "success", text: label + ": started." });
+        if (done !== null) setNotice({ variant: "success", text: done || label + ": started." });
         setStarted(Date.now());
       } catch (err) {
         setNotice({ variant: "danger", text: label + " failed: " + errorText(err) });
@@ -431,7 +436,7 @@
       h(
         "div",
         { className: "s2p-actions" },
-        h(Button, { className: "s2p-sync-all", disabled: busy, onClick: () => act("Sync all", () => runTask(TASKS.syncAll)) }, "Sync all"),
+        h(Button, { className: "s2p-sync-all", disabled: busy, onClick: () => act("Sync all", () => runTask(TASKS.syncAll), "Sync all started: see its progress in Stash's job queue.") }, "Sync all"),
         h(
           Button,
           {
@@ -439,10 +444,14 @@
             variant: "secondary",
             disabled: busy,
             onClick: () =>
-              act("Preview", async () => {
-                setPreview(null);
-                setPreview(await operation("ui_preview"));
-              }),
+              act(
+                "Preview",
+                async () => {
+                  setPreview(null);
+                  setPreview(await operation("ui_preview"));
+                },
+                null
+              ),
           },
           "Preview"
         ),
@@ -451,7 +460,7 @@
           : null,
         h(
           Button,
-          { className: "s2p-retry-all", variant: "secondary", disabled: busy || !(s && s.dlq.count), onClick: () => act("Retry all", () => runTask(TASKS.retryAll)) },
+          { className: "s2p-retry-all", variant: "secondary", disabled: busy || !(s && s.dlq.count), onClick: () => act("Retry all", () => runTask(TASKS.retryAll), "Every dead-letter entry is queued again.") },
           "Retry all"
         ),
         h(Button, { className: "s2p-refresh", variant: "secondary", disabled: busy, onClick: refresh }, "Refresh")
@@ -480,10 +489,14 @@
             busy: busy,
             cancel: () => setPreview(null),
             confirm: () =>
-              act("Sync", async () => {
-                await runTask(TASKS.syncAll);
-                setPreview(null);
-              }),
+              act(
+                "Sync",
+                async () => {
+                  await runTask(TASKS.syncAll);
+                  setPreview(null);
+                },
+                "Sync all started: it runs in Stash's job queue and writes the plan shown."
+              ),
           })
         : null,
       h(

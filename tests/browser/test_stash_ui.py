@@ -13,6 +13,7 @@ from tests.runner import drainer_lock_held
 # which Stash serves at /css.
 LIGHT_THEME = """
 body, .main, .navbar, .bg-dark { background-color: #f4f5f7 !important; color: #1d2125 !important; }
+.navbar .nav-link, .navbar .btn, .navbar a { color: #1d2125 !important; }
 .card, .tab-content, .nav-tabs { background-color: #ffffff !important; color: #1d2125 !important; }
 .table, .table th, .table td { color: #1d2125 !important; }
 a { color: #0b5cad; }
@@ -151,6 +152,9 @@ def test_light_theme_and_phone_width_read_well(stash_ui, ui_page):
     ui_page.goto("/stash2plex")
     page.locator(".s2p-dlq-entry").wait_for()
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    for button in page.locator(".s2p-page button:visible").all():  # nothing clipped or off-screen
+        box = button.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, button.inner_text()
     background = page.evaluate("getComputedStyle(document.body).backgroundColor")
     assert background == "rgb(244, 245, 247)"  # the light theme is in force
     for selector in (".s2p-header h2", ".s2p-queue .s2p-kv th", ".s2p-advice", ".s2p-reason"):

@@ -1,0 +1,101 @@
+"""Screenshots of the plugin's UI for docs/images/: ``python -m tests.browser.screenshots``.
+
+Seeds the emulators with a small library (some scenes synced, a few dead letters, one
+edit waiting), then photographs the Stash2Plex page (dark and light theme, phone width),
+the preview and the Plex tab of a scene page, inside Stash's real UI in Chromium.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from sync_queue.dlq import DeadLetterQueue
+from sync_queue.job import Job
+from tests.browser.conftest import CHROMIUM, SCHEMA_DIR, UI_BUILD, StashUIPlugin
+from tests.browser.test_stash_ui import LIGHT_THEME
+from tests.conftest import PLEX_TOKEN, _stop_drainers
+from tests.emulators.plex_emulator import PlexEmulator
+from tests.emulators.stash_emulator import StashEmulator
+from tests.runner import REPO
+
+OUT = REPO / "docs" / "images"
+SCENES = [
+    ("Sunset over the bay", "Blue Studio", ["Beach", "Outdoor"], ["Alice"]),
+    ("City lights", "Blue Studio", ["Night"], ["Bob"]),
+    ("Mountain trail", "Green Films", ["Outdoor", "Hiking"], ["Alice", "Carol"]),
+    ("Rainy afternoon", "Green Films", ["Indoor"], ["Dave"]),
+]
+
+
+def seed(plugin: StashUIPlugin) -> dict[str, int]:
+    ids = {}
+    for n, (title, studio, tags, performers) in enumerate(SCENES, 1):
+        ids[title], _ = plugin.add_scene(n, title=title, studio=studio, tags=tags, performers=performers)
+    assert plugin.task("all").error is None
+    plugin.wait_drained()
+    plugin.stash.update_scene(ids["City lights"], title="City lights at night", tags=["Night", "Skyline"])
+    missing = plugin.stash.add_scene(
+        title="Old holiday video", files=[{"path": "/stash/media/holiday.mp4", "size": 5, "duration": 60.0}]
+    )
+    dlq = DeadLetterQueue(plugin.data_dir)
+    dlq.add(
+        Job(scene_id=missing, attempt=4), "PlexNotFound", "no Plex item at /plex/media/holiday.mp4", "Old holiday video"
+    )
+    dlq.add(Job(scene_id=77, attempt=4), "AmbiguousMatch", "two Plex items fit /plex/media/clip.mp4", "Clip")
+    dlq.close()
+    return ids
+
+
+def shoot(page, name: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(OUT / name), full_page=True)
+    print(OUT / name)
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        with StashEmulator() as stash, PlexEmulator(token=PLEX_TOKEN) as plex, sync_playwright() as p:
+            plex.add_section("Stash", ["/plex/media"], key=1)
+            stash.auth_required = False
+            ui = stash.serve_ui(UI_BUILD, SCHEMA_DIR)
+            env = {"STASH2PLEX_DATA_DIR": str(Path(tmp) / "data")}
+            ui.install_plugin(REPO, env)
+            plugin = StashUIPlugin(stash, plex, Path(tmp) / "data", env)
+            plugin.configure()
+            ids = seed(plugin)
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            context.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda route: route.fulfill(status=200, body=""))
+            page = context.new_page()
+            page.goto(stash.url + "/stash2plex")
+            page.locator(".s2p-dlq-entry").first.wait_for()
+            shoot(page, "ui-page-dark.png")
+            page.locator(".s2p-preview-button").click()
+            page.locator(".s2p-plan-row").first.wait_for()
+            shoot(page, "ui-preview.png")
+            page.goto(stash.url + f"/scenes/{ids['Sunset over the bay']}")
+            page.locator(".s2p-tab").click()
+            page.locator('.s2p-scene-panel[data-state="in_sync"]').wait_for()
+            page.screenshot(path=str(OUT / "ui-scene-panel.png"))
+            ui.custom_css = LIGHT_THEME
+            page.goto(stash.url + "/stash2plex")
+            page.locator(".s2p-dlq-entry").first.wait_for()
+            shoot(page, "ui-page-light.png")
+            page.set_viewport_size({"width": 390, "height": 844})
+            ui.custom_css = ""
+            page.goto(stash.url + "/stash2plex")
+            page.locator(".s2p-dlq-entry").first.wait_for()
+            page.screenshot(path=str(OUT / "ui-phone.png"))
+            browser.close()
+            ui.wait_runs_finished()
+            _stop_drainers(plugin.data_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
