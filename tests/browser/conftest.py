@@ -20,24 +20,12 @@ import pytest
 from tests.conftest import PLEX_TOKEN, STASH_API_KEY, STASH_COOKIE, Plugin, _stop_drainers
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
+from tests.emulators.stash_ui import SCHEMA_DIR, UI_BUILD
 from tests.runner import REPO
 
 FAILURES = Path(__file__).resolve().parent / "failures"
 CHROMIUM = os.environ.get("STASH2PLEX_CHROMIUM", "/usr/bin/chromium")
 SLOW_MS = 30_000  # the longest wait for one thing to show (a plugin run under load included)
-
-
-def _shared(env: str, tail: str) -> Path:
-    if os.environ.get(env):
-        return Path(os.environ[env])
-    for base in (REPO.parent / "shared", REPO.parent.parent / "shared", Path("/work/shared")):
-        if (base / tail).exists():
-            return base / tail
-    return REPO.parent / "shared" / tail
-
-
-UI_BUILD = _shared("STASH_UI_BUILD", "stash-ui/build")
-SCHEMA_DIR = _shared("STASH_SCHEMA_DIR", "stash-schema")
 
 
 def pytest_collection_modifyitems(items):

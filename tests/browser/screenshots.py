@@ -16,11 +16,12 @@ from playwright.sync_api import sync_playwright
 
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import Job
-from tests.browser.conftest import CHROMIUM, SCHEMA_DIR, UI_BUILD, StashUIPlugin
+from tests.browser.conftest import CHROMIUM, StashUIPlugin
 from tests.browser.test_stash_ui import LIGHT_THEME
 from tests.conftest import PLEX_TOKEN, _stop_drainers
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
+from tests.emulators.stash_ui import SCHEMA_DIR, UI_BUILD
 from tests.runner import REPO
 
 OUT = REPO / "docs" / "images"

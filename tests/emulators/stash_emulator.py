@@ -11,6 +11,10 @@ plugin settings only when stored, screenshot URLs of the form
 `<base>/scene/<id>/screenshot?t=<updated_at unix seconds>`
 (internal/api/urlbuilders/scene.go ``GetScreenshotURL``).
 
+``serve_ui()`` makes it Stash's web server too (tests/emulators/stash_ui.py): the
+real prebuilt UI, the plugin UI routes, the subscriptions websocket, and plugin runs
+for ``runPluginOperation`` / ``runPluginTask``, against Stash's full schema.
+
 Scenes live in dicts keyed by id and are replaced (never mutated) on update, so
 request threads read consistent snapshots without holding the lock.
 

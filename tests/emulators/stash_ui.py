@@ -65,6 +65,19 @@ from graphql import (
 
 from tests.runner import REPO, build_argv, decode_stderr, parse_reply
 
+
+def _shared(env: str, tail: str) -> Path:
+    """A folder of the development workspace's ``shared/`` (test reference data)."""
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    for base in (REPO.parent / "shared", REPO.parent.parent / "shared", Path("/work/shared")):
+        if (base / tail).exists():
+            return base / tail
+    return REPO.parent / "shared" / tail
+
+
+UI_BUILD = _shared("STASH_UI_BUILD", "stash-ui/build")  # Stash's prebuilt web UI (never shipped)
+SCHEMA_DIR = _shared("STASH_SCHEMA_DIR", "stash-schema")  # Stash's full GraphQL schema
 THEME_COLOR = "#202b33"  # what Stash puts in for %COLOR% (config "theme_color" default)
 _WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _MENU_ITEMS = ["scenes", "images", "groups", "markers", "galleries", "performers", "studios", "tags"]
