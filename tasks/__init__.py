@@ -25,7 +25,7 @@ OPERATIONS = {
     "ui_scene": "tasks.ui:scene",
     "ui_retry": "tasks.ui:retry_entry",
     "ui_sync_scene": "tasks.ui:sync_scene",
-    "ui_preview": "tasks.ui:preview",
+    "ui_preview": "tasks.preview:run",
 }
 # modes that read further arguments (``args`` besides ``mode``) from Stash
 TAKES_ARGS = frozenset({"ui_scene", "ui_retry", "ui_sync_scene"})

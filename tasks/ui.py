@@ -12,9 +12,7 @@ dead-letter queue, ledger, stats) plus, for Plex's state, one quick request to P
   last written, and ``in_sync`` / ``waiting`` / ``dead_lettered`` / ``changed`` /
   ``never_synced`` with the reason.
 - ``ui_retry`` (``scene_id``): that dead-letter entry back into the queue, fresh budget.
-- ``ui_preview``: what a sync of every changed scene would write, per scene and field
-  (in Plex now → after the sync; tags added and removed), nothing written; the page
-  shows it as a table before the user confirms with Sync all.
+- ``ui_preview`` (tasks/preview.py): what a sync would write, per scene and field.
 - ``ui_sync_scene`` (``scene_id``): queue the scene now, ahead of bulk work (its
   dead-letter entry, if any, is retried).
 """
@@ -31,8 +29,6 @@ from sync_queue.stats import iso_local
 from validation.metadata import scene_from_stash
 from validation.plugin_input import scene_id_arg
 
-PREVIEW_LIMIT = 50  # scenes with changes shown at most; the page says when there are more
-PREVIEW_PAGE = 500
 PLEX_SEEN_KEY = "plex_seen"  # ledger meta: {"reachable": bool | None, "since": epoch seconds}
 DLQ_LIMIT = 1000
 ADVICE = {
@@ -210,53 +206,3 @@ def sync_scene(app, params: dict[str, Any]) -> dict[str, Any]:
     app.ensure_drainer()
     app.log.info(f"scene {scene_id}: {'queued' if added else 'already queued'} from Stash's UI")
     return {"scene_id": scene_id, "queued": True, "already_queued": not added}
-
-
-# -- ui_preview -----------------------------------------------------------------------
-def preview(app) -> dict[str, Any]:
-    from tasks.sync_all import _may_differ
-
-    app.settings()
-    stash, syncer, ledger = app.stash(), app.syncer(), app.ledger()
-    result: dict[str, Any] = {"checked": 0, "changes": [], "failed": [], "more": False}
-    page = 1
-    while not result["more"]:
-        total, scenes = stash.scenes_page(page, PREVIEW_PAGE)
-        changed = set(_may_differ(app, scenes)) if scenes else set()
-        records = ledger.get_many(sorted(changed))
-        for raw in scenes:
-            if int(raw["id"]) in changed:
-                _preview_one(syncer, raw, records.get(int(raw["id"])), result)
-        result["checked"] += len(scenes)
-        if not scenes or result["checked"] >= total or len(scenes) < PREVIEW_PAGE:
-            break
-        page += 1
-    return result
-
-
-def _preview_one(syncer, raw: dict[str, Any], record, result: dict[str, Any]) -> None:
-    if len(result["changes"]) + len(result["failed"]) >= PREVIEW_LIMIT:
-        result["more"] = True
-        return
-    scene_id, title = int(raw["id"]), raw.get("title") or None
-    try:
-        plan = syncer.preview(scene_from_stash(raw), record)
-    except (PlexUnavailable, PlexAuthError):
-        raise  # no preview at all: the page says Plex is down or the token is wrong
-    except Stash2PlexError as exc:
-        result["failed"].append({"scene_id": scene_id, "title": title, "reason": str(exc)})
-        return
-    if plan.empty:
-        return
-    result["changes"].append(
-        {
-            "scene_id": scene_id,
-            "title": title,
-            "rating_key": plan.rating_key,
-            "fields": [{"name": c.name, "current": c.plex, "new": c.stash} for c in plan.fields],
-            "tags": [
-                {"type": c.tag_type, "added": [t for t in c.result if t not in c.plex], "removed": list(c.removed)}
-                for c in plan.tags
-            ],
-        }
-    )
