@@ -522,6 +522,12 @@
 
   function ScenePanel(props) {
     const enabled = usePluginEnabled();
+    if (enabled === null) return h("div", { className: "s2p-scene-panel" }, h(Spinner, { animation: "border", size: "sm" }));
+    if (!enabled) return h("div", { className: "s2p-scene-panel" }, h(DisabledMessage));
+    return h(SceneState, props);
+  }
+
+  function SceneState(props) {
     const [notice, setNotice] = React.useState(null);
     const [started, setStarted] = React.useState(0);
     const [result, refresh] = usePolled(
@@ -529,7 +535,6 @@
       (d) => d.state === "waiting" || Date.now() - started < 10000,
       [props.sceneId, started]
     );
-    if (enabled === false) return h("div", { className: "s2p-scene-panel" }, h(DisabledMessage));
     const d = result.data;
     if (!d) {
       return h(
