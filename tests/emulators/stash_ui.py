@@ -40,6 +40,7 @@ import hashlib
 import json
 import mimetypes
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -79,6 +80,7 @@ def _shared(env: str, tail: str) -> Path:
 UI_BUILD = _shared("STASH_UI_BUILD", "stash-ui/build")  # Stash's prebuilt web UI (never shipped)
 SCHEMA_DIR = _shared("STASH_SCHEMA_DIR", "stash-schema")  # Stash's full GraphQL schema
 THEME_COLOR = "#202b33"  # what Stash puts in for %COLOR% (config "theme_color" default)
+_STUDIO_SVG = b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 24"><rect width="64" height="24" rx="4" fill="#394b59"/></svg>'
 _WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _MENU_ITEMS = ["scenes", "images", "groups", "markers", "galleries", "performers", "studios", "tags"]
 _ZERO_SCALARS: dict[str, Any] = {
@@ -289,6 +291,8 @@ class StashUI:
         scene["paths"].resolve = emu._resolve_paths
         studio = schema.type_map["Studio"].fields  # type: ignore[union-attr]
         studio["parent_studio"].resolve = lambda s, _i: emu._studios.get(s["_parent_id"])
+        # resolver_model_studio.go ImagePath: always a URL; `default=true` when no image is stored
+        studio["image_path"].resolve = lambda s, info: f"{info.context['base_url']}/studio/{s['id']}/image?default=true"
         plugin = schema.type_map["Plugin"].fields  # type: ignore[union-attr]
         plugin["paths"].resolve = self._plugin_paths
         return schema
@@ -391,6 +395,9 @@ class StashUI:
             return True
         if path == "/customlocales":
             handler._send(200, b"{}", "application/json")
+            return True
+        if re.fullmatch(r"/studio/\d+/image", path):  # routes_studio.go Image: the default studio image
+            handler._send(200, _STUDIO_SVG, "image/svg+xml")
             return True
         if path.startswith("/scene/") or path == "/graphql":
             return False
