@@ -410,7 +410,7 @@ class JobQueue:
                 row = (
                     self._side()
                     .execute(
-                        f"SELECT data FROM {_table(priority)} WHERE status IN {_PENDING_STATUSES} "
+                        f"SELECT data FROM {_table(priority)} WHERE {_NOT_DONE_SQL} "
                         "AND json_extract(CAST(data AS TEXT), '$.scene_id') = ? ORDER BY _id LIMIT 1",
                         (scene_id,),
                     )

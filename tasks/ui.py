@@ -129,7 +129,7 @@ def _since(app, state: dict[str, Any], now: float) -> dict[str, Any]:
 # -- ui_scene -------------------------------------------------------------------------
 def scene(app, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
-    record = app.ledger().get(scene_id)
+    record = app.ledger().get_many([scene_id]).get(scene_id)
     answer: dict[str, Any] = {
         "scene_id": scene_id,
         "rating_key": record.rating_key if record else None,
