@@ -410,7 +410,7 @@ class JobQueue:
                 row = (
                     self._side()
                     .execute(
-                        f"SELECT data FROM {_table(priority)} WHERE {_NOT_DONE_SQL} "
+                        f"SELECT data FROM {_table(priority)} WHERE {_NOT_DONE_SQL} AND json_valid(CAST(data AS TEXT)) "
                         "AND json_extract(CAST(data AS TEXT), '$.scene_id') = ? ORDER BY _id LIMIT 1",
                         (scene_id,),
                     )
@@ -422,7 +422,10 @@ class JobQueue:
                 raise
             if row is not None:
                 data = row[0]
-                return Job.from_dict(json.loads(data.decode() if isinstance(data, bytes) else data))
+                try:
+                    return Job.from_dict(json.loads(data.decode() if isinstance(data, bytes) else data))
+                except ValueError:
+                    return None  # an unreadable row: the drainer sets it aside and says so
         return None
 
     def _retry_summary(self, priority: str) -> tuple[int, float | None]:
