@@ -10,6 +10,7 @@ when it fails. Run with ``python -m tests.browser`` (installs Chromium when miss
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -100,10 +101,16 @@ class Watched:
     def _response(self, response) -> None:
         if "/graphql" not in response.url or response.request.method != "POST":
             return
+        from playwright.sync_api import Error as PlaywrightError
+
         try:
-            body = response.json()
-        except Exception:  # not JSON: itself a problem
-            self.problems.append(f"GraphQL answer is not JSON (HTTP {response.status})")
+            raw = response.body()
+        except PlaywrightError:  # the page went away before the body arrived: nothing to judge
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self.problems.append(f"GraphQL answer is not JSON (HTTP {response.status}): {raw[:200]!r}")
             return
         if response.status != 200 or body.get("errors"):
             name = (response.request.post_data_json or {}).get("operationName")
@@ -123,11 +130,12 @@ def ui_page(request, browser, stash_ui):
     watched = Watched(page, stash_ui.stash.url)
     yield watched
     failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    shot = FAILURES / f"{request.node.name}.png"
     if failed or watched.problems:
         FAILURES.mkdir(exist_ok=True)
-        page.screenshot(path=str(FAILURES / f"{request.node.name}.png"), full_page=True)
+        page.screenshot(path=str(shot), full_page=True)
     context.close()
-    assert not watched.problems, "\n".join(watched.problems)
+    assert not watched.problems, "\n".join(watched.problems) + f"\n(screenshot: {shot})"
 
 
 def pytest_sessionstart(session):
