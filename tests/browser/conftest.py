@@ -119,6 +119,16 @@ class Watched:
     def goto(self, path: str) -> None:
         self.page.goto(self.base_url + path, wait_until="domcontentloaded")
 
+    def navigate(self, path: str) -> None:
+        """Go to ``path`` inside the loaded app, as a click on one of its links does (the
+        router follows the browser history), without reloading the whole UI."""
+        self.page.evaluate(
+            "(path) => { window.history.pushState({}, '', path);"
+            " window.dispatchEvent(new PopStateEvent('popstate', { state: {} })); }",
+            path,
+        )
+        self.page.wait_for_url(f"**{path}")
+
 
 @pytest.fixture
 def ui_page(request, browser, stash_ui):

@@ -118,7 +118,11 @@ def test_scene_panel_shows_synced_waiting_and_dead_lettered_and_sync_now_syncs(s
     page = ui_page.page
 
     def panel(scene_id: int, state: str):
-        ui_page.goto(f"/scenes/{scene_id}")
+        if page.url == "about:blank":
+            ui_page.goto(f"/scenes/{scene_id}")
+        else:
+            ui_page.navigate(f"/scenes/{scene_id}")
+            page.locator(".scene-header", has_text=f"Scene {scene_id}").wait_for()
         page.locator(".s2p-tab").click()
         found = page.locator(f'.s2p-scene-panel[data-state="{state}"]')
         found.wait_for()
