@@ -4,6 +4,10 @@ Stash runs this synchronously inside the user's mutation, so it must be fast: it
 never touches the network and imports no HTTP client, plexapi or stashapi. It
 enqueues one job per scene (events for a scene whose job is still waiting collapse
 into it) and makes sure one background drainer is running.
+
+A tag, performer, studio or group hook records ONE entity event, however many
+scenes carry the entity: the drainer looks up in the ledger which scenes' Plex items
+show it and queues those as bulk work, a batch at a time.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import time
 
 from core.log import StashLog
-from sync_queue.job import BULK, INTERACTIVE, Job
+from sync_queue.job import BULK, INTERACTIVE, EntityEvent, Job
 from validation.plugin_input import HookContext
 
 # Keys of Stash's SceneUpdateInput (graphql/schema/types/scene.graphql), which a
@@ -19,6 +23,38 @@ from validation.plugin_input import HookContext
 SYNCED_INPUT_FIELDS = frozenset(
     {"title", "details", "date", "studio_id", "performer_ids", "tag_ids", "cover_image", "primary_file_id"}
 )
+
+
+# Entity update keys whose change can alter what Plex shows (name; a studio's parent
+# and a tag's parents/children, for settings that write or filter by them).
+SYNCED_ENTITY_FIELDS = frozenset({"name", "parent_id", "parent_ids", "child_ids"})
+
+
+def entity_events_for(context: HookContext, now: float) -> list[EntityEvent]:
+    """The entity events a tag/performer/studio/group hook calls for (empty: nothing Plex shows)."""
+    kind = context.entity_kind
+    assert kind is not None
+    fields = context.inputFields
+    if context.type.endswith(".Update.Post") and fields is not None and not SYNCED_ENTITY_FIELDS.intersection(fields):
+        return []
+    ids = [context.id]
+    if context.type == "Tag.Merge.Post" and isinstance(context.input, dict):
+        # The sources are gone from Stash; only the ledger still knows their scenes.
+        sources = context.input.get("source")
+        ids += [int(s) for s in sources if str(s).isdigit()] if isinstance(sources, list) else []
+    return [EntityEvent(kind, i, context.type, now) for i in dict.fromkeys(ids)]
+
+
+def handle_entity(context: HookContext, app, log: StashLog) -> str:
+    events = entity_events_for(context, time.time())
+    what = f"{context.entity_kind} {context.id}"
+    if not events:
+        log.debug(f"{what}: only {', '.join(context.inputFields or [])} changed, which Plex does not show")
+        return f"{what}: nothing to sync"
+    app.producer_queue().put_entity_events(events)
+    started = app.ensure_drainer()
+    log.debug(f"{what} changed ({context.type}); its scenes will be checked{'; drainer started' if started else ''}")
+    return f"{what} queued"
 
 
 def job_for(context: HookContext, now: float) -> Job | None:
@@ -38,6 +74,8 @@ def job_for(context: HookContext, now: float) -> Job | None:
 
 def handle(context: HookContext, app, log: StashLog) -> str:
     """Enqueue the event's job and start the drainer; returns the reply's output."""
+    if context.entity_kind is not None:
+        return handle_entity(context, app, log)
     job = job_for(context, time.time())
     if job is None:
         changed = ", ".join(context.inputFields or [])

@@ -106,16 +106,23 @@ def _field_change(name: str, want: str | None, plex: str, wrote: str | None, pre
     return FieldChange(name, plex, want)
 
 
+def _key(tag: str) -> str:
+    """A tag's identity in Plex: its name whatever the letter case."""
+    return tag.casefold()
+
+
 def _tag_change(
     tag_type: str, want: tuple[str, ...], plex: tuple[str, ...], wrote: list[str], preserve: bool
 ) -> TagChange | None:
-    ours = set(wrote)
-    if preserve and plex and not set(plex) <= ours:
+    ours = {_key(t) for t in wrote}
+    wanted = {_key(t) for t in want}
+    if preserve and plex and not {_key(t) for t in plex} <= ours:
         return None  # Plex holds tags the user put there: fill-only mode leaves them
-    removed = tuple(t for t in plex if t in ours and t not in want)
-    result = tuple(want) + tuple(t for t in plex if t not in want and t not in removed)
-    if not removed and set(result) == set(plex):
-        return None
+    removed = tuple(t for t in plex if _key(t) in ours and _key(t) not in wanted)
+    gone = {_key(t) for t in removed}
+    result = tuple(want) + tuple(t for t in plex if _key(t) not in wanted and _key(t) not in gone)
+    if not removed and {_key(t) for t in result} == {_key(t) for t in plex}:
+        return None  # also a case-only rename: Plex keeps one spelling per tag
     return TagChange(tag_type, plex, result, removed)
 
 
@@ -145,7 +152,7 @@ def plan_item(desired: Desired, plex: PlexItemState, written: Written | None, pr
         tag_change = _tag_change(tag_type, wanted, on_plex, written.tags.get(tag_type, []), preserve)
         if tag_change:
             tags.append(tag_change)
-        if tag_change or set(wanted) <= set(on_plex):
+        if tag_change or {_key(t) for t in wanted} <= {_key(t) for t in on_plex}:
             written_tags[tag_type] = list(wanted)
     return ItemPlan(plex.rating_key, tuple(fields), tuple(tags), written_fields, written_tags)
 

@@ -19,7 +19,7 @@ PLUGIN_ID = "Stash2Plex"
 REQUEST_TIMEOUT_S = 30.0
 SCENE_FIELDS = (
     "id title details date code director urls updated_at organized "
-    "studio { name } performers { name } tags { name } "
+    "studio { id name } performers { id name } tags { id name } groups { group { id name } } "
     "files { path size duration } paths { screenshot }"
 )
 _FIND_BY_IDS = (

@@ -74,6 +74,25 @@ class Job:
         )
 
 
+ENTITY_KINDS = ("tag", "performer", "studio", "group")
+
+
+@dataclass(frozen=True)
+class EntityEvent:
+    """A tag, performer, studio or group changed (renamed, merged, deleted).
+
+    One row per entity, whatever number of scenes carry it: the drainer expands it
+    into scene jobs a batch at a time (``after_scene`` is how far it has got), from
+    the ledger's record of which scenes show the entity in Plex.
+    """
+
+    kind: str
+    entity_id: int
+    event: str
+    queued_at: float
+    after_scene: int = 0
+
+
 @dataclass
 class Taken:
     """A job handed out by the queue, with the row id needed to settle it."""

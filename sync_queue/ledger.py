@@ -5,7 +5,9 @@ whose hash is unchanged needs no Plex request at all), per-field hashes, the tag
 names Stash2Plex itself put on the item (so removals in Stash remove exactly those
 in Plex and nothing the user added there), and the poster's source URL and hash
 (Plex keeps every uploaded poster, so a poster is uploaded only when its bytes
-changed). Also small key/value state (last sync time, client id) and the cached
+changed), and the ids of the tags, performers, studio and groups it showed (so a
+renamed, merged or deleted entity fans out to exactly the scenes whose Plex items
+show it, even after Stash has forgotten which scenes carried it). Also small key/value state (last sync time, client id) and the cached
 Plex section index. Cumulative outcome counts live in ``stats.db`` (``sync_queue/stats.py``).
 """
 
@@ -39,6 +41,13 @@ CREATE TABLE IF NOT EXISTS plex_index (
     duration_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS plex_index_section ON plex_index (section_id);
+CREATE TABLE IF NOT EXISTS scene_entities (
+    kind TEXT NOT NULL,
+    entity_id INTEGER NOT NULL,
+    scene_id INTEGER NOT NULL,
+    PRIMARY KEY (kind, entity_id, scene_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS scene_entities_scene ON scene_entities (scene_id);
 """
 
 
@@ -53,6 +62,12 @@ class SceneRecord:
     poster_source: str | None = None
     poster_hash: str | None = None
     synced_at: float | None = None
+    entities: dict[str, list[int]] | None = None  # kind → ids; None: not known (not saved)
+
+
+def entity_map(entities: dict[str, Any] | None) -> dict[str, list[int]]:
+    """The one form entity ids are compared and stored in: kind → sorted ids, no empty kinds."""
+    return {k: sorted(int(i) for i in v) for k, v in sorted((entities or {}).items()) if v}
 
 
 class Ledger(sqlite.Store):
@@ -81,6 +96,18 @@ class Ledger(sqlite.Store):
                 found[row[0]] = SceneRecord(
                     row[0], row[1], row[2], row[3], json.loads(row[4]), json.loads(row[5]), row[6], row[7], row[8]
                 )
+            held = self._db().execute(
+                f"SELECT scene_id, kind, entity_id FROM scene_entities WHERE scene_id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            for scene_id, kind, entity_id in held.fetchall():
+                record = found.get(scene_id)
+                if record is not None:
+                    record.entities = record.entities or {}
+                    record.entities.setdefault(kind, []).append(entity_id)
+        for record in found.values():
+            if record.entities is not None:
+                record.entities = entity_map(record.entities)
         return found
 
     def state_hashes(self, scene_ids: list[int]) -> dict[int, str | None]:
@@ -104,6 +131,32 @@ class Ledger(sqlite.Store):
                     record.synced_at,
                 ),
             )
+            if record.entities is not None:
+                self._write_entities(conn, record.scene_id, record.entities)
+
+    @staticmethod
+    def _write_entities(conn, scene_id: int, entities: dict[str, list[int]]) -> None:
+        conn.execute("DELETE FROM scene_entities WHERE scene_id = ?", (scene_id,))
+        conn.executemany(
+            "INSERT OR IGNORE INTO scene_entities VALUES (?, ?, ?)",
+            [(kind, int(i), scene_id) for kind, ids in entities.items() for i in ids],
+        )
+
+    @sqlite.retry_locked
+    def set_entities(self, scene_id: int, entities: dict[str, list[int]]) -> None:
+        """Record which entities a scene's item shows, without touching the rest."""
+        with self._lock, sqlite.write(self._db()) as conn:
+            self._write_entities(conn, scene_id, entities)
+
+    def scenes_with(self, kind: str, entity_id: int, after: int = 0, limit: int = 100) -> list[int]:
+        """Scenes whose Plex item shows the entity, in id order after ``after`` (one page)."""
+        with self._lock:
+            rows = self._db().execute(
+                "SELECT scene_id FROM scene_entities WHERE kind = ? AND entity_id = ? AND scene_id > ? "
+                "ORDER BY scene_id LIMIT ?",
+                (kind, entity_id, after, limit),
+            )
+            return [row[0] for row in rows.fetchall()]
 
     def count(self) -> int:
         with self._lock:

@@ -16,6 +16,9 @@ is built on (persist-queue 1.1.0, persistqueue/sqlackqueue.py and sqlbase.py; me
 * Acked rows are deleted regularly; left alone they make every ``get()`` slower.
 * Events for a scene that already has a job waiting collapse into that job: a side
   table ``s2p_pending`` holds the scenes whose job has not been taken yet.
+* A changed tag, performer, studio or group is ONE row in ``s2p_entity_events``
+  (a newer event for the same entity replaces it and starts its expansion over);
+  the drainer expands it into bulk scene jobs a batch at a time.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any, cast
 
 from core.errors import DataFileError
 from sync_queue import sqlite
-from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, Job, Taken
+from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 
 QUEUE_FILE = "data.db"
 CLEAR_ACKED_EVERY = 500
@@ -49,6 +52,14 @@ CREATE TABLE IF NOT EXISTS s2p_waiting (
     priority TEXT NOT NULL,
     queued_at REAL NOT NULL,
     pqid INTEGER
+);
+CREATE TABLE IF NOT EXISTS s2p_entity_events (
+    kind TEXT NOT NULL,
+    entity_id INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    queued_at REAL NOT NULL,
+    after_scene INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (kind, entity_id)
 );
 """
 
@@ -238,6 +249,44 @@ class JobQueue:
                     with sqlite.corruption_named(self.path):
                         self._queue(item.table).ack(id=item.pqid)
 
+    # -- entity events ---------------------------------------------------------
+    @sqlite.retry_locked
+    def put_entity_events(self, events: Iterable[EntityEvent]) -> int:
+        """Record entity events (one row per entity; a newer event restarts its expansion)."""
+        rows = [(e.kind, e.entity_id, e.event, e.queued_at) for e in events]
+        if rows:
+            with sqlite.write(self._side()) as conn:
+                conn.executemany(
+                    "INSERT INTO s2p_entity_events (kind, entity_id, event, queued_at, after_scene) "
+                    "VALUES (?, ?, ?, ?, 0) ON CONFLICT (kind, entity_id) DO UPDATE SET "
+                    "event = excluded.event, queued_at = excluded.queued_at, after_scene = 0",
+                    rows,
+                )
+        return len(rows)
+
+    def entity_events(self) -> list[EntityEvent]:
+        rows = self._side().execute(
+            "SELECT kind, entity_id, event, queued_at, after_scene FROM s2p_entity_events ORDER BY queued_at"
+        )
+        return [EntityEvent(*row) for row in rows.fetchall()]
+
+    @sqlite.retry_locked
+    def advance_entity_event(self, event: EntityEvent, after_scene: int, finished: bool) -> None:
+        """Note how far ``event`` is expanded (or drop it when done), unless a newer
+        event for the same entity replaced it meanwhile (that one starts over)."""
+        key = (event.kind, event.entity_id, event.queued_at)
+        with sqlite.write(self._side()) as conn:
+            if finished:
+                conn.execute("DELETE FROM s2p_entity_events WHERE kind = ? AND entity_id = ? AND queued_at = ?", key)
+            else:
+                conn.execute(
+                    "UPDATE s2p_entity_events SET after_scene = ? WHERE kind = ? AND entity_id = ? AND queued_at = ?",
+                    (after_scene, *key),
+                )
+
+    def entity_event_count(self) -> int:
+        return self._side().execute("SELECT COUNT(*) FROM s2p_entity_events").fetchone()[0]
+
     # -- consuming (drainer only) --------------------------------------------
     def take(self, limit: int, early=None) -> list[Taken]:
         """Up to ``limit`` due jobs: parked retries first, then interactive, then bulk;
@@ -276,7 +325,7 @@ class JobQueue:
 
     def ready_count(self) -> int:
         """Jobs waiting to be taken (not in flight, not parked), from SQL."""
-        return sum(self._count_where(p, _READY_SQL) for p in PRIORITIES)
+        return sum(self._count_where(p, _READY_SQL) for p in PRIORITIES) + self.entity_event_count()
 
     def _get(self, priority: str, taken: list[Taken]) -> Taken | None:
         import persistqueue
@@ -383,9 +432,18 @@ class JobQueue:
         return self._side().execute(f"SELECT COUNT(*) FROM {_table(priority)} WHERE {where}").fetchone()[0]
 
     def counts(self) -> dict[str, Any]:
-        """SQL counts: pending (not done, retries included), in flight, scheduled retries, and
-        rows set aside because they could not be read (persist-queue's ack_failed, status 9)."""
-        result: dict[str, Any] = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None, "set_aside": 0}
+        """SQL counts: pending (not done, retries included; tag/performer/studio/group changes
+        still to fan out count too), in flight, scheduled retries, and rows set aside because
+        they could not be read (persist-queue's ack_failed, status 9)."""
+        events = self.entity_event_count()
+        result: dict[str, Any] = {
+            "pending": events,
+            "in_flight": 0,
+            "retrying": 0,
+            "next_retry_at": None,
+            "set_aside": 0,
+        }
+        result["entity_events"] = events
         for priority in PRIORITIES:
             pending = self._count_where(priority, _NOT_DONE_SQL)
             result[priority] = pending
@@ -453,6 +511,7 @@ class JobQueue:
                     cur = conn.execute(f"DELETE FROM {_table(priority)} WHERE {_NOT_DONE_SQL}")
                     removed += cur.rowcount
             conn.execute("DELETE FROM s2p_waiting")
+            removed += conn.execute("DELETE FROM s2p_entity_events").rowcount
         self._parked.clear()
         self._remarks.clear()
         return removed

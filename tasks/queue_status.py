@@ -47,6 +47,8 @@ def _queue_lines(status: dict[str, Any]) -> list[str]:
     waiting = f"{status['retrying']:,} waiting for a retry"
     if status.get("next_retry_at"):
         waiting += f", the next at {status['next_retry_at']}"
+    if status.get("entity_events"):
+        waiting += f", {status['entity_events']:,} tag/performer/studio/group changes to fan out"
     lines = [
         f"{status['pending']:,} pending ({waiting}), {status['dlq']:,} in the dead-letter queue"
         + "".join(f"; {n:,} × {reason}" for reason, n in status["dlq_by_reason"].items())

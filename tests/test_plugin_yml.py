@@ -19,7 +19,7 @@ import yaml
 
 from tests.runner import REPO
 from validation.config import DEFAULTS, Settings
-from validation.plugin_input import SCENE_HOOKS, TASK_MODES
+from validation.plugin_input import HOOK_TRIGGERS, SCENE_HOOKS, TASK_MODES
 
 YML = REPO / "Stash2Plex.yml"
 
@@ -239,10 +239,13 @@ def test_exec_runs_the_entry_script_through_a_resolved_python(config, text):
     assert re.search(r"""^\s*-\s*(["'])\{pluginDir\}/Stash2Plex\.py\1\s*$""", text, re.MULTILINE)
 
 
-def test_hooks_trigger_on_scene_update_and_create_only(config):
+def test_hooks_trigger_on_scene_and_entity_changes_only(config):
     triggers = [t for hook in config["hooks"] for t in hook["triggeredBy"]]
-    assert "Scene.Update.Post" in triggers and "Scene.Create.Post" in triggers
-    assert sorted(triggers) == sorted(SCENE_HOOKS)  # any other trigger would be refused by the plugin
+    assert set(SCENE_HOOKS) <= set(triggers)
+    assert sorted(triggers) == sorted(HOOK_TRIGGERS)  # any other trigger would be refused by the plugin
+    assert not [t for t in triggers if t.startswith("Movie.")]  # they fire together with Group.*
+    # Each trigger is one Stash really fires (pkg/plugin/hook/hooks.go); there is no Scene/Performer merge hook.
+    assert "Performer.Merge.Post" not in triggers and "Scene.Merge.Post" not in triggers
     for hook in config["hooks"]:
         assert hook.get("name") and hook.get("description")
         assert "mode" not in (hook.get("defaultArgs") or {})  # hookContext decides

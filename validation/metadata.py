@@ -70,6 +70,9 @@ class SceneMetadata(BaseModel):
     files: tuple[SceneFileMeta, ...] = ()
     screenshot: str | None = None
     warnings: tuple[str, ...] = ()
+    # Ids of the tags, performers, studio and groups, kind → sorted ids (the ledger
+    # keeps them, so a changed entity reaches exactly the items that show it).
+    entities: dict[str, tuple[int, ...]] = {}
 
     @field_validator("files")
     @classmethod
@@ -101,6 +104,28 @@ def _date(value: Any, warnings: list[str]) -> str:
         return ""
 
 
+def _ids(items: Any) -> tuple[int, ...]:
+    found = set()
+    for item in items or []:
+        value = item.get("id") if isinstance(item, dict) else None
+        if value is not None and str(value).isdigit():
+            found.add(int(value))
+    return tuple(sorted(found))
+
+
+def entities_of(raw: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """kind → sorted ids of the scene's tags, performers, studio and groups (no empty kinds)."""
+    groups = [g.get("group") for g in raw.get("groups") or [] if isinstance(g, dict)]
+    studio = raw.get("studio")
+    found = {
+        "tag": _ids(raw.get("tags")),
+        "performer": _ids(raw.get("performers")),
+        "studio": _ids([studio] if isinstance(studio, dict) else []),
+        "group": _ids(groups),
+    }
+    return {kind: ids for kind, ids in found.items() if ids}
+
+
 def scene_from_stash(raw: dict[str, Any]) -> SceneMetadata:
     """Validate one scene from GraphQL; raises InvalidMetadata with the reason."""
     warnings: list[str] = []
@@ -119,6 +144,7 @@ def scene_from_stash(raw: dict[str, Any]) -> SceneMetadata:
             files=tuple(raw.get("files") or ()),
             screenshot=(raw.get("paths") or {}).get("screenshot"),
             warnings=tuple(warnings),
+            entities=entities_of(raw),
         )
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -44,6 +44,21 @@ OPERATION_MODES = (
 )
 HOOK_MODE = "hook"
 SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post")
+# Stash's entity hooks (pkg/plugin/hook/hooks.go): the trigger → the kind of entity its
+# hookContext.id names. There is no Performer/Studio/Group merge hook (performerMerge
+# fires none), and the deprecated Movie.* hooks fire together with Group.*.
+ENTITY_HOOKS = {
+    "Tag.Update.Post": "tag",
+    "Tag.Merge.Post": "tag",
+    "Tag.Destroy.Post": "tag",
+    "Performer.Update.Post": "performer",
+    "Performer.Destroy.Post": "performer",
+    "Studio.Update.Post": "studio",
+    "Studio.Destroy.Post": "studio",
+    "Group.Update.Post": "group",
+    "Group.Destroy.Post": "group",
+}
+HOOK_TRIGGERS = SCENE_HOOKS + tuple(ENTITY_HOOKS)
 
 
 def _shown(value: Any) -> str:
@@ -159,8 +174,8 @@ class HookContext:
         data = _object(data, where)
         scene_id = _integer(data, "id", where, 1, 2**63 - 1)
         trigger = _text(data, "type", where)
-        if trigger not in SCENE_HOOKS:
-            raise InputError(f"{where}.type: Stash2Plex handles only {', '.join(SCENE_HOOKS)}, not {trigger!r}")
+        if trigger not in HOOK_TRIGGERS:
+            raise InputError(f"{where}.type: Stash2Plex handles only {', '.join(HOOK_TRIGGERS)}, not {trigger!r}")
         fields = data.get("inputFields")
         if fields is not None and (not isinstance(fields, list) or not all(isinstance(f, str) for f in fields)):
             raise InputError(f"{where}.inputFields must be a list of field names{_shown(fields)}")
@@ -170,6 +185,11 @@ class HookContext:
             input=data.get("input"),
             inputFields=tuple(fields) if fields is not None else None,
         )
+
+    @property
+    def entity_kind(self) -> str | None:
+        """``tag``/``performer``/``studio``/``group`` for an entity hook, None for a scene hook."""
+        return ENTITY_HOOKS.get(self.type)
 
 
 def scene_id_arg(params: dict[str, Any], key: str = "scene_id") -> int:

@@ -16,7 +16,7 @@ from plex.client import PlexClient, PlexItemState
 from plex.index import LibraryIndex
 from plex.matcher import SceneFile, choose, match_scene
 from plex.plan import ItemPlan, Written, desired_from, edit_params, plan_item
-from sync_queue.ledger import Ledger, SceneRecord
+from sync_queue.ledger import Ledger, SceneRecord, entity_map
 from validation.config import Settings
 from validation.metadata import SceneMetadata
 from validation.pathmap import map_path, normalize
@@ -122,6 +122,7 @@ class Syncer:
             written_tags=plan.written_tags,
             poster_source=record.poster_source if record else None,
             poster_hash=record.poster_hash if record else None,
+            entities=entity_map(scene.entities),
         )
         result = SyncResult(scene.id, state.rating_key, plan, "none", how, list(scene.warnings))
         result.poster = self._poster(scene, new, result.warnings)

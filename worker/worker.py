@@ -33,7 +33,8 @@ from core.errors import (
     StashUnavailable,
     TransientError,
 )
-from sync_queue.job import BULK, Taken
+from sync_queue.job import BULK, Job, Taken
+from sync_queue.ledger import entity_map
 from sync_queue.stats import Delta
 from validation.metadata import scene_from_stash
 from worker.backoff import probe_wait
@@ -96,6 +97,7 @@ class Worker:
         self._stop = stop
         early = (lambda item: item.pqid not in tried) if retry_waiting_now else None
         while not (stop is not None and stop.is_set()) and self.abort_error is None:
+            self.fan_out(self.batch_size)
             batch = self.queue.take(self.batch_size, early=early)
             self._say_set_aside()
             if not batch:
@@ -119,6 +121,27 @@ class Worker:
                 "Queue status counts them; the scene syncs again with its next edit or 'Sync all scenes'."
             )
             self.stats["set_aside"] += n
+
+    def fan_out(self, room: int) -> int:
+        """Expand entity events into up to ``room`` bulk scene jobs: the scenes whose
+        Plex items show the entity (the ledger's record). Duplicates of waiting jobs
+        collapse; a scene whose desired state did not change is later acked without
+        a Plex request. Returns how many scenes were queued."""
+        queued = 0
+        for event in self.queue.entity_events():
+            if queued >= room:
+                break
+            scenes = self.ledger.scenes_with(event.kind, event.entity_id, event.after_scene, room - queued)
+            if event.after_scene == 0:
+                self.log.info(f"{event.kind} {event.entity_id} changed ({event.event}); checking the scenes that show it")
+            now = self.clock()
+            self.queue.put_many(Job(scene_id=s, priority=BULK, event=event.event, enqueued_at=now) for s in scenes)
+            last = scenes[-1] if scenes else event.after_scene
+            self.queue.advance_entity_event(event, last, finished=len(scenes) < room - queued)
+            queued += len(scenes)
+        if queued:
+            self.stats["fanned_out"] += queued
+        return queued
 
     def _nap(self, stop: threading.Event | None) -> None:
         due = self.queue.next_due() or self.clock()
@@ -210,6 +233,8 @@ class Worker:
                 continue
             record = records.get(sid)
             if record is not None and record.state_hash == self.syncer.state_hash(scene):
+                if record.entities != entity_map(scene.entities):  # e.g. merged into a same-named tag
+                    self.ledger.set_entities(sid, entity_map(scene.entities))
                 self.queue.ack(item)
                 self.delta.unchanged(self.clock())
                 self._in_sync.append(sid)

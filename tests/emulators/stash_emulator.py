@@ -232,8 +232,9 @@ class StashEmulator:
         self._studios: dict[int, dict] = {}
         self._performers: dict[int, dict] = {}
         self._tags: dict[int, dict] = {}
+        self._groups: dict[int, dict] = {}
         self._name_index: dict[str, dict[str, int]] = {}
-        self._next = {"scene": 1, "file": 1, "studio": 1, "performer": 1, "tag": 1, "job": 1}
+        self._next = {"scene": 1, "file": 1, "studio": 1, "performer": 1, "tag": 1, "group": 1, "job": 1}
         self._last_ts = 0
         self._schema = self._build_schema()
         self._documents: dict[str, DocumentNode | list[GraphQLError]] = {}
@@ -323,6 +324,7 @@ class StashEmulator:
         studio: str | None = None,
         performers: list[str] = (),  # type: ignore[assignment]
         tags: list[str] = (),
+        groups: list[str] = (),  # type: ignore[assignment]
         code=None,
         director=None,
         urls=(),  # type: ignore[assignment]
@@ -360,6 +362,7 @@ class StashEmulator:
                 "_studio_id": self._named("studio", studio) if studio else None,
                 "_performer_ids": [self._named("performer", n) for n in performers],
                 "_tag_ids": [self._named("tag", n) for n in tags],
+                "_group_ids": [self._named("group", n) for n in groups],
                 "_cover": None,
                 "_has_cover": True,
                 "_cover_version": 1,
@@ -407,6 +410,7 @@ class StashEmulator:
         view["studio"] = self._studios[s["_studio_id"]]["name"] if s["_studio_id"] else None
         view["performers"] = [self._performers[i]["name"] for i in s["_performer_ids"]]
         view["tags"] = [self._tags[i]["name"] for i in s["_tag_ids"]]
+        view["groups"] = [self._groups[i]["name"] for i in s["_group_ids"]]
         view["cover_version"] = s["_cover_version"]
         return view
 
@@ -438,6 +442,95 @@ class StashEmulator:
         """Recorded GraphQL requests, optionally only those whose query has `containing`."""
         return [r for r in list(self.requests) if containing is None or containing in r["query"]]
 
+    # -- data: tags, performers, studios and groups ---------------------------
+    #
+    # Scenes hold entity ids and names are resolved per query, so a rename shows in
+    # every scene at once; none of these operations moves a scene's updated_at
+    # (Stash changes only the entity's row and the join tables).
+
+    def _entity_tables(self) -> dict[str, dict[int, dict]]:
+        return {"studio": self._studios, "performer": self._performers, "tag": self._tags, "group": self._groups}
+
+    def entity_id(self, kind: str, name: str) -> int:
+        """The id of the tag/performer/studio/group called ``name`` (KeyError when none)."""
+        return self._name_index[kind][name]
+
+    def rename_entity(self, kind: str, entity_id: int, name: str) -> dict:
+        """``tagUpdate``/``performerUpdate``/``studioUpdate``/``groupUpdate`` with a new name.
+
+        Returns the hookContext Stash fires: ``<Kind>.Update.Post`` with the entity's id,
+        the update input and the keys sent as inputFields
+        (Stash: internal/api/resolver_mutation_tag.go ``TagUpdate`` →
+        ``ExecutePostHooks(ctx, t.ID, hook.TagUpdatePost, input, translator.getFields())``;
+        the same in resolver_mutation_performer.go, _studio.go, _group.go).
+        """
+        with self._lock:
+            entity = self._entity_tables()[kind][entity_id]
+            index = self._name_index[kind]
+            index.pop(entity["name"], None)
+            self._entity_tables()[kind][entity_id] = {**entity, "name": name}
+            index[name] = entity_id
+        return self._entity_hook(kind, "Update", entity_id, {"id": str(entity_id), "name": name}, ["id", "name"])
+
+    def destroy_entity(self, kind: str, entity_id: int) -> dict:
+        """``tagDestroy``/``performerDestroy``/``studioDestroy``/``groupDestroy``.
+
+        The join rows go with the entity (ON DELETE CASCADE) and a scene's studio_id
+        becomes NULL (``on delete SET NULL``, pkg/sqlite/migrations/47_scene_urls.up.sql);
+        the hook is ``<Kind>.Destroy.Post`` with the id and the ``{id}`` input, no
+        inputFields (resolver_mutation_tag.go ``TagDestroy``).
+        """
+        with self._lock:
+            entity = self._entity_tables()[kind].pop(entity_id)
+            self._name_index[kind].pop(entity["name"], None)
+            self._replace_in_scenes(kind, {entity_id}, None)
+        return self._entity_hook(kind, "Destroy", entity_id, {"id": str(entity_id)}, None)
+
+    def merge_tags(self, sources: list[int], destination: int) -> dict:
+        """``tagsMerge``: scenes carrying a source tag carry the destination instead
+        (once), the sources are deleted (pkg/sqlite/tag.go ``TagStore.Merge``), and the
+        hook is ``Tag.Merge.Post`` with the destination's id and the
+        ``{source, destination}`` input (resolver_mutation_tag.go ``TagsMerge``)."""
+        with self._lock:
+            for sid in sources:
+                entity = self._tags.pop(sid)
+                self._name_index["tag"].pop(entity["name"], None)
+            self._replace_in_scenes("tag", set(sources), destination)
+        data = {"source": [str(s) for s in sources], "destination": str(destination)}
+        return self._entity_hook("tag", "Merge", destination, data, None)
+
+    def merge_performers(self, sources: list[int], destination: int) -> None:
+        """``performerMerge``: like tagsMerge for the scenes, but Stash fires NO hook for it
+        (resolver_mutation_performer.go ``PerformerMerge`` calls no ExecutePostHooks)."""
+        with self._lock:
+            for sid in sources:
+                entity = self._performers.pop(sid)
+                self._name_index["performer"].pop(entity["name"], None)
+            self._replace_in_scenes("performer", set(sources), destination)
+
+    def _replace_in_scenes(self, kind: str, gone: set[int], instead: int | None) -> None:
+        """Scenes are replaced, never mutated (readers hold snapshots); updated_at stays."""
+        for sid, scene in list(self._scenes.items()):
+            if kind == "studio":
+                if scene["_studio_id"] in gone:
+                    self._scenes[sid] = {**scene, "_studio_id": instead}
+                continue
+            key = f"_{kind}_ids"
+            if not gone.intersection(scene[key]):
+                continue
+            ids = [i for i in scene[key] if i not in gone]
+            if instead is not None and instead not in ids:
+                ids.append(instead)
+            self._scenes[sid] = {**scene, key: ids}
+
+    def _entity_hook(self, kind: str, op: str, entity_id: int, given: dict, fields: list[str] | None) -> dict:
+        trigger = f"{kind.capitalize()}.{op}.Post"
+        context: dict[str, Any] = {"id": entity_id, "type": trigger, "input": given}
+        if fields:
+            context["inputFields"] = fields
+        self.hook_contexts.append(context)
+        return context
+
     # -- internals: mutation ------------------------------------------------
 
     def _tick(self, strict: bool) -> int:
@@ -452,7 +545,7 @@ class StashEmulator:
         """Id of the studio/performer/tag with this name, created when new."""
         index = self._name_index.setdefault(kind, {})
         if name not in index:
-            table = {"studio": self._studios, "performer": self._performers, "tag": self._tags}
+            table = self._entity_tables()
             oid = index[name] = self._next[kind]
             self._next[kind] += 1
             table[kind][oid] = {"id": oid, "name": name, "_parent_id": None}
@@ -536,6 +629,7 @@ class StashEmulator:
         scene["studio"].resolve = lambda s, _i: self._studios.get(s["_studio_id"])
         scene["performers"].resolve = lambda s, _i: [self._performers[i] for i in s["_performer_ids"]]
         scene["tags"].resolve = lambda s, _i: [self._tags[i] for i in s["_tag_ids"]]
+        scene["groups"].resolve = lambda s, _i: [{"group": self._groups[i], "scene_index": None} for i in s["_group_ids"]]
         scene["paths"].resolve = self._resolve_paths
         studio = schema.type_map["Studio"].fields  # type: ignore[union-attr]
         studio["parent_studio"].resolve = lambda s, _i: self._studios.get(s["_parent_id"])

@@ -1,0 +1,153 @@
+"""Tag, performer, studio and group changes reach Plex by themselves (no task run).
+
+Through the real plugin process and both emulators: the Stash emulator changes the
+entity as Stash does (names resolve per query, no scene's updated_at moves, a
+deleted studio leaves scenes without one) and hands back the hookContext Stash
+fires; the hook records one event; the drainer fans it out to exactly the scenes
+whose Plex items show the entity. Items that do not show it get no request at all.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+DEADLINE_S = 15.0
+
+
+def _setup(plugin, **carried):
+    """Scenes 0-2 carry the entity (kind=name in ``carried``), scene 3 carries another, scene 4 none."""
+    items = {}
+    for n in range(5):
+        kw = {}
+        for kind, name in carried.items():
+            value = name if n < 3 else (f"Other {kind}" if n == 3 else None)
+            if value is not None:
+                kw[kind] = value if kind == "studio" else [value]
+        items[n] = plugin.add_scene(n, **kw)
+    assert plugin.task("all").output["synced"] == 5
+    return items
+
+
+def _touched(plugin, rating_key: int) -> bool:
+    """Did any Plex request name this item (detail reads list several keys at once)?"""
+    for request in plugin.plex.requests:
+        parts = request["path"].split("/")
+        if "metadata" in parts and str(rating_key) in ",".join(parts[parts.index("metadata") + 1 :]).split(","):
+            return True
+    return False
+
+
+def _fire(plugin, context: dict, done) -> None:
+    """Fire the hook, then wait (polling, no task run) until ``done()`` holds and the drainer has exited."""
+    plugin.plex.clear_requests()
+    deadline = time.monotonic() + DEADLINE_S
+    run = plugin.hook(context)
+    assert run.error is None, run.stderr
+    assert run.output.endswith("queued"), run.output
+    while not (done() and not plugin.drainer_busy()):
+        assert time.monotonic() < deadline, f"not in line within {DEADLINE_S} s:\n{plugin.drainer_log()[-3000:]}"
+        time.sleep(0.05)
+
+
+def _shown(plugin, items, tag_type: str) -> dict[int, list[str]]:
+    return {n: sorted(plugin.plex.item(rk)["tags"][tag_type]) for n, (_, rk) in items.items()}
+
+
+def _untouched(plugin, items, ns) -> None:
+    for n in ns:
+        assert not _touched(plugin, items[n][1]), f"scene {n}'s item got a request: {plugin.plex.requests}"
+
+
+def _shows(plugin, items, tag_type: str, expected: dict[int, list[str]]):
+    return lambda: all(_shown(plugin, items, tag_type)[n] == names for n, names in expected.items())
+
+
+@pytest.mark.parametrize("kind, tag_type", [("tags", "genre"), ("performers", "actor")])
+def test_rename_case_only_rename_merge_and_destroy_reach_exactly_the_items_that_show_it(plugin, kind, tag_type):
+    items = _setup(plugin, **{kind: "drama queen"})
+    stash, one = plugin.stash, kind[:-1]
+    eid = stash.entity_id(one, "drama queen")
+    other = [f"Other {kind}"]
+
+    _fire(
+        plugin,
+        stash.rename_entity(one, eid, "Melodrama"),
+        _shows(plugin, items, tag_type, {0: ["Melodrama"], 1: ["Melodrama"], 2: ["Melodrama"]}),
+    )
+    assert _shown(plugin, items, tag_type) == {0: ["Melodrama"], 1: ["Melodrama"], 2: ["Melodrama"], 3: other, 4: []}
+    _untouched(plugin, items, (3, 4))
+
+    _fire(
+        plugin,
+        stash.rename_entity(one, eid, "MELODRAMA"),
+        _shows(plugin, items, tag_type, {n: ["MELODRAMA"] for n in range(3)}),
+    )
+    _untouched(plugin, items, (3, 4))  # a case-only rename never removes the tag (both in one edit)
+    assert len(plugin.plex.edit_requests()) == 3
+
+    if kind == "tags":  # Stash has a merge hook for tags only (performerMerge fires none)
+        dest = stash.entity_id("tag", "Other tags")
+        _fire(plugin, stash.merge_tags([eid], dest), _shows(plugin, items, tag_type, {n: other for n in range(3)}))
+        assert len(plugin.plex.edit_requests()) == 3  # scene 3 already showed the destination: no request
+        _untouched(plugin, items, (3, 4))
+        eid = dest
+        items.pop(3)  # it carries the destination now: the destroy below is its business too
+        _fire(plugin, stash.destroy_entity(one, eid), _shows(plugin, items, tag_type, {n: [] for n in range(3)}))
+        _untouched(plugin, items, (4,))
+        return
+    _fire(plugin, stash.destroy_entity(one, eid), _shows(plugin, items, tag_type, {n: [] for n in range(3)}))
+    assert _shown(plugin, items, tag_type)[3] == other
+    _untouched(plugin, items, (3, 4))
+
+
+def test_studio_rename_case_only_rename_and_destroy(plugin):
+    items = _setup(plugin, studio="Acme Films")
+    stash = plugin.stash
+    sid = stash.entity_id("studio", "Acme Films")
+
+    def studio_is(name):
+        return lambda: all(
+            plugin.plex.item(items[n][1])["fields"]["studio"] == name
+            and plugin.plex.item(items[n][1])["tags"]["collection"] == ([name] if name else [])
+            for n in range(3)
+        )
+
+    _fire(plugin, stash.rename_entity("studio", sid, "Acme Pictures"), studio_is("Acme Pictures"))
+    _untouched(plugin, items, (3, 4))
+    _fire(plugin, stash.rename_entity("studio", sid, "acme pictures"), studio_is("acme pictures"))
+    _untouched(plugin, items, (3, 4))
+    _fire(plugin, stash.destroy_entity("studio", sid), studio_is(""))
+    assert plugin.plex.item(items[3][1])["fields"]["studio"] == "Other studio"
+    _untouched(plugin, items, (3, 4))
+
+
+def test_group_changes_fan_out_to_their_scenes_only(plugin):
+    items = _setup(plugin, groups="Series A")
+    stash = plugin.stash
+    gid = stash.entity_id("group", "Series A")
+    carried = {items[n][0] for n in range(3)}
+
+    def checked():
+        return carried <= {int(i) for r in stash.graphql_requests("S2PScenesById") for i in r["variables"]["ids"]}
+
+    for change in (lambda: stash.rename_entity("group", gid, "series a"), lambda: stash.destroy_entity("group", gid)):
+        stash.requests.clear()
+        _fire(plugin, change(), checked)
+        fetched = {int(i) for r in stash.graphql_requests("S2PScenesById") for i in r["variables"]["ids"]}
+        assert fetched == carried  # exactly the group's scenes were checked
+        _untouched(plugin, items, (3, 4))
+
+
+def test_an_update_of_fields_plex_does_not_show_queues_nothing(plugin):
+    plugin.add_scene(1, tags=["Kept"])
+    tag = plugin.stash.entity_id("tag", "Kept")
+    context = {
+        "id": tag,
+        "type": "Tag.Update.Post",
+        "input": {"id": str(tag), "favorite": True},
+        "inputFields": ["id", "favorite"],
+    }
+    run = plugin.hook(context)
+    assert run.error is None and run.output == f"tag {tag}: nothing to sync"
