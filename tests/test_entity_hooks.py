@@ -151,3 +151,39 @@ def test_an_update_of_fields_plex_does_not_show_queues_nothing(plugin):
     }
     run = plugin.hook(context)
     assert run.error is None and run.output == f"tag {tag}: nothing to sync"
+
+
+# -- the fan-out itself, on the real queue and ledger files -------------------------------
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, message: str) -> None:
+        self.lines.append(message)
+
+
+def test_one_row_per_entity_expanded_a_batch_at_a_time_and_restarted_by_a_newer_event(tmp_path):
+    from sync_queue.job import EntityEvent
+    from sync_queue.ledger import Ledger, SceneRecord
+    from sync_queue.queue import JobQueue
+    from worker.worker import Worker
+
+    ledger = Ledger(tmp_path)
+    for sid in range(1, 251):
+        ledger.save(SceneRecord(scene_id=sid, entities={"tag": [7] if sid % 2 else [8]}))
+    hook_side = JobQueue(tmp_path / "queue")
+    for n in range(3):  # three renames of the same tag while nothing ran: still one row
+        hook_side.put_entity_events([EntityEvent("tag", 7, "Tag.Update.Post", 100.0 + n)])
+    assert hook_side.counts()["entity_events"] == 1 and hook_side.counts()["pending"] == 1
+    queue = JobQueue(tmp_path / "queue", consumer=True)
+    worker = Worker(
+        queue=queue, dlq=None, ledger=ledger, stash=None, syncer=None, breaker=None, stats_store=None, log=_Log()
+    )
+    assert worker.fan_out(50) == 50
+    (event,) = queue.entity_events()
+    assert event.after_scene == 99  # scenes 1, 3, …, 99 queued
+    hook_side.put_entity_events([EntityEvent("tag", 7, "Tag.Update.Post", 200.0)])  # renamed again meanwhile
+    assert worker.fan_out(100) == 100  # starts over from the first scene (the first 50 collapse into waiting jobs)
+    assert worker.fan_out(100) == 25 and queue.entity_events() == []
+    assert queue.counts()["bulk"] == 125  # every scene showing tag 7 exactly once, none of tag 8
+    queue.close(), hook_side.close(), ledger.close()

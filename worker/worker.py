@@ -133,7 +133,9 @@ class Worker:
                 break
             scenes = self.ledger.scenes_with(event.kind, event.entity_id, event.after_scene, room - queued)
             if event.after_scene == 0:
-                self.log.info(f"{event.kind} {event.entity_id} changed ({event.event}); checking the scenes that show it")
+                self.log.info(
+                    f"{event.kind} {event.entity_id} changed ({event.event}); checking the scenes that show it"
+                )
             now = self.clock()
             self.queue.put_many(Job(scene_id=s, priority=BULK, event=event.event, enqueued_at=now) for s in scenes)
             last = scenes[-1] if scenes else event.after_scene

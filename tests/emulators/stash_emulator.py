@@ -629,7 +629,9 @@ class StashEmulator:
         scene["studio"].resolve = lambda s, _i: self._studios.get(s["_studio_id"])
         scene["performers"].resolve = lambda s, _i: [self._performers[i] for i in s["_performer_ids"]]
         scene["tags"].resolve = lambda s, _i: [self._tags[i] for i in s["_tag_ids"]]
-        scene["groups"].resolve = lambda s, _i: [{"group": self._groups[i], "scene_index": None} for i in s["_group_ids"]]
+        scene["groups"].resolve = lambda s, _i: [
+            {"group": self._groups[i], "scene_index": None} for i in s["_group_ids"]
+        ]
         scene["paths"].resolve = self._resolve_paths
         studio = schema.type_map["Studio"].fields  # type: ignore[union-attr]
         studio["parent_studio"].resolve = lambda s, _i: self._studios.get(s["_parent_id"])
