@@ -40,13 +40,14 @@ def _touched(plugin, rating_key: int) -> bool:
 
 
 def _fire(plugin, context: dict, done) -> None:
-    """Fire the hook, then wait (polling, no task run) until ``done()`` holds and the drainer has exited."""
+    """Fire the hook, then wait (polling, no task run) until a drainer has run and exited and ``done()`` holds."""
     plugin.plex.clear_requests()
     deadline = time.monotonic() + DEADLINE_S
+    runs = plugin.drainer_log().count("drainer finished")
     run = plugin.hook(context)
     assert run.error is None, run.stderr
     assert run.output.endswith("queued"), run.output
-    while not (done() and not plugin.drainer_busy()):
+    while not (plugin.drainer_log().count("drainer finished") > runs and not plugin.drainer_busy() and done()):
         assert time.monotonic() < deadline, f"not in line within {DEADLINE_S} s:\n{plugin.drainer_log()[-3000:]}"
         time.sleep(0.05)
 
@@ -60,8 +61,11 @@ def _untouched(plugin, items, ns) -> None:
         assert not _touched(plugin, items[n][1]), f"scene {n}'s item got a request: {plugin.plex.requests}"
 
 
-def _shows(plugin, items, tag_type: str, expected: dict[int, list[str]]):
-    return lambda: all(_shown(plugin, items, tag_type)[n] == names for n, names in expected.items())
+def _shows(plugin, items, tag_type: str, expected: dict[int, list[str]], fold: bool = False):
+    def norm(names):
+        return sorted(n.casefold() for n in names) if fold else names
+
+    return lambda: all(norm(_shown(plugin, items, tag_type)[n]) == norm(names) for n, names in expected.items())
 
 
 @pytest.mark.parametrize("kind, tag_type", [("tags", "genre"), ("performers", "actor")])
@@ -79,13 +83,14 @@ def test_rename_case_only_rename_merge_and_destroy_reach_exactly_the_items_that_
     assert _shown(plugin, items, tag_type) == {0: ["Melodrama"], 1: ["Melodrama"], 2: ["Melodrama"], 3: other, 4: []}
     _untouched(plugin, items, (3, 4))
 
+    # Case only: Plex keeps one spelling per tag (contracts/plex.md §10.1), so the item may
+    # keep the old one; the tag must never be removed.
     _fire(
         plugin,
         stash.rename_entity(one, eid, "MELODRAMA"),
-        _shows(plugin, items, tag_type, {n: ["MELODRAMA"] for n in range(3)}),
+        _shows(plugin, items, tag_type, {n: ["MELODRAMA"] for n in range(3)}, fold=True),
     )
-    _untouched(plugin, items, (3, 4))  # a case-only rename never removes the tag (both in one edit)
-    assert len(plugin.plex.edit_requests()) == 3
+    _untouched(plugin, items, (3, 4))
 
     if kind == "tags":  # Stash has a merge hook for tags only (performerMerge fires none)
         dest = stash.entity_id("tag", "Other tags")
@@ -109,8 +114,9 @@ def test_studio_rename_case_only_rename_and_destroy(plugin):
 
     def studio_is(name):
         return lambda: all(
-            plugin.plex.item(items[n][1])["fields"]["studio"] == name
-            and plugin.plex.item(items[n][1])["tags"]["collection"] == ([name] if name else [])
+            plugin.plex.item(items[n][1])["fields"]["studio"] == name  # a field: its new spelling is written
+            and [c.casefold() for c in plugin.plex.item(items[n][1])["tags"]["collection"]]
+            == ([name.casefold()] if name else [])  # a tag: Plex may keep the old spelling, never drops it
             for n in range(3)
         )
 
