@@ -29,6 +29,7 @@ def _dispatch(plugin_input, env: dict[str, str], log) -> Any:
     from validation.plugin_input import HOOK_MODE
 
     app = App(plugin_input.server_connection, env, log)
+    app.options["dry_run"] = plugin_input.args.dry_run
     try:
         mode = plugin_input.mode
         if mode == HOOK_MODE:

@@ -30,6 +30,8 @@ from validation.plugin_input import ServerConnection
 ENV_PREFIX = "STASH2PLEX_"
 DEFAULT_STASH_URL = "http://localhost:9999"
 ALIASES = {"status": "queue_status"}
+DRY_RUN_COMMANDS = ("all", "recent", "reconcile")
+DRY_RUN_HELP = "per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why"
 QUIET = ("status", "queue_status")  # their log lines repeat what stdout shows
 HELP = {
     "all": "sync every scene that differs from what was last written to Plex",
@@ -42,6 +44,9 @@ HELP = {
     "purge_dlq": "delete dead-letter entries older than 30 days",
     "retry_dlq": "put every dead-letter entry back into the queue",
     "health_check": "check Stash, Plex, the token, the libraries and path_map",
+    "reconcile": "verify every linked Plex item against Stash and repair what differs",
+    "inspect": "inspect <scene id>: the scene's paths, candidate items, ledger record and planned edit",
+    "unmatched": "every scene with no Plex item, by folder, with a path_map rule when one would help",
     "demo": "run the demo against the bundled emulators (needs requirements-test.txt)",
 }
 
@@ -70,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
         "secrets: flags show in 'ps'). Order: flag, variable, the setting saved in Stash, the default.",
     )
     parser.add_argument("command", choices=list(HELP), metavar="command")
+    parser.add_argument("scene_id", nargs="?", help="the scene id (inspect only)")
+    parser.add_argument(
+        "--dry-run", action="store_true", help=f"all, recent, reconcile: write nothing, print the plan ({DRY_RUN_HELP})"
+    )
     parser.add_argument("--stash-url", help=f"Stash's address [{env_name('stash_url')}; default {DEFAULT_STASH_URL}]")
     parser.add_argument("--stash-api-key", help=f"Stash's API key, Settings → Security [{env_name('stash_api_key')}]")
     parser.add_argument("--data-dir", help=f"queue and ledger folder [{env_name('data_dir')}; default <plugin>/data]")
@@ -120,6 +129,18 @@ def render(output: Any, mode: str) -> list[str]:
         from tasks.queue_status import format_status
 
         return format_status(output)
+    if isinstance(output, dict) and output.get("dry_run") and "scenes" in output:
+        from worker.preview import plan_lines
+
+        return plan_lines(output)
+    if mode == "inspect":
+        from tasks.inspect import inspect_lines
+
+        return inspect_lines(output)
+    if mode == "unmatched":
+        from tasks.unmatched import unmatched_lines
+
+        return unmatched_lines(output)
     if isinstance(output, dict):
         return [
             f"{key}: {json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else value}"
@@ -128,13 +149,30 @@ def render(output: Any, mode: str) -> list[str]:
     return [str(output)]
 
 
+def _options(args: argparse.Namespace, mode: str) -> dict[str, Any]:
+    """What the task is asked for beyond its name; UsageError when the combination makes no sense."""
+    if args.dry_run and mode not in DRY_RUN_COMMANDS:
+        raise UsageError(f"--dry-run works with {', '.join(DRY_RUN_COMMANDS)}, not {mode}")
+    if mode == "inspect":
+        if not (args.scene_id or "").isdigit():
+            raise UsageError(f"inspect needs a scene id (a number, e.g. inspect 42), got {args.scene_id!r}")
+    elif args.scene_id is not None:
+        raise UsageError(f"{mode} takes no argument, got {args.scene_id!r}")
+    options: dict[str, Any] = {"dry_run": args.dry_run, "full_reply": True}
+    if mode == "inspect":
+        options["scene_id"] = int(args.scene_id)
+    return options
+
+
 def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: TerminalLog, plugin_dir: Path) -> int:
     from tasks import resolve
 
     mode = ALIASES.get(args.command, args.command)
     app = None
     try:
+        options = _options(args, mode)
         app = _app(args, env, log, plugin_dir)
+        app.options.update(options)
         capture_library_logs(log)
         output = resolve(mode)(app)
     except UsageError as exc:

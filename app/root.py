@@ -69,6 +69,8 @@ class App:
         self.nudge_path = self.data_dir / "drainer.nudge"
         self._settings_print: str | None = None
         self._parts: dict[str, object] = {}
+        # How this run was asked for: dry_run, scene_id (inspect), full_reply (the command line).
+        self.options: dict[str, object] = {}
         log.redact.add(connection.cookie_value)
         log.redact.add(connection.ApiKey)
         log.redact.add(self.settings_overrides.get("plex_token"))

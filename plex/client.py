@@ -169,6 +169,34 @@ class PlexClient:
             states = [self._remember(item) for item in items]
         return {state.rating_key: state for state in states}
 
+    @blip_retry
+    def read_states(self, rating_keys: list[int]) -> dict[int, PlexItemState]:
+        """Detail views of many items in one request, read straight from the XML.
+
+        The same request as ``item_states`` (``GET /library/metadata/a,b,c``, plexapi's
+        ``fetchItems``), but no plexapi objects are built: building them (plexapi
+        base.py ``findItems``/``_buildItem`` for every tag) costs about 25 ms an item,
+        far more than the request, and ``reconcile`` reads every linked item. Only the
+        items asked for are kept (a reply is keyed by its own ratingKey); items Plex no
+        longer has are absent.
+        """
+        asked = {int(k) for k in rating_keys}
+        if not asked:
+            return {}
+        from plexapi.exceptions import NotFound
+
+        with plex_errors(f"reading {len(asked)} Plex items"):
+            try:
+                root = self.server.query("/library/metadata/" + ",".join(map(str, sorted(asked))))
+            except NotFound:
+                return {}
+        states = {}
+        for video in root:
+            key = _int(video.attrib.get("ratingKey"))
+            if key in asked and key not in states:
+                states[key] = _state_from_xml(video, _int(root.attrib.get("librarySectionID")))
+        return states
+
     def _remember(self, item) -> PlexItemState:
         item._autoReload = False  # the detail view is complete; no hidden extra GETs
         state = PlexItemState(
@@ -212,6 +240,29 @@ class PlexClient:
 
     def forget(self, rating_key: int) -> None:
         self._items.pop(rating_key, None)
+
+
+def _state_from_xml(video, section_id: int | None) -> PlexItemState:
+    """A ``PlexItemState`` from one ``<Video>`` of a detail view (the attributes plexapi reads)."""
+    attrs = video.attrib
+    parts = [part.attrib for media in video.iter("Media") for part in media.iter("Part")]
+    return PlexItemState(
+        rating_key=int(attrs["ratingKey"]),
+        section_id=_int(attrs.get("librarySectionID")) or section_id or 0,
+        files=tuple(p.get("file", "") for p in parts),
+        fields={
+            "title": attrs.get("title", ""),
+            "summary": attrs.get("summary", ""),
+            "studio": attrs.get("studio", ""),
+            "originallyAvailableAt": attrs.get("originallyAvailableAt", "")[:10],
+        },
+        tags={
+            "genre": tuple(t.attrib.get("tag", "") for t in video.findall("Genre")),
+            "actor": tuple(t.attrib.get("tag", "") for t in video.findall("Role")),
+            "collection": tuple(t.attrib.get("tag", "") for t in video.findall("Collection")),
+        },
+        locked=frozenset(f.attrib.get("name", "") for f in video.findall("Field") if f.attrib.get("locked") == "1"),
+    )
 
 
 def _int(value: Any) -> int | None:

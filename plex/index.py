@@ -105,6 +105,17 @@ class LibraryIndex:
             self._index = PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
         return changed
 
+    def reload(self) -> None:
+        """List every configured section afresh, whatever its stamp says (``reconcile``:
+        Plex is the truth, and a restored database can carry an old ``scannedAt``)."""
+        sections = pick_sections(self.client.sections(), self.libraries)
+        now = self.clock()
+        for section in sections:
+            self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key))
+            self._listed_at[section.key] = now
+        self._sections, self._checked_at = sections, now
+        self._index = PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
+
     def _files(self, sections: list[SectionInfo]):
         for section in sections:
             for rating_key, path, size, duration in self.cache.index_rows(section.key):

@@ -107,6 +107,10 @@ class PathIndex:
         """Every Plex file whose file name equals ``name`` (a bare name or a path's last part)."""
         return list(self._by_name.get(self._norm(basename(name) or name), ()))
 
+    def rating_keys(self) -> set[int]:
+        """Every item the index holds."""
+        return {f.rating_key for files in self._by_path.values() for f in files}
+
     def __len__(self) -> int:
         return self._count
 

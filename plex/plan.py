@@ -134,12 +134,18 @@ class Written:
     tags: dict[str, list[str]] = field(default_factory=dict)
 
 
-def plan_item(desired: Desired, plex: PlexItemState, written: Written | None, preserve: bool) -> ItemPlan:
+def plan_item(
+    desired: Desired, plex: PlexItemState, written: Written | None, preserve: bool, relock: bool = False
+) -> ItemPlan:
+    """``relock`` (``reconcile``): a field or tag list already showing what Stash wants
+    but no longer locked is sent again, locked, so a Plex refresh cannot undo it."""
     written = written or Written()
     fields = []
     written_fields = dict(written.fields)
     for name, want in desired.fields.items():
         change = _field_change(name, want, plex.fields.get(name, ""), written.fields.get(name), preserve)
+        if change is None and relock and want and plex.fields.get(name, "") == want and name not in plex.locked:
+            change = FieldChange(name, want, want)
         if change:
             fields.append(change)
         if want is not None and (change or plex.fields.get(name, "") == want):
@@ -150,6 +156,9 @@ def plan_item(desired: Desired, plex: PlexItemState, written: Written | None, pr
         wanted = desired.tags.get(tag_type, ())
         on_plex = plex.tags.get(tag_type, ())
         tag_change = _tag_change(tag_type, wanted, on_plex, written.tags.get(tag_type, []), preserve)
+        relocked = {_key(t) for t in wanted} <= {_key(t) for t in on_plex}
+        if tag_change is None and relock and wanted and tag_type not in plex.locked and relocked:
+            tag_change = TagChange(tag_type, on_plex, on_plex, ())
         if tag_change:
             tags.append(tag_change)
         if tag_change or {_key(t) for t in wanted} <= {_key(t) for t in on_plex}:

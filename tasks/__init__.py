@@ -17,6 +17,12 @@ TASKS = {
     "purge_dlq": "tasks.dlq_tasks:purge_dlq",
     "retry_dlq": "tasks.dlq_tasks:retry_dlq",
     "health_check": "tasks.health_check:run",
+    "reconcile": "tasks.reconcile:run",
+}
+# Command line only: a Stash task takes no argument, and these answer a person at a terminal.
+CLI_TASKS = {
+    "inspect": "tasks.inspect:run",
+    "unmatched": "tasks.unmatched:run",
 }
 # Operations of the plugin's page in Stash's UI (validation.plugin_input.OPERATION_MODES):
 # called with runPluginOperation; each answers JSON.
@@ -32,7 +38,7 @@ TAKES_ARGS = frozenset({"ui_scene", "ui_retry", "ui_sync_scene"})
 
 
 def resolve(mode: str):
-    module_name, _, func = {**TASKS, **OPERATIONS}[mode].partition(":")
+    module_name, _, func = {**TASKS, **OPERATIONS, **CLI_TASKS}[mode].partition(":")
     return getattr(importlib.import_module(module_name), func)
 
 

@@ -5,7 +5,9 @@ version, token accepted), the libraries (configured ones found, video libraries
 left out), and the path map: up to ``SAMPLE_SIZE`` scenes' primary files are mapped
 with ``path_map`` and looked up by exact path in the Plex index. When fewer than
 half are found, a ``path_map`` rule is inferred from Plex files with the same name
-(``suggest_path_map``). A failed check never escapes as an error reply: the task
+(``suggest_path_map``). Then every scene is checked the way the sync matches it, and
+the number of scenes without a Plex item is reported with the command that lists them
+(``unmatched``). A failed check never escapes as an error reply: the task
 answers with ``ok: false`` and a ``problems`` list that says what to fix.
 """
 
@@ -44,6 +46,7 @@ def run(app) -> dict[str, Any]:
     if settings is not None and _check_plex(app, report):
         if _check_libraries(app, settings, report):
             _check_path_map(app, settings, report)
+            _count_unmatched(app, report)
     verdict = "all checks passed" if report.data["ok"] else f"{len(report.data['problems'])} problem(s) found"
     (report.good if report.data["ok"] else app.log.warning)(f"health check: {verdict}")
     return report.data
@@ -130,6 +133,22 @@ def _check_libraries(app, settings, report: _Report) -> bool:
     if info["not_configured"]:
         report.good(f"video libraries not in plex_libraries (not synced): {', '.join(info['not_configured'])}")
     return True
+
+
+# -- scenes without a Plex item -----------------------------------------------------
+def _count_unmatched(app, report: _Report) -> None:
+    from tasks.unmatched import COMMAND, find_unmatched
+
+    try:
+        count = len(find_unmatched(app))
+    except Stash2PlexError as exc:
+        report.bad(f"scenes without a Plex item not counted: {exc}")
+        return
+    report.data["unmatched"] = {"count": count, "list_with": COMMAND}
+    if count:
+        report.good(f"{count:,} scenes have no Plex item; '{COMMAND}' lists them by folder, with a path_map fix")
+    else:
+        report.good("every scene has a Plex item")
 
 
 # -- the path map -------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.errors import PlexAuthError, PlexUnavailable, Stash2PlexError
-from tasks.sync_all import _may_differ  # the same "differs from what was written" test as Sync all
+from tasks.sync_all import may_differ  # the same "differs from what was written" test as Sync all
 from validation.metadata import scene_from_stash
 
 PREVIEW_LIMIT = 50  # scenes with changes shown at most; the page says when there are more
@@ -28,7 +28,7 @@ def run(app) -> dict[str, Any]:
     page = 1
     while not result["more"]:
         total, scenes = stash.scenes_page(page, PREVIEW_PAGE)
-        changed = set(_may_differ(app, scenes)) if scenes else set()
+        changed = set(may_differ(app, scenes)) if scenes else set()
         records = ledger.get_many(sorted(changed))
         for raw in scenes:
             if int(raw["id"]) in changed:
@@ -46,7 +46,7 @@ def _preview_one(syncer, raw: dict[str, Any], record, result: dict[str, Any]) ->
         return
     scene_id, title = int(raw["id"]), raw.get("title") or None
     try:
-        plan = syncer.preview(scene_from_stash(raw), record)
+        plan = syncer.preview(scene_from_stash(raw), record).plan
     except (PlexUnavailable, PlexAuthError):
         raise  # no preview at all: the page says Plex is down or the token is wrong
     except Stash2PlexError as exc:

@@ -29,6 +29,10 @@ def _now_rfc3339() -> str:
 
 
 def run_all(app):
+    if app.options.get("dry_run"):
+        from tasks.dry_run import run_preview
+
+        return run_preview(app, updated_after=None, label="all")
     return _sync(app, updated_after=None, label="all")
 
 
@@ -37,10 +41,14 @@ def run_recent(app):
     if not since:
         since = (dt.datetime.now().astimezone() - dt.timedelta(seconds=RECENT_DEFAULT_S)).isoformat(timespec="seconds")
     app.log.info(f"syncing scenes updated after {since}")
+    if app.options.get("dry_run"):
+        from tasks.dry_run import run_preview
+
+        return run_preview(app, updated_after=since, label="recent")
     return _sync(app, updated_after=since, label="recent")
 
 
-def _may_differ(app, scenes: list[dict]) -> list[int]:
+def may_differ(app, scenes: list[dict]) -> list[int]:
     """Scenes whose desired state differs from what was last written (or is unknown)."""
     syncer = app.syncer()
     hashes = app.ledger().state_hashes([int(s["id"]) for s in scenes])
@@ -75,7 +83,7 @@ def _sync(app, updated_after: str | None, label: str):
             total, scenes = stash.scenes_page(page, PAGE_SIZE, updated_after)
             if not scenes:
                 break
-            changed = _may_differ(app, scenes)
+            changed = may_differ(app, scenes)
             now = time.time()
             _count_unchanged(app, len(scenes) - len(changed), now)
             queued += queue.put_many(

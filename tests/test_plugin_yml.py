@@ -253,9 +253,12 @@ def test_hooks_trigger_on_scene_and_entity_changes_only(config):
 
 def test_one_task_per_mode_with_unique_names(config):
     tasks = config["tasks"]
-    modes = [(task.get("defaultArgs") or {}).get("mode") for task in tasks]
-    assert sorted(modes) == sorted(TASK_MODES)
-    assert len(modes) == len(set(modes))
+    runs = [
+        ((task.get("defaultArgs") or {}).get("mode"), (task.get("defaultArgs") or {}).get("dry_run")) for task in tasks
+    ]
+    assert sorted({mode for mode, _ in runs}) == sorted(TASK_MODES)
+    assert len(runs) == len(set(runs))
+    assert ("all", "true") in runs  # "Preview sync (no writes)"
     names = [task.get("name") for task in tasks]
     assert all(names) and len(set(names)) == len(names)
     for task in tasks:

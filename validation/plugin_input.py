@@ -32,6 +32,7 @@ TASK_MODES = (
     "purge_dlq",
     "retry_dlq",
     "health_check",
+    "reconcile",
 )
 # Plain modes that are not tasks of the menu: the plugin's page in Stash's UI calls
 # them through runPluginOperation (tasks/ui.py) and reads the JSON in ``output``.
@@ -210,6 +211,7 @@ class PluginArgs:
     hookContext: HookContext | None = None
     # every other key of ``args`` (what runPluginOperation / runPluginTask passed)
     params: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
+    dry_run: bool = False  # defaultArgs dry_run: "true" (the "Preview sync (no writes)" task)
 
     @classmethod
     def parse(cls, data: Any) -> PluginArgs:
@@ -221,7 +223,15 @@ class PluginArgs:
             raise InputError(f"args.mode must be a string{_shown(mode)}")
         context = data.get("hookContext")
         params = {k: v for k, v in data.items() if k not in ("mode", "hookContext")}
-        return cls(mode=mode, hookContext=HookContext.parse(context) if context is not None else None, params=params)
+        dry_run = data.get("dry_run", "false")
+        if dry_run not in ("true", "false"):
+            raise InputError(f'args.dry_run must be "true" or "false"{_shown(dry_run)}')
+        return cls(
+            mode=mode,
+            hookContext=HookContext.parse(context) if context is not None else None,
+            params=params,
+            dry_run=dry_run == "true",
+        )
 
 
 @dataclass(frozen=True)

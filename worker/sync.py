@@ -22,6 +22,16 @@ from validation.metadata import SceneMetadata
 from validation.pathmap import map_path, normalize
 
 
+@dataclass(frozen=True)
+class Preview:
+    """What a sync would do now (dry runs, ``inspect``): the item, the plan, the poster verdict."""
+
+    rating_key: int
+    how: str
+    plan: ItemPlan
+    poster: str  # upload | unchanged | none | failed (the screenshot could not be read)
+
+
 @dataclass
 class SyncResult:
     scene_id: int
@@ -77,12 +87,18 @@ class Syncer:
             self.client.forget(key)
         self._prefetched.clear()
 
+    def use_states(self, states: dict[int, PlexItemState]) -> None:
+        """Detail views the caller has just read (``reconcile``): the next sync of these items reads none."""
+        self._prefetched.update(states)
+
     def _state(self, rating_key: int) -> PlexItemState:
         state = self._prefetched.pop(rating_key, None)
         return state if state is not None else self.client.item_state(rating_key)
 
     # -- the sync --------------------------------------------------------------
-    def sync(self, scene: SceneMetadata, record: SceneRecord | None, scan_allowed: bool) -> SyncResult:
+    def sync(
+        self, scene: SceneMetadata, record: SceneRecord | None, scan_allowed: bool, relock: bool = False
+    ) -> SyncResult:
         try:
             state, how = self._locate(scene, record)
         except PlexNotFound as exc:
@@ -90,28 +106,31 @@ class Syncer:
                 self._request_scan(scene, exc)
             raise
         try:
-            return self._write(scene, record, state, how)
+            return self._write(scene, record, state, how, relock)
         finally:
             self.client.forget(state.rating_key)
 
-    def preview(self, scene: SceneMetadata, record: SceneRecord | None) -> ItemPlan:
-        """What :meth:`sync` would write to the item now, without writing anything."""
-        state, _how = self._locate(scene, record)
+    def preview(self, scene: SceneMetadata, record: SceneRecord | None) -> Preview:
+        """What ``sync`` would send now, found and planned the same way; nothing is written."""
+        state, how = self._locate(scene, record)
         try:
-            return self._plan(scene, record, state)[0]
+            record, plan = self._plan(scene, record, state, relock=False)
+            return Preview(state.rating_key, how, plan, self._poster_verdict(scene, record))
         finally:
             self.client.forget(state.rating_key)
 
     def _plan(
-        self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState
-    ) -> tuple[ItemPlan, SceneRecord | None]:
+        self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, relock: bool
+    ) -> tuple[SceneRecord | None, ItemPlan]:
         if record is not None and record.rating_key != state.rating_key:
             record = SceneRecord(scene_id=scene.id)  # a new item: nothing of ours is on it yet
         written = Written(record.fields, record.written_tags) if record is not None else None
-        return plan_item(desired_from(scene), state, written, self.settings.preserve_plex_edits), record
+        return record, plan_item(desired_from(scene), state, written, self.settings.preserve_plex_edits, relock)
 
-    def _write(self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, how: str) -> SyncResult:
-        plan, record = self._plan(scene, record, state)
+    def _write(
+        self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, how: str, relock: bool = False
+    ) -> SyncResult:
+        record, plan = self._plan(scene, record, state, relock)
         if not plan.empty:
             self.client.edit(state.rating_key, edit_params(plan))
         new = SceneRecord(
@@ -153,6 +172,10 @@ class Syncer:
             chosen, how = self._match(scene)
             return self.client.item_state(chosen.rating_key), how
 
+    def find_item(self, scene: SceneMetadata):
+        """(the Plex file a sync would pick, why) from the index; raises PlexNotFound/AmbiguousMatch."""
+        return self._match(scene)
+
     def _match(self, scene: SceneMetadata):
         files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
         rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
@@ -183,6 +206,19 @@ class Syncer:
         self.log.info(f"scene {scene.id}: asked Plex to scan {folder} (library {section.title!r})")
 
     # -- poster ----------------------------------------------------------------
+    def _poster_verdict(self, scene: SceneMetadata, record: SceneRecord | None) -> str:
+        """What ``_poster`` would do, without uploading (the screenshot is read to compare its bytes)."""
+        url = scene.screenshot
+        if not url:
+            return "none"
+        if record is not None and url == record.poster_source:
+            return "unchanged"
+        try:
+            digest = hashlib.sha1(self.stash.image(url)).hexdigest()
+        except Stash2PlexError:
+            return "failed"
+        return "unchanged" if record is not None and digest == record.poster_hash else "upload"
+
     def _poster(self, scene: SceneMetadata, record: SceneRecord, warnings: list[str]) -> str:
         url = scene.screenshot
         if not url:

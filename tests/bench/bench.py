@@ -1,7 +1,7 @@
 """Stash2Plex benchmarks: the real plugin, run as Stash runs it, against the emulators.
 
     python -m tests.bench.bench                 # everything (about 10 minutes)
-    python -m tests.bench.bench hook bulk       # chosen sections: hook bulk resync scale queue
+    python -m tests.bench.bench hook bulk       # chosen sections: hook bulk resync scale queue entity reconcile
 
 Every figure is printed with a baseline measured in the same run and the ratio
 between them, because these machines are shared and noisy. See docs/performance.md.
@@ -43,7 +43,7 @@ def timed(cmd: list[str], stdin: bytes = b"", env: dict | None = None) -> tuple[
 class Lab:
     """Both emulators with a library of n scenes whose paths differ by a prefix."""
 
-    def __init__(self, scenes: int, latency: float = LATENCY_S) -> None:
+    def __init__(self, scenes: int, latency: float = LATENCY_S, common_tag: str | None = None) -> None:
         self.stash = StashEmulator().start()
         self.plex = PlexEmulator().start()
         self.plex.add_section("Stash", ["/plex/media"], key=1)
@@ -55,7 +55,7 @@ class Lab:
                 date="2024-01-02",
                 studio=f"Studio {n % 20}",
                 performers=[f"P{n % 50}", f"P{(n + 7) % 50}"],
-                tags=[f"T{n % 30}", f"T{(n + 3) % 30}"],
+                tags=[f"T{n % 30}", f"T{(n + 3) % 30}"] + ([common_tag] if common_tag else []),
                 files=[{"path": f"/stash/media/{name}", "size": 1000 + n, "duration": 60.0}],
             )
             self.plex.add_item(1, f"/plex/media/{name}", size=1000 + n, duration_ms=60000)
@@ -238,6 +238,94 @@ def bench_queue(jobs: int = 10000) -> None:
     line("take+ack rate", f"{jobs / drain_s:.0f}/s", "", "")
 
 
+def _queue_counts(lab: Lab) -> dict:
+    from sync_queue.queue import JobQueue
+
+    queue = JobQueue(Path(lab.env["STASH2PLEX_DATA_DIR"]) / "queue")
+    try:
+        return queue.counts()
+    finally:
+        queue.close()
+
+
+def bench_entity(scenes: int = 5000, runs: int = 9) -> None:
+    """A tag on every scene renamed: the hook's cost, the queue's size, and the fan-out against 'all'."""
+    print(f"\nEntity change: a tag carried by all {scenes} scenes renamed, Plex latency {LATENCY_S * 1000:.0f} ms")
+    lab = Lab(scenes, common_tag="Everywhere")
+    try:
+        assert lab.task("all").error is None
+        tag = lab.stash.entity_id("tag", "Everywhere")
+        with drainer_lock_held(lab.env["STASH2PLEX_DATA_DIR"]):  # a drainer "is running": hooks only record
+            scene_walls = [lab.hook(lab.stash.update_scene(1 + i, title=f"edit {i}")).wall for i in range(runs)]
+            entity_walls = []
+            for i in range(runs):
+                run = lab.hook(lab.stash.rename_entity("tag", tag, f"Everywhere {i}"))
+                assert run.error is None, run.stderr
+                entity_walls.append(run.wall)
+            counts = _queue_counts(lab)
+        scene_med, entity_med = statistics.median(scene_walls), statistics.median(entity_walls)
+        line(
+            "entity hook wall time (median)",
+            f"{entity_med * 1000:.0f} ms",
+            f"{scene_med * 1000:.0f} ms scene hook",
+            f"{entity_med / scene_med:.2f}x",
+            "<= 1.1x of a scene hook",
+        )
+        line(f"queue rows after {runs} renames", f"{counts['entity_events']} event", f"{scenes} scenes", "", "1 row")
+        peak = {"bulk": 0}
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(0.25):
+                peak["bulk"] = max(peak["bulk"], _queue_counts(lab)["bulk"])
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        lab.plex.clear_requests()
+        fan = lab.task("process_queue")
+        done.set()
+        watcher.join()
+        assert fan.error is None, fan.stderr[-2000:]
+        fan_edits = len(lab.plex.edit_requests())
+        lab.stash.rename_entity("tag", tag, "Everywhere again")  # the same change, without the hook
+        lab.plex.clear_requests()
+        full = lab.task("all")
+        line(
+            "fan-out of one rename, drained",
+            f"{fan.wall:.1f} s",
+            f"{full.wall:.1f} s 'all'",
+            f"{fan.wall / full.wall:.2f}x",
+            "<= 1.0x of 'all' doing the same writes",
+        )
+        line("edits (fan-out / 'all')", f"{fan_edits} / {len(lab.plex.edit_requests())}", "", "", f"{scenes} each")
+        line("bulk jobs queued at once (peak)", f"{peak['bulk']}", f"{scenes} scenes", "", "<= one batch or two")
+    finally:
+        lab.close()
+
+
+def bench_reconcile(scenes: int = 2000) -> None:
+    print(f"\nReconcile: {scenes} unchanged scenes checked against Plex, latency {LATENCY_S * 1000:.0f} ms")
+    lab = Lab(scenes)
+    try:
+        assert lab.task("all").error is None
+        base = baseline_paging(lab)
+        lab.plex.clear_requests()
+        run = lab.task("reconcile")
+        assert run.error is None, run.stderr[-2000:]
+        reads = len([r for r in lab.plex.requests if r["path"].startswith("/library/metadata/")])
+        writes = len(lab.plex.edit_requests()) + len(lab.plex.upload_requests())
+        line(
+            "reconcile wall time",
+            f"{run.wall:.2f} s",
+            f"{base:.2f} s paging",
+            f"{run.wall / base:.2f}x",
+            "listing + Stash paging + 1 read per 50",
+        )
+        line("Plex detail reads / writes", f"{reads} / {writes}", f"{scenes / 50:.0f} reads", "", "~1 per 50, 0 writes")
+    finally:
+        lab.close()
+
+
 def main(argv: list[str]) -> int:
     sections = argv or ["hook", "queue", "bulk", "scale"]
     print(f"Stash2Plex benchmarks on {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} cores")
@@ -252,6 +340,10 @@ def main(argv: list[str]) -> int:
             small = bench_bulk()
         elif section == "scale":
             bench_scale(small=small)
+        elif section == "entity":
+            bench_entity()
+        elif section == "reconcile":
+            bench_reconcile()
     return 0
 
 

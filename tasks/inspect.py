@@ -1,0 +1,109 @@
+"""``inspect <scene id>`` (command line only): why a scene goes to the Plex item it goes to.
+
+The scene's files and their mapped paths, every candidate item (by exact path or by
+file name) with the evidence for and against it, the matcher's confidence and the
+decision ``strict_matching`` leads to, the ledger's record, and the planned edit
+(what a sync would send now; nothing is written).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError
+from plex.matcher import DURATION_TOLERANCE_S, SceneFile, choose, match_scene
+from validation.metadata import scene_from_stash
+from worker.preview import entry_lines, plan_entry
+
+
+def _candidates(index, mapped: list[str], files: list[SceneFile]) -> list[dict[str, Any]]:
+    seen: dict[int, dict[str, Any]] = {}
+    for number, path in enumerate(mapped):
+        for by, hits in (("exact path", index.by_path(path)), ("same file name", index.by_name(path))):
+            for hit in hits:
+                if hit.rating_key in seen:
+                    continue
+                scene = files[number]
+                seen[hit.rating_key] = {
+                    "rating_key": hit.rating_key,
+                    "path": hit.path,
+                    "section_id": hit.section_id,
+                    "by": by,
+                    "size_agrees": None if hit.size is None or scene.size is None else hit.size == scene.size,
+                    "duration_agrees": None
+                    if hit.duration_ms is None or scene.duration_s is None
+                    else abs(hit.duration_ms / 1000 - scene.duration_s) <= DURATION_TOLERANCE_S,
+                }
+    return list(seen.values())
+
+
+def run(app) -> dict[str, Any]:
+    scene_id = int(app.options["scene_id"])
+    settings, syncer = app.settings(), app.syncer()
+    raw = app.stash().scenes_by_id([scene_id]).get(scene_id)
+    if raw is None:
+        raise Stash2PlexError(f"Stash has no scene {scene_id}")
+    scene = scene_from_stash(raw)
+    mapped = syncer.mapped_paths(scene)
+    files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
+    index = app.index().index()
+    match = match_scene(files, index, settings.path_map, settings.case_insensitive_paths)
+    result: dict[str, Any] = {
+        "scene_id": scene.id,
+        "title": scene.title,
+        "stash_paths": [f.path for f in scene.files],
+        "mapped_paths": mapped,
+        "path_map": "; ".join(f"{r.stash_prefix}={r.plex_prefix}" for r in settings.path_map) or "(none)",
+        "confidence": match.confidence.value,
+        "match_reason": match.reason,
+        "candidates": _candidates(index, mapped, files),
+    }
+    try:
+        choice = choose(match, settings.strict_matching, files)
+        result["decision"] = f"item {choice.item.rating_key}: {choice.reason}"
+    except (PlexNotFound, AmbiguousMatch) as exc:
+        result["decision"] = f"no item: {exc}"
+    record = app.ledger().get_many([scene_id]).get(scene_id)
+    result["ledger"] = dataclasses.asdict(record) if record is not None else None
+    try:
+        preview = syncer.preview(scene, record)
+        result["planned"] = plan_entry(scene, preview.rating_key, preview.how, preview.plan, preview.poster)
+    except (PlexNotFound, AmbiguousMatch) as exc:
+        result["planned"] = None
+        result["not_planned"] = str(exc)
+    finally:
+        syncer.end_batch()
+    return result
+
+
+def inspect_lines(result: dict[str, Any]) -> list[str]:
+    lines = [f"scene {result['scene_id']} {result['title']!r}"]
+    for stash, plex in zip(result["stash_paths"], result["mapped_paths"]):
+        lines.append(f"  file {stash} → looked for {plex} (path_map {result['path_map']})")
+    lines.append(f"  match: {result['confidence']}: {result['match_reason']}")
+    for c in result["candidates"]:
+        evidence = ", ".join(
+            f"{what} {'agrees' if ok else 'differs'}"
+            for what, ok in (("size", c["size_agrees"]), ("duration", c["duration_agrees"]))
+            if ok is not None
+        )
+        lines.append(
+            f"  candidate item {c['rating_key']} {c['path']} (by {c['by']}{'; ' + evidence if evidence else ''})"
+        )
+    lines.append(f"  decision: {result['decision']}")
+    record = result["ledger"]
+    if record is None:
+        lines.append("  ledger: no record (never written)")
+    else:
+        lines.append(
+            f"  ledger: item {record['rating_key']}, fields {sorted(record['fields'])}, poster from {record['poster_source']}"
+        )
+    if result.get("planned"):
+        planned = entry_lines(result["planned"])
+        lines += ["  planned: " + planned[0]] + ["  " + line for line in planned[1:]]
+        if len(planned) == 1:
+            lines.append("    nothing to write: Plex already shows this")
+    else:
+        lines.append(f"  planned: nothing ({result.get('not_planned')})")
+    return lines

@@ -1,0 +1,138 @@
+"""``reconcile`` (task "Verify Plex against Stash"): Plex is the truth, the ledger a cache.
+
+The ledger lets ``all`` skip scenes whose desired state has not changed since the
+last write; that is wrong whenever Plex changed underneath (a metadata refresh over
+unlocked fields, an edit in Plex Web, "Fix match", an item re-added under a new
+ratingKey, a restored Plex database, a lost ledger). This task lists the libraries
+afresh, pages through every Stash scene, reads the linked items' detail views in
+batches (one request per 50 items), compares every synced field, lock, tag list and
+the poster, and repairs only what differs, through the sync's own write step. It
+reports how many scenes drifted in which way, with the first few of each. With
+``--dry-run`` (command line) it writes nothing and reports the plan instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
+from tasks.dry_run import PlanReport
+from tasks.progress import ProgressReporter
+from validation.metadata import scene_from_stash
+from worker.preview import plan_entry, unmatched_entry
+from worker.reconcile import Finding, Reconciler
+
+PAGE_SIZE = 500
+FIRST_FEW = 5
+
+
+class DriftReport:
+    """Counts per kind of drift, with the first few scene ids of each."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, dict[str, Any]] = {}
+        self.counts = {"checked": 0, "in_line": 0, "repaired": 0, "unmatched": 0, "failed": 0}
+
+    def add(self, kind: str, scene_id: int) -> None:
+        entry = self.kinds.setdefault(kind, {"count": 0, "first": []})
+        entry["count"] += 1
+        if len(entry["first"]) < FIRST_FEW:
+            entry["first"].append(scene_id)
+
+    def as_dict(self) -> dict[str, Any]:
+        ordered = dict(sorted(self.kinds.items(), key=lambda kv: -kv[1]["count"]))
+        return {**self.counts, "drift": ordered}
+
+    def lines(self) -> list[str]:
+        c = self.counts
+        head = (
+            f"reconcile: {c['checked']:,} scenes checked, {c['in_line']:,} in line, {c['repaired']:,} repaired, "
+            f"{c['unmatched']:,} without a Plex item, {c['failed']:,} failed"
+        )
+        return [head] + [
+            f"  {kind}: {v['count']:,} (first: {', '.join(map(str, v['first']))})"
+            for kind, v in self.as_dict()["drift"].items()
+        ]
+
+
+def run(app) -> dict[str, Any]:
+    dry = bool(app.options.get("dry_run"))
+    settings = app.settings()
+    stash = app.stash()
+    report = DriftReport()
+    plan = PlanReport(app, "reconcile") if dry else None
+    with app.consumer():  # no drainer writes to Plex or the ledger meanwhile
+        app.index().reload()
+        reconciler = Reconciler(app.syncer(), app.ledger(), settings)
+        progress = ProgressReporter(app.log, 0, "scenes")
+        page, seen = 1, 0
+        while True:
+            total, raw = stash.scenes_page(page, PAGE_SIZE)
+            if not raw:
+                break
+            _page(app, reconciler, raw, report, plan)
+            seen += len(raw)
+            progress.update(seen, total)
+            if seen >= total or len(raw) < PAGE_SIZE:
+                break
+            page += 1
+    result = {"dry_run": dry, **report.as_dict(), "plex_detail_reads": reconciler.reads}
+    for line in report.lines():
+        app.log.info(line)
+    if plan is not None:
+        result.update(plan.finish(checked=report.counts["checked"]))
+    return result
+
+
+def _page(app, reconciler: Reconciler, raw: list[dict], report: DriftReport, plan) -> None:
+    scenes = []
+    for item in raw:
+        report.counts["checked"] += 1
+        try:
+            scenes.append(scene_from_stash(item))
+        except InvalidMetadata as exc:
+            report.add("invalid", int(item["id"]))
+            if plan is not None:
+                plan.unmatched.append(unmatched_entry(None, int(item["id"]), [], str(exc)))
+    findings = reconciler.check(scenes)
+    try:
+        for finding in findings:
+            _settle(app, reconciler, finding, report, plan)
+    finally:
+        for finding in findings:
+            if finding.rating_key is not None:
+                app.plex().forget(finding.rating_key)
+
+
+def _settle(app, reconciler: Reconciler, finding: Finding, report: DriftReport, plan) -> None:
+    sid = finding.scene.id
+    for kind in finding.drift:
+        report.add(kind, sid)
+    if not finding.matched:
+        report.counts["unmatched"] += 1
+        if plan is not None:
+            plan.unmatched.append(
+                unmatched_entry(finding.scene, sid, app.syncer().mapped_paths(finding.scene), finding.reason)
+            )
+        return
+    if not finding.drift:
+        report.counts["in_line"] += 1
+    if plan is not None:
+        if finding.needs_write and finding.rating_key is not None and finding.plan is not None:
+            plan.scenes.append(
+                plan_entry(finding.scene, finding.rating_key, finding.how, finding.plan, finding.poster, finding.drift)
+            )
+        return
+    try:
+        result = reconciler.repair(finding)
+    except (PlexUnavailable, PlexAuthError, ConfigError):
+        raise  # every further scene would fail the same way
+    except Stash2PlexError as exc:
+        report.counts["failed"] += 1
+        report.add("failed", sid)
+        app.log.warning(f"scene {sid}: not repaired: {exc}")
+        return
+    if finding.drift:
+        report.counts["repaired"] += 1
+        what = "; ".join(result.plan.describe()) if result is not None else "ledger corrected"
+        app.log.info(f"scene {sid} → Plex item {finding.rating_key}: repaired ({', '.join(finding.drift)}): {what}")

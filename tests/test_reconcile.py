@@ -1,0 +1,183 @@
+"""Plex is the truth: ``reconcile`` repairs drift, dry runs write nothing, and the
+command line explains matching (``inspect``, ``unmatched``).
+
+Through the real plugin process (Stash's tasks and the command line) and both
+emulators. Plex-side changes are made the way a user or Plex makes them: through
+real plexapi calls (unlock, remove a genre, unlock the poster, refresh) or by the
+item leaving and coming back under a new ratingKey after a rescan.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qsl
+
+from tests.runner import run_plugin, task_document
+from tests.test_cli import cli
+
+
+def _server(plugin):
+    from plexapi.server import PlexServer
+
+    return PlexServer(plugin.plex.url, plugin.plex.token)
+
+
+def _scenes(plugin, n: int = 4) -> dict[int, tuple[int, int]]:
+    items = {
+        i: plugin.add_scene(i, tags=["Drama", f"T{i}"], performers=[f"P{i}"], studio="Acme", details=f"About {i}")
+        for i in range(n)
+    }
+    assert plugin.task("all").output["synced"] == n
+    return items
+
+
+def _wipe(plugin, rating_key: int) -> None:
+    """What a user's unlock + metadata refresh does: unlocked title/summary revert, genres gone, poster unlocked."""
+    item = _server(plugin).fetchItem(rating_key)
+    item.edit(**{"title.locked": 0, "summary.locked": 0, "genre.locked": 0})
+    item.removeGenre([g.tag for g in item.genres], locked=False)
+    item.unlockPoster()
+    item.refresh()
+
+
+def _in_line(plugin, rating_key: int, n: int) -> None:
+    item = plugin.plex.item(rating_key)
+    assert item["fields"]["title"] == f"Scene {n}" and item["fields"]["summary"] == f"About {n}"
+    assert sorted(item["tags"]["genre"]) == sorted(["Drama", f"T{n}"])
+    assert {"title", "summary", "genre", "thumb"} <= item["locks"]
+
+
+def _edited_keys(plugin) -> set[int]:
+    keys = set()
+    for request in plugin.plex.edit_requests() + plugin.plex.upload_requests():
+        path = request["path"]
+        keys.add(int(request["query"]["id"][0]) if "sections" in path else int(path.split("/")[3]))
+    return keys
+
+
+def test_reconcile_repairs_a_wiped_item_a_re_added_item_a_performer_merge_and_a_lost_ledger(plugin):
+    items = _scenes(plugin)
+    (sa, ra), (sb, rb), (sc, rc), (sd, rd) = (items[i] for i in range(4))
+    _wipe(plugin, ra)
+    plugin.plex.remove_item(rb)  # a rescan lost it and found it again under a new ratingKey
+    rb2 = plugin.plex.add_item(1, "/plex/media/scene-00001.mp4", size=1001, duration_ms=60000)
+    stash = plugin.stash  # merged in Stash: no hook fires for performerMerge
+    stash.merge_performers([stash.entity_id("performer", "P2")], stash.entity_id("performer", "P3"))
+    plugin.plex.clear_requests()
+
+    preview = cli(plugin, "reconcile", "--dry-run", "--json")
+    assert preview.returncode == 0, preview.stderr[-2000:]
+    assert _edited_keys(plugin) == set() and preview.json()["repaired"] == 0
+    assert sorted(e["rating_key"] for e in preview.json()["scenes"]) == sorted([ra, rb2, rc])
+
+    run = plugin.task("reconcile")
+    assert run.error is None, run.stderr[-3000:]
+    out = run.output
+    drift = {kind: v["first"] for kind, v in out["drift"].items()}
+    for kind in ("title", "summary", "genre", "poster"):  # the re-added item starts from the scan's values
+        assert sorted(drift[kind]) == sorted([sa, sb]), kind
+    assert drift["item_gone"] == [sb] and drift["studio"] == [sb]
+    assert drift["actor"] == [sb, sc]
+    assert (out["checked"], out["repaired"], out["in_line"], out["unmatched"]) == (4, 3, 1, 0)
+    assert out["plex_detail_reads"] == 1  # one read for 4 items, plus the listing
+    for n, key in ((0, ra), (1, rb2)):
+        _in_line(plugin, key, n)
+    assert plugin.plex.item(rc)["tags"]["actor"] == ["P3"]
+    assert _edited_keys(plugin) == {ra, rb2, rc}  # the item in line got no write
+    assert any("reconcile: 4 scenes checked" in m for m in run.messages("info"))
+
+    plugin.plex.clear_requests()
+    again = plugin.task("all")  # the ledger is right again: nothing to do
+    assert again.output["queued"] == 0 and _edited_keys(plugin) == set()
+
+    for name in ("ledger.db", "ledger.db-wal", "ledger.db-shm"):
+        (plugin.data_dir / name).unlink(missing_ok=True)
+    lost = plugin.task("reconcile").output
+    assert lost["drift"]["ledger_missing"]["count"] == 4 and lost["repaired"] == 4
+    assert _edited_keys(plugin) == set()  # Plex was right: only the ledger was rebuilt
+    assert plugin.task("all").output["queued"] == 0 and _edited_keys(plugin) == set()
+
+    plugin.configure(preserve_plex_edits=True)  # a title the user typed in Plex stays
+    _server(plugin).fetchItem(rd).editTitle("Typed in Plex")
+    kept = plugin.task("reconcile").output
+    assert plugin.plex.item(rd)["fields"]["title"] == "Typed in Plex" and kept["repaired"] == 0
+
+
+def _plan_of_edits(plugin) -> dict[int, tuple[set[str], set[str]]]:
+    """rating key → (fields sent, tag types sent), from the edit requests Plex received."""
+    sent: dict[int, tuple[set[str], set[str]]] = {}
+    for request in plugin.plex.edit_requests():
+        params = dict(parse_qsl("&".join(f"{k}={v[0]}" for k, v in request["query"].items())))
+        key = int(request["query"]["id"][0]) if "sections" in request["path"] else int(request["path"].split("/")[3])
+        fields = {k[: -len(".value")] for k in params if k.endswith(".value")}
+        tags = {k.split("[")[0] for k in params if "[" in k}
+        sent[key] = (fields, tags)
+    return sent
+
+
+def test_a_dry_run_writes_nothing_and_its_plan_is_what_the_real_run_does(plugin):
+    items = _scenes(plugin, 3)
+    (s0, r0), (s1, r1), (s2, _) = (items[i] for i in range(3))
+    stash = plugin.stash
+    stash.update_scene(s0, title="Renamed", tags=["Drama", "New"])
+    stash.update_scene(s1, details="Longer story", cover=b"\x89PNG\r\n\x1a\n other cover")
+    lonely = stash.add_scene(
+        title="Not in Plex", files=[{"path": "/stash/media/lonely.mp4", "size": 9, "duration": 1.0}]
+    )
+    plugin.plex.clear_requests()
+
+    done = cli(plugin, "all", "--dry-run", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    plan = done.json()
+    assert plugin.plex.edit_requests() == [] and plugin.plex.upload_requests() == []
+    by_scene = {e["scene_id"]: e for e in plan["scenes"]}
+    assert set(by_scene) == {s0, s1} and [u["scene_id"] for u in plan["unmatched"]] == [lonely]
+    title = next(f for f in by_scene[s0]["fields"] if f["field"] == "title")
+    assert (title["current"], title["new"]) == ("Scene 0", "Renamed")
+    assert by_scene[s0]["tags"] == [{"type": "genre", "added": ["New"], "removed": ["T0"], "lock_only": False}]
+    assert by_scene[s1]["poster"] == "upload" and by_scene[s0]["poster"] == "unchanged"
+    table = cli(plugin, "all", "--dry-run").stdout
+    assert "'Scene 0' → 'Renamed'" in table and "genre: +New −T0" in table and "lonely.mp4" in table
+
+    task = run_plugin(task_document(plugin.connection, "all", dry_run="true"), env=plugin.env)
+    assert task.error is None and plugin.plex.edit_requests() == []
+    saved = json.loads(open(task.output["plan_file"], encoding="utf-8").read())
+    assert saved["scenes"] == plan["scenes"] and "scenes" not in task.output
+    assert any("would be written" in m for m in task.messages("info"))
+
+    assert plugin.task("all").error is None
+    planned = {
+        e["rating_key"]: ({f["field"] for f in e["fields"]}, {t["type"] for t in e["tags"]}) for e in plan["scenes"]
+    }
+    assert _plan_of_edits(plugin) == planned
+    uploads = {int(r["path"].split("/")[3]) for r in plugin.plex.upload_requests()}
+    assert uploads == {e["rating_key"] for e in plan["scenes"] if e["poster"] == "upload"} == {r1}
+
+
+def test_inspect_unmatched_and_the_health_check_pointer(plugin):
+    matched, rk = plugin.add_scene(1)
+    for n in range(3):  # Plex sees these under another folder: no path_map rule for it yet
+        plugin.stash.add_scene(
+            title=f"Other {n}", files=[{"path": f"/stash/other/o{n}.mp4", "size": 5 + n, "duration": 60.0}]
+        )
+        plugin.plex.add_item(1, f"/plex/elsewhere/o{n}.mp4", size=999, duration_ms=1000)  # unconfirmed by name
+    plugin.stash.add_scene(title="Nowhere", files=[{"path": "/stash/media/nowhere.mp4", "size": 1, "duration": 1.0}])
+
+    done = cli(plugin, "unmatched", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.json()
+    assert out["count"] == 4 and [(g["folder"], g["count"]) for g in out["groups"]] == [
+        ("/stash/other", 3),
+        ("/stash/media", 1),
+    ]
+    assert out["suggested_path_map"] == "/stash/other=/plex/elsewhere" and out["fixes"]["scenes"] == 3
+    assert "/stash/other=/plex/elsewhere" in cli(plugin, "unmatched").stdout
+
+    text = cli(plugin, "inspect", str(matched)).stdout
+    assert f"candidate item {rk} /plex/media/scene-00001.mp4 (by exact path" in text
+    assert f"decision: item {rk}" in text and "ledger: no record" in text and "title: lock 'Scene 1'" not in text
+    assert "planned: scene" in text
+    assert cli(plugin, "inspect").returncode == 2 and cli(plugin, "status", "--dry-run").returncode == 2
+
+    health = plugin.task("health_check").output
+    assert health["unmatched"] == {"count": 4, "list_with": "python Stash2Plex.py unmatched"}

@@ -1,0 +1,102 @@
+"""A plan of writes as data, and as lines a person reads (dry runs, ``inspect``, ``reconcile``).
+
+One entry per scene: the Plex item it goes to and why, each field's current → new
+value, tags as +added/−removed, and the poster verdict; one per scene that cannot be
+matched, with the reason. The same shape is saved as the plan file, printed by the
+command line (``--json`` or as a table) and summarised in Stash's log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plex.plan import ItemPlan
+from validation.metadata import SceneMetadata
+
+
+def plan_entry(
+    scene: SceneMetadata, rating_key: int, how: str, plan: ItemPlan, poster: str, drift: list[str] | None = None
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "scene_id": scene.id,
+        "title": scene.title,
+        "rating_key": rating_key,
+        "how": how,
+        "fields": [{"field": c.name, "current": c.plex, "new": c.stash} for c in plan.fields],
+        "tags": [
+            {
+                "type": t.tag_type,
+                "added": [n for n in t.result if n not in t.plex],
+                "removed": list(t.removed),
+                "lock_only": not t.removed and set(t.result) == set(t.plex),
+            }
+            for t in plan.tags
+        ],
+        "poster": poster,
+    }
+    if drift:
+        entry["drift"] = list(drift)
+    return entry
+
+
+def unmatched_entry(scene: SceneMetadata | None, scene_id: int, paths: list[str], reason: str) -> dict[str, Any]:
+    return {"scene_id": scene_id, "title": scene.title if scene else "", "paths": paths, "reason": reason}
+
+
+def writes(entry: dict[str, Any]) -> bool:
+    """Does this entry send anything to Plex?"""
+    return bool(entry["fields"] or entry["tags"] or entry["poster"] == "upload")
+
+
+def _short(value: str, limit: int = 60) -> str:
+    value = value.replace("\n", " ")
+    return repr(value if len(value) <= limit else value[: limit - 1] + "…")
+
+
+def entry_lines(entry: dict[str, Any]) -> list[str]:
+    head = f"scene {entry['scene_id']} {entry['title']!r} → Plex item {entry['rating_key']} ({entry['how']})"
+    if entry.get("drift"):
+        head += f" [{', '.join(entry['drift'])}]"
+    lines = [head]
+    for change in entry["fields"]:
+        if change["current"] == change["new"]:
+            lines.append(f"    {change['field']}: lock {_short(change['new'])}")
+        else:
+            lines.append(f"    {change['field']}: {_short(change['current'])} → {_short(change['new'])}")
+    for tags in entry["tags"]:
+        parts = [f"+{n}" for n in tags["added"]] + [f"−{n}" for n in tags["removed"]]
+        lines.append(f"    {tags['type']}: {' '.join(parts) if parts else 'lock'}")
+    if entry["poster"] in ("upload", "check"):
+        lines.append(f"    poster: {'upload' if entry['poster'] == 'upload' else 'upload if its bytes changed'}")
+    return lines
+
+
+def unmatched_lines(entry: dict[str, Any]) -> list[str]:
+    return [f"scene {entry['scene_id']} {entry['title']!r}: no Plex item: {entry['reason']}"]
+
+
+def plan_lines(output: dict[str, Any], limit: int | None = None) -> list[str]:
+    """The readable table of a dry run's reply (``limit`` scenes at most, then a count of the rest)."""
+    scenes, unmatched = output.get("scenes") or [], output.get("unmatched") or []
+    lines = [
+        f"dry run of '{output.get('mode')}': nothing was written. {output.get('checked', 0):,} scenes checked, "
+        f"{output.get('would_write', 0):,} would be written, {output.get('unmatched_count', len(unmatched)):,} "
+        "have no Plex item"
+    ]
+    shown = 0
+    for entry in scenes:
+        if limit is not None and shown >= limit:
+            break
+        lines += entry_lines(entry)
+        shown += 1
+    for entry in unmatched:
+        if limit is not None and shown >= limit:
+            break
+        lines += unmatched_lines(entry)
+        shown += 1
+    rest = len(scenes) + len(unmatched) - shown
+    if rest > 0:
+        lines.append(f"… and {rest:,} more scenes")
+    if output.get("plan_file"):
+        lines.append(f"the full plan: {output['plan_file']}")
+    return lines

@@ -1,0 +1,167 @@
+"""Checking Plex against Stash item by item, and repairing what differs (``reconcile``).
+
+The ledger is a cache of what was written; Plex is the truth. ``Reconciler.check``
+takes scenes from Stash and, with the libraries' fresh listing (the caller reloads
+the index once) and one detail read per 50 items, finds for each scene the item that
+holds its file, and what differs: every synced field, its lock, the tags, the poster,
+and a ledger link that is gone (the ratingKey no longer exists), moved (the item no
+longer holds the file) or missing (a lost ledger). ``repair`` sends a scene through
+the same write step as every sync (``Syncer.sync``, which checks the item holds the
+file before writing) with the detail view already read, so a repair costs only its
+writes; a scene in line only gets its ledger record corrected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from core.errors import AmbiguousMatch, PlexNotFound
+from plex.client import PlexItemState
+from plex.plan import ItemPlan, Written, desired_from, plan_item
+from sync_queue.ledger import SceneRecord, entity_map
+from validation.metadata import SceneMetadata
+
+READ_CHUNK = 50
+# Poster verdicts: upload (Plex shows a poster that is not ours: its thumb is not
+# locked), check (Stash has a newer screenshot: upload when the bytes differ), adopt
+# (a locked poster on an item the ledger has no record of: kept), ok, none.
+POSTER_DRIFT = {"upload": "poster", "check": "screenshot_changed"}
+
+
+@dataclass
+class Finding:
+    scene: SceneMetadata
+    record: SceneRecord | None
+    rating_key: int | None = None
+    how: str = ""
+    state: PlexItemState | None = None
+    plan: ItemPlan | None = None
+    poster: str = "none"
+    drift: list[str] = field(default_factory=list)
+    reason: str = ""  # why no item was found
+
+    @property
+    def matched(self) -> bool:
+        return self.state is not None
+
+    @property
+    def needs_write(self) -> bool:
+        """A Plex write (fields, tags, locks or poster) is planned."""
+        return self.plan is not None and (not self.plan.empty or self.poster in POSTER_DRIFT)
+
+
+class Reconciler:
+    def __init__(self, syncer, ledger, settings, chunk: int = READ_CHUNK) -> None:
+        self.syncer, self.ledger, self.settings, self.chunk = syncer, ledger, settings, chunk
+        self.reads = 0  # detail requests sent
+
+    # -- looking -------------------------------------------------------------------
+    def check(self, scenes: list[SceneMetadata]) -> list[Finding]:
+        records = self.ledger.get_many([s.id for s in scenes])
+        findings = [self._locate(scene, records.get(scene.id)) for scene in scenes]
+        states = self._read([f.rating_key for f in findings if f.rating_key is not None])
+        for finding in findings:
+            if finding.rating_key is None:
+                continue
+            finding.state = states.get(finding.rating_key)
+            if finding.state is None:  # gone between the listing and the read
+                finding.drift.append("item_gone")
+                finding.reason = f"Plex item {finding.rating_key} vanished while being checked"
+                continue
+            self._compare(finding)
+        return findings
+
+    def _locate(self, scene: SceneMetadata, record: SceneRecord | None) -> Finding:
+        finding = Finding(scene, record)
+        index = self.syncer.index.index()
+        holders = {f.rating_key for p in self.syncer.mapped_paths(scene) for f in index.by_path(p)}
+        if record is None or record.rating_key is None:
+            finding.drift.append("ledger_missing")
+        elif record.rating_key in holders:
+            finding.rating_key, finding.how = record.rating_key, "linked"
+            return finding
+        else:
+            finding.drift.append("item_moved" if record.rating_key in index.rating_keys() else "item_gone")
+        try:
+            item, finding.how = self.syncer.find_item(scene)
+            finding.rating_key = item.rating_key
+        except (PlexNotFound, AmbiguousMatch) as exc:
+            finding.drift.append("unmatched")
+            finding.reason = str(exc)
+        return finding
+
+    def _read(self, keys: list[int]) -> dict[int, PlexItemState]:
+        states: dict[int, PlexItemState] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), self.chunk):
+            states.update(self.syncer.client.read_states(unique[start : start + self.chunk]))
+            self.reads += 1
+        return states
+
+    def _same_item(self, finding: Finding) -> bool:
+        return finding.record is not None and finding.record.rating_key == finding.rating_key
+
+    def _compare(self, finding: Finding) -> None:
+        state, record = finding.state, finding.record
+        assert state is not None
+        written = (
+            Written(record.fields, record.written_tags) if record is not None and self._same_item(finding) else None
+        )
+        finding.plan = plan_item(
+            desired_from(finding.scene), state, written, self.settings.preserve_plex_edits, relock=True
+        )
+        for change in finding.plan.fields:
+            finding.drift.append(change.name if change.plex != change.stash else "unlocked")
+        for tags in finding.plan.tags:
+            moved = tags.removed or set(tags.result) != set(tags.plex)
+            finding.drift.append(tags.tag_type if moved else "unlocked")
+        finding.poster = self._poster(finding)
+        if finding.poster in POSTER_DRIFT:
+            finding.drift.append(POSTER_DRIFT[finding.poster])
+
+    def _poster(self, finding: Finding) -> str:
+        url, state = finding.scene.screenshot, finding.state
+        assert state is not None
+        if not url:
+            return "none"
+        if "thumb" not in state.locked:
+            return "upload"
+        if not self._same_item(finding) or finding.record is None:
+            return "adopt"
+        if finding.record.poster_source is None:
+            return "upload" if finding.record.poster_hash is None else "check"
+        return "ok" if finding.record.poster_source == url else "check"
+
+    # -- repairing -------------------------------------------------------------------
+    def repair(self, finding: Finding):
+        """Write what differs through the sync's write step; a scene in line only gets
+        its ledger record corrected. Returns the SyncResult, or None when nothing was sent."""
+        assert finding.state is not None and finding.rating_key is not None
+        if not finding.needs_write and self._same_item(finding):
+            self._correct_ledger(finding)
+            return None
+        self.syncer.use_states({finding.rating_key: finding.state})
+        return self.syncer.sync(finding.scene, self._record_for_sync(finding), scan_allowed=False, relock=True)
+
+    def _record_for_sync(self, finding: Finding) -> SceneRecord:
+        record = (
+            dataclasses.replace(finding.record)
+            if finding.record is not None and self._same_item(finding)
+            else SceneRecord(scene_id=finding.scene.id, rating_key=finding.rating_key)
+        )
+        if finding.poster == "upload":
+            record.poster_source, record.poster_hash = None, None  # not ours any more: upload whatever its bytes
+        elif finding.poster == "check":
+            record.poster_source = None  # the bytes decide
+        elif finding.poster == "adopt":
+            record.poster_source = finding.scene.screenshot
+        return record
+
+    def _correct_ledger(self, finding: Finding) -> None:
+        record = finding.record
+        assert record is not None
+        digest = self.syncer.state_hash(finding.scene)
+        entities = entity_map(finding.scene.entities)
+        if record.state_hash != digest or record.entities != entities:
+            self.ledger.save(dataclasses.replace(record, state_hash=digest, entities=entities))
