@@ -181,3 +181,32 @@ def test_inspect_unmatched_and_the_health_check_pointer(plugin):
 
     health = plugin.task("health_check").output
     assert health["unmatched"] == {"count": 4, "list_with": "python Stash2Plex.py unmatched"}
+
+
+def test_reading_detail_views_from_the_xml_agrees_with_plexapi(plex):
+    """``read_states`` (reconcile's fast read) sees exactly what plexapi's objects show."""
+    from plex.client import PlexClient
+
+    keys = [
+        plex.add_item(1, "/plex/media/a.mp4", title="A", summary="Line\nTwo", studio="S", genre=["G1", "g2"]),
+        plex.add_item(1, "/plex/media/b.mp4", originallyAvailableAt="2024-02-29", actor=["P"], collection=["C"]),
+    ]
+    client = PlexClient(plex.url, plex.token, "test-client")
+    client.item_states([keys[0]])  # plexapi path; then lock a field and a tag list through a real edit
+    client.edit(keys[0], {"title.value": "A", "title.locked": 1, "genre.locked": 1})
+    assert client.read_states(keys + [999]) == client.item_states(keys)
+
+
+def test_relock_sends_a_right_but_unlocked_value_again_locked_and_nothing_else():
+    from plex.client import PlexItemState
+    from plex.plan import Desired, edit_params, plan_item
+
+    shown = {"title": "T", "summary": "", "studio": "", "originallyAvailableAt": ""}
+    state = PlexItemState(
+        1, 1, ("/a.mp4",), shown, {"genre": ("G",), "actor": ("P",), "collection": ()}, frozenset({"genre"})
+    )
+    want = {"title": "T", "summary": None, "studio": None, "originallyAvailableAt": None}
+    desired = Desired(want, {"genre": ("G",), "actor": ("P",), "collection": ()}, None)
+    assert plan_item(desired, state, None, False).empty  # a sync does not touch locks
+    plan = plan_item(desired, state, None, False, relock=True)
+    assert edit_params(plan) == {"title.value": "T", "title.locked": 1, "actor.locked": 1, "actor[0].tag.tag": "P"}

@@ -295,7 +295,7 @@ def bench_entity(scenes: int = 5000, runs: int = 9) -> None:
             f"{fan.wall:.1f} s",
             f"{full.wall:.1f} s 'all'",
             f"{fan.wall / full.wall:.2f}x",
-            "<= 1.0x of 'all' doing the same writes",
+            "about 'all' doing the same writes",
         )
         line("edits (fan-out / 'all')", f"{fan_edits} / {len(lab.plex.edit_requests())}", "", "", f"{scenes} each")
         line("bulk jobs queued at once (peak)", f"{peak['bulk']}", f"{scenes} scenes", "", "<= one batch or two")
