@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import socket
 
+import requests
+
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import BULK, Job
 from sync_queue.queue import JobQueue
-from tests.runner import drainer_lock_held
+from tests.runner import drainer_lock_held, plugin_config
+
+VERIFY_TASK = "Verify Plex against Stash"  # the task the page's Verify button runs (Stash2Plex.yml)
 
 # A light theme as Stash users install it: custom CSS (Settings → Interface → Custom CSS),
 # which Stash serves at /css.
@@ -210,3 +214,22 @@ def test_preview_table_equals_what_the_sync_then_writes(stash_ui, ui_page):
                 written[(sid, tag_type)] = [", ".join("−" + n for n in removed), ", ".join("+" + n for n in added)]
     assert shown == written
     assert {key[1] for key in shown} >= {"title", "studio", "genre", "actor", "originallyAvailableAt"}
+
+
+def test_verify_runs_the_verify_task_as_a_stash_job_and_repairs_plex(stash_ui, ui_page):
+    assert VERIFY_TASK in [t["name"] for t in plugin_config()["tasks"]]
+    sid, rk = stash_ui.add_scene(1)
+    assert stash_ui.task("all").error is None
+    stash_ui.wait_drained()
+    params = {"title.value": "Edited in Plex", "X-Plex-Token": stash_ui.plex.token}
+    assert requests.put(f"{stash_ui.plex.url}/library/metadata/{rk}", params=params, timeout=10).ok
+    page = ui_page.page
+    ui_page.goto("/stash2plex")
+    page.locator(".s2p-verify").click()
+    page.locator(".s2p-message", has_text="Verify").wait_for()
+    stash_ui.ui.wait_runs_finished()
+    [run] = [r for r in stash_ui.ui.runs if r.task is not None]
+    assert run.task == VERIFY_TASK and run.args["mode"] == "reconcile" and run.reply["error"] is None
+    assert stash_ui.stash.jobs[-1]["description"] == f"Running plugin task: {VERIFY_TASK}"
+    stash_ui.wait_drained()
+    assert stash_ui.plex.item(rk)["fields"]["title"] == "Scene 1"
