@@ -775,7 +775,11 @@ class _Handler(BaseHTTPRequestHandler):
     """Thin HTTP adapter: everything is delegated to the owning PlexEmulator."""
 
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body are separate writes; avoid 40 ms stalls
+    # Headers and body are separate writes: without TCP_NODELAY the client's delayed ACK
+    # stalls each keep-alive reply by ~40 ms. Plex Media Server answers through its own
+    # HTTP stack with Nagle off (replies of a few hundred bytes come back in well under
+    # a millisecond on a LAN), so the emulator must not add what Plex does not.
+    disable_nagle_algorithm = True
     server_version = "PlexMediaServer/" + PMS_VERSION
 
     def log_message(self, *args: Any) -> None:  # keep test output clean

@@ -859,6 +859,11 @@ def _sorted(scenes: list[dict], sort: str | None, direction: str) -> list[dict]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Stash is a Go net/http server, and Go sets TCP_NODELAY on every TCP connection it
+    # accepts (golang/go src/net/tcpsock.go, newTCPConn: setNoDelay(fd, true)). Without
+    # it our headers and body go out as two small writes and the client's delayed ACK
+    # stalls every keep-alive reply by ~40 ms, which Stash itself never does.
+    disable_nagle_algorithm = True
     server_version = "StashEmulator/0.30.1"
 
     def log_message(self, format: str, *args: Any) -> None:
