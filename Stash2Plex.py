@@ -5,8 +5,10 @@ document on stdin; the reply is one JSON object ``{"output", "error"}`` on stdou
 and logs go to stderr in Stash's protocol. With arguments it is a command line:
 ``Stash2Plex.py drain`` (the detached background drainer a hook starts), and
 ``Stash2Plex.py <task> [options]`` / ``--help`` (every task from a shell, app/cli.py;
-``demo`` runs the demo against the bundled emulators). Every run first makes sure
-the runtime packages are importable (app/bootstrap.py).
+``demo`` runs the demo against the bundled emulators). Tasks, the drainer and the
+command line first make sure the runtime packages are importable (app/bootstrap.py);
+a hook, which Stash waits for inside every scene edit, skips that check and runs it
+only when an import fails (a first run, or packages removed), then tries once more.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -88,22 +89,41 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
         return cli(argv, stdout, stderr, env, plugin_dir)
 
     log = StashLog(stderr, Redactor())
-    failure = _bootstrap(plugin_dir, log)
-    if failure:
-        log.error(failure)
-        _reply(stdout, None, failure)
-        return 1
-    return _plugin(stdin, stdout, env, log)
+    return _plugin(stdin, stdout, env, log, plugin_dir)
 
 
-def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log) -> int:
+def _run(plugin_input, env: dict[str, str], log, plugin_dir: Path) -> Any:
+    """Dispatch with the runtime packages in place (app/bootstrap.py)."""
+    from app.bootstrap import ensure_dependencies, use_local_packages
+    from validation.plugin_input import HOOK_MODE
+
+    use_local_packages(plugin_dir)
+    if plugin_input.mode != HOOK_MODE:
+        ensure_dependencies(plugin_dir, log)
+        return _dispatch(plugin_input, env, log)
+    try:
+        return _dispatch(plugin_input, env, log)
+    except ModuleNotFoundError:
+        # The hook fails before it writes anything when a package is missing (the
+        # queue loads persist-queue before opening a file): install, then once more.
+        if not ensure_dependencies(plugin_dir, log):
+            raise  # every package is there: a bug, reported as one
+    return _dispatch(plugin_input, env, log)
+
+
+def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log, plugin_dir: Path) -> int:
     """A run by Stash: parse stdin, dispatch, write exactly one reply."""
+    from app.bootstrap import DependencyError
     from core.errors import InputError, Stash2PlexError
     from validation.plugin_input import parse_plugin_input
 
     try:
         plugin_input = parse_plugin_input(stdin.read())
-        output = _dispatch(plugin_input, env, log)
+        output = _run(plugin_input, env, log, plugin_dir)
+    except DependencyError as exc:
+        log.error(str(exc))
+        _reply(stdout, None, str(exc))
+        return 1
     except InputError as exc:
         log.error(str(exc))
         _reply(stdout, None, str(exc))
@@ -138,6 +158,8 @@ def _disk_refused(exc: OSError) -> bool:
 
 def _unexpected(stdout: TextIO, log, exc: Exception) -> int:
     """A bug: the reply names it, the log holds the traceback."""
+    import traceback
+
     log.error(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     message = f"Stash2Plex failed unexpectedly: {type(exc).__name__}: {exc} (details in the Stash log)"
     _reply(stdout, None, log.redact(message))

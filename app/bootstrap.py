@@ -1,8 +1,10 @@
 """Make the runtime packages importable before anything needs them.
 
 Stash runs the plugin with whatever Python the user has, often inside a Docker
-image they do not control. ``main`` calls :func:`ensure_dependencies` first, on
-every run; when everything is present it costs about a millisecond. Steps:
+image they do not control. ``main`` calls :func:`ensure_dependencies` first for
+tasks, the drainer and the command line; when everything is present it costs about a
+millisecond. A hook only calls :func:`use_local_packages`, and the full check when an
+import fails. Importing this module stays cheap (no subprocess until pip runs). Steps:
 
 1. The plugin-local folder ``<plugin>/deps/py<major><minor>`` (one per Python
    version, as compiled wheels differ) goes first on ``sys.path`` when it exists.
@@ -34,7 +36,6 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,9 +150,7 @@ class Bootstrap:
 
     # -- checking ---------------------------------------------------------------
     def use_local_folder(self) -> None:
-        if self.target.is_dir() and str(self.target) not in sys.path:
-            sys.path.insert(0, str(self.target))
-            importlib.invalidate_caches()
+        use_local_packages(self.plugin_dir)
 
     def absent(self) -> list[Requirement]:
         """Requirements that cannot be imported (looked up, not imported)."""
@@ -286,6 +285,8 @@ class Bootstrap:
         return any(place and str(place).startswith(str(self.target)) for place in places)
 
     def _run_pip(self, staging: Path) -> str | None:
+        import subprocess
+
         command = install_command(self.plugin_dir, staging, quiet=True)
         try:
             done = subprocess.run(
@@ -343,13 +344,23 @@ def _dep_manager_spec(spec: str) -> str:
     return ""
 
 
-def ensure_dependencies(plugin_dir: Path, log) -> None:
-    """Make every package of ``requirements.txt`` importable, or raise DependencyError."""
+def use_local_packages(plugin_dir: Path) -> None:
+    """Put the plugin-local package folder first on ``sys.path`` when it exists (no check)."""
+    target = deps_dir(plugin_dir)
+    if str(target) not in sys.path and target.is_dir():
+        sys.path.insert(0, str(target))
+        importlib.invalidate_caches()
+
+
+def ensure_dependencies(plugin_dir: Path, log) -> bool:
+    """Make every package of ``requirements.txt`` importable, or raise DependencyError.
+    True when something was missing (and is now installed)."""
     boot = Bootstrap(plugin_dir, log)
     boot.use_local_folder()
     missing = boot.missing()
     if missing:
         boot.install(missing)
+    return bool(missing)
 
 
 def _origin(module: str) -> str:

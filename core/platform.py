@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -134,6 +133,8 @@ def spawn_detached(argv: Sequence[str], stdin_data: bytes, log_path: Path) -> in
     connection, which must never appear on a command line). Its stdout and stderr
     go to ``log_path``. We never wait for the child.
     """
+    import subprocess  # not at import time: the hook needs it only when no drainer runs
+
     log_path.parent.mkdir(parents=True, exist_ok=True)
     kwargs: dict = {"close_fds": True}
     if sys.platform == "win32":
@@ -161,6 +162,8 @@ def python_executable() -> str:
 def shell_command(argv: Sequence[str]) -> str:
     """``argv`` as one line to paste into this OS's shell (cmd.exe quoting on Windows)."""
     if IS_WINDOWS:
+        import subprocess
+
         return subprocess.list2cmdline(list(argv))
     import shlex
 

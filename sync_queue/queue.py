@@ -19,6 +19,9 @@ is built on (persist-queue 1.1.0, persistqueue/sqlackqueue.py and sqlbase.py; me
 * A changed tag, performer, studio or group is ONE row in ``s2p_entity_events``
   (a newer event for the same entity replaces it and starts its expansion over);
   the drainer expands it into bulk scene jobs a batch at a time.
+* persist-queue is loaded without its package ``__init__`` (:func:`persist_queue`):
+  the hook, which Stash waits for inside every scene edit, would otherwise pay for
+  asyncio, ssl and the async/MySQL queues it never uses.
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ import heapq
 import itertools
 import json
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType, SimpleNamespace
 from typing import Any, cast
 
 from core.errors import DataFileError
@@ -68,6 +73,66 @@ def _table(priority: str) -> str:
     return f"ack_queue_{priority}"
 
 
+PERSIST_QUEUE = "persistqueue"
+_MODULES = ("sqlackqueue", "exceptions", "serializers.json")
+_loaded: SimpleNamespace | None = None
+
+
+def persist_queue() -> SimpleNamespace:
+    """persist-queue's ``SQLiteAckQueue``, ``Empty`` and JSON serializer, loaded cheaply.
+
+    ``import persistqueue`` runs the package's ``__init__``, which (in 1.1.0) imports
+    its asyncio queues (asyncio, and through it ssl: ~14 ms of a hook's ~90 ms), the
+    file queue, PDict and the MySQL queue, none of which we use. Its modules import
+    each other absolutely (``sqlbase`` does ``import persistqueue.serializers.pickle``),
+    so the package itself must exist: we register a bare package module with the real
+    package folder as its path, import the three modules we need, and then take the
+    bare package and every ``persistqueue.*`` module out of ``sys.modules`` again. The
+    adapter keeps its own references; a later ``import persistqueue`` elsewhere in the
+    process loads the whole package afresh, complete and untouched by this. Both
+    copies read and write the same tables (the test checks that too).
+
+    Anything unexpected (another persist-queue layout) falls back to the ordinary
+    import. tests/test_queue_loading.py checks this against the pinned version.
+    """
+    global _loaded
+    if _loaded is None:
+        _loaded = _load_without_init() if PERSIST_QUEUE not in sys.modules else None
+        if _loaded is None:
+            _loaded = _load_modules()
+    return _loaded
+
+
+def _load_modules() -> SimpleNamespace:
+    import importlib
+
+    mods = {name: importlib.import_module(f"{PERSIST_QUEUE}.{name}") for name in _MODULES}
+    return SimpleNamespace(
+        SQLiteAckQueue=mods["sqlackqueue"].SQLiteAckQueue,
+        Empty=mods["exceptions"].Empty,
+        json=mods["serializers.json"],
+    )
+
+
+def _load_without_init() -> SimpleNamespace | None:
+    from importlib.machinery import PathFinder
+
+    spec = PathFinder.find_spec(PERSIST_QUEUE, sys.path)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"No module named {PERSIST_QUEUE!r}", name=PERSIST_QUEUE)
+    bare = ModuleType(PERSIST_QUEUE)
+    bare.__path__ = list(spec.submodule_search_locations)
+    bare.__spec__, bare.__file__ = spec, spec.origin
+    sys.modules[PERSIST_QUEUE] = bare
+    try:
+        return _load_modules()
+    except ImportError:
+        return None  # not the layout we know: the ordinary import instead
+    finally:
+        for name in [m for m in sys.modules if m == PERSIST_QUEUE or m.startswith(PERSIST_QUEUE + ".")]:
+            del sys.modules[name]
+
+
 class JobQueue:
     """Durable, prioritised job queue shared by hooks, tasks and the drainer."""
 
@@ -101,18 +166,16 @@ class JobQueue:
 
     @sqlite.retry_locked
     def _open(self, priority: str):
-        import persistqueue
-        from persistqueue.serializers import json as json_serializer
-
+        pq = persist_queue()
         sqlite.create_private(self.path)
         try:
-            queue = persistqueue.SQLiteAckQueue(
+            queue = pq.SQLiteAckQueue(
                 str(self.directory),
                 name=priority,
                 auto_resume=self.consumer,
                 multithreading=True,
                 timeout=sqlite.BUSY_TIMEOUT_S,
-                serializer=json_serializer,
+                serializer=pq.json,
             )
             # WAL + synchronous=NORMAL survives any process crash (SIGKILL included);
             # only an OS crash or power cut can lose the last commits. FULL costs an
@@ -153,6 +216,7 @@ class JobQueue:
         points at it once the row exists; the consumer deletes it when it takes the row,
         so a mark can never outlive its job (and one whose row is gone is ignored)."""
         jobs = list(jobs)
+        persist_queue()  # a missing package fails here, before any file is created
         waiting = self._waiting([job.scene_id for job in jobs])
         chosen: dict[int, Job] = {}
         for job in jobs:
@@ -328,13 +392,11 @@ class JobQueue:
         return sum(self._count_where(p, _READY_SQL) for p in PRIORITIES) + self.entity_event_count()
 
     def _get(self, priority: str, taken: list[Taken]) -> Taken | None:
-        import persistqueue
-
         queue = self._queue(priority)
         try:
             with sqlite.corruption_named(self.path):
                 raw = queue.get(block=False, raw=True)
-        except persistqueue.Empty:
+        except persist_queue().Empty:
             return None
         except (ValueError, UnicodeDecodeError) as exc:
             self._quarantine_poison(priority, exc, taken)

@@ -1,4 +1,5 @@
-"""The hook path never imports an HTTP client, plexapi or stashapi (nor pydantic)."""
+"""The hook path never imports an HTTP client, plexapi or stashapi (nor pydantic), nor
+what only costs it time: persist-queue's asyncio/ssl, tenacity, the dependency check."""
 
 from __future__ import annotations
 
@@ -12,11 +13,18 @@ PROBE = r"""
 import io, json, os, sys
 sys.path.insert(0, sys.argv[1])
 import Stash2Plex
+import app.bootstrap
+checks = []
+real = app.bootstrap.ensure_dependencies
+app.bootstrap.ensure_dependencies = lambda *a: checks.append(a) or real(*a)
 doc = sys.stdin.read()
 out = io.StringIO()
 code = Stash2Plex.main(io.StringIO(doc), out, io.StringIO(), dict(os.environ))
-heavy = sorted({m.split(".")[0] for m in sys.modules} & {"requests", "urllib3", "plexapi", "stashapi", "pydantic", "http"})
-print(json.dumps({"code": code, "reply": json.loads(out.getvalue()), "heavy": heavy}))
+top = {m.split(".")[0] for m in sys.modules}
+heavy = sorted(top & {"requests", "urllib3", "plexapi", "stashapi", "pydantic", "http"})
+costly = sorted(top & {"asyncio", "ssl", "tenacity", "uuid", "subprocess"} | ({"importlib.metadata"} & set(sys.modules)))
+print(json.dumps({"code": code, "reply": json.loads(out.getvalue()), "heavy": heavy, "costly": costly,
+                  "checks": len(checks)}))
 """
 
 
@@ -51,3 +59,5 @@ def test_hook_path_imports_no_network_client(tmp_path):
         result = json.loads(done.stdout)
     assert result["code"] == 0 and result["reply"] == {"output": "scene 7 queued", "error": None}
     assert result["heavy"] == []
+    assert result["costly"] == []
+    assert result["checks"] == 0  # the dependency check runs only when an import fails (tests/test_bootstrap.py)

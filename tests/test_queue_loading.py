@@ -1,0 +1,91 @@
+"""persist-queue loaded without its package ``__init__`` (sync_queue/queue.py), checked
+against the pinned version; and the SQLite 'locked' retry that replaced tenacity there."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from sync_queue import sqlite
+from tests.runner import REPO
+
+PROBE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from sync_queue.job import INTERACTIVE, Job
+from sync_queue.queue import JobQueue, persist_queue
+pq = persist_queue()
+loaded = {"asyncio": "asyncio" in sys.modules, "ssl": "ssl" in sys.modules, "package": "persistqueue" in sys.modules}
+producer = JobQueue(Path(sys.argv[2]) / "queue")
+added = producer.put(Job(scene_id=5, priority=INTERACTIVE))
+producer.close()
+import persistqueue  # the whole package, loaded afresh, reads what the adapter wrote
+from persistqueue.serializers import json as js
+real = persistqueue.SQLiteAckQueue(sys.argv[2] + "/queue", name="interactive", serializer=js, auto_resume=False)
+row = real.get(block=False)
+real.close()
+print(json.dumps({"loaded": loaded, "added": added, "row": row, "version": persistqueue.__version__}))
+"""
+
+
+def test_the_queue_loads_persist_queue_without_asyncio_and_keeps_its_classes(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(REPO), str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["version"] == "1.1.0"  # requirements.txt pins it; the loading trick is checked for this one
+    assert result["loaded"] == {"asyncio": False, "ssl": False, "package": False}
+    assert result["added"] is True and result["row"]["scene_id"] == 5
+
+
+def test_an_already_imported_persist_queue_is_used_as_it_is(tmp_path):
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import persistqueue\n"
+        "from sync_queue.queue import persist_queue\n"
+        "print(persist_queue().SQLiteAckQueue is persistqueue.SQLiteAckQueue)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(REPO)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "True", done.stderr
+
+
+def test_locked_waits_are_jittered_exponential_up_to_two_seconds():
+    rng = random.Random(7)
+    waits = [round(sqlite.locked_wait(n, rng), 6) for n in range(1, 8)]
+    check = random.Random(7)
+    assert waits == [round(check.uniform(0, high), 6) for high in (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 2.0)]
+
+
+class _Flaky:
+    def __init__(self, errors: list[BaseException]) -> None:
+        self.errors, self.calls = errors, 0
+
+    @sqlite.retry_locked
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return "done"
+
+
+def test_retry_locked_retries_only_locked_and_busy_up_to_six_attempts(monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(sqlite.time, "sleep", slept.append)
+    flaky = _Flaky([sqlite3.OperationalError("database is locked"), sqlite3.OperationalError("database is busy")])
+    assert flaky() == "done" and flaky.calls == 3 and len(slept) == 2
+
+    always = _Flaky([sqlite3.OperationalError("database is locked")] * 10)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        always()
+    assert always.calls == 6
+
+    other = _Flaky([sqlite3.OperationalError("no such table: x")])
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        other()
+    assert other.calls == 1
