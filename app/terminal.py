@@ -20,11 +20,15 @@ BAR_WIDTH = 30
 REDRAW_S = 0.1
 
 
-def render_bar(fraction: float, elapsed: float, width: int = BAR_WIDTH) -> str:
-    """``[#########---------]  45%  12s, ~15s left`` (pure: tests assert exact text)."""
+def render_bar(fraction: float, elapsed: float, width: int = BAR_WIDTH, detail: str = "") -> str:
+    """``[#########---------]  45%  12s, ~15s left``, or with the task's ``detail``
+    (count, rate and time left): ``[###------]  45%  12s  900/2,000 scenes, 75.0/s, ~15s left``
+    (pure: tests assert exact text)."""
     fraction = min(1.0, max(0.0, fraction))
     filled = int(round(fraction * width))
     text = f"[{'#' * filled}{'-' * (width - filled)}] {fraction * 100:3.0f}%  {elapsed:.0f}s"
+    if detail:
+        return f"{text}  {detail}"
     if 0.0 < fraction < 1.0:
         text += f", ~{elapsed * (1 - fraction) / fraction:.0f}s left"
     return text
@@ -57,7 +61,7 @@ class TerminalLog(StashLog):
         lines = [line for line in text.splitlines() if line.strip()] or ["(empty message)"]
         self._write(self._clear() + "".join(f"{prefix}{line}\n" for line in lines) + self._shown)
 
-    def progress(self, fraction: float) -> None:
+    def progress(self, fraction: float, detail: str = "") -> None:
         if not self.bar:
             return
         now = self.clock()
@@ -65,7 +69,7 @@ class TerminalLog(StashLog):
             return
         self._drawn_at = now
         old = self._clear()
-        self._shown = render_bar(fraction, now - self._started)
+        self._shown = render_bar(fraction, now - self._started, detail=detail)
         self._write(old + self._shown)
 
     def finish(self) -> None:

@@ -134,7 +134,8 @@ class StashLog:
     def error(self, message: object) -> None:
         self.log("error", message)
 
-    def progress(self, fraction: float) -> None:
+    def progress(self, fraction: float, detail: str = "") -> None:
+        """Stash's task bar (``detail``, e.g. the rate, is for the command line's bar)."""
         value = min(1.0, max(0.0, float(fraction)))
         if not self.plain:
             self._write(f"\x01p\x02{value:.4f}\n")

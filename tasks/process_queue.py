@@ -12,6 +12,7 @@ def run(app) -> dict:
         reporter = ProgressReporter(app.log, total, "jobs")
         worker = app.worker(queue, probe_now=True)
         stats = worker.run(retry_waiting_now=True, progress=lambda s: reporter.update(sum_done(s)))
+        reporter.update(sum_done(stats), final=True)
         left = queue.parked_count()
     return finish(app, worker, stats, left)
 

@@ -1,23 +1,47 @@
-"""Progress for long tasks: Stash's progress bar plus a readable line every few seconds."""
+"""Progress for long tasks: Stash's progress bar plus a readable line every few seconds.
+
+The bar moves with the work, not page by page: at most every ``bar_every_s`` while
+jobs settle (and with every job when each takes longer than that). The log line
+and the command line's bar carry the rate and an estimate of the time left.
+"""
 
 from __future__ import annotations
 
 import time
 
 
+def rate_text(done: int, total: int, elapsed: float, unit: str) -> str:
+    """``900/2,000 scenes, 75.0/s, ~15s left`` (pure: tests assert exact text)."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    text = f"{done:,}/{total:,} {unit}, {rate:.1f}/s"
+    if 0 < done < total and rate > 0:
+        text += f", ~{(total - done) / rate:.0f}s left"
+    return text
+
+
 class ProgressReporter:
-    def __init__(self, log, total: int, unit: str = "scenes", every_s: float = 5.0, clock=time.monotonic) -> None:
-        self.log, self.total, self.unit, self.every_s, self.clock = log, total, unit, every_s, clock
+    def __init__(
+        self,
+        log,
+        total: int,
+        unit: str = "scenes",
+        every_s: float = 5.0,
+        bar_every_s: float = 0.25,
+        clock=time.monotonic,
+    ) -> None:
+        self.log, self.total, self.unit, self.clock = log, total, unit, clock
+        self.every_s, self.bar_every_s = every_s, bar_every_s
         self.started = clock()
         self._last_line = self.started
+        self._last_bar = float("-inf")
 
-    def update(self, done: int, total: int | None = None) -> None:
+    def update(self, done: int, total: int | None = None, final: bool = False) -> None:
         if total is not None:
             self.total = total
-        if self.total:
-            self.log.progress(min(1.0, done / self.total))
         now = self.clock()
+        if self.total and (final or now - self._last_bar >= self.bar_every_s):
+            self._last_bar = now
+            self.log.progress(min(1.0, done / self.total), rate_text(done, self.total, now - self.started, self.unit))
         if now - self._last_line >= self.every_s:
             self._last_line = now
-            rate = done / max(now - self.started, 1e-6)
-            self.log.info(f"{done}/{self.total} {self.unit}, {rate:.1f}/s")
+            self.log.info(rate_text(done, self.total, now - self.started, self.unit))

@@ -1,26 +1,37 @@
 """``all`` and ``recent``: page through Stash, queue what may differ, drain in the foreground.
 
 One GraphQL request per page of scenes: the page's scenes are handed to the worker
-as prefetched data, so bulk jobs cost no second Stash request. Scenes whose desired
-state is unchanged since the last successful write are not even queued (they are
-counted as unchanged in the cumulative statistics, page by page). Pages are
-streamed (never the whole library in memory). Killing the task at any point loses
-nothing: queued jobs stay in the queue for ``process_queue`` or the next run.
+as prefetched data, so bulk jobs cost no second Stash request (each changed scene
+still costs one screenshot download when its poster is written). Scenes whose
+desired state is unchanged since the last successful write are not even queued
+(they are counted as unchanged in the cumulative statistics, page by page).
+
+One continuous pipeline, bounded at every stage: a reader thread fetches the next
+page (and hashes its scenes) while the worker writes the current one; the worker
+asks for more jobs (:meth:`PageFeed.refill`, a slice of a page at a time) when the
+queue runs low, so Plex never waits for Stash or for the queue's bookkeeping. At
+most two pages are held in memory (never the whole library). Killing the task at
+any point loses nothing: queued jobs stay in the queue for ``process_queue`` or the
+next run. Progress (Stash's task bar, and the command line's bar with rate and time
+left) moves with every scene settled, not page by page.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
+from queue import Full, Queue
 
 from core.errors import InvalidMetadata
 from sync_queue.job import BULK, Job
 from sync_queue.stats import Delta
-from tasks.process_queue import finish
+from tasks.process_queue import finish, sum_done
 from tasks.progress import ProgressReporter
 from validation.metadata import scene_from_stash
 
 PAGE_SIZE = 500
+SLICE = 100  # jobs queued at a time: the writers never wait long for the queue's bookkeeping
 RECENT_DEFAULT_S = 24 * 3600
 
 
@@ -71,34 +82,102 @@ def _count_unchanged(app, n: int, now: float) -> None:
     app.stats().record(delta)
 
 
+_END = object()
+
+
+class PageFeed:
+    """Stash's scenes, page by page, read one page ahead in a thread and queued a slice at a time.
+
+    Only the caller's thread touches the queue: the reader thread only fetches pages
+    and works out which scenes may differ (``_may_differ``).
+    """
+
+    def __init__(self, app, queue, updated_after: str | None, label: str) -> None:
+        self.app, self.queue, self.label = app, queue, label
+        self.updated_after = updated_after
+        self.prefetched: dict[int, dict] = {}  # scene data of queued bulk jobs, until taken
+        self.total = self.seen = self.skipped = self.queued = 0
+        self._waiting: list[int] = []  # changed scenes of the current page not queued yet
+        self._pages: Queue = Queue(maxsize=1)
+        self._stop = threading.Event()
+        app.syncer(), app.ledger()  # built here: the reader thread only uses them
+        self._reader = threading.Thread(target=self._read, name="stash-pages", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        stash, page = self.app.stash(), 1
+        try:
+            while not self._stop.is_set():
+                total, scenes = stash.scenes_page(page, PAGE_SIZE, self.updated_after)
+                if scenes:
+                    self._put((total, scenes, may_differ(self.app, scenes)))
+                if not scenes or len(scenes) < PAGE_SIZE or page * PAGE_SIZE >= total:
+                    break
+                page += 1
+        except BaseException as exc:  # handed to the caller's thread, which raises it
+            self._put(exc)
+            return
+        self._put(_END)
+
+    def _put(self, item) -> None:
+        while not self._stop.is_set():
+            try:
+                self._pages.put(item, timeout=0.2)
+                return
+            except Full:
+                continue
+
+    def refill(self) -> bool:
+        """Queue the next slice of changed scenes; False when every page is done."""
+        while not self._waiting:
+            item = self._pages.get()
+            if item is _END:
+                self._pages.put(_END)  # asked again after the end: still the end
+                return False
+            if isinstance(item, BaseException):
+                raise item
+            self.total, scenes, changed = item
+            self._take_page(scenes, changed)
+        chunk, self._waiting = self._waiting[:SLICE], self._waiting[SLICE:]
+        now = time.time()
+        event = f"task:{self.label}"
+        self.queued += self.queue.put_many(
+            Job(scene_id=sid, priority=BULK, event=event, enqueued_at=now) for sid in chunk
+        )
+        return True
+
+    def _take_page(self, scenes: list[dict], changed: list[int]) -> None:
+        wanted = set(changed)
+        self.prefetched.update((int(s["id"]), s) for s in scenes if int(s["id"]) in wanted)
+        self.seen += len(scenes)
+        self.skipped += len(scenes) - len(changed)
+        _count_unchanged(self.app, len(scenes) - len(changed), time.time())
+        self._waiting = list(changed)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._reader.join(timeout=5)
+
+
 def _sync(app, updated_after: str | None, label: str):
     started = _now_rfc3339()
     app.settings()
-    stash = app.stash()
     with app.consumer() as queue:
         worker = app.worker(queue, probe_now=True)
         reporter = ProgressReporter(app.log, 0, "scenes")
-        page, seen, queued = 1, 0, 0
-        while True:
-            total, scenes = stash.scenes_page(page, PAGE_SIZE, updated_after)
-            if not scenes:
-                break
-            changed = may_differ(app, scenes)
-            now = time.time()
-            _count_unchanged(app, len(scenes) - len(changed), now)
-            queued += queue.put_many(
-                Job(scene_id=sid, priority=BULK, event=f"task:{label}", enqueued_at=now) for sid in changed
+        feed = PageFeed(app, queue, updated_after, label)
+        try:
+            worker.run(
+                prefetched=feed.prefetched,
+                refill=feed.refill,
+                progress=lambda stats: reporter.update(feed.skipped + sum_done(stats), feed.total),
             )
-            prefetched = {int(s["id"]): s for s in scenes if int(s["id"]) in set(changed)}
-            worker.run(prefetched=prefetched)
-            seen += len(scenes)
-            reporter.update(seen, total)
-            if worker.abort_error is not None or seen >= total or len(scenes) < PAGE_SIZE:
-                break
-            page += 1
+        finally:
+            feed.close()
+        reporter.update(feed.skipped + sum_done(worker.stats), feed.total, final=True)
         left = queue.parked_count()
-    app.log.info(f"{label}: {seen} scenes checked, {queued} queued")
+    app.log.info(f"{label}: {feed.seen} scenes checked, {feed.queued} queued")
     result = finish(app, worker, worker.stats, left)
     if worker.abort_error is None:
         app.ledger().set_meta("last_sync_at", started)
-    return {"checked": seen, "queued": queued, **result}
+    return {"checked": feed.seen, "queued": feed.queued, **result}

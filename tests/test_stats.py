@@ -165,7 +165,7 @@ class FakeSyncer:
     def prefetch(self, work):
         pass
 
-    def end_batch(self):
+    def end_batch(self, keys=None):
         pass
 
     def sync(self, scene, record, scan_allowed):

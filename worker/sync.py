@@ -61,10 +61,11 @@ class Syncer:
         return desired_from(scene).digest(extra)
 
     # -- reading many items at once ----------------------------------------------
-    def prefetch(self, work: list[tuple[SceneMetadata, SceneRecord | None]], chunk: int = 50) -> None:
+    def prefetch(self, work: list[tuple[SceneMetadata, SceneRecord | None]], chunk: int = 50) -> list[int]:
         """Read the items a batch will most likely touch in one request per ``chunk``
-        (instead of one GET per scene). A scene missed here only costs a GET later;
-        a Plex that cannot be reached raises at once (one request, not one per scene)."""
+        (instead of one GET per scene); returns their keys. A scene missed here only
+        costs a GET later; a Plex that cannot be reached raises at once (one request,
+        not one per scene)."""
         keys = []
         for scene, record in work:
             key = record.rating_key if record is not None and record.rating_key is not None else self._quick_key(scene)
@@ -72,6 +73,7 @@ class Syncer:
                 keys.append(key)
         for start in range(0, len(keys), chunk):
             self._prefetched.update(self.client.item_states(keys[start : start + chunk]))
+        return keys
 
     def _quick_key(self, scene: SceneMetadata) -> int | None:
         """The item an exact or accepted match points at, without any refresh."""
@@ -82,10 +84,11 @@ class Syncer:
         except (PlexNotFound, AmbiguousMatch):
             return None
 
-    def end_batch(self) -> None:
-        for key in list(self._prefetched):
+    def end_batch(self, keys: list[int] | None = None) -> None:
+        """Forget the items read for a batch (``keys``; all when None): a later sync reads them afresh."""
+        for key in list(self._prefetched) if keys is None else keys:
+            self._prefetched.pop(key, None)
             self.client.forget(key)
-        self._prefetched.clear()
 
     def use_states(self, states: dict[int, PlexItemState]) -> None:
         """Detail views the caller has just read (``reconcile``): the next sync of these items reads none."""

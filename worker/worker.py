@@ -1,14 +1,17 @@
 """The worker: take due jobs, fetch their scenes in one request, sync, settle.
 
 Runs in the detached drainer (in a daemon thread) and in the foreground tasks. Jobs
-are taken in batches (users' edits first); their scenes come from Stash in ONE
-GraphQL request per batch (or from the page a bulk task already fetched); scenes
+are taken in chunks (users' edits first); their scenes come from Stash in ONE
+GraphQL request per chunk (or from the page a bulk task already fetched); scenes
 whose desired state is unchanged since the last write are acknowledged without a
 single Plex request; the rest are synced with bounded concurrency, which halves
-when Plex errors and grows back by one per clean batch. The circuit breaker is
-consulted before any Plex work; while it is open, jobs wait without spending their
-retry budget. Each batch's outcomes are added to the cumulative statistics
-(``stats.db``) when the batch ends, so a killed process loses at most that batch.
+when Plex errors and grows back after clean work. worker/pipeline.py keeps the
+writes flowing: the next chunk is taken, triaged and its Plex items read while the
+last ones are still being written, so Plex never waits for this bookkeeping. The
+circuit breaker is consulted before any Plex work; while it is open, jobs wait
+without spending their retry budget. Outcomes are added to the cumulative
+statistics (``stats.db``) at least every second, so a killed process loses at most
+that second's counts.
 """
 
 from __future__ import annotations
@@ -19,19 +22,16 @@ import threading
 import time
 import traceback
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 from core.errors import (
     ConfigError,
     InvalidMetadata,
     PlexAuthError,
-    PlexNotFound,
     PlexUnavailable,
     RunStopped,
     Stash2PlexError,
     StashRefused,
     StashUnavailable,
-    TransientError,
 )
 from sync_queue.job import BULK, Job, Taken
 from sync_queue.ledger import entity_map
@@ -39,9 +39,9 @@ from sync_queue.stats import Delta
 from validation.metadata import scene_from_stash
 from worker.backoff import probe_wait
 from worker.breaker import BreakerState, State
+from worker.pipeline import CHUNK, Pipeline
 from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, WAIT_STASH, decide
 
-BATCH_SIZE = 100
 NAP_MAX_S = 1.0
 
 
@@ -58,7 +58,6 @@ class Worker:
         stats_store,
         log,
         concurrency: int = 6,
-        batch_size: int = BATCH_SIZE,
         clock=time.time,
         sleep=time.sleep,
         rng: random.Random | None = None,
@@ -69,15 +68,14 @@ class Worker:
         self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats_store, log
         self.max_concurrency = concurrency
         self.concurrency = concurrency
-        self.batch_size = batch_size
         self.clock, self.sleep, self.timer = clock, sleep, timer
         self.rng = rng or random.Random()
-        self.delta = Delta()  # this batch's outcomes, added to stats.db when the batch ends
-        self.stats: Counter[str] = Counter()  # the run's (a task's reply): the batches' deltas summed
+        self.delta = Delta()  # outcomes since the last checkpoint, then added to stats.db
+        self.stats: Counter[str] = Counter()  # the run's (a task's reply): the checkpoints' deltas summed
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
         self._breaker_seen = BreakerState()
         self._unavailable_said = False
-        self._in_sync: list[int] = []  # this batch's scenes now in sync with Plex
+        self._in_sync: list[int] = []  # scenes now in sync with Plex since the last checkpoint
         self._probe_now = probe_now  # a task the user started: probe Plex at once, whatever the breaker says
         self._stash_failures = 0  # Stash outage: consecutive batches that could not reach it
         self._stop: threading.Event | None = None
@@ -91,24 +89,31 @@ class Worker:
         wait_for_retries: bool = False,
         retry_waiting_now: bool = False,
         progress=None,
+        refill=None,
     ) -> Counter[str]:
-        """Work until nothing is due (or, with ``wait_for_retries``, until nothing is left)."""
+        """Work until nothing is due (or, with ``wait_for_retries``, until nothing is left).
+
+        ``prefetched``: scene data a task already fetched (bulk jobs use it once).
+        ``refill() -> bool``: asked for more jobs when the queue runs dry (a task's next
+        page); False when there are none. ``progress(stats)`` after every outcome.
+        """
         tried: set[int] = set()
         self._stop = stop
         early = (lambda item: item.pqid not in tried) if retry_waiting_now else None
-        while not (stop is not None and stop.is_set()) and self.abort_error is None:
-            self.fan_out(self.batch_size)
-            batch = self.queue.take(self.batch_size, early=early)
+
+        def take():
+            self.fan_out(CHUNK)
+            batch = self.queue.take(CHUNK, early=early)
             self._say_set_aside()
-            if not batch:
-                if not wait_for_retries or self.queue.next_due() is None:
-                    break
-                self._nap(stop)
-                continue
             tried.update(item.pqid for item in batch)
-            self.process_batch(batch, prefetched or {})
-            if progress is not None:
-                progress(self.stats)
+            return batch
+
+        while True:
+            pipeline = Pipeline(self, take, refill, prefetched, stop, progress)
+            if pipeline.run() or not wait_for_retries or self.queue.next_due() is None:
+                break
+            refill = None  # every page was asked for; only retries are left
+            self._nap(stop)
         return self.stats
 
     def _say_set_aside(self) -> None:
@@ -153,34 +158,41 @@ class Worker:
         else:
             self.sleep(pause)
 
-    # -- one batch ---------------------------------------------------------------
     def process_batch(self, batch: list[Taken], prefetched: dict[int, dict]) -> None:
-        try:
-            self._process(batch, prefetched)
-        finally:
-            delta, self.delta = self.delta, Delta()
-            self.stats += delta.run_counts()
-            self.stats_store.record(delta)
-            done, self._in_sync = self._in_sync, []
-            if done:  # an old dead-letter entry of a scene that is now in sync would only mislead
-                self.dlq.remove(done)
+        """Work through these taken jobs only (the same steps as :meth:`run`)."""
+        chunks = [batch]
+        Pipeline(self, lambda: chunks.pop() if chunks else [], None, dict(prefetched)).run()
 
-    def _process(self, batch: list[Taken], prefetched: dict[int, dict]) -> None:
-        batch = self._admit(batch)
-        if not batch:
-            return
+    def checkpoint(self) -> None:
+        """Add the outcomes since the last checkpoint to stats.db; drop old dead letters of
+        scenes now in sync (they would only mislead)."""
+        delta, self.delta = self.delta, Delta()
+        self.stats += delta.run_counts()
+        self.stats_store.record(delta)
+        done, self._in_sync = self._in_sync, []
+        if done:
+            self.dlq.remove(done)
+
+    def run_counts(self) -> Counter[str]:
+        """The run's counts so far, the outcomes since the last checkpoint included."""
+        return self.stats + self.delta.run_counts()
+
+    def breaker_state(self) -> State:
+        return self._breaker_seen.state
+
+    def _scenes_or_wait(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None] | None:
+        """The jobs' Stash data; None when Stash could not give it (the jobs then wait, or are settled)."""
         try:
             scenes = self._scenes(batch, prefetched)
         except StashUnavailable as exc:
             self._stash_down(batch, exc)
-            return
+            return None
         except StashRefused as exc:
             for item in batch:
                 self._settle(item, exc)
-            return
+            return None
         self._stash_up()
-        work = self._triage(batch, scenes)
-        self._sync_all(work)
+        return scenes
 
     def _admit(self, batch: list[Taken]) -> list[Taken]:
         """The circuit breaker's say: all, one probe, or none (the rest wait). A task the
@@ -244,48 +256,28 @@ class Worker:
             work.append((item, scene, record))
         return work
 
-    def _sync_all(self, work: list[tuple]) -> None:
-        if not work:
-            return
-        workers = max(1, min(self.concurrency, len(work)))
-        if not self._prefetch(work):
-            return
-        try:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plex") as pool:
-                outcomes = list(pool.map(lambda w: self._sync_one(*w), work))
-        finally:
-            self.syncer.end_batch()
-        troubled = False
-        for (item, scene, _), (result, error, seconds) in zip(work, outcomes):
-            # Only Plex struggling slows us down; a file not scanned yet or Stash trouble does not.
-            troubled |= isinstance(error, TransientError) and not isinstance(error, (PlexNotFound, StashUnavailable))
-            if seconds is not None:
-                self.delta.timed(seconds)
-            self._report(item, scene, result, error)
-            self._settle(item, error, title=scene.title)
-        self._pace(troubled)
-
-    def _prefetch(self, work: list[tuple]) -> bool:
-        """Read the batch's Plex items at once. False when Plex is down: the whole batch
-        then waits for the breaker after ONE failed request instead of one per scene."""
+    def _prefetch(self, work: list[tuple]) -> list[int] | None:
+        """Read the chunk's Plex items at once; the keys read, or None when Plex is down:
+        the whole chunk then waits for the breaker after ONE failed request instead of
+        one per scene (and is settled here)."""
         if self._held_back() is not None:
-            return True  # each job is held back on its own below
+            return []  # each job is held back on its own when it is tried
         try:
-            self.syncer.prefetch([(scene, record) for _, scene, record in work])
+            return list(self.syncer.prefetch([(scene, record) for _, scene, record in work]) or [])
         except PlexUnavailable as exc:
             self._plex_failed(exc)
             for item, scene, _ in work:
                 self._settle(item, exc, title=scene.title)
-            return False
+            return None
         except (PlexAuthError, ConfigError) as exc:  # hopeless for every job: settle one, hold the rest
             (first, scene, _), rest = work[0], work[1:]
             self._settle(first, exc, title=scene.title)
             for item, scene, _ in rest:
                 self._settle(item, RunStopped(f"not tried: {exc}"), title=scene.title)
-            return False
+            return None
         except Stash2PlexError as exc:  # each scene meets it again and is settled by its class
-            self.log.debug(f"reading the batch's Plex items failed ({exc}); reading them one by one")
-        return True
+            self.log.debug(f"reading the chunk's Plex items failed ({exc}); reading them one by one")
+        return []
 
     def _held_back(self) -> Stash2PlexError | None:
         """Why this job must not go to Plex at all: the run is stopping (a 401, a bad
@@ -356,12 +348,6 @@ class Worker:
         if self._stash_failures:
             self._stash_failures = 0
             self.log.info("Stash answers again; resuming")
-
-    def _pace(self, troubled: bool) -> None:
-        if troubled:
-            self.concurrency = max(1, self.concurrency // 2)
-        elif self.concurrency < self.max_concurrency:
-            self.concurrency += 1
 
     # -- outcomes ----------------------------------------------------------------
     def _report(self, item: Taken, scene, result, error) -> None:
