@@ -8,9 +8,9 @@ desired state is unchanged since the last successful write are not even queued
 
 One continuous pipeline, bounded at every stage: a reader thread fetches the next
 page (and hashes its scenes) while the worker writes the current one; the worker
-asks for more jobs (:meth:`PageFeed.refill`, a slice of a page at a time) when the
-queue runs low, so Plex never waits for Stash or for the queue's bookkeeping. At
-most two pages are held in memory (never the whole library). Killing the task at
+queues the next page's changed scenes (:meth:`PageFeed.refill`) while the writers
+still have work, so Plex never waits for Stash or for the queue's bookkeeping. At
+most three pages are held in memory (never the whole library). Killing the task at
 any point loses nothing: queued jobs stay in the queue for ``process_queue`` or the
 next run. Progress (Stash's task bar, and the command line's bar with rate and time
 left) moves with every scene settled, not page by page.
@@ -31,7 +31,7 @@ from tasks.progress import ProgressReporter
 from validation.metadata import scene_from_stash
 
 PAGE_SIZE = 500
-SLICE = 100  # jobs queued at a time: the writers never wait long for the queue's bookkeeping
+LOW_WATER = 150  # queued jobs of ours not taken yet: below this the next page is queued
 RECENT_DEFAULT_S = 24 * 3600
 
 
@@ -97,7 +97,7 @@ class PageFeed:
         self.updated_after = updated_after
         self.prefetched: dict[int, dict] = {}  # scene data of queued bulk jobs, until taken
         self.total = self.seen = self.skipped = self.queued = 0
-        self._waiting: list[int] = []  # changed scenes of the current page not queued yet
+        self._done = False
         self._pages: Queue = Queue(maxsize=1)
         self._stop = threading.Event()
         app.syncer(), app.ledger()  # built here: the reader thread only uses them
@@ -127,32 +127,38 @@ class PageFeed:
             except Full:
                 continue
 
-    def refill(self) -> bool:
-        """Queue the next slice of changed scenes; False when every page is done."""
-        while not self._waiting:
-            item = self._pages.get()
-            if item is _END:
-                self._pages.put(_END)  # asked again after the end: still the end
-                return False
-            if isinstance(item, BaseException):
-                raise item
-            self.total, scenes, changed = item
-            self._take_page(scenes, changed)
-        chunk, self._waiting = self._waiting[:SLICE], self._waiting[SLICE:]
-        now = time.time()
-        event = f"task:{self.label}"
-        self.queued += self.queue.put_many(
-            Job(scene_id=sid, priority=BULK, event=event, enqueued_at=now) for sid in chunk
-        )
-        return True
+    def refill(self, force: bool) -> bool:
+        """Queue the next page's changed scenes when fewer than ``LOW_WATER`` of ours are
+        still waiting (``force``: the queue ran dry); False when every page is done.
 
-    def _take_page(self, scenes: list[dict], changed: list[int]) -> None:
+        A whole page is queued at once, so a task killed at any point leaves every
+        scene of the pages it read either done or queued for ``process_queue``.
+        """
+        if self._done:
+            return False
+        if not force and len(self.prefetched) >= LOW_WATER:
+            return True
+        if force:
+            self.prefetched.clear()  # the queue ran dry: what is left here collapsed into other jobs
+        item = self._pages.get()
+        if item is _END:
+            self._done = True
+            return False
+        if isinstance(item, BaseException):
+            self._done = True
+            raise item
+        self.total, scenes, changed = item
+        now = time.time()
         wanted = set(changed)
         self.prefetched.update((int(s["id"]), s) for s in scenes if int(s["id"]) in wanted)
         self.seen += len(scenes)
         self.skipped += len(scenes) - len(changed)
-        _count_unchanged(self.app, len(scenes) - len(changed), time.time())
-        self._waiting = list(changed)
+        _count_unchanged(self.app, len(scenes) - len(changed), now)
+        event = f"task:{self.label}"
+        self.queued += self.queue.put_many(
+            Job(scene_id=sid, priority=BULK, event=event, enqueued_at=now) for sid in changed
+        )
+        return True
 
     def close(self) -> None:
         self._stop.set()

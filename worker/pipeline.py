@@ -110,7 +110,7 @@ class Pipeline:
     def __init__(self, worker, take, refill=None, prefetched=None, stop=None, progress=None, clock=time.monotonic):
         self.w = worker
         self.take = take  # () -> list[Taken]
-        self.refill = refill  # () -> bool: more jobs were enqueued (a task's next page); False when none are left
+        self.refill = refill  # (force) -> bool: queue more jobs (a task's next page) when low; False when none are left
         self.prefetched = prefetched if prefetched is not None else {}
         self.stop = stop
         self.progress = progress
@@ -155,9 +155,11 @@ class Pipeline:
                 return False
             if (self.pending or self.staged) and self.w.breaker_state() != State.CLOSED:
                 return True  # a probe (or failures) in flight: let it decide before taking more
+            if self.refill is not None:
+                self.refill(False)  # top the queue up before it runs dry
             batch = self.take()
             if not batch:
-                if self.refill is not None and self.refill():
+                if self.refill is not None and self.refill(True):
                     continue
                 return bool(self.deferred)
             self._stage(batch)
@@ -166,7 +168,7 @@ class Pipeline:
     def _stage(self, batch: list) -> None:
         w = self.w
         batch = w._admit(batch)
-        fresh = []
+        fresh: list = []
         for item in batch:
             (self.deferred if item.job.scene_id in self.busy else fresh).append(item)
         if not fresh:

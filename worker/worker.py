@@ -94,8 +94,8 @@ class Worker:
         """Work until nothing is due (or, with ``wait_for_retries``, until nothing is left).
 
         ``prefetched``: scene data a task already fetched (bulk jobs use it once).
-        ``refill() -> bool``: asked for more jobs when the queue runs dry (a task's next
-        page); False when there are none. ``progress(stats)`` after every outcome.
+        ``refill(force) -> bool``: asked to queue more jobs when they run low (a task's
+        next page; ``force``: the queue ran dry); False when there are no more. ``progress(stats)`` after every outcome.
         """
         tried: set[int] = set()
         self._stop = stop
