@@ -201,7 +201,7 @@ class Pipeline:
     # -- settling --------------------------------------------------------------------
     def _settle(self, done) -> None:
         w = self.w
-        for future in done:
+        for future in [f for f in self.pending if f in done]:  # in the order they were handed out
             item, scene, _, chunk = self.pending.pop(future)
             result, error, seconds = future.result()
             if seconds is not None:
