@@ -172,10 +172,16 @@ def _sync(app, updated_after: str | None, label: str):
         worker = app.worker(queue, probe_now=True)
         reporter = ProgressReporter(app.log, 0, "scenes")
         feed = PageFeed(app, queue, updated_after, label)
+
+        def refill(force: bool) -> bool:
+            more = feed.refill(force)
+            reporter.update(feed.skipped + sum_done(worker.run_counts()), feed.total)  # unchanged pages move it too
+            return more
+
         try:
             worker.run(
                 prefetched=feed.prefetched,
-                refill=feed.refill,
+                refill=refill,
                 progress=lambda stats: reporter.update(feed.skipped + sum_done(stats), feed.total),
             )
         finally:
