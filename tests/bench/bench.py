@@ -34,7 +34,14 @@ if str(REPO) not in sys.path:  # run as a script: ``python tests/bench/bench.py`
 
 from tests.emulators.plex_emulator import PlexEmulator  # noqa: E402
 from tests.emulators.stash_emulator import StashEmulator  # noqa: E402
-from tests.runner import build_argv, drainer_lock_held, hook_document, parse_reply, task_document  # noqa: E402
+from tests.runner import (  # noqa: E402
+    _communicate,
+    build_argv,
+    drainer_lock_held,
+    hook_document,
+    parse_reply,
+    task_document,
+)
 
 LATENCY_S = 0.010
 CONCURRENCY = 6  # the plugin's default plex_concurrency; the floor uses the same
@@ -96,8 +103,9 @@ class PeakMemory:
 
 
 class Run:
-    def __init__(self, wall: float, stdout: str, stderr: str, returncode: int, peak_kb: int) -> None:
+    def __init__(self, wall: float, stdout: str, stderr: str, returncode: int, peak_kb: int, cpu: float = 0.0) -> None:
         self.wall, self.stdout, self.stderr, self.returncode, self.peak_kb = wall, stdout, stderr, returncode, peak_kb
+        self.cpu = cpu  # user + system seconds of the process (wait4; CPU time is not inflated by the fork)
         self.reply = parse_reply(stdout, returncode)
 
     @property
@@ -115,15 +123,13 @@ def launch(argv: list[str], stdin: bytes = b"", env: dict | None = None, sample_
     started = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     peak = PeakMemory(proc.pid, sample_every) if sample_every else None
-    out, err = proc.communicate(stdin)
+    out, err = _communicate(proc, stdin, 7200)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
-    return Run(
-        wall,
-        out.decode("utf-8", "replace"),
-        err.decode("utf-8", "replace"),
-        proc.returncode,
-        peak.stop() if peak else 0,
-    )
+    cpu = usage.ru_utime + usage.ru_stime
+    text = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    return Run(wall, *text, proc.returncode, peak.stop() if peak else 0, cpu)
 
 
 def python(code: str, stdin: bytes = b"", sample_every: float | None = None) -> Run:
@@ -285,14 +291,14 @@ with ThreadPoolExecutor(concurrency) as pool:
 """
 
 
-def edit_poster_floor(lab: Lab) -> float:
+def edit_poster_floor(lab: Lab) -> Run:
     """Seconds for a plain loop sending exactly one edit and one poster upload per scene,
     with the plugin's concurrency, against the same emulator: what no sync can beat."""
     image = lab.stash.screenshot_bytes(1).decode("latin-1")
     payload = json.dumps([lab.plex.url, lab.plex.token, lab.rating_keys, image, CONCURRENCY]).encode()
     run = python(FLOOR, payload)
     assert run.returncode == 0, run.stderr[-2000:]
-    return run.wall
+    return run
 
 
 PAGING = r"""
@@ -332,7 +338,17 @@ def sync_all(lab: Lab) -> dict:
     assert run.error is None, run.stderr[-2000:]
     counts = request_counts(lab)
     floor_b = edit_poster_floor(lab)
-    return {"run": run, "floor": (floor_a + floor_b) / 2, "synced": run.output["synced"], **counts}
+    return floors(run, floor_a, floor_b, counts)
+
+
+def floors(run: Run, a: Run, b: Run, counts: dict) -> dict:
+    return {
+        "run": run,
+        "floor": (a.wall + b.wall) / 2,
+        "floor_cpu": (a.cpu + b.cpu) / 2,
+        "synced": run.output["synced"],
+        **counts,
+    }
 
 
 def request_counts(lab: Lab) -> dict:
@@ -354,6 +370,13 @@ def report_all(lab: Lab, r: dict, target: str) -> None:
         f"{floor:.1f} s edit+poster floor",
         ratio(run.wall, floor),
         target,
+    )
+    line(
+        "  CPU seconds of the process",
+        f"{run.cpu:.1f} s",
+        f"{r['floor_cpu']:.1f} s the floor's",
+        ratio(run.cpu, r["floor_cpu"]),
+        "(the floor's work is the wire alone)",
     )
     line("  scenes synced per second", f"{synced / run.wall:.0f}/s", f"{lab.scenes / floor:.0f}/s floor", "")
     per = max(synced, 1)
@@ -420,7 +443,7 @@ def bench_scale(scenes: int = 20000, small: dict | None = None, edit_during: boo
         assert run.error is None, run.stderr[-2000:]
         counts = request_counts(lab)
         floor_b = edit_poster_floor(lab)
-        r = {"run": run, "floor": (floor_a + floor_b) / 2, "synced": run.output["synced"], **counts}
+        r = floors(run, floor_a, floor_b, counts)
         report_all(lab, r, "<= 1.2x")
         if latency is not None:
             line("  a user's edit reaches Plex during 'all'", f"{latency:.2f} s", f"{run.wall:.0f} s backlog", "")
