@@ -62,6 +62,12 @@ def test_locked_waits_are_jittered_exponential_up_to_two_seconds():
     assert waits == [round(check.uniform(0, high), 6) for high in (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 2.0)]
 
 
+def _sqlite_error(message: str, code: int) -> sqlite3.OperationalError:
+    exc = sqlite3.OperationalError(message)
+    exc.sqlite_errorcode = code  # what SQLite sets; the cause is decided by the code
+    return exc
+
+
 class _Flaky:
     def __init__(self, errors: list[BaseException]) -> None:
         self.errors, self.calls = errors, 0
@@ -77,15 +83,20 @@ class _Flaky:
 def test_retry_locked_retries_only_locked_and_busy_up_to_six_attempts(monkeypatch):
     slept: list[float] = []
     monkeypatch.setattr(sqlite.time, "sleep", slept.append)
-    flaky = _Flaky([sqlite3.OperationalError("database is locked"), sqlite3.OperationalError("database is busy")])
+    flaky = _Flaky(
+        [
+            _sqlite_error("database is locked", sqlite3.SQLITE_LOCKED),
+            _sqlite_error("database is busy", sqlite3.SQLITE_BUSY),
+        ]
+    )
     assert flaky() == "done" and flaky.calls == 3 and len(slept) == 2
 
-    always = _Flaky([sqlite3.OperationalError("database is locked")] * 10)
+    always = _Flaky([_sqlite_error("database is locked", sqlite3.SQLITE_BUSY) for _ in range(10)])
     with pytest.raises(sqlite3.OperationalError, match="locked"):
         always()
     assert always.calls == 6
 
-    other = _Flaky([sqlite3.OperationalError("no such table: x")])
+    other = _Flaky([_sqlite_error("no such table: x", sqlite3.SQLITE_ERROR)])
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         other()
     assert other.calls == 1
