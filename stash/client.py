@@ -57,6 +57,15 @@ def describe_reply(response: Any) -> str | None:
     return None
 
 
+def _is_json(response: Any) -> bool:
+    """Whether a reply's body is JSON at all (a proxy's or login form's HTML page is not)."""
+    try:
+        response.json()
+    except ValueError:
+        return False
+    return True
+
+
 def _refusal(status: int, request: Any) -> str:
     headers = getattr(request, "headers", None) or {}
     if headers.get("ApiKey"):
@@ -102,7 +111,7 @@ def _translate(exc: BaseException, what: str, response: Any, url: str) -> Except
     if type(exc) is not Exception and not isinstance(exc, requests.RequestException):
         raise exc  # neither stashapi's bare Exception nor a requests error: a bug of ours, with its traceback
     detail = describe_reply(response)
-    if status is not None and (status >= 500 or (status < 300 and detail and "instead of GraphQL" in detail)):
+    if status is not None and (status >= 500 or (status < 300 and not _is_json(response))):
         return StashUnavailable(f"{detail or f'Stash answered {status}'} (while {what})")
     return StashQueryError(f"{detail or f'Stash answered with an error: {exc}'} (while {what})")
 
