@@ -192,3 +192,17 @@ def test_routes_a_bug_to_the_dlq_and_stash_trouble_to_waiting():
     assert bug.action == DLQ and "hit a bug" in bug.message and "traceback is in the log" in bug.message
     assert decide(job, StashUnavailable("down"), 100.0, rng).action == WAIT_STASH
     assert decide(job, StashRefused("expired"), 100.0, rng).action == HOLD
+
+
+def test_a_read_only_folder_under_the_breaker_is_named_not_a_traceback(tmp_path):
+    from worker.breaker import BreakerStore, CircuitBreaker
+
+    class ReadOnlyStore(BreakerStore):
+        def update(self, fn):
+            raise OSError(errno.EROFS, "Read-only file system", str(self.path))
+
+    breaker = CircuitBreaker(ReadOnlyStore(tmp_path / "breaker.json"))
+    with pytest.raises(DataFileError) as caught:
+        breaker.record_failure()
+    text = str(caught.value)
+    assert str(tmp_path) in text and "read-only file system" in text and "move the file" not in text
