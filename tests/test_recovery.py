@@ -13,6 +13,7 @@ import contextlib
 import json
 import socket
 import sqlite3
+import subprocess
 import time
 
 import pytest
@@ -137,22 +138,31 @@ def test_a_drainer_waiting_on_an_old_plex_url_restarts_with_the_new_one(plugin):
 
 
 # -- 3. a cancelled task strands nothing ---------------------------------------------------
+def _handover_requested(plugin) -> bool:
+    """A task waits for the drainer: it holds drainer.handover.lock (older code: the file exists)."""
+    held = plugin.data_dir / "drainer.handover.lock"
+    if held.exists():
+        return subprocess.run(["flock", "-s", "-n", str(held), "true"], capture_output=True).returncode != 0
+    return (plugin.data_dir / "drainer.handover").exists()
+
+
 def test_a_killed_task_waiting_for_the_handover_strands_no_job(plugin, tmp_path):
-    scenes = dict(plugin.add_scene(n) for n in range(2))
-    first, second = scenes
-    plugin.plex.stall = 2.0  # the drainer's first job hangs in Plex for a while
-    assert plugin.hook(plugin.stash.update_scene(first, title="Handover")).error is None
-    wait_for(plugin.drainer_busy, 10, "the drainer to start")
-    time.sleep(0.5)
-    assert plugin.hook(plugin.stash.update_scene(second, title="Handover")).error is None
+    scenes = dict(plugin.add_scene(n) for n in range(7))
+    *batch, late = scenes
+    plugin.configure(plex_concurrency=1)  # one job at a time on a slow Plex: a long batch
+    with drainer_lock_held(plugin.data_dir):
+        hooks_concurrently(plugin, [plugin.stash.update_scene(sid, title=f"Handover {sid}") for sid in batch])
+    plugin.plex.latency = 0.4
+    assert plugin.hook(plugin.stash.update_scene(batch[0], title=f"Handover {batch[0]}")).error is None
+    wait_for(lambda: plugin.plex.edit_requests(), 30, "the drainer's first edit")
+    plugin.plex.stall = 4.0  # the drainer's next Plex request hangs: the task surely waits for it
+    assert plugin.hook(plugin.stash.update_scene(late, title=f"Handover {late}")).error is None  # after the take
     task, _ = start_task(plugin, "process_queue", tmp_path / "logs")
-    markers = [plugin.data_dir / "drainer.handover.lock", plugin.data_dir / "drainer.handover"]
-    wait_for(lambda: any(m.exists() for m in markers), 10, "the task to ask for the handover")
-    time.sleep(0.3)
-    task.kill()  # Stash cancels the task: SIGKILL
+    wait_for(lambda: _handover_requested(plugin), 30, "the task to ask for the handover", step=0.01)
+    task.kill()  # Stash cancels the task while it waits: SIGKILL
     task.wait()
-    plugin.plex.stall = 0.0
-    wait_for(lambda: not titles_match(plugin, scenes), 20, "both jobs to sync without another event", step=0.1)
+    plugin.plex.latency = plugin.plex.stall = 0.0
+    wait_for(lambda: not titles_match(plugin, scenes), 30, "every job to sync without another event", step=0.1)
 
 
 # -- 4. Stash trouble does not burn the retry budget -------------------------------------------
