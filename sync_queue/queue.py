@@ -14,8 +14,9 @@ is built on (persist-queue 1.1.0, persistqueue/sqlackqueue.py and sqlbase.py; me
   due time intact, and it is parked again.
 * Counts come from SQL; persist-queue's in-process counters lie across processes.
 * Acked rows are deleted regularly; left alone they make every ``get()`` slower.
-* Events for a scene that already has a job waiting collapse into that job: a side
-  table ``s2p_pending`` holds the scenes whose job has not been taken yet.
+* Events for a scene that already has a job waiting collapse into that job (a user's
+  edit replaces a waiting bulk job): a side table ``s2p_waiting`` marks each scene's
+  waiting job by its row id, so a mark whose row is gone is ignored.
 * A changed tag, performer, studio or group is ONE row in ``s2p_entity_events``
   (a newer event for the same entity replaces it and starts its expansion over);
   the drainer expands it into bulk scene jobs a batch at a time.
