@@ -31,18 +31,22 @@ from worker.backoff import probe_wait
 
 WATCH_INTERVAL_S = 0.25
 SETTINGS_CHECK_S = 30.0
+STASH_WAIT_MAX_S = 600.0  # a drainer that never got its settings gives up waiting for Stash
 NUDGE_MIN_GAP_S = 1.0  # a burst of hooks costs at most one settings request a second
 LOCK_PATIENCE_S = 1.0  # a look at the lock (is_locked) holds it for milliseconds; a drainer for long
 
 
 def _worker_once_stash_answers(app, queue, stop: threading.Event, log: StashLog):
     """The worker, built once Stash answers (it holds the settings): an unreachable Stash
-    is probed again after 2, 4, 8 … 60 s; None when the drainer was told to stop."""
-    failures = 0
+    is probed again after 2, 4, 8 … 60 s, for at most ``STASH_WAIT_MAX_S`` (then the
+    drainer stops; its jobs stay queued); None when the drainer was told to stop."""
+    failures, started = 0, time.monotonic()
     while True:
         try:
             return app.worker(queue)
         except StashUnavailable as exc:
+            if time.monotonic() - started > STASH_WAIT_MAX_S:
+                raise  # the jobs stay queued; the next hook or task starts a drainer again
             if failures == 0:
                 log.warning(f"Stash is unavailable ({exc}); the drainer waits for it, the jobs stay queued")
             if stop.wait(probe_wait(failures)):
