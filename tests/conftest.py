@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from core.log import StashLog
+from core.platform import is_locked
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
 from tests.runner import REPO, hook_document, run_plugin, task_document
+from validation.plugin_input import ServerConnection
 
 PLEX_TOKEN = "plexTOKEN-s3cr3t-9f8e7d"
 STASH_COOKIE = "MTcwMDAwMDAwMHxTdGFzaENvb2tpZVNlY3JldHw="
 STASH_API_KEY = "eyJhbGciOiJIUzI1NiJ9.stash-api-key-s3cr3t"
 SECRETS = (PLEX_TOKEN, STASH_COOKIE, STASH_API_KEY)
+POLL_S = 0.02  # how often a wait looks again (each look is a few cheap reads in this process)
 
 
 @pytest.fixture
@@ -57,27 +61,34 @@ class Plugin:
         return _checked(run_plugin(task_document(self.connection, mode), env=self.env, **kw))
 
     def drainer_busy(self) -> bool:
-        lock = self.data_dir / "drainer.lock"
-        if not lock.exists():
-            return False
-        probe = subprocess.run(["flock", "-s", "-n", str(lock), "true"], capture_output=True)
-        return probe.returncode != 0
+        return is_locked(self.data_dir / "drainer.lock")
+
+    def status(self) -> dict:
+        """The ``queue_status`` reply, read in this process: polling must not start a plugin
+        process each time (tests that check the task itself run it with ``task``)."""
+        from app.root import App
+        from tasks import queue_status
+
+        connection = ServerConnection.model_validate(self.connection)
+        app = App(connection, self.env, StashLog(io.StringIO()), data_dir=self.data_dir)
+        try:
+            return queue_status.run(app)
+        finally:
+            app.close()
 
     def wait_drained(self, timeout: float = 60.0) -> None:
         """Wait until no drainer runs and nothing is pending."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            time.sleep(0.1)
-            if self.drainer_busy():
-                continue
-            status = self.task("queue_status").output
-            if isinstance(status, dict) and status["pending"] == 0 and not self.drainer_busy():
-                return
-            if isinstance(status, dict) and status.get("last_drainer_error") and not self.drainer_busy():
-                raise AssertionError(f"drainer failed: {status['last_drainer_error']}\n{self.drainer_log()}")
+            if not self.drainer_busy():
+                status = self.status()
+                if status["pending"] == 0 and not self.drainer_busy():
+                    return
+                if status.get("last_drainer_error") and not self.drainer_busy():
+                    raise AssertionError(f"drainer failed: {status['last_drainer_error']}\n{self.drainer_log()}")
+            time.sleep(POLL_S)
         raise AssertionError(
-            f"queue not drained within {timeout} s: {self.task('queue_status').output}\n"
-            f"drainer log:\n{self.drainer_log()[-4000:]}"
+            f"queue not drained within {timeout} s: {self.status()}\ndrainer log:\n{self.drainer_log()[-4000:]}"
         )
 
     def drainer_log(self) -> str:
@@ -132,14 +143,14 @@ def _stop_drainers(data_dir: Path) -> None:
     """Kill a drainer still holding this test's lock (its pid is in the lock file)."""
     lock = data_dir / "drainer.lock"
     deadline = time.monotonic() + 10
-    while lock.exists() and time.monotonic() < deadline:
-        if subprocess.run(["flock", "-s", "-n", str(lock), "true"], capture_output=True).returncode == 0:
+    while time.monotonic() < deadline:
+        if not is_locked(lock):
             return
         try:
             os.kill(int(lock.read_text().strip() or 0), signal.SIGKILL)
         except (ValueError, ProcessLookupError, PermissionError):
             pass
-        time.sleep(0.1)
+        time.sleep(POLL_S)
 
 
 def _checked(run):

@@ -20,15 +20,12 @@ def _expected(seed: int, bounds: list[float]) -> list[float]:
     return [rng.uniform(0, bound) for bound in bounds]
 
 
-def test_transient_delays_follow_full_jitter_formula_exactly() -> None:
+def test_transient_delays_for_seed_42_exactly() -> None:
+    """One full-jitter draw per window (5, 10, 20, 40, 80, then capped), as literal values."""
+    assert [window(n, TRANSIENT) for n in range(6)] == [5.0, 10.0, 20.0, 40.0, 80.0, 80.0]
     rng = random.Random(42)
     got = [next_delay(n, TRANSIENT, rng) for n in range(6)]
     assert got == _expected(42, [5.0, 10.0, 20.0, 40.0, 80.0, 80.0])
-
-
-def test_transient_delays_literal_values_for_seed_42() -> None:
-    rng = random.Random(42)
-    got = [next_delay(n, TRANSIENT, rng) for n in range(6)]
     assert got == [
         3.1971339922894186,
         0.25010755222666936,

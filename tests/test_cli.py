@@ -167,7 +167,8 @@ def test_all_from_flags_and_variables_draws_a_bar_then_resync_writes_nothing(plu
 def test_recent_syncs_only_what_changed_since_the_last_sync(plugin):
     scenes = [plugin.add_scene(n) for n in range(5)]
     assert cli(plugin, "all").returncode == 0
-    time.sleep(1.1)  # updated_at has one-second resolution
+    # updated_at has whole seconds: the edit must land in a later second than the sync's start
+    plugin.stash.clock = lambda: time.time() + 1
     sid, rk = scenes[2]
     plugin.stash.update_scene(sid, title="Changed for recent")
     done = cli(plugin, "recent", "--json")

@@ -308,9 +308,7 @@ def queue_while_held(plugin, contexts: list[dict]) -> None:
 
 
 def pending(plugin) -> int:
-    run = plugin.task("queue_status")
-    assert run.error is None, run.stderr
-    return run.output["pending"]
+    return plugin.status()["pending"]
 
 
 def synced(plugin, sid: int, rk: int) -> bool:
@@ -390,7 +388,7 @@ def _scene_case(plugin, case, good, good_context):
         plugin.stash.delete_scene(bad_sid)
     run = drain_and_check_good(plugin, good)
     assert_message(run, case)
-    report = plugin.task("queue_status").output
+    report = plugin.status()
     if case.outcome == "synced":
         assert bad_rk is not None and synced_clean(plugin, bad_sid, bad_rk)
         assert report["pending"] == 0 and report["dlq"] == 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from tasks.health_check import suggest_path_map
+from tests.conftest import POLL_S
 from tests.runner import create_context
 
 SIZE = 4242
@@ -195,8 +196,8 @@ def settle(plugin, timeout: float = 40.0) -> dict:
     """Wait until every pending job has been tried (some may wait for a retry); the queue status."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        time.sleep(0.1)
-        status = plugin.task("queue_status").output
+        time.sleep(POLL_S)
+        status = plugin.status()
         if status.get("last_drainer_error"):
             raise AssertionError(f"drainer failed: {status['last_drainer_error']}\n{plugin.drainer_log()}")
         # a job parked for its retry still counts as in flight, so only compare these two

@@ -359,11 +359,14 @@ def test_scan_with_path_makes_scheduled_item_appear(emu, section_key, plex) -> N
 
 
 def test_scheduled_item_appears_after_delay_and_unrelated_scan_does_not_help(emu, section_key, plex):
+    now = [1_800_000_000.0]
+    emu.clock = lambda: now[0]
     rk = emu.schedule_item(section_key, f"{ROOT}/later/x.mp4", delay=0.3)
     section = plex.library.section("Stash")
     section.update(path=f"{ROOT}/elsewhere")
+    now[0] += 0.29
     assert section.all() == []
-    time.sleep(0.35)
+    now[0] += 0.01
     assert [v.ratingKey for v in section.all()] == [rk]
 
 

@@ -60,9 +60,7 @@ def kill_drainer(plugin) -> bool:
 
 
 def status(plugin) -> dict:
-    run = plugin.task("queue_status")
-    assert run.error is None, run.stderr
-    return run.output
+    return plugin.status()
 
 
 def hooks_concurrently(plugin, contexts: list[dict]) -> list:

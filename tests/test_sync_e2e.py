@@ -140,7 +140,8 @@ def test_events_for_a_waiting_scene_collapse_into_one_job(plugin):
 def test_recent_syncs_only_scenes_updated_since_the_last_sync(plugin):
     ids = [plugin.add_scene(n)[0] for n in range(10, 14)]
     assert plugin.task("all").output["synced"] == 4
-    time.sleep(1.1)  # Stash's timestamps have whole seconds
+    # Stash's timestamps have whole seconds: the edit must land in a later second than the sync's start
+    plugin.stash.clock = lambda: time.time() + 1
     plugin.stash.update_scene(ids[1], title="Changed later")
     plugin.plex.clear_requests()
     run = plugin.task("recent")

@@ -864,6 +864,8 @@ class PlexEmulator:
     request, so they may be flipped at any time. ``fail_uploads`` answers 500 to poster/art
     uploads only; ``fail_edits`` answers its status to edits; ``cut_replies`` closes each
     connection halfway through the body. ``tls`` (an ``ssl.SSLContext``) serves HTTPS.
+    ``clock`` (epoch seconds) dates items and sections and decides when scheduled items
+    appear; a test may set it to move time on instead of sleeping.
     """
 
     def __init__(self, token: str = "plex-test-token", port: int = 0, tag_semantics: str = "replace", tls=None) -> None:
@@ -886,6 +888,15 @@ class PlexEmulator:
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self._lib.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        with self._lib.lock:
+            self._lib.clock = clock
 
     # -- lifecycle
     @property

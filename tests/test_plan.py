@@ -1,0 +1,115 @@
+"""The edit planner (plex/plan.py): what to change on a Plex item and the ONE edit()
+call's parameters, as exact values. Pure: no Plex, no ledger."""
+
+from __future__ import annotations
+
+import pytest
+
+from plex.client import PlexItemState
+from plex.plan import Desired, FieldChange, TagChange, Written, desired_from, edit_params, plan_item
+from validation.metadata import scene_from_stash
+
+
+def item(fields: dict[str, str] | None = None, **tags: tuple[str, ...]) -> PlexItemState:
+    return PlexItemState(rating_key=101, section_id=1, files=("/plex/a.mp4",), fields=fields or {}, tags=tags)
+
+
+def want(title: str | None = "New", **tags: tuple[str, ...]) -> Desired:
+    return Desired(fields={"title": title}, tags=tags, poster_url=None)
+
+
+def test_desired_from_a_scene():
+    scene = scene_from_stash(
+        {
+            "id": "7",
+            "title": "T",
+            "details": "D",
+            "date": "2024-05-06",
+            "studio": {"name": "S"},
+            "performers": [{"name": "P1"}, {"name": "P2"}],
+            "tags": [{"name": "G"}],
+            "files": [{"path": "/stash/a.mp4"}],
+            "paths": {"screenshot": "http://stash/scene/7/screenshot"},
+        }
+    )
+    assert desired_from(scene) == Desired(
+        fields={"title": "T", "summary": "D", "studio": "S", "originallyAvailableAt": "2024-05-06"},
+        tags={"genre": ("G",), "actor": ("P1", "P2"), "collection": ("S",)},
+        poster_url="http://stash/scene/7/screenshot",
+    )
+
+
+# -- fields ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("wanted", "on_plex", "wrote", "preserve", "change"),
+    [
+        ("New", "Old", None, False, FieldChange("title", "Old", "New")),
+        ("New", "New", "Old", False, None),  # already shows it
+        (None, "Old", None, False, None),  # Stash2Plex leaves the field alone
+        ("", "Old", None, False, None),  # Stash has nothing and never had: Plex's value stays
+        ("", "Ours", "Ours", False, FieldChange("title", "Ours", "")),  # cleared in Stash: cleared in Plex
+        ("", "User's", "Ours", False, None),  # the user changed it in Plex since: not ours to clear
+        ("New", "User's", "Ours", True, None),  # preserve: the user's value stays
+        ("New", "", "Ours", True, FieldChange("title", "", "New")),  # preserve fills an empty field
+        ("New", "Ours", "Ours", True, FieldChange("title", "Ours", "New")),  # ...and updates our own value
+    ],
+)
+def test_field_rules(wanted, on_plex, wrote, preserve, change):
+    written = Written(fields={"title": wrote} if wrote is not None else {})
+    plan = plan_item(want(wanted), item({"title": on_plex}), written, preserve)
+    assert plan.fields == ((change,) if change else ())
+    assert plan.tags == ()
+
+
+def test_what_was_written_is_carried_forward():
+    plan = plan_item(want("New", genre=("A",)), item({"title": "Old"}, genre=("A",)), Written({"summary": "S"}), False)
+    assert plan.written_fields == {"summary": "S", "title": "New"}
+    assert plan.written_tags == {"genre": ["A"], "actor": [], "collection": []}  # all already shown in Plex
+    unchanged = plan_item(want("Same"), item({"title": "Same"}), None, False)
+    assert unchanged.empty and unchanged.written_fields == {"title": "Same"}
+
+
+# -- tags -----------------------------------------------------------------------------------
+def test_tags_keep_the_users_and_remove_only_ours():
+    # Plex: B (ours), C (the user's), D (ours, gone from Stash). Stash wants A, B.
+    plan = plan_item(
+        want(None, genre=("A", "B")), item(genre=("B", "C", "D")), Written(tags={"genre": ["B", "D"]}), False
+    )
+    assert plan.tags == (TagChange("genre", ("B", "C", "D"), ("A", "B", "C"), ("D",)),)
+    assert plan.written_tags["genre"] == ["A", "B"]
+    assert plan.describe() == ["genre +A", "genre -D"]
+
+
+def test_tags_already_right_need_no_change_and_preserve_leaves_users_tags():
+    assert plan_item(want(None, genre=("A",)), item(genre=("A",)), None, False).empty
+    kept = plan_item(want(None, genre=("A",)), item(genre=("U",)), Written(tags={"genre": ["X"]}), True)
+    assert kept.tags == () and kept.written_tags["genre"] == ["X"]  # fill-only: U stays, our record too
+
+
+# -- the edit() parameters ------------------------------------------------------------------
+def test_edit_params_lock_every_field_and_list_every_tag():
+    plan = plan_item(
+        Desired(fields={"title": "New", "summary": ""}, tags={"genre": ("A", "B, c")}, poster_url=None),
+        item({"title": "Old", "summary": "Ours"}, genre=("Old tag", "U")),
+        Written(fields={"summary": "Ours"}, tags={"genre": ["Old tag"]}),
+        False,
+    )
+    assert edit_params(plan) == {
+        "title.value": "New",
+        "title.locked": 1,
+        "summary.value": "",
+        "summary.locked": 1,
+        "genre.locked": 1,
+        "genre[0].tag.tag": "A",
+        "genre[1].tag.tag": "B, c",
+        "genre[2].tag.tag": "U",
+        "genre[].tag.tag-": "Old%20tag",  # removals are URL-quoted, comma-separated
+    }
+    assert plan.describe() == ["title: 'Old' → 'New'", "summary: 'Ours' → ''", "genre +A, B, c", "genre -Old tag"]
+
+
+def test_removed_tags_with_commas_are_quoted_one_by_one():
+    plan = plan_item(
+        want(None, actor=()), item(actor=("Doe, J", "A&B")), Written(tags={"actor": ["Doe, J", "A&B"]}), False
+    )
+    assert edit_params(plan) == {"actor.locked": 1, "actor[].tag.tag-": "Doe%2C%20J,A%26B"}

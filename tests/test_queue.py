@@ -1,0 +1,161 @@
+"""The job queue's contract, run against both implementations (as huey runs one storage
+suite against each backend): ``JobQueue`` on persist-queue/SQLite and its in-memory twin
+``MemoryQueue``. Then what only the SQLite one has: its file outlives the object.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sync_queue.job import BULK, INTERACTIVE, Job
+from sync_queue.memory import MemoryQueue
+from sync_queue.queue import JobQueue
+
+NOW = 1_800_000_000.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def queue(request, tmp_path, clock):
+    q = (
+        JobQueue(tmp_path / "queue", consumer=True, clock=clock)
+        if request.param == "sqlite"
+        else MemoryQueue(clock=clock)
+    )
+    yield q
+    q.close()
+
+
+def job(sid: int, priority: str = INTERACTIVE, **kw) -> Job:
+    return Job(scene_id=sid, priority=priority, enqueued_at=NOW, **kw)
+
+
+def ids(items) -> list[int]:
+    return [item.job.scene_id for item in items]
+
+
+EMPTY = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None, INTERACTIVE: 0, BULK: 0}
+
+
+# -- the contract ----------------------------------------------------------------------------
+def test_an_empty_queue(queue):
+    assert queue.take(10) == [] and queue.next_due() is None and queue.parked_count() == 0
+    assert queue.ready_count() == 0 and queue.counts() == EMPTY and queue.clear() == 0
+
+
+def test_interactive_first_then_bulk_each_in_order(queue):
+    assert queue.put_many([job(1, BULK), job(2, BULK), job(3), job(4)]) == 4
+    assert queue.ready_count() == 4
+    assert queue.counts() == {**EMPTY, "pending": 4, INTERACTIVE: 2, BULK: 2}
+    assert ids(queue.take(3)) == [3, 4, 1]
+    assert queue.counts() == {**EMPTY, "pending": 4, "in_flight": 3, INTERACTIVE: 2, BULK: 2}
+    assert ids(queue.take(3)) == [2]
+    assert queue.ready_count() == 0
+
+
+def test_events_for_a_waiting_scene_collapse_and_interactive_outranks_bulk(queue):
+    assert queue.put(job(1, BULK)) is True
+    assert queue.put(job(1, BULK)) is False  # the same scene, waiting: one job
+    assert queue.put(job(1)) is True  # a user's edit is not held back behind bulk work
+    assert queue.put(job(1)) is False and queue.put(job(1, BULK)) is False
+    assert queue.counts()["pending"] == 2
+    assert ids(queue.take(10)) == [1, 1]
+    assert queue.put(job(1)) is True  # taken: a new event is a new job
+
+
+def test_ack_finishes_a_job(queue):
+    queue.put_many([job(1), job(2)])
+    first, second = queue.take(2)
+    queue.ack(first)
+    assert queue.counts() == {**EMPTY, "pending": 1, "in_flight": 1, INTERACTIVE: 1}
+    queue.ack(second)
+    assert queue.counts() == EMPTY and queue.take(10) == []
+
+
+def test_a_retry_is_parked_until_due_and_counted(queue, clock):
+    queue.put(job(1))
+    [item] = queue.take(1)
+    retried = item.job.retry(NOW + 30, RuntimeError("Plex timed out"))
+    queue.retry_later(item, retried)
+    assert queue.next_due() == NOW + 30 and queue.parked_count() == 1
+    assert queue.counts() == {**EMPTY, "pending": 1, "retrying": 1, "next_retry_at": NOW + 30, INTERACTIVE: 1}
+    assert queue.put(job(1)) is True  # a new edit of the scene is its own job
+    assert ids(queue.take(10)) == [1] and queue.parked_count() == 1  # the new one; the retry is not due
+    clock.now = NOW + 30
+    [again] = queue.take(10)
+    assert again.job == retried and again.pqid == item.pqid
+    queue.ack(again)
+    assert queue.parked_count() == 0
+
+
+def test_early_takes_parked_jobs_before_they_are_due(queue):
+    queue.put_many([job(1), job(2)])
+    for item in queue.take(2):
+        queue.retry_later(item, item.job.retry(NOW + 60 * item.job.scene_id, RuntimeError("x")))
+    assert queue.take(10) == []
+    assert ids(queue.take(10, early=lambda item: item.job.scene_id == 2)) == [2]
+    assert queue.next_due() == NOW + 60 and queue.parked_count() == 1
+
+
+def test_postpone_parks_without_touching_the_job(queue, clock):
+    queue.put(job(1))
+    [item] = queue.take(1)
+    queue.postpone(item, NOW + 5)
+    assert queue.take(1) == [] and queue.next_due() == NOW + 5
+    assert queue.counts() == {**EMPTY, "pending": 1, "in_flight": 1, INTERACTIVE: 1}
+    clock.now = NOW + 5
+    [back] = queue.take(1)
+    assert back.job == job(1) and back.job.attempt == 0
+
+
+def test_a_job_put_with_a_future_attempt_time_waits_for_it(queue, clock):
+    queue.put(job(1, next_attempt_at=NOW + 10))
+    assert queue.take(1) == [] and queue.next_due() == NOW + 10
+    clock.now = NOW + 10
+    assert ids(queue.take(1)) == [1]
+
+
+def test_take_honours_the_limit_across_parked_and_new_jobs(queue, clock):
+    queue.put_many([job(1), job(2)])
+    for item in queue.take(2):
+        queue.retry_later(item, item.job.retry(NOW + 1, RuntimeError("x")))
+    queue.put_many([job(3), job(4, BULK)])
+    clock.now = NOW + 1
+    assert ids(queue.take(3)) == [1, 2, 3]  # due retries first
+    assert ids(queue.take(3)) == [4]
+
+
+def test_clear_drops_what_is_not_done(queue):
+    queue.put_many([job(1), job(2, BULK), job(3, BULK)])
+    queue.ack(queue.take(1)[0])
+    assert queue.clear() == 2
+    assert queue.counts() == EMPTY and queue.take(10) == []
+    assert queue.put(job(2, BULK)) is True  # cleared scenes may be queued again
+
+
+# -- only the SQLite queue: its file outlives the object -------------------------------------------
+def test_jobs_and_their_retry_state_survive_reopening(tmp_path, clock):
+    producer = JobQueue(tmp_path / "queue", clock=clock)
+    producer.put_many([job(1), job(2, BULK)])
+    producer.close()
+    consumer = JobQueue(tmp_path / "queue", consumer=True, clock=clock)
+    first, second = consumer.take(2)
+    consumer.retry_later(first, first.job.retry(NOW + 30, RuntimeError("x")))
+    consumer.close()  # as if the drainer died: nothing acked
+    again = JobQueue(tmp_path / "queue", consumer=True, clock=clock)
+    assert again.counts()["pending"] == 2
+    assert ids(again.take(10)) == [2]  # the retry came back parked, with its due time intact
+    assert again.next_due() == NOW + 30
+    again.close()
