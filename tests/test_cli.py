@@ -165,15 +165,17 @@ def test_all_from_flags_and_variables_draws_a_bar_then_resync_writes_nothing(plu
 
 
 def test_recent_syncs_only_what_changed_since_the_last_sync(plugin):
-    scenes = [plugin.add_scene(n) for n in range(5)]
-    assert cli(plugin, "all").returncode == 0
+    scenes = [plugin.add_scene(n) for n in range(4)]
+    assert plugin.task("all").output["synced"] == 4  # from Stash; the command line's recent follows it
     # updated_at has whole seconds: the edit must land in a later second than the sync's start
     plugin.stash.clock = lambda: time.time() + 1
     sid, rk = scenes[2]
     plugin.stash.update_scene(sid, title="Changed for recent")
+    plugin.plex.clear_requests()
     done = cli(plugin, "recent", "--json")
     assert done.returncode == 0, done.stderr
     assert done.json()["checked"] == 1 and done.json()["synced"] == 1, done.stdout
+    assert len(plugin.plex.edit_requests()) == 1
     assert plugin.plex.item(rk)["fields"]["title"] == "Changed for recent"
 
 
@@ -248,30 +250,19 @@ def test_ctrl_c_stops_cleanly_and_loses_nothing(plugin):
 
 
 # -- the dead-letter queue commands ------------------------------------------------------------
-def test_dlq_commands_retry_clear_and_purge(plugin):
+def test_retry_dlq_starts_a_drainer_that_carries_the_command_lines_settings(plugin):
+    # (grouping, purge and clear of the dead-letter queue: test_reliability.py, through the tasks)
     _saved_nothing(plugin)
-    sid, rk = plugin.add_scene(1)
+    _, rk = plugin.add_scene(1)
     flags = ("--plex-url", plugin.plex.url, "--path-map", "/stash/media=/plex/media")
     bad = cli(plugin, "all", *flags, STASH2PLEX_PLEX_TOKEN="wrong-token-123")
     assert bad.returncode == 1 and "Plex rejected the token" in bad.stderr, bad.stderr
     assert cli(plugin, "status", "--json").json()["dlq_by_reason"] == {"PlexAuthError": 1}
-
-    # retry_dlq starts a background drainer that carries the command line's settings
     done = cli(plugin, "retry_dlq", *flags, STASH2PLEX_PLEX_TOKEN=PLEX_TOKEN)
     assert done.returncode == 0 and done.stdout.strip() == "1 dead-letter entries queued again"
     plugin.wait_drained()
     assert plugin.plex.item(rk)["fields"]["title"] == "Scene 1"
-    assert cli(plugin, "status", "--json").json()["dlq"] == 0
-
-    plugin.stash.update_scene(sid, title="Will fail")
-    assert cli(plugin, "all", *flags, STASH2PLEX_PLEX_TOKEN="wrong-token-123").returncode == 1
-    assert cli(plugin, "purge_dlq").stdout.strip() == "deleted 0 dead-letter entries older than 30 days"
-    with sqlite3.connect(plugin.data_dir / "dlq.db") as conn:
-        conn.execute("UPDATE dlq SET failed_at = failed_at - 31 * 86400")
-    assert cli(plugin, "purge_dlq").stdout.strip() == "deleted 1 dead-letter entries older than 30 days"
-    assert cli(plugin, "all", *flags, STASH2PLEX_PLEX_TOKEN="wrong-token-123").returncode == 1
-    assert cli(plugin, "clear_dlq").stdout.strip() == "deleted 1 dead-letter entries"
-    assert cli(plugin, "status", "--json").json()["dlq"] == 0
+    assert plugin.status()["dlq"] == 0
 
 
 # -- identity, demo, the bar ------------------------------------------------------------------

@@ -87,17 +87,21 @@ def titles_match(plugin, scenes: dict[int, int]) -> list[int]:
 # -- SIGKILL at random points ------------------------------------------------------
 def test_sigkill_of_task_or_drainer_at_random_points_loses_nothing(plugin, tmp_path):
     rng = random.Random(SEED)
-    scenes = dict(plugin.add_scene(n) for n in range(200))
-    plugin.plex.latency = 0.01
+    scenes = dict(plugin.add_scene(n) for n in range(60))
+    plugin.plex.latency = 0.02
+
+    def edits_reach(n: int) -> None:  # the kill lands after a random number of Plex writes
+        wait_for(lambda: len(plugin.plex.edit_requests()) >= n, 60, f"{n} Plex edits")
+
     resumed = drainers_killed = 0
-    for round_no in range(10):
+    for round_no in range(6):
         for n, sid in enumerate(scenes):
             plugin.stash.update_scene(sid, title=f"Scene {n} v{round_no}")
         plugin.plex.clear_requests()
         task, _ = start_task(plugin, "all", tmp_path / "logs")
         wait_for(lambda t=task: plugin.plex.edit_requests() or t.poll() is not None, 60, "the first Plex edit")
         if round_no % 2 == 0:  # kill the task mid-way
-            time.sleep(rng.uniform(0.0, 2.0))
+            edits_reach(rng.randint(1, 40))
             task.kill()
             task.wait()
         else:  # kill the task at once, let a hook's drainer take over, kill the drainer mid-way
@@ -105,7 +109,7 @@ def test_sigkill_of_task_or_drainer_at_random_points_loses_nothing(plugin, tmp_p
             task.wait()
             first = next(iter(scenes))
             assert plugin.hook(plugin.stash.update_scene(first, title=f"Scene 0 v{round_no}")).error is None
-            time.sleep(rng.uniform(0.2, 2.0))
+            edits_reach(len(plugin.plex.edit_requests()) + rng.randint(1, 30))
             drainers_killed += kill_drainer(plugin)
         run = plugin.task("process_queue")
         assert run.error is None, run.stderr[-3000:]
@@ -114,8 +118,8 @@ def test_sigkill_of_task_or_drainer_at_random_points_loses_nothing(plugin, tmp_p
         after = status(plugin)
         assert after["pending"] == 0 and after["dlq"] == 0, (round_no, after)
         assert titles_match(plugin, scenes) == [], f"round {round_no}: not synced"
-    assert len(plugin.plex.items()) == 200
-    assert resumed >= 6 and drainers_killed >= 3, (resumed, drainers_killed)  # the kills did land mid-way
+    assert len(plugin.plex.items()) == 60
+    assert resumed >= 4 and drainers_killed >= 2, (resumed, drainers_killed)  # the kills did land mid-way
 
 
 # -- many hooks at once --------------------------------------------------------------
@@ -310,9 +314,8 @@ def test_dlq_tasks_group_retry_purge_clear(plugin):
 
 
 # -- corrupt data files ---------------------------------------------------------------------------
-@pytest.mark.parametrize("how", ["whole", "pages"])
 @pytest.mark.parametrize("name", ["queue/data.db", "ledger.db", "dlq.db", "stats.db"])
-def test_corrupt_data_file_is_named_and_left_untouched(plugin, name, how):
+def test_corrupt_data_file_is_named_and_left_untouched(plugin, name):
     sid, _ = plugin.add_scene(1)
     assert plugin.hook(plugin.stash.update_scene(sid, title="Before corruption")).error is None
     plugin.wait_drained()
@@ -325,12 +328,23 @@ def test_corrupt_data_file_is_named_and_left_untouched(plugin, name, how):
         extra.unlink(missing_ok=True)
     original = path.read_bytes()
     noise = random.Random(SEED).randbytes(max(len(original), 8192))
-    # whole: not a database at all; pages: a valid header and schema, garbage in the tables
-    garbage = noise if how == "whole" else original[:4096] + noise[4096:]
-    path.write_bytes(garbage)
     plugin.stash.update_scene(sid, title="After corruption")
-    # each task that opens the file says which file and what to do; none touches it
-    # (process_queue finds the queue empty: it records no stats, so it never opens stats.db)
+    # whole: not a database at all; pages: a valid header and schema, garbage in the tables
+    for how, garbage in (("whole", noise), ("pages", original[:4096] + noise[4096:])):
+        for extra in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+            extra.unlink(missing_ok=True)
+        path.write_bytes(garbage)
+        _each_task_names_the_file_and_leaves_it(plugin, name, path, garbage, how)
+        if name == "queue/data.db":
+            hook = plugin.hook(plugin.stash.update_scene(sid, title="Hook on corrupt queue"))
+            assert hook.error and str(path) in hook.error, how
+        kill_drainer(plugin)
+        assert path.read_bytes() == garbage, how
+
+
+def _each_task_names_the_file_and_leaves_it(plugin, name: str, path: Path, garbage: bytes, how: str) -> None:
+    """Each task that opens the file says which file and what to do; none touches it.
+    (process_queue finds the queue empty: it records no stats, so it never opens stats.db.)"""
     opens = {
         "queue_status": True,
         "process_queue": name not in ("dlq.db", "stats.db"),
@@ -342,12 +356,7 @@ def test_corrupt_data_file_is_named_and_left_untouched(plugin, name, how):
     for mode, must_fail in opens.items():
         run = plugin.task(mode)
         if must_fail:
-            assert run.error, (mode, run.output)
-            assert str(path) in run.error and "move the file" in run.error, (mode, run.error)
-            assert any(str(path) in m for m in run.messages("error")), mode
-        assert path.read_bytes() == garbage, f"{mode} changed {path}"
-    if name == "queue/data.db":
-        hook = plugin.hook(plugin.stash.update_scene(sid, title="Hook on corrupt queue"))
-        assert hook.error and str(path) in hook.error
-    kill_drainer(plugin)
-    assert path.read_bytes() == garbage
+            assert run.error, (how, mode, run.output)
+            assert str(path) in run.error and "move the file" in run.error, (how, mode, run.error)
+            assert any(str(path) in m for m in run.messages("error")), (how, mode)
+        assert path.read_bytes() == garbage, f"{how}: {mode} changed {path}"

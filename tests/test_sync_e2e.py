@@ -137,19 +137,6 @@ def test_events_for_a_waiting_scene_collapse_into_one_job(plugin):
     assert plugin.plex.items()[0]["fields"]["title"] == "v2"
 
 
-def test_recent_syncs_only_scenes_updated_since_the_last_sync(plugin):
-    ids = [plugin.add_scene(n)[0] for n in range(10, 14)]
-    assert plugin.task("all").output["synced"] == 4
-    # Stash's timestamps have whole seconds: the edit must land in a later second than the sync's start
-    plugin.stash.clock = lambda: time.time() + 1
-    plugin.stash.update_scene(ids[1], title="Changed later")
-    plugin.plex.clear_requests()
-    run = plugin.task("recent")
-    assert run.error is None, run.stderr[-2000:]
-    assert run.output["checked"] == 1 and run.output["synced"] == 1
-    assert len(plugin.plex.edit_requests()) == 1
-
-
 def test_a_failed_poster_upload_warns_keeps_the_metadata_and_is_retried_next_sync(plugin):
     sid, rk = plugin.add_scene(6)
     plugin.plex.fail_uploads = True
@@ -174,7 +161,7 @@ def test_edits_arriving_while_the_drainer_finishes_are_never_stranded(plugin):
     rng = random.Random(11)
     scenes = [plugin.add_scene(100 + n) for n in range(6)]
     expected = {}
-    for round_no in range(24):
+    for round_no in range(12):
         sid, rk = scenes[round_no % len(scenes)]
         title = f"Round {round_no}"
         assert plugin.hook(plugin.stash.update_scene(sid, title=title)).error is None
