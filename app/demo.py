@@ -16,6 +16,9 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from core.platform import is_locked
+from sync_queue.queue import JobQueue
+
 SCENES = 40
 STUDIOS = ["Northern Lights", "Blue Harbor", "Redwood Films"]
 PERFORMERS = ["Ava Stone", "Ben Hart", "Cleo Park", "Dan Moss", "Eve Lane", "Finn Cole"]
@@ -71,15 +74,21 @@ def _report(out: TextIO, before: dict, after: dict) -> int:
     return changed
 
 
-def _wait_drained(plugin_run, data_dir: Path, timeout: float = 60.0) -> dict:
+def _wait_drained(data_dir: Path, timeout: float = 60.0) -> None:
+    """Until no drainer runs and nothing is pending, looking at the lock and the queue from
+    here (a plugin process per look would cost more than the work it waits for)."""
+    lock = data_dir / "drainer.lock"
     deadline = time.monotonic() + timeout
-    status: dict = {}
     while time.monotonic() < deadline:
-        status = plugin_run("queue_status").output or {}
-        if status.get("pending") == 0 and not status.get("drainer_running"):
-            break
-        time.sleep(0.3)
-    return status
+        if not is_locked(lock):
+            queue = JobQueue(data_dir / "queue")
+            try:
+                pending = queue.counts()["pending"]
+            finally:
+                queue.close()
+            if pending == 0 and not is_locked(lock):
+                return
+        time.sleep(0.05)
 
 
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -125,7 +134,7 @@ def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -
         for sid, change in zip(ids[:3], edits):
             run = run_plugin(hook_document(connection, stash.update_scene(sid, **change)), env=plugin_env)
             stdout.write(f"   hook for scene {sid} answered in {run.wall * 1000:.0f} ms: {run.output or run.error}\n")
-        _wait_drained(task, data_dir)
+        _wait_drained(data_dir)
         stdout.write("   the background drainer wrote them to Plex:\n")
         _report(stdout, before, _snapshot(plex))
         middle = _snapshot(plex)

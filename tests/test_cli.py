@@ -225,8 +225,8 @@ def test_status_is_local_and_readable(plugin):
 
 
 def test_ctrl_c_stops_cleanly_and_loses_nothing(plugin):
-    scenes = [plugin.add_scene(n) for n in range(300)]
-    plugin.plex.latency = 0.05  # slow enough to interrupt mid-run
+    scenes = [plugin.add_scene(n) for n in range(60)]
+    plugin.plex.latency = 0.1  # slow enough to interrupt mid-run
     env = {
         **os.environ,
         **plugin.env,
