@@ -18,6 +18,7 @@ from core.log import StashLog
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import INTERACTIVE, Job, Taken
 from sync_queue.ledger import Ledger, SceneRecord
+from sync_queue.memory import MemoryQueue
 from sync_queue.stats import STATS_FILE, Delta, StatsStore, iso_local
 from tasks.queue_status import format_status
 from tests.runner import REPO, build_argv, task_document
@@ -124,21 +125,7 @@ def test_iso_local_keeps_the_offset():
     assert dt.datetime.fromisoformat(iso_local(NOW)).utcoffset() is not None
 
 
-# -- the worker's bookkeeping, with fakes around the real stores ------------------------------
-class FakeQueue:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, int]] = []
-
-    def ack(self, item):
-        self.calls.append(("ack", item.job.scene_id))
-
-    def postpone(self, item, until):
-        self.calls.append(("postpone", item.job.scene_id))
-
-    def retry_later(self, item, job):
-        self.calls.append(("retry", item.job.scene_id))
-
-
+# -- the worker's bookkeeping: the in-memory queue, fakes for Stash, Plex and the breaker ------
 class FakeBreaker:
     def allow(self):
         return True
@@ -207,7 +194,7 @@ def make_worker(tmp_path, stash: FakeStash, ticks: list[float]):
     stats = CountingStats(tmp_path)
     timer = iter(ticks)
     worker = Worker(
-        queue=FakeQueue(),
+        queue=MemoryQueue(clock=lambda: NOW),
         dlq=DeadLetterQueue(tmp_path, clock=lambda: NOW),
         ledger=ledger,
         stash=stash,
@@ -271,7 +258,7 @@ def test_jobs_held_by_an_open_breaker_add_up_in_the_run_and_stay_out_of_stats_db
     worker.process_batch(taken(1, 2), {})
     worker.process_batch(taken(3, 4, 5), {})
     assert dict(worker.stats) == {"waiting_for_plex": 5}
-    assert worker.queue.calls == [("postpone", sid) for sid in (1, 2, 3, 4, 5)]
+    assert worker.queue.parked_count() == 5 and worker.queue.next_due() == NOW + 30  # waiting, budget kept
     assert stats.snapshot() == EMPTY
     stats.close()
 
