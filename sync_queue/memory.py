@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sync_queue.job import INTERACTIVE, PRIORITIES, Job, Taken
+from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, Job, Taken
 
 
 @dataclass
@@ -26,20 +26,22 @@ class _Row:
 
 
 class MemoryQueue:
-    """A durable-looking queue that lives in one object; the consumer and producers share it."""
+    """A queue that lives in one object; the consumer and producers share it."""
 
     def __init__(self, consumer: bool = True, clock: Callable[[], float] = time.time) -> None:
         self.consumer = consumer
         self.clock = clock
         self.rejected: list[tuple[str, int, str]] = []  # never filled: nothing is ever undecodable
-        self._rows: dict[str, dict[int, _Row]] = {p: {} for p in PRIORITIES}  # pqid -> row, in put order
-        self._waiting: dict[int, str] = {}  # scene id -> priority of its job not taken yet
+        self._rows: dict[str, dict[int, _Row]] = {p: {} for p in PRIORITIES}  # row id -> row, in put order
+        self._marks: dict[int, tuple[str, int]] = {}  # scene id -> (priority, row id) of its waiting job
         self._parked: list[tuple[float, int, Taken]] = []
+        self._remarks: list[Taken] = []  # back to waiting since the last take: marked again then
+        self._dropped: set[tuple[str, int]] = set()  # parked jobs superseded by a newer job
         self._seq = itertools.count()
         self._ids = itertools.count(1)
 
     def close(self) -> None:
-        pass
+        self._flush_remarks()
 
     # -- producing -----------------------------------------------------------
     def put(self, job: Job) -> bool:
@@ -47,19 +49,35 @@ class MemoryQueue:
         return bool(self.put_many([job]))
 
     def put_many(self, jobs: Iterable[Job]) -> int:
-        added = 0
+        """One waiting job per scene: an event collapses into the scene's waiting job,
+        except that a user's edit replaces a waiting bulk job."""
+        chosen: dict[int, Job] = {}
         for job in jobs:
-            have = self._waiting.get(job.scene_id)
-            if have == INTERACTIVE or have == job.priority:
+            have = chosen.get(job.scene_id)
+            if have is not None and have.priority in (INTERACTIVE, job.priority):
                 continue
-            self._rows[job.priority][next(self._ids)] = _Row(job)
-            self._waiting[job.scene_id] = job.priority
-            added += 1
-        return added
+            mark = self._waiting(job.scene_id)
+            if mark is not None and mark[0] in (INTERACTIVE, job.priority):
+                continue
+            chosen[job.scene_id] = job
+        for sid, job in chosen.items():
+            mark = self._waiting(sid)
+            if mark is not None and not self._rows[mark[0]][mark[1]].taken:
+                del self._rows[mark[0]][mark[1]]  # a waiting bulk job, replaced by this interactive one
+            pqid = next(self._ids)
+            self._rows[job.priority][pqid] = _Row(job)
+            self._marks[sid] = (job.priority, pqid)
+        return len(chosen)
+
+    def _waiting(self, scene_id: int) -> tuple[str, int] | None:
+        """(priority, row id) of the scene's job that really waits (its row is not done)."""
+        mark = self._marks.get(scene_id)
+        return mark if mark is not None and mark[1] in self._rows[mark[0]] else None
 
     # -- consuming -----------------------------------------------------------
     def take(self, limit: int, early: Callable[[Taken], bool] | None = None) -> list[Taken]:
         assert self.consumer, "only the drainer lock holder may take jobs"
+        self._flush_remarks()
         now = self.clock()
         taken = self._due_parked(now, limit, early)
         for priority in PRIORITIES:
@@ -74,11 +92,40 @@ class MemoryQueue:
                 else:
                     taken.append(item)
         for item in taken:
-            if item.job.attempt == 0:
-                self._waiting.pop(item.job.scene_id, None)
-        return taken
+            if self._marks.get(item.job.scene_id, (None, item.pqid))[1] == item.pqid:
+                self._marks.pop(item.job.scene_id, None)
+        return self._one_per_scene(taken)
+
+    def _one_per_scene(self, taken: list[Taken]) -> list[Taken]:
+        kept: dict[int, Taken] = {}
+        for item in taken:
+            have = kept.get(item.job.scene_id)
+            if have is None or (have.job.priority == BULK and item.job.priority == INTERACTIVE):
+                kept[item.job.scene_id] = item
+        for item in taken:
+            if kept[item.job.scene_id] is not item:
+                self.ack(item)
+        return [t for t in taken if kept[t.job.scene_id] is t]
+
+    def _flush_remarks(self) -> None:
+        """Jobs back to waiting are marked again; one whose scene meanwhile got a newer
+        waiting job is superseded by it and leaves the queue."""
+        items, self._remarks = self._remarks, []
+        for item in items:
+            sid = item.job.scene_id
+            if sid not in self._marks:
+                self._marks[sid] = (item.job.priority, item.pqid)
+                continue
+            newer = self._waiting(sid)
+            if newer is not None and newer[1] != item.pqid:
+                self._dropped.add((item.table, item.pqid))
+                self.ack(item)
 
     def _due_parked(self, now: float, limit: int, early) -> list[Taken]:
+        if self._dropped:
+            self._parked = [e for e in self._parked if (e[2].table, e[2].pqid) not in self._dropped]
+            heapq.heapify(self._parked)
+            self._dropped.clear()
         due: list[Taken] = []
         while self._parked and self._parked[0][0] <= now and len(due) < limit:
             due.append(heapq.heappop(self._parked)[2])
@@ -96,6 +143,10 @@ class MemoryQueue:
     def _park(self, item: Taken, until: float) -> None:
         heapq.heappush(self._parked, (until, next(self._seq), item))
 
+    def take_rejected(self) -> list[tuple[str, int, str]]:
+        rejected, self.rejected = self.rejected, []
+        return rejected
+
     def ack(self, item: Taken) -> None:
         self._rows[item.table].pop(item.pqid, None)
 
@@ -105,14 +156,18 @@ class MemoryQueue:
             row.job = job
         item.job = job
         self._park(item, job.next_attempt_at)
+        self._remarks.append(item)
 
     def postpone(self, item: Taken, until: float) -> None:
         self._park(item, until)
+        self._remarks.append(item)
 
     def next_due(self) -> float | None:
+        self._flush_remarks()
         return self._parked[0][0] if self._parked else None
 
     def parked_count(self) -> int:
+        self._flush_remarks()
         return len(self._parked)
 
     def ready_count(self) -> int:
@@ -120,7 +175,7 @@ class MemoryQueue:
 
     # -- inspecting ----------------------------------------------------------
     def counts(self) -> dict[str, Any]:
-        result: dict[str, Any] = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None}
+        result: dict[str, Any] = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None, "set_aside": 0}
         for priority, rows in self._rows.items():
             result[priority] = len(rows)
             result["pending"] += len(rows)
@@ -135,5 +190,7 @@ class MemoryQueue:
         removed = sum(len(rows) for rows in self._rows.values())
         for rows in self._rows.values():
             rows.clear()
-        self._waiting.clear()
+        self._marks.clear()
+        self._parked.clear()
+        self._remarks.clear()
         return removed

@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS latest (name TEXT PRIMARY KEY, at REAL NOT NULL, deta
 COUNTS = ("synced", "unchanged", "gone", "posters")
 PLEX_SECONDS, PLEX_JOBS = "plex_seconds", "plex_jobs"
 FAILED, RETRIED = "failed", "retried"
-WAITING = "waiting_for_plex"  # a run's count only: jobs that wait for the breaker are not an outcome
+# A run's counts only (a task's reply), not kept in stats.db: a job that waits is not an outcome.
+WAITING, WAITING_STASH = "waiting_for_plex", "waiting_for_stash"
 
 
 def iso_local(timestamp: float | None) -> str | None:
@@ -88,6 +89,10 @@ class Delta:
         """``n`` jobs wait for Plex (the breaker is open); they keep their retry budget."""
         self.counts[WAITING] += n
 
+    def waiting_for_stash(self, n: int = 1) -> None:
+        """``n`` jobs wait for Stash to answer again; they keep their retry budget."""
+        self.counts[WAITING_STASH] += n
+
     def run_counts(self) -> Counter[str]:
         """The batch as a task's reply counts it: ``failed`` and ``retrying`` summed over classes.
 
@@ -99,7 +104,7 @@ class Delta:
         run: Counter[str] = Counter()
         for name, n in self.counts.items():
             kind = name.split(":", 1)[0]
-            if kind in (*COUNTS, WAITING):
+            if kind in (*COUNTS, WAITING, WAITING_STASH):
                 run[kind] += n
             elif kind in (FAILED, RETRIED):
                 run["retrying" if kind == RETRIED else FAILED] += n
@@ -125,7 +130,9 @@ class StatsStore(sqlite.Store):
         """Add one batch's counts, in one transaction."""
         if not delta:
             return
-        totals: list[tuple[str, float]] = [(name, n) for name, n in delta.counts.items() if n and name != WAITING]
+        totals: list[tuple[str, float]] = [
+            (name, n) for name, n in delta.counts.items() if n and name not in (WAITING, WAITING_STASH)
+        ]
         if delta.plex_seconds:
             totals.append((PLEX_SECONDS, delta.plex_seconds))
         latest = [

@@ -46,7 +46,7 @@ def ids(items) -> list[int]:
     return [item.job.scene_id for item in items]
 
 
-EMPTY = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None, INTERACTIVE: 0, BULK: 0}
+EMPTY = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None, "set_aside": 0, INTERACTIVE: 0, BULK: 0}
 
 
 # -- the contract ----------------------------------------------------------------------------
@@ -65,13 +65,14 @@ def test_interactive_first_then_bulk_each_in_order(queue):
     assert queue.ready_count() == 0
 
 
-def test_events_for_a_waiting_scene_collapse_and_interactive_outranks_bulk(queue):
+def test_one_waiting_job_per_scene_and_a_users_edit_replaces_bulk_work(queue):
     assert queue.put(job(1, BULK)) is True
     assert queue.put(job(1, BULK)) is False  # the same scene, waiting: one job
-    assert queue.put(job(1)) is True  # a user's edit is not held back behind bulk work
+    assert queue.put(job(1)) is True  # a user's edit is not held back behind bulk work: it replaces it
     assert queue.put(job(1)) is False and queue.put(job(1, BULK)) is False
-    assert queue.counts()["pending"] == 2
-    assert ids(queue.take(10)) == [1, 1]
+    assert queue.put_many([job(2, BULK), job(2), job(2, BULK)]) == 1  # within one call too
+    assert queue.counts() == {**EMPTY, "pending": 2, INTERACTIVE: 2}
+    assert [(t.job.scene_id, t.job.priority) for t in queue.take(10)] == [(1, INTERACTIVE), (2, INTERACTIVE)]
     assert queue.put(job(1)) is True  # taken: a new event is a new job
 
 
@@ -91,13 +92,34 @@ def test_a_retry_is_parked_until_due_and_counted(queue, clock):
     queue.retry_later(item, retried)
     assert queue.next_due() == NOW + 30 and queue.parked_count() == 1
     assert queue.counts() == {**EMPTY, "pending": 1, "retrying": 1, "next_retry_at": NOW + 30, INTERACTIVE: 1}
-    assert queue.put(job(1)) is True  # a new edit of the scene is its own job
-    assert ids(queue.take(10)) == [1] and queue.parked_count() == 1  # the new one; the retry is not due
+    assert queue.put(job(1)) is False  # a new edit of the scene collapses into the waiting retry
+    assert queue.take(10) == [] and queue.parked_count() == 1
     clock.now = NOW + 30
     [again] = queue.take(10)
     assert again.job == retried and again.pqid == item.pqid
     queue.ack(again)
     assert queue.parked_count() == 0
+
+
+def test_a_newer_job_supersedes_a_parked_one_of_the_same_scene(queue, clock):
+    queue.put(job(1, BULK))
+    [item] = queue.take(1)
+    queue.retry_later(item, item.job.retry(NOW + 5, RuntimeError("x")))
+    assert queue.put(job(1)) is True  # before the retry is marked as waiting again
+    clock.now = NOW + 5
+    [newer] = queue.take(10)
+    assert (newer.job.priority, newer.job.attempt) == (INTERACTIVE, 0)
+    assert queue.parked_count() == 0 and queue.counts()["pending"] == 1  # the retry left the queue
+
+
+def test_one_job_per_scene_in_a_take_and_the_users_edit_is_kept(queue, clock):
+    queue.put(job(1, BULK, next_attempt_at=NOW + 10))
+    assert queue.take(10) == []  # parked until due, still the scene's waiting job
+    assert queue.put(job(1)) is True  # a user's edit is not held back behind it
+    clock.now = NOW + 10
+    [kept] = queue.take(10)
+    assert kept.job.priority == INTERACTIVE
+    assert queue.counts() == {**EMPTY, "pending": 1, "in_flight": 1, INTERACTIVE: 1}  # the bulk one was acked
 
 
 def test_early_takes_parked_jobs_before_they_are_due(queue):

@@ -14,11 +14,23 @@ from core.errors import (
     PlexNotFound,
     PlexUnavailable,
     RunStopped,
+    StashRefused,
     StashUnavailable,
     TransientError,
 )
 from sync_queue.job import Job
-from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, UNAVAILABLE_RECHECK_S, Decision, decide
+from worker.settle import (
+    ACK,
+    DLQ,
+    HOLD,
+    POSTPONE,
+    RETRY,
+    STASH_RECHECK_S,
+    UNAVAILABLE_RECHECK_S,
+    WAIT_STASH,
+    Decision,
+    decide,
+)
 
 NOW = 1_800_000_000.0
 JOB = Job(scene_id=7, enqueued_at=NOW - 10)
@@ -32,8 +44,10 @@ def test_success_acks_the_job_as_it_is():
     assert decide(JOB, None, NOW, rng()) == Decision(ACK, JOB)
 
 
-@pytest.mark.parametrize("error", [ConfigError("plex_url is missing"), RunStopped("not tried: 401")])
-def test_a_setting_or_a_stopping_run_holds_the_job_with_its_budget(error):
+@pytest.mark.parametrize(
+    "error", [ConfigError("plex_url is missing"), RunStopped("not tried: 401"), StashRefused("session refused (401)")]
+)
+def test_a_setting_a_refused_session_or_a_stopping_run_holds_the_job_with_its_budget(error):
     assert decide(JOB, error, NOW, rng()) == Decision(HOLD, JOB, NOW, str(error))
 
 
@@ -53,8 +67,24 @@ def test_permanent_errors_go_to_the_dead_letter_queue_at_once():
     assert invalid == Decision(DLQ, JOB, None, "the scene has no files")
 
 
+def test_a_stash_outage_makes_the_job_wait_with_its_budget():
+    decision = decide(JOB, StashUnavailable("Stash did not answer"), NOW, rng())
+    assert decision == Decision(WAIT_STASH, JOB, NOW + STASH_RECHECK_S, "Stash did not answer")
+
+
+def test_a_bug_of_ours_is_dead_lettered_at_once_not_retried():
+    decision = decide(JOB, TypeError("'NoneType' object is not subscriptable"), NOW, rng())
+    assert decision == Decision(
+        DLQ,
+        JOB,
+        None,
+        "Stash2Plex hit a bug (TypeError: 'NoneType' object is not subscriptable); the traceback is in the log. "
+        "Please report it; after an update, run 'Retry dead-letter queue'.",
+    )
+
+
 def test_a_transient_failure_is_retried_after_a_full_jitter_draw():
-    error = StashUnavailable("Stash did not answer")
+    error = TransientError("Plex read timed out")
     decision = decide(JOB, error, NOW, rng())
     next_at = NOW + random.Random(5).uniform(0.0, 5.0)  # the first window of TRANSIENT
     assert next_at == 1_800_000_003.1145084
@@ -63,10 +93,10 @@ def test_a_transient_failure_is_retried_after_a_full_jitter_draw():
         enqueued_at=NOW - 10,
         attempt=1,
         next_attempt_at=next_at,
-        last_error="Stash did not answer",
-        error_class="StashUnavailable",
+        last_error="Plex read timed out",
+        error_class="TransientError",
     )
-    assert decision == Decision(RETRY, expected, next_at, "StashUnavailable: Stash did not answer")
+    assert decision == Decision(RETRY, expected, next_at, "TransientError: Plex read timed out")
 
 
 def test_the_fifth_transient_failure_dead_letters_without_drawing():

@@ -338,7 +338,7 @@ class Worker:
         self._stash_failures += 1
         for item in batch:
             self.queue.postpone(item, self.clock() + wait)
-        self.stats["waiting_for_stash"] += len(batch)
+        self.delta.waiting_for_stash(len(batch))
         if self._stash_failures == 1:
             self.log.warning(f"Stash is unavailable ({error}); jobs wait and resume by themselves when it answers")
         else:
@@ -393,7 +393,7 @@ class Worker:
                 self._abort(error)
         elif decision.action == WAIT_STASH:
             self.queue.postpone(item, decision.until)
-            self.stats["waiting_for_stash"] += 1
+            self.delta.waiting_for_stash()
 
     def _abort(self, error) -> None:
         """Stop taking jobs: every further job would fail the same way (token, settings)."""
