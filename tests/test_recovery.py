@@ -43,6 +43,11 @@ def _open_breaker(plugin, probes: int) -> None:
     (plugin.data_dir / "breaker.json").write_text(json.dumps(state))
 
 
+def _breaker(plugin) -> dict:
+    """The shared breaker file (replaced atomically: never half written)."""
+    return json.loads((plugin.data_dir / "breaker.json").read_text())
+
+
 @contextlib.contextmanager
 def _stopping_drainers(data_dir):
     try:
@@ -95,7 +100,7 @@ def test_a_short_outage_heals_by_itself_within_seconds(real_breaker):
     plugin.plex.refuse_connections()
     for sid in scenes:
         assert plugin.hook(plugin.stash.update_scene(sid, title=f"Short outage {sid}")).error is None
-    time.sleep(3.0)  # the first probe (at 2 s) fails
+    wait_for(lambda: _breaker(plugin).get("probes", 0) >= 1, 15, "the first probe (at 2 s) to fail", step=0.05)
     plugin.plex.accept_connections()
     back = time.monotonic()
     wait_for(lambda: not titles_match(plugin, scenes), 30, "the jobs to sync by themselves", step=0.1)
