@@ -186,6 +186,14 @@ class MemoryQueue:
                 result["next_retry_at"] = min(retries + [result["next_retry_at"] or min(retries)])
         return result
 
+    def waiting_job(self, scene_id: int) -> Job | None:
+        """The not-yet-done job of one scene (waiting, in flight or waiting for a retry)."""
+        for rows in self._rows.values():
+            for row in rows.values():
+                if row.job.scene_id == scene_id:
+                    return row.job
+        return None
+
     def clear(self) -> int:
         removed = sum(len(rows) for rows in self._rows.values())
         for rows in self._rows.values():

@@ -159,6 +159,18 @@ def test_take_honours_the_limit_across_parked_and_new_jobs(queue, clock):
     assert ids(queue.take(3)) == [4]
 
 
+def test_the_waiting_job_of_one_scene(queue):
+    assert queue.waiting_job(1) is None
+    queue.put_many([job(2), job(1, BULK)])
+    assert queue.waiting_job(1) == job(1, BULK)
+    [first, second] = queue.take(2)
+    retried = second.job.retry(NOW + 9, RuntimeError("x"))
+    queue.retry_later(second, retried)
+    assert queue.waiting_job(1) == retried  # in flight or waiting for a retry: still not done
+    queue.ack(first)
+    assert queue.waiting_job(2) is None
+
+
 def test_clear_drops_what_is_not_done(queue):
     queue.put_many([job(1), job(2, BULK), job(3, BULK)])
     queue.ack(queue.take(1)[0])
