@@ -9,6 +9,7 @@ survives the object, and there is no crash recovery (``auto_resume``) to model.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import time
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, Job, Taken
+from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 
 
 @dataclass
@@ -37,6 +38,7 @@ class MemoryQueue:
         self._parked: list[tuple[float, int, Taken]] = []
         self._remarks: list[Taken] = []  # back to waiting since the last take: marked again then
         self._dropped: set[tuple[str, int]] = set()  # parked jobs superseded by a newer job
+        self._events: dict[tuple[str, int], EntityEvent] = {}  # one per changed tag/performer/studio/group
         self._seq = itertools.count()
         self._ids = itertools.count(1)
 
@@ -73,6 +75,31 @@ class MemoryQueue:
         """(priority, row id) of the scene's job that really waits (its row is not done)."""
         mark = self._marks.get(scene_id)
         return mark if mark is not None and mark[1] in self._rows[mark[0]] else None
+
+    # -- entity events ---------------------------------------------------------
+    def put_entity_events(self, events: Iterable[EntityEvent]) -> int:
+        """One event per entity; a newer event replaces it and restarts its expansion."""
+        n = 0
+        for event in events:
+            self._events[(event.kind, event.entity_id)] = dataclasses.replace(event, after_scene=0)
+            n += 1
+        return n
+
+    def entity_events(self) -> list[EntityEvent]:
+        return sorted(self._events.values(), key=lambda e: e.queued_at)
+
+    def advance_entity_event(self, event: EntityEvent, after_scene: int, finished: bool) -> None:
+        key = (event.kind, event.entity_id)
+        current = self._events.get(key)
+        if current is None or current.queued_at != event.queued_at:
+            return  # a newer event replaced it meanwhile: that one starts over
+        if finished:
+            del self._events[key]
+        else:
+            self._events[key] = dataclasses.replace(current, after_scene=after_scene)
+
+    def entity_event_count(self) -> int:
+        return len(self._events)
 
     # -- consuming -----------------------------------------------------------
     def take(self, limit: int, early: Callable[[Taken], bool] | None = None) -> list[Taken]:
@@ -171,11 +198,19 @@ class MemoryQueue:
         return len(self._parked)
 
     def ready_count(self) -> int:
-        return sum(not row.taken for rows in self._rows.values() for row in rows.values())
+        waiting = sum(not row.taken for rows in self._rows.values() for row in rows.values())
+        return waiting + len(self._events)
 
     # -- inspecting ----------------------------------------------------------
     def counts(self) -> dict[str, Any]:
-        result: dict[str, Any] = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None, "set_aside": 0}
+        result: dict[str, Any] = {
+            "pending": len(self._events),
+            "in_flight": 0,
+            "retrying": 0,
+            "next_retry_at": None,
+            "set_aside": 0,
+            "entity_events": len(self._events),
+        }
         for priority, rows in self._rows.items():
             result[priority] = len(rows)
             result["pending"] += len(rows)
@@ -195,9 +230,10 @@ class MemoryQueue:
         return None
 
     def clear(self) -> int:
-        removed = sum(len(rows) for rows in self._rows.values())
+        removed = sum(len(rows) for rows in self._rows.values()) + len(self._events)
         for rows in self._rows.values():
             rows.clear()
+        self._events.clear()
         self._marks.clear()
         self._parked.clear()
         self._remarks.clear()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sync_queue.job import BULK, INTERACTIVE, Job
+from sync_queue.job import BULK, INTERACTIVE, EntityEvent, Job
 from sync_queue.memory import MemoryQueue
 from sync_queue.queue import JobQueue
 
@@ -46,7 +46,16 @@ def ids(items) -> list[int]:
     return [item.job.scene_id for item in items]
 
 
-EMPTY = {"pending": 0, "in_flight": 0, "retrying": 0, "next_retry_at": None, "set_aside": 0, INTERACTIVE: 0, BULK: 0}
+EMPTY = {
+    "pending": 0,
+    "in_flight": 0,
+    "retrying": 0,
+    "next_retry_at": None,
+    "set_aside": 0,
+    "entity_events": 0,
+    INTERACTIVE: 0,
+    BULK: 0,
+}
 
 
 # -- the contract ----------------------------------------------------------------------------
@@ -171,10 +180,29 @@ def test_the_waiting_job_of_one_scene(queue):
     assert queue.waiting_job(2) is None
 
 
+def test_one_event_per_entity_expanded_step_by_step(queue):
+    renamed = EntityEvent("tag", 5, "Tag.Update.Post", NOW)
+    assert queue.put_entity_events([renamed, EntityEvent("performer", 9, "Performer.Destroy.Post", NOW + 1)]) == 2
+    assert queue.entity_event_count() == 2 and queue.ready_count() == 2
+    assert queue.counts() == {**EMPTY, "pending": 2, "entity_events": 2}
+    queue.advance_entity_event(renamed, after_scene=40, finished=False)
+    assert queue.entity_events()[0] == EntityEvent("tag", 5, "Tag.Update.Post", NOW, after_scene=40)
+    again = EntityEvent("tag", 5, "Tag.Merge.Post", NOW + 2)
+    queue.put_entity_events([again])  # a newer event for the same tag starts its expansion over
+    queue.advance_entity_event(renamed, after_scene=80, finished=True)  # the old one's progress no longer counts
+    assert [(e.kind, e.event, e.after_scene) for e in queue.entity_events()] == [
+        ("performer", "Performer.Destroy.Post", 0),
+        ("tag", "Tag.Merge.Post", 0),
+    ]
+    queue.advance_entity_event(again, after_scene=0, finished=True)
+    assert [e.kind for e in queue.entity_events()] == ["performer"]
+
+
 def test_clear_drops_what_is_not_done(queue):
     queue.put_many([job(1), job(2, BULK), job(3, BULK)])
+    queue.put_entity_events([EntityEvent("studio", 3, "Studio.Update.Post", NOW)])
     queue.ack(queue.take(1)[0])
-    assert queue.clear() == 2
+    assert queue.clear() == 3
     assert queue.counts() == EMPTY and queue.take(10) == []
     assert queue.put(job(2, BULK)) is True  # cleared scenes may be queued again
 
