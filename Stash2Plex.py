@@ -68,6 +68,14 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
     from core.log import Redactor, StashLog
 
     argv = argv or []
+    if not argv and _terminal(stdin):
+        # A person typed the bare command: Stash always pipes a document in. Waiting
+        # silently on the keyboard would look like a hang, so show the commands.
+        stderr.write("Stash runs this file with a JSON document on stdin; from a shell, give a command:\n\n")
+        stderr.flush()
+        argv = ["--help"]
+        _cli(argv, stdout, stderr, env, plugin_dir)
+        return 2
     if argv[:1] == ["drain"]:
         drain_log = StashLog(stderr, Redactor(), plain=True)  # stderr is data/drainer.log
         failure = _bootstrap(plugin_dir, drain_log)
@@ -78,18 +86,30 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
 
         return drain(stdin, stderr, env)
     if argv:
-        from app.terminal import TerminalLog
+        return _cli(argv, stdout, stderr, env, plugin_dir)
 
-        failure = _bootstrap(plugin_dir, TerminalLog(stderr))
-        if failure:
-            stderr.write(f"error: {failure}\n")
-            return 1
-        from app.cli import main as cli
-
-        return cli(argv, stdout, stderr, env, plugin_dir)
-
-    log = StashLog(stderr, Redactor())
+    # Stash's log protocol (\x01e\x02…) is for Stash; a person at a terminal gets plain lines.
+    log = StashLog(stderr, Redactor(), plain=_terminal(stderr))
     return _plugin(stdin, stdout, env, log, plugin_dir)
+
+
+def _cli(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], plugin_dir: Path) -> int:
+    from app.terminal import TerminalLog
+
+    failure = _bootstrap(plugin_dir, TerminalLog(stderr))
+    if failure:
+        stderr.write(f"error: {failure}\n")
+        return 1
+    from app.cli import main as cli
+
+    return cli(argv, stdout, stderr, env, plugin_dir)
+
+
+def _terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a StringIO in tests, or a closed stream
+        return False
 
 
 def _run(plugin_input, env: dict[str, str], log, plugin_dir: Path) -> Any:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import traceback
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,9 +30,10 @@ from validation.plugin_input import ServerConnection
 
 ENV_PREFIX = "STASH2PLEX_"
 DEFAULT_STASH_URL = "http://localhost:9999"
+_PLUGIN_DIR = Path(__file__).resolve().parent.parent
 ALIASES = {"status": "queue_status"}
 DRY_RUN_COMMANDS = ("all", "recent", "reconcile")
-DRY_RUN_HELP = "per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why"
+DRY_RUN_TEXT = "write nothing, print the plan (per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why)"
 QUIET = ("status", "queue_status")  # their log lines repeat what stdout shows
 HELP = {
     "all": "sync every scene that differs from what was last written to Plex",
@@ -65,29 +67,81 @@ def env_name(setting: str) -> str:
     return ENV_PREFIX + setting.upper()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="Stash2Plex.py",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Keep Plex metadata in step with Stash, from a shell. Commands:\n"
-        + "\n".join(f"  {name:14} {text}" for name, text in HELP.items()),
-        epilog="Every option can also be set as the environment variable named beside it (prefer that for "
-        "secrets: flags show in 'ps'). Order: flag, variable, the setting saved in Stash, the default.",
-    )
-    parser.add_argument("command", choices=list(HELP), metavar="command")
-    parser.add_argument("scene_id", nargs="?", help="the scene id (inspect only)")
+def version(plugin_dir: Path) -> str:
+    """The version Stash2Plex.yml declares (the one Stash shows), without a YAML parser."""
+    try:
+        text = (plugin_dir / "Stash2Plex.yml").read_text(encoding="utf-8")
+    except OSError:
+        return "unknown"
+    match = re.search(r"^version:\s*['\"]?([^'\"\s]+)", text, re.M)
+    return match.group(1) if match else "unknown"
+
+
+def _add_options(parser: argparse.ArgumentParser, nested: bool) -> None:
+    """The options every command takes, accepted before or after the command's name.
+
+    In a command's own parser (``nested``) they default to SUPPRESS, so a value given
+    before the command name is not overwritten by the sub-parser's default.
+    """
+    extra = {"default": argparse.SUPPRESS} if nested else {}
+    flag = {"action": "store_true", **extra}
     parser.add_argument(
-        "--dry-run", action="store_true", help=f"all, recent, reconcile: write nothing, print the plan ({DRY_RUN_HELP})"
+        "--stash-url", help=f"Stash's address [{env_name('stash_url')}; default {DEFAULT_STASH_URL}]", **extra
     )
-    parser.add_argument("--stash-url", help=f"Stash's address [{env_name('stash_url')}; default {DEFAULT_STASH_URL}]")
-    parser.add_argument("--stash-api-key", help=f"Stash's API key, Settings → Security [{env_name('stash_api_key')}]")
-    parser.add_argument("--data-dir", help=f"queue and ledger folder [{env_name('data_dir')}; default <plugin>/data]")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("-v", "--verbose", action="store_true", help="also print debug lines")
+    parser.add_argument(
+        "--stash-api-key", help=f"Stash's API key, Settings → Security [{env_name('stash_api_key')}]", **extra
+    )
+    parser.add_argument(
+        "--data-dir", help=f"queue and ledger folder [{env_name('data_dir')}; default <plugin>/data]", **extra
+    )
+    parser.add_argument("--json", help="print the result as JSON (for scripts)", **flag)
+    parser.add_argument("--no-progress", help="no progress bar", **flag)
+    parser.add_argument("-v", "--verbose", help="also print debug lines", **flag)
     group = parser.add_argument_group("plugin settings (see docs/configuration.md)")
     for name in setting_names():
-        group.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="VALUE", help=f"[{env_name(name)}]")
+        group.add_argument(
+            f"--{name.replace('_', '-')}", dest=name, metavar="VALUE", help=f"[{env_name(name)}]", **extra
+        )
+
+
+def command_name(name: str) -> str:
+    """``process-queue`` → ``process_queue``: both spellings name the same command."""
+    return name.replace("-", "_")
+
+
+def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="Stash2Plex.py",
+        usage="Stash2Plex.py [--version] [options] command [options]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Keep Plex metadata in step with Stash, from a shell. Commands "
+        "(dashes or underscores: process-queue = process_queue):\n"
+        + "\n".join(f"  {name:14} {text}" for name, text in HELP.items()),
+        epilog="'Stash2Plex.py <command> --help' shows one command. Every option can also be set as the "
+        "environment variable named beside it (prefer that for secrets: flags show in 'ps'). Order: flag, "
+        "variable, the setting saved in Stash, the default.",
+    )
+    parser.add_argument("--version", action="version", version=f"Stash2Plex {version(plugin_dir or _PLUGIN_DIR)}")
+    parser.add_argument("--dry-run", action="store_true", help=f"{', '.join(DRY_RUN_COMMANDS)}: {DRY_RUN_TEXT}")
+    parser.set_defaults(scene_id=None)
+    _add_options(parser, nested=False)
+    # No help= per command: the description above lists them, once.
+    commands = parser.add_subparsers(dest="command", metavar="command", required=True, help="see the list above")
+    for name, text in HELP.items():
+        dashed = name.replace("_", "-")
+        sub = commands.add_parser(
+            name,
+            aliases=[dashed] if dashed != name else [],
+            usage=f"Stash2Plex.py {dashed}{' <scene id>' if name == 'inspect' else ''} [options]",
+            description=f"{text}.",
+            epilog="Every option can also be set as the environment variable named beside it.",
+        )
+        sub.set_defaults(command=name)
+        if name in DRY_RUN_COMMANDS:
+            sub.add_argument("--dry-run", action="store_true", default=argparse.SUPPRESS, help=DRY_RUN_TEXT)
+        if name == "inspect":
+            sub.add_argument("scene_id", nargs="?", help="the id of a Stash scene")
+        _add_options(sub, nested=True)
     return parser
 
 
@@ -124,7 +178,7 @@ def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin
 
 
 def render(output: Any, mode: str) -> list[str]:
-    """The task's reply as lines for a person (``--json`` prints it as it is)."""
+    """The task's reply as lines for a person (``--json`` prints it as it is, for scripts)."""
     if mode == "queue_status" and isinstance(output, dict):
         from tasks.queue_status import format_status
 
@@ -141,12 +195,53 @@ def render(output: Any, mode: str) -> list[str]:
         from tasks.unmatched import unmatched_lines
 
         return unmatched_lines(output)
+    if isinstance(output, dict) and "ok" in output and "problems" in output:  # health_check
+        return _health_lines(output)
     if isinstance(output, dict):
-        return [
-            f"{key}: {json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else value}"
-            for key, value in output.items()
-        ]
-    return [str(output)]
+        return readable(output)
+    return [_scalar(output)]
+
+
+def _health_lines(output: dict) -> list[str]:
+    problems = list(output.get("problems") or [])
+    head = ["health check: all checks passed"] if output.get("ok") else [f"health check: {len(problems)} problem(s)"]
+    head += [f"  - {problem}" for problem in problems]
+    return head + readable({k: v for k, v in output.items() if k not in ("ok", "problems")})
+
+
+def readable(data: dict, indent: str = "") -> list[str]:
+    """Nested dicts and lists as indented ``name: value`` lines; yes/no for booleans.
+
+    >>> readable({"ok": False, "plex": {"version": None}, "tags": ["a", "b"]})
+    ['ok: no', 'plex:', '  version: none', 'tags: a, b']
+    """
+    lines = []
+    for key, value in data.items():
+        label = f"{indent}{str(key).replace('_', ' ')}"
+        if isinstance(value, dict) and value:
+            lines.append(f"{label}:")
+            lines += readable(value, indent + "  ")
+        elif isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value):
+            lines.append(f"{label}:")
+            for item in value:
+                inner = readable(item, indent + "    ") if isinstance(item, dict) else [indent + "    " + _scalar(item)]
+                lines.append(f"{indent}  - {inner[0].strip()}" if inner else f"{indent}  -")
+                lines += inner[1:]
+        elif isinstance(value, list):
+            lines.append(f"{label}: {', '.join(_scalar(item) for item in value) or 'none'}")
+        else:
+            lines.append(f"{label}: {_scalar(value) if value != {} else 'none'}")
+    return lines
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return f"{value:,.2f}".rstrip("0").rstrip(".")
+    return str(value)
 
 
 def _options(args: argparse.Namespace, mode: str) -> dict[str, Any]:
@@ -202,7 +297,7 @@ def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: Ter
 
 def main(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], plugin_dir: Path) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(plugin_dir).parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad command line (2): argparse has printed why
         return int(exc.code or 0)
     if args.command == "demo":

@@ -113,7 +113,9 @@ def drain_once(app, log: StashLog, lock: HeldLock) -> bool | None:
         log.error(f"drainer stopped: {type(error).__name__}: {error}")
         _remember_error(app, f"{type(error).__name__}: {error}")
         return False
-    log.info(f"drainer finished: {dict(outcome.get('stats') or {})}")
+    from tasks.progress import counts_text
+
+    log.info(f"drainer finished: {counts_text(outcome.get('stats') or {})}")
     _remember_error(app, None)  # a clean run: an old reason would only mislead queue_status
     return True
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.progress import ProgressReporter
+from tasks.progress import ProgressReporter, counts_text
 
 
 def run(app) -> dict:
@@ -34,5 +34,5 @@ def finish(app, worker, stats, left: int) -> dict:
     if left:
         app.ensure_drainer()
         app.log.info(f"{left} jobs wait for a retry; a background drainer will run them when due")
-    app.log.info(f"done: {dict(stats)}")
+    app.log.info(f"done: {counts_text(stats)}")
     return result

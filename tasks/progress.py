@@ -45,3 +45,16 @@ class ProgressReporter:
         if now - self._last_line >= self.every_s:
             self._last_line = now
             self.log.info(rate_text(done, self.total, now - self.started, self.unit))
+
+
+def counts_text(counts) -> str:
+    """A run's counts as words, the biggest first: ``12 synced, 3 unchanged, 1 failed``.
+
+    >>> counts_text({"synced": 12, "failed": 1, "unchanged": 3, "gone": 0})
+    '12 synced, 3 unchanged, 1 failed'
+    >>> counts_text({})
+    'nothing to do'
+    """
+    parts = [(n, name.replace("_", " ")) for name, n in dict(counts).items() if n]
+    parts.sort(key=lambda part: -part[0])
+    return ", ".join(f"{n:,} {name}" for n, name in parts) or "nothing to do"
