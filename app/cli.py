@@ -167,14 +167,21 @@ def connection_for(url: str, api_key: str | None, plugin_dir: Path) -> ServerCon
 
 
 def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin_dir: Path):
-    from app.root import App
+    from app.root import COMMAND_LINE, App
 
     connection = connection_for(
         _value(args, env, "stash_url") or DEFAULT_STASH_URL, _value(args, env, "stash_api_key"), plugin_dir
     )
     overrides = {n: v for n in setting_names() if (v := _value(args, env, n)) is not None}
     data_dir = _value(args, env, "data_dir")
-    return App(connection, env, log, data_dir=Path(data_dir) if data_dir else None, settings_overrides=overrides)
+    return App(
+        connection,
+        env,
+        log,
+        data_dir=Path(data_dir) if data_dir else None,
+        settings_overrides=overrides,
+        surface=COMMAND_LINE,
+    )
 
 
 def render(output: Any, mode: str) -> list[str]:

@@ -112,11 +112,16 @@ def drain_once(app, log: StashLog, lock: HeldLock) -> bool | None:
         error = outcome["error"]
         log.error(f"drainer stopped: {type(error).__name__}: {error}")
         _remember_error(app, f"{type(error).__name__}: {error}")
+        from app.root import fix_for
+
+        reason = str(error) if isinstance(error, Stash2PlexError) else f"{type(error).__name__}: {error}"
+        app.health().failing(log.redact(reason), fix_for(error, app.surface))
         return False
     from tasks.progress import counts_text
 
     log.info(f"drainer finished: {counts_text(outcome.get('stats') or {})}")
     _remember_error(app, None)  # a clean run: an old reason would only mislead queue_status
+    app.health().ok()
     return True
 
 
@@ -133,7 +138,7 @@ def _remember_error(app, text: str | None) -> None:
 
 
 def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
-    from app.root import App
+    from app.root import STASH_UI, App
 
     redactor = Redactor()
     log = StashLog(stderr, redactor, plain=True)
@@ -150,6 +155,7 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
         log,
         data_dir=Path(payload["data_dir"]),
         settings_overrides=payload.get("settings_overrides") or {},
+        surface=payload.get("surface") or STASH_UI,
     )
     try:
         while True:

@@ -24,6 +24,31 @@ from validation.plugin_input import ServerConnection
 ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "Stash2Plex.py"
 HANDOVER_WAIT_S = 900.0
 DRAINER_LOG_MAX_BYTES = 5_000_000
+STASH_UI, COMMAND_LINE = "stash", "cli"  # where a run's messages are read
+
+
+def where_to_set(setting: str, surface: str) -> str:
+    """Where the user changes ``setting``, in the words of the place they read the message."""
+    if surface == COMMAND_LINE:
+        if not setting:
+            return "give the setting as a --flag or STASH2PLEX_ variable (Stash2Plex.py --help)"
+        return f"--{setting.replace('_', '-')} or {'STASH2PLEX_' + setting.upper()}"
+    return "Settings → Plugins → Stash2Plex"
+
+
+def fix_for(error: BaseException, surface: str) -> str:
+    """What to do about an error that stopped background sync ("" when its message says it)."""
+    from core.errors import ConfigError, PlexAuthError, PlexUnavailable
+
+    if isinstance(error, PlexAuthError):
+        return f"check plex_token: {where_to_set('plex_token', surface)}"
+    if isinstance(error, ConfigError):
+        return where_to_set("", surface)
+    if isinstance(error, PlexUnavailable):
+        return f"check that Plex is running and plex_url is right ({where_to_set('plex_url', surface)}); jobs wait"
+    if not isinstance(error, Stash2PlexError):
+        return "details in the data folder's drainer.log"
+    return ""
 
 
 def rotate(path: Path, max_bytes: int) -> None:
@@ -54,8 +79,10 @@ class App:
         log: StashLog,
         data_dir: Path | None = None,
         settings_overrides: dict[str, str] | None = None,
+        surface: str = STASH_UI,
     ) -> None:
         self.connection = connection
+        self.surface = surface
         self.env = env
         self.log = log
         self.settings_overrides = dict(settings_overrides or {})  # the command line's flags and variables
@@ -97,6 +124,7 @@ class App:
             "server_connection": self.connection.model_dump(),
             "data_dir": str(self.data_dir),
             "settings_overrides": self.settings_overrides,
+            "surface": self.surface,
         }
         spawn_detached(
             [python_executable(), str(ENTRY_SCRIPT), "drain"],
@@ -171,7 +199,14 @@ class App:
         def build():
             saved = {**self.stash().plugin_settings(), **self.settings_overrides}
             self._settings_print = _fingerprint(saved)
-            settings = load_settings(saved)
+            settings = load_settings(
+                saved,
+                missing=lambda name: (
+                    f"give it with {where_to_set(name, COMMAND_LINE)}"
+                    if self.surface == COMMAND_LINE
+                    else f"open {where_to_set(name, STASH_UI)} and fill it in"
+                ),
+            )
             self.log.redact.add(settings.plex_token)
             self.log.redact.add_url(settings.plex_url)
             return settings
@@ -188,6 +223,11 @@ class App:
         except Stash2PlexError:
             return False
         return _fingerprint(saved) != self._settings_print
+
+    def health(self):
+        from sync_queue.health import HealthFile
+
+        return self._part("health", lambda: HealthFile(self.data_dir))
 
     def ledger(self):
         from sync_queue.ledger import Ledger

@@ -23,13 +23,6 @@ _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@]+@")
 
 MAX_LINE_BYTES = 60_000
 LEVELS = {"trace": "t", "debug": "d", "info": "i", "warning": "w", "error": "e"}
-_PYTHON_LEVELS = {
-    logging.DEBUG: "debug",
-    logging.INFO: "info",
-    logging.WARNING: "warning",
-    logging.ERROR: "error",
-    logging.CRITICAL: "error",
-}
 
 
 class Redactor:
@@ -142,7 +135,8 @@ class StashLog:
 
 
 class _ForwardHandler(logging.Handler):
-    """Routes records of libraries (plexapi, stashapi, urllib3) into a StashLog."""
+    """Routes records of libraries (plexapi, stashapi, urllib3) into a StashLog, at debug
+    level: our own line says what failed and what to do; theirs only add detail."""
 
     def __init__(self, target: StashLog) -> None:
         super().__init__(level=logging.INFO)
@@ -150,10 +144,10 @@ class _ForwardHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            message = f"[{record.name}] {record.getMessage()}"
+            message = f"[{record.name}] {record.levelname.lower()}: {record.getMessage()}"
         except Exception:  # a library's bad format string must not crash us
-            message = f"[{record.name}] {record.msg!r}"
-        self.target.log(_PYTHON_LEVELS.get(record.levelno, "debug"), message)
+            message = f"[{record.name}] {record.levelname.lower()}: {record.msg!r}"
+        self.target.log("debug", message)
 
 
 def capture_library_logs(target: StashLog, names: tuple[str, ...] = ("plexapi", "StashLogger", "urllib3")) -> None:

@@ -82,7 +82,18 @@ def handle(context: HookContext, app, log: StashLog) -> str:
         log.debug(f"scene {context.id}: only {changed} changed, which Plex does not show; nothing queued")
         return f"scene {context.id}: nothing to sync"
     added = app.producer_queue().put(job)
+    _warn_if_failing(app, log)
     started = app.ensure_drainer()
     what = "queued" if added else "already queued"
     log.debug(f"scene {context.id} {what} ({job.priority}){'; drainer started' if started else ''}")
     return f"scene {context.id} {what}"
+
+
+def _warn_if_failing(app, log: StashLog) -> None:
+    """Background failures surface where the user looks: one warning in Stash's log
+    (at most once a minute), read from the small file the drainer leaves behind."""
+    from sync_queue.health import warning_due
+
+    warning = warning_due(app.data_dir, time.time())
+    if warning:
+        log.warning(warning)

@@ -129,6 +129,26 @@ def _network_text(cause: Cause, url: str) -> str:
     }.get(cause, f"cannot connect to Stash at {host}")
 
 
+class LibraryLog:
+    """What stashapi logs, at debug level only, marked as its own.
+
+    stashapi writes several ERROR lines of its own (``GRAPHQL_ERROR:…``, "GQL data
+    response is null", "… query failed") before raising; ``stash_errors`` then says
+    in one line what failed and what to do. Its lines stay available at debug.
+    """
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    def _debug(self, message: object, *args: Any, **kwargs: Any) -> None:
+        self.target.debug(f"[stashapi] {message}")
+
+    trace = debug = info = warning = error = critical = exception = _debug
+
+    def progress(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
 class StashClient:
     """The few Stash queries Stash2Plex needs."""
 
@@ -145,7 +165,7 @@ class StashClient:
         if connection.ApiKey:
             conn["ApiKey"] = connection.ApiKey
         if logger is not None:
-            conn["Logger"] = logger
+            conn["Logger"] = LibraryLog(logger)
         self._last_reply = None
         with stash_errors("connecting", lambda: self._probe(connection), connection.base_url):
             # force_api_key: when Stash has an API key, use it instead of the session

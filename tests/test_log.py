@@ -192,7 +192,7 @@ def plexapi_logger():
     logger.handlers, logger.propagate, logger.level = saved[0], saved[1], saved[2]
 
 
-def test_capture_library_logs_routes_plexapi_records_through_the_redactor(plexapi_logger):
+def test_capture_library_logs_routes_plexapi_records_through_the_redactor_at_debug(plexapi_logger):
     redactor = Redactor()
     redactor.add("plexTOKEN-zz99")
     log, raw = _log(redactor=redactor)
@@ -202,8 +202,8 @@ def test_capture_library_logs_routes_plexapi_records_through_the_redactor(plexap
     plexapi_logger.error("boom\nsecond line")
     plexapi_logger.debug("below the handler's INFO level")
     assert raw.getvalue() == (
-        b"\x01w\x02[plexapi] request to http://plex:32400/?X-Plex-Token=*** failed\n"
-        b"\x01e\x02[plexapi] boom\n\x01e\x02second line\n"
+        b"\x01d\x02[plexapi] warning: request to http://plex:32400/?X-Plex-Token=*** failed\n"
+        b"\x01d\x02[plexapi] error: boom\n\x01d\x02second line\n"
     )
     assert plexapi_logger.propagate is False
 
@@ -213,7 +213,7 @@ def test_capture_library_logs_survives_a_bad_format_string(plexapi_logger):
     capture_library_logs(log, names=("plexapi",))
     plexapi_logger.setLevel(logging.INFO)
     plexapi_logger.info("%d items", "not a number")
-    assert raw.getvalue() == b"\x01i\x02[plexapi] '%d items'\n"
+    assert raw.getvalue() == b"\x01d\x02[plexapi] info: '%d items'\n"
 
 
 def test_url_encoded_forms_of_a_secret_are_redacted_too():

@@ -104,21 +104,29 @@ class Settings(BaseModel):
         return value
 
 
-def _message(error: ValidationError) -> str:
+def _in_stash(name: str) -> str:
+    return "open Settings → Plugins → Stash2Plex and fill it in"
+
+
+def _message(error: ValidationError, missing=_in_stash) -> str:
     parts = []
     for item in error.errors()[:5]:
         name = ".".join(str(p) for p in item["loc"]) or "settings"
         reason = item["msg"].removeprefix("Value error, ")
         if item["type"] == "missing":
-            reason = "is not set: open Settings → Plugins → Stash2Plex and fill it in"
+            reason = f"is not set: {missing(name)}"
         parts.append(f"setting {name} {reason}" if item["type"] == "missing" else f"setting {name}: {reason}")
     return "; ".join(parts)
 
 
-def load_settings(saved: dict[str, Any] | None) -> Settings:
-    """Validate the saved settings map (``{}`` when none were saved)."""
+def load_settings(saved: dict[str, Any] | None, missing=_in_stash) -> Settings:
+    """Validate the saved settings map (``{}`` when none were saved).
+
+    ``missing(name)`` says where to set a missing setting, in the words of the place
+    the message is read (Stash's settings page, or the command line's flags).
+    """
     values = {k: v for k, v in (saved or {}).items() if v is not None and v != ""}
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
-        raise ConfigError(_message(exc)) from None
+        raise ConfigError(_message(exc, missing)) from None

@@ -1,0 +1,102 @@
+"""How the background sync is doing, in one small file the hook can read cheaply.
+
+The drainer does the real work, out of the user's sight. It leaves its state in
+``<data>/sync_health.json``: whether background sync is failing (and why, and what
+to do), and whether Plex is down (since when, and whether that outage has been
+notified). A hook reads it with one ``open`` and ``json.loads`` (no SQLite, no
+network) and, while sync is failing, logs one warning in Stash's log, at most once
+a minute for all hooks together (``warned.at``'s modification time).
+
+Writes replace the file atomically; a missing or unreadable file reads as "fine"
+(it is a hint for the user, never a reason to fail a hook).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HEALTH_FILE = "sync_health.json"
+WARNED_FILE = "warned.at"
+WARN_EVERY_S = 60.0
+
+
+def read(data_dir: Path) -> dict[str, Any]:
+    try:
+        value = json.loads((Path(data_dir) / HEALTH_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _write(data_dir: Path, state: dict[str, Any]) -> None:
+    path = Path(data_dir) / HEALTH_FILE
+    temp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        temp.write_text(json.dumps(state, ensure_ascii=False), encoding="utf-8")
+        os.replace(temp, path)
+    except OSError:
+        temp.unlink(missing_ok=True)  # a full disk must not stop a sync for a hint
+
+
+class HealthFile:
+    """The drainer's (and a task's) side: record failures, clear them, track Plex outages.
+
+    Every change is a read-modify-write of the small file under a lock (one process
+    may call from several worker threads); different processes rarely write at once,
+    and the last writer wins, which is right for "the latest outcome".
+    """
+
+    def __init__(self, data_dir: Path, clock=time.time) -> None:
+        self.data_dir = Path(data_dir)
+        self.clock = clock
+        self._lock = threading.Lock()
+
+    def state(self) -> dict[str, Any]:
+        return read(self.data_dir)
+
+    def update(self, **changes: Any) -> dict[str, Any]:
+        """Apply ``changes`` (None removes a key); returns the new state. Writes only on a change."""
+        with self._lock:
+            old = read(self.data_dir)
+            new = {k: v for k, v in {**old, **changes}.items() if v is not None}
+            if new != old:
+                _write(self.data_dir, new)
+            return new
+
+    def failing(self, reason: str, fix: str = "") -> None:
+        self.update(failing={"reason": reason, "fix": fix, "at": self.clock()})
+
+    def ok(self) -> None:
+        if "failing" in self.state():
+            self.update(failing=None)
+
+
+def warning_due(data_dir: Path, now: float, every_s: float = WARN_EVERY_S) -> str | None:
+    """The warning a hook should log now, or None (sync is fine, or warned within ``every_s``).
+
+    Marks the warning as given, so hooks running at the same moment log it about once.
+    """
+    failing = read(data_dir).get("failing")
+    if not isinstance(failing, dict) or not failing.get("reason"):
+        return None
+    marker = Path(data_dir) / WARNED_FILE
+    try:
+        if now - marker.stat().st_mtime < every_s:
+            return None
+    except OSError:
+        pass
+    try:
+        marker.touch()
+        os.utime(marker, (now, now))
+    except OSError:
+        pass
+    since = time.strftime("%H:%M", time.localtime(float(failing.get("at") or now)))
+    fix = str(failing.get("fix") or "")
+    reason = str(failing["reason"])
+    text = f"background sync is failing (last try {since}): {reason}"
+    return f"{text} — {fix}" if fix and fix not in reason else text
