@@ -194,6 +194,7 @@ class App:
         return self._part("stash", build)
 
     def settings(self):
+        from core.notify import secrets_of
         from validation.config import load_settings
 
         def build():
@@ -209,6 +210,9 @@ class App:
             )
             self.log.redact.add(settings.plex_token)
             self.log.redact.add_url(settings.plex_url)
+            for url in settings.notify_urls:
+                for secret in secrets_of(url):
+                    self.log.redact.add(secret)
             return settings
 
         return self._part("settings", build)
@@ -325,9 +329,24 @@ class App:
             breaker=self.breaker(),
             stats_store=self.stats(),
             log=self.log,
+            events=self.events(),
             concurrency=concurrency,
             probe_now=probe_now,
         )
+
+    def events(self):
+        """Outages and dead-lettered jobs: the health file and, when URLs are set, notifications."""
+        from core.errors import PlexUnavailable
+        from core.notify import Notifier
+        from worker.events import SyncEvents
+
+        def build():
+            settings = self.settings()
+            notifier = Notifier(settings.notify_urls, self.log) if settings.notify_urls else None
+            down_after_s = settings.notify_plex_down_minutes * 60
+            return SyncEvents(self.health(), notifier, down_after_s, fix_for(PlexUnavailable(""), self.surface))
+
+        return self._part("events", build)
 
     def close(self) -> None:
         for part in self._parts.values():

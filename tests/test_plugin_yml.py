@@ -275,7 +275,7 @@ def test_task_modes_all_resolve_to_a_task_function():
 def _yaml_type(annotation: Any) -> str:
     if annotation is bool:
         return "BOOLEAN"
-    if annotation is int:
+    if annotation in (int, float):  # Stash keeps a NUMBER as a JSON number
         return "NUMBER"
     return "STRING"
 

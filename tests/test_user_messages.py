@@ -29,7 +29,9 @@ def wait_idle(plugin, timeout: float = 60.0) -> None:
 
 
 def _ends(plugin) -> int:
-    return sum(1 for line in plugin.drainer_log().splitlines() if "drainer stopped" in line or "drainer finished" in line)
+    return sum(
+        1 for line in plugin.drainer_log().splitlines() if "drainer stopped" in line or "drainer finished" in line
+    )
 
 
 def hook_warnings(plugin, context) -> list[str]:

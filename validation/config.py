@@ -22,6 +22,8 @@ DEFAULTS: dict[str, Any] = {
     "trigger_plex_scan": False,
     "case_insensitive_paths": False,
     "plex_concurrency": 6,
+    "notify_urls": "",
+    "notify_plex_down_minutes": 10,
 }
 
 
@@ -39,6 +41,29 @@ class Settings(BaseModel):
     trigger_plex_scan: bool = DEFAULTS["trigger_plex_scan"]
     case_insensitive_paths: bool = DEFAULTS["case_insensitive_paths"]
     plex_concurrency: int = Field(default=DEFAULTS["plex_concurrency"], ge=1, le=16)
+    notify_urls: tuple[str, ...] = Field(default=(), repr=False)  # secrets: tokens live in these URLs
+    notify_plex_down_minutes: float = Field(default=DEFAULTS["notify_plex_down_minutes"], gt=0, le=10080)
+
+    @field_validator("notify_urls", mode="before")
+    @classmethod
+    def _notify_urls(cls, value: Any) -> tuple[str, ...]:
+        from core.notify import problem, split_urls
+
+        if value is None:
+            return ()
+        if not isinstance(value, str):
+            raise ValueError("must be URLs separated by spaces or commas, e.g. ntfy://my-topic")
+        urls = split_urls(value)
+        for position, url in enumerate(urls, 1):
+            why = problem(url, position)
+            if why:
+                raise ValueError(why)  # never the URL itself: it holds tokens
+        return tuple(urls)
+
+    @field_validator("notify_plex_down_minutes", mode="before")
+    @classmethod
+    def _minutes(cls, value: Any) -> Any:
+        return DEFAULTS["notify_plex_down_minutes"] if value in (0, "0") else value
 
     @field_validator("plex_url")
     @classmethod
@@ -84,7 +109,11 @@ class Settings(BaseModel):
         return parse_path_map(value)
 
     @field_validator(
-        "strict_matching", "preserve_plex_edits", "trigger_plex_scan", "case_insensitive_paths", mode="before"
+        "strict_matching",
+        "preserve_plex_edits",
+        "trigger_plex_scan",
+        "case_insensitive_paths",
+        mode="before",
     )
     @classmethod
     def _boolean(cls, value: Any) -> bool:

@@ -57,6 +57,7 @@ class Worker:
         breaker,
         stats_store,
         log,
+        events=None,
         concurrency: int = 6,
         clock=time.time,
         sleep=time.sleep,
@@ -66,6 +67,7 @@ class Worker:
     ) -> None:
         self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
         self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats_store, log
+        self.events = events  # worker/events.py: outages and dead-lettered jobs (health file, notifications)
         self.max_concurrency = concurrency
         self.concurrency = concurrency
         self.clock, self.sleep, self.timer = clock, sleep, timer
@@ -319,6 +321,8 @@ class Worker:
         self._say_unavailable(str(error))
 
     def _plex_ok(self) -> None:
+        if self.events is not None:
+            self.events.plex_up()
         if self._unavailable_said:
             self._unavailable_said = False
             self.log.info("Plex answers again; resuming")
@@ -328,6 +332,8 @@ class Worker:
 
     def _say_unavailable(self, why: str) -> None:
         """Once per outage, not once per job: the jobs wait (no retry budget spent) and resume by themselves."""
+        if self.events is not None:
+            self.events.plex_down(why)
         if not self._unavailable_said:
             self._unavailable_said = True
             self.log.warning(f"Plex is unavailable ({why}); jobs wait and resume by themselves when it answers")
@@ -389,6 +395,8 @@ class Worker:
             self.queue.ack(item)
             self.delta.failed(type(error).__name__, self.log.redact(str(error)), self.clock())
             self.log.error(f"scene {sid} moved to the dead-letter queue: {decision.message}")
+            if self.events is not None:
+                self.events.dead_lettered(sid, type(error).__name__, self.log.redact(decision.message))
             if isinstance(error, PlexAuthError):
                 self._abort(error)
         elif decision.action == WAIT_STASH:

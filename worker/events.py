@@ -1,0 +1,115 @@
+"""What a run reports beyond each job's fate: Plex outages and dead-lettered jobs.
+
+The worker calls ``plex_down(why)`` whenever Plex is unavailable (the breaker
+refused, or a request failed), ``plex_up()`` after every successful Plex write, and
+``dead_lettered(...)`` for every job moved to the dead-letter queue. This object:
+
+* keeps ``sync_health.json`` true (the hook's warning): Plex down since when, and why;
+* notifies, when notification URLs are set: once when an outage has lasted
+  ``down_after_s`` (the outage's start is in the file, so it spans drainers), once
+  when Plex answers again after such a notice, and once per run for the jobs that
+  entered the dead-letter queue, grouped by reason (``close()``, at the run's end).
+
+A notification failing is logged by the notifier and changes nothing here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+from core.notify import FAILURE, SUCCESS, WARNING
+
+PLEX_DOWN = "Plex is unavailable"
+
+
+def minutes(seconds: float) -> str:
+    value = max(0.0, seconds) / 60
+    return f"{value:.0f} min" if value >= 1 else f"{max(0.0, seconds):.0f} s"
+
+
+class SyncEvents:
+    def __init__(self, health, notifier=None, down_after_s: float = 600.0, fix: str = "", clock=time.time) -> None:
+        self.health = health
+        self.notifier = notifier
+        self.down_after_s = down_after_s
+        self.fix = fix
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._known_up = False  # this process has seen the file say Plex is not down
+        self._dead: dict[str, list[tuple[int, str]]] = defaultdict(list)
+
+    # -- Plex outages ---------------------------------------------------------------
+    def plex_down(self, why: str) -> None:
+        now = self.clock()
+        with self._lock:
+            self._known_up = False
+            state = self.health.state()
+            since = float(state.get("plex_down_since") or now)
+            changes: dict = {}
+            if "plex_down_since" not in state:
+                reason = f"{PLEX_DOWN} ({why})"
+                changes.update(plex_down_since=now, failing={"reason": reason, "fix": self.fix, "at": now})
+            if self.notifier is not None and not state.get("plex_down_notified") and now - since >= self.down_after_s:
+                started = time.strftime("%H:%M", time.localtime(since))
+                self.notifier.send(
+                    "Stash2Plex: Plex is unreachable",
+                    f"Plex has been unreachable for {minutes(now - since)} (since {started}): {why}. "
+                    "Queued jobs wait and resume by themselves when it answers.",
+                    WARNING,
+                )
+                changes["plex_down_notified"] = True
+            if changes:
+                self.health.update(**changes)
+
+    def plex_up(self) -> None:
+        if self._known_up:  # the common case: one check per process, then no file access
+            return
+        with self._lock:
+            state = self.health.state()
+            self._known_up = True
+            if "plex_down_since" not in state:
+                return
+            failing = state.get("failing") or {}
+            plex_failing = str(failing.get("reason", "")).startswith(PLEX_DOWN)
+            self.health.update(
+                plex_down_since=None,
+                plex_down_notified=None,
+                failing=None if plex_failing else failing or None,
+            )
+            if self.notifier is not None and state.get("plex_down_notified"):
+                lasted = minutes(self.clock() - float(state["plex_down_since"]))
+                self.notifier.send(
+                    "Stash2Plex: Plex is reachable again",
+                    f"Plex answers again after {lasted}; waiting jobs resume.",
+                    SUCCESS,
+                )
+
+    # -- the dead-letter queue --------------------------------------------------------
+    def dead_lettered(self, scene_id: int, error_class: str, message: str) -> None:
+        with self._lock:
+            self._dead[error_class].append((scene_id, message))
+
+    def dead_letter_text(self) -> tuple[str, str] | None:
+        """This run's dead-lettered jobs as one (title, message), grouped by reason."""
+        with self._lock:
+            groups, self._dead = dict(self._dead), defaultdict(list)
+        if not groups:
+            return None
+        total = sum(len(jobs) for jobs in groups.values())
+        lines = []
+        for error_class, jobs in sorted(groups.items(), key=lambda item: -len(item[1])):
+            ids = ", ".join(str(sid) for sid, _ in jobs[:10]) + (", …" if len(jobs) > 10 else "")
+            lines.append(f"{len(jobs)} × {error_class} (scenes {ids}): {jobs[0][1][:300]}")
+        title = f"Stash2Plex: {total} scene{'s' if total != 1 else ''} moved to the dead-letter queue"
+        return title, "\n".join(lines)
+
+    def close(self) -> None:
+        """The run is over: send the dead-letter summary, wait briefly for deliveries."""
+        if self.notifier is None:
+            return
+        text = self.dead_letter_text()
+        if text is not None:
+            self.notifier.send(*text, FAILURE)
+        self.notifier.close()
