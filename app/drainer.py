@@ -111,7 +111,7 @@ def drain_once(app, log: StashLog, lock: HeldLock) -> bool | None:
     if "error" in outcome:
         error = outcome["error"]
         log.error(f"drainer stopped: {type(error).__name__}: {error}")
-        _remember_error(app, f"{type(error).__name__}: {error}")
+        _remember_error(app, log.redact(f"{type(error).__name__}: {error}"))
         from app.root import fix_for
 
         reason = str(error) if isinstance(error, Stash2PlexError) else f"{type(error).__name__}: {error}"

@@ -208,6 +208,7 @@ class App:
                     else f"open {where_to_set(name, STASH_UI)} and fill it in"
                 ),
             )
+            self._set_private(settings.private_logs)
             self.log.redact.add(settings.plex_token)
             self.log.redact.add_url(settings.plex_url)
             for url in settings.notify_urls:
@@ -227,6 +228,35 @@ class App:
         except Stash2PlexError:
             return False
         return _fingerprint(saved) != self._settings_print
+
+    def private(self):
+        """The placeholders when private_logs is on (then also in the log's redactor), else None.
+
+        For tasks that need no other setting (queue_status): the flag or variable, else
+        the saved setting, else off when Stash cannot be asked."""
+        from validation.config import boolean
+
+        def build():
+            value = self.settings_overrides.get("private_logs")
+            if value is None:
+                try:
+                    value = self.stash().plugin_settings().get("private_logs")
+                except Stash2PlexError:
+                    value = None
+            try:
+                on = value is not None and boolean(value)
+            except ValueError:
+                on = False
+            return self._set_private(on)
+
+        return self._part("private", build)
+
+    def _set_private(self, on: bool):
+        from core.privacy import Placeholders
+
+        if on and self.log.redact.private is None:
+            self.log.redact.private = Placeholders.for_data_dir(self.data_dir)
+        return self.log.redact.private
 
     def health(self):
         from sync_queue.health import HealthFile

@@ -31,6 +31,7 @@ class Redactor:
 
     def __init__(self) -> None:
         self._secrets: list[str] = []
+        self.private = None  # core/privacy.Placeholders when private_logs is on: paths, titles after secrets
 
     def add(self, secret: str | None) -> None:
         """Register a secret, with its URL-encoded forms (as it would appear in a URL)."""
@@ -64,7 +65,7 @@ class Redactor:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, "***")
-        return text
+        return text if self.private is None else self.private(text)
 
 
 def _cut(line: str) -> str:

@@ -33,9 +33,26 @@ def run(app) -> dict[str, Any]:
         "stats": app.stats().snapshot(),
         "last_drainer_error": ledger.meta("last_drainer_error"),
     }
+    private = app.private()
+    if private is not None:
+        status = placeholders_in(status, private)
     for line in format_status(status):
         app.log.info(line)
     return status
+
+
+def placeholders_in(status: dict[str, Any], private) -> dict[str, Any]:
+    """The status with scene titles and file paths replaced (the private_logs setting)."""
+    for entry in status["dlq_newest"]:
+        private.note_title(entry["title"])
+    newest = [{**e, "title": private.title(e["title"]), "reason": private(e["reason"])} for e in status["dlq_newest"]]
+    error = status.get("last_drainer_error")
+    if isinstance(error, dict):
+        error = {**error, "error": private(str(error.get("error")))}
+    stats = dict(status.get("stats") or {})
+    if isinstance(stats.get("last_failure"), dict):
+        stats["last_failure"] = {**stats["last_failure"], "message": private(str(stats["last_failure"]["message"]))}
+    return {**status, "dlq_newest": newest, "last_drainer_error": error, "stats": stats}
 
 
 def format_status(status: dict[str, Any]) -> list[str]:

@@ -24,6 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "plex_concurrency": 6,
     "notify_urls": "",
     "notify_plex_down_minutes": 10,
+    "private_logs": False,
 }
 
 
@@ -43,6 +44,7 @@ class Settings(BaseModel):
     plex_concurrency: int = Field(default=DEFAULTS["plex_concurrency"], ge=1, le=16)
     notify_urls: tuple[str, ...] = Field(default=(), repr=False)  # secrets: tokens live in these URLs
     notify_plex_down_minutes: float = Field(default=DEFAULTS["notify_plex_down_minutes"], gt=0, le=10080)
+    private_logs: bool = DEFAULTS["private_logs"]
 
     @field_validator("notify_urls", mode="before")
     @classmethod
@@ -113,17 +115,12 @@ class Settings(BaseModel):
         "preserve_plex_edits",
         "trigger_plex_scan",
         "case_insensitive_paths",
+        "private_logs",
         mode="before",
     )
     @classmethod
     def _boolean(cls, value: Any) -> bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.strip().lower() in ("true", "1", "yes")
-        if isinstance(value, (int, float)) and value in (0, 1):
-            return bool(value)
-        raise ValueError(f"must be true or false, got {value!r}")
+        return boolean(value)
 
     @field_validator("plex_concurrency", mode="before")
     @classmethod
@@ -131,6 +128,17 @@ class Settings(BaseModel):
         if isinstance(value, float) and value.is_integer():
             return int(value)
         return value
+
+
+def boolean(value: Any) -> bool:
+    """A switch's value as Stash or a command line gives it; ValueError when it is none."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    raise ValueError(f"must be true or false, got {value!r}")
 
 
 def _in_stash(name: str) -> str:

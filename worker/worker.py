@@ -247,6 +247,7 @@ class Worker:
             except InvalidMetadata as exc:
                 self._settle(item, exc, title=str(raw.get("title") or ""))
                 continue
+            self._note_private(scene)
             record = records.get(sid)
             if record is not None and record.state_hash == self.syncer.state_hash(scene):
                 if record.entities != entity_map(scene.entities):  # e.g. merged into a same-named tag
@@ -257,6 +258,14 @@ class Worker:
                 continue
             work.append((item, scene, record))
         return work
+
+    def _note_private(self, scene) -> None:
+        """With private_logs on, the scene's title and paths become placeholders in every line."""
+        private = getattr(self.log.redact, "private", None)
+        if private is not None:
+            private.note_title(scene.title)
+            for path in [f.path for f in scene.files] + self.syncer.mapped_paths(scene):
+                private.note_path(path)
 
     def _prefetch(self, work: list[tuple]) -> list[int] | None:
         """Read the chunk's Plex items at once; the keys read, or None when Plex is down:
@@ -359,6 +368,10 @@ class Worker:
     def _report(self, item: Taken, scene, result, error) -> None:
         if result is None:
             return
+        private = getattr(self.log.redact, "private", None)
+        for change in result.plan.fields if private is not None else ():
+            if change.name == "title":
+                private.note_title(change.plex)  # Plex's old title, shown beside the new one
         lines = result.plan.describe()
         for warning in result.warnings:
             self.log.warning(f"scene {scene.id}: {warning}")
@@ -370,6 +383,9 @@ class Worker:
         self._in_sync.append(scene.id)
 
     def _settle(self, item: Taken, error: BaseException | None, title: str = "") -> None:
+        private = getattr(self.log.redact, "private", None)
+        for path in getattr(error, "candidates", ()) + getattr(error, "looked_for", ()) if private else ():
+            private.note_path(path)  # Plex's paths in the message
         probe_at = None
         if isinstance(error, PlexUnavailable):
             probe_at = self.clock() + self.breaker.seconds_until_probe()

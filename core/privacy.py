@@ -1,0 +1,94 @@
+"""Stable placeholders for file paths and scene titles, for logs users share.
+
+With the ``private_logs`` setting on, every log line (and queue status, and
+notifications) passes through :class:`Placeholders` after the secrets are redacted:
+a scene title becomes ``<title-1a2b3c4d>`` and a file path ``<path-5e6f7a8b>``. The
+same value always gets the same placeholder within one data folder (an HMAC with a
+random key kept in ``<data>/privacy.key``), so a reader can still follow "the same
+file failed twice"; without the key nobody can test a guessed title against it.
+
+Values are known two ways: the worker registers the titles and paths of the scenes
+it handles (``note_title``/``note_path``, a bounded recent set), and any remaining
+absolute path (``/…/…``, ``C:\\…``, ``\\\\server\\…``) is found by its shape. A title
+shorter than 3 characters is left alone (it would replace parts of ordinary words).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+KEY_FILE = "privacy.key"
+MAX_VALUES = 1024
+MIN_TITLE = 3
+_PATH = re.compile(r"(?<![\w:/.<\\-])(?:/|[A-Za-z]:\\|\\\\)[^\s'\",;()<>]*[/\\][^\s'\",;()<>]*")
+
+
+def load_key(data_dir: Path) -> bytes:
+    """The data folder's placeholder key, created on first use (never leaves the folder)."""
+    path = Path(data_dir) / KEY_FILE
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_hex(16)
+    try:
+        with open(path, "x", encoding="ascii") as handle:  # the first process wins; others read its key
+            handle.write(key)
+    except FileExistsError:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    return bytes.fromhex(key)
+
+
+class Placeholders:
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self._known: OrderedDict[str, str] = OrderedDict()  # value → placeholder, most recent last
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_data_dir(cls, data_dir: Path) -> Placeholders:
+        return cls(load_key(data_dir))
+
+    def placeholder(self, kind: str, value: str) -> str:
+        digest = hmac.new(self.key, f"{kind}\0{value}".encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+        return f"<{kind}-{digest[:8]}>"
+
+    def title(self, value: str | None) -> str | None:
+        return self.placeholder("title", value) if value else value
+
+    def note_title(self, value: str | None) -> None:
+        if value and len(value.strip()) >= MIN_TITLE:
+            self._remember(value, self.placeholder("title", value))
+
+    def note_path(self, value: str | None) -> None:
+        if not value:
+            return
+        self._remember(value, self.placeholder("path", value))
+        folder, _, name = value.rstrip("/\\").replace("\\", "/").rpartition("/")
+        if "\\" in value:
+            folder = folder.replace("/", "\\")
+        for part in (folder, name):  # the folder (a scan request) and the file name (a match message)
+            if len(part) > 3:
+                self._remember(part, self.placeholder("path", part))
+
+    def _remember(self, value: str, placeholder: str) -> None:
+        with self._lock:
+            self._known[value] = placeholder
+            self._known.move_to_end(value)
+            while len(self._known) > MAX_VALUES:
+                self._known.popitem(last=False)
+
+    def __call__(self, text: str) -> str:
+        with self._lock:
+            known = sorted(self._known.items(), key=lambda item: -len(item[0]))
+        for value, placeholder in known:
+            if value in text:
+                text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", placeholder, text)
+        return _PATH.sub(lambda m: self.placeholder("path", m.group(0)), text)
