@@ -342,7 +342,7 @@ class Worker:
     def _say_unavailable(self, why: str) -> None:
         """Once per outage, not once per job: the jobs wait (no retry budget spent) and resume by themselves."""
         if self.events is not None:
-            self.events.plex_down(why)
+            self.events.plex_down(self.log.redact(why))
         if not self._unavailable_said:
             self._unavailable_said = True
             self.log.warning(f"Plex is unavailable ({why}); jobs wait and resume by themselves when it answers")
