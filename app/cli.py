@@ -83,8 +83,8 @@ def _add_options(parser: argparse.ArgumentParser, nested: bool) -> None:
     In a command's own parser (``nested``) they default to SUPPRESS, so a value given
     before the command name is not overwritten by the sub-parser's default.
     """
-    extra = {"default": argparse.SUPPRESS} if nested else {}
-    flag = {"action": "store_true", **extra}
+    extra: dict[str, Any] = {"default": argparse.SUPPRESS} if nested else {}
+    flag: dict[str, Any] = {"action": "store_true", **extra}
     parser.add_argument(
         "--stash-url", help=f"Stash's address [{env_name('stash_url')}; default {DEFAULT_STASH_URL}]", **extra
     )

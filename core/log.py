@@ -16,7 +16,7 @@ import logging
 import re
 import threading
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 # user:password@ in any URL (http://user:pass@host, also inside longer texts)
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@]+@")
@@ -31,7 +31,7 @@ class Redactor:
 
     def __init__(self) -> None:
         self._secrets: list[str] = []
-        self.private = None  # core/privacy.Placeholders when private_logs is on: paths, titles after secrets
+        self.private: Any = None  # core/privacy.Placeholders when private_logs is on: paths, titles after secrets
 
     def add(self, secret: str | None) -> None:
         """Register a secret, with its URL-encoded forms (as it would appear in a URL)."""

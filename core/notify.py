@@ -127,7 +127,7 @@ class Notifier:
         self.log = log
         self.timeout = timeout
         self._threads: list[threading.Thread] = []
-        self._session = None
+        self._session: Any = None  # a requests.Session, made on the first delivery
         self._lock = threading.Lock()
 
     def send(self, title: str, message: str, kind: str = INFO) -> None:

@@ -369,9 +369,10 @@ class Worker:
         if result is None:
             return
         private = getattr(self.log.redact, "private", None)
-        for change in result.plan.fields if private is not None else ():
-            if change.name == "title":
-                private.note_title(change.plex)  # Plex's old title, shown beside the new one
+        if private is not None:
+            for change in result.plan.fields:
+                if change.name == "title":
+                    private.note_title(change.plex)  # Plex's old title, shown beside the new one
         lines = result.plan.describe()
         for warning in result.warnings:
             self.log.warning(f"scene {scene.id}: {warning}")
@@ -384,8 +385,9 @@ class Worker:
 
     def _settle(self, item: Taken, error: BaseException | None, title: str = "") -> None:
         private = getattr(self.log.redact, "private", None)
-        for path in getattr(error, "candidates", ()) + getattr(error, "looked_for", ()) if private else ():
-            private.note_path(path)  # Plex's paths in the message
+        if private is not None:
+            for path in getattr(error, "candidates", ()) + getattr(error, "looked_for", ()):
+                private.note_path(path)  # Plex's paths in the message
         probe_at = None
         if isinstance(error, PlexUnavailable):
             probe_at = self.clock() + self.breaker.seconds_until_probe()
