@@ -209,6 +209,7 @@ class App:
                 ),
             )
             self._set_private(settings.private_logs)
+            self.health().update(private_logs=True if settings.private_logs else None)  # for queue_status
             self.log.redact.add(settings.plex_token)
             self.log.redact.add_url(settings.plex_url)
             for url in settings.notify_urls:
@@ -232,17 +233,15 @@ class App:
     def private(self):
         """The placeholders when private_logs is on (then also in the log's redactor), else None.
 
-        For tasks that need no other setting (queue_status): the flag or variable, else
-        the saved setting, else off when Stash cannot be asked."""
+        For tasks that read no other setting (queue_status stays local, Stash is not
+        asked): the flag or variable, else the value the last run that read the settings
+        left in sync_health.json."""
         from validation.config import boolean
 
         def build():
             value = self.settings_overrides.get("private_logs")
             if value is None:
-                try:
-                    value = self.stash().plugin_settings().get("private_logs")
-                except Stash2PlexError:
-                    value = None
+                value = self.health().state().get("private_logs")
             try:
                 on = value is not None and boolean(value)
             except ValueError:
