@@ -165,7 +165,14 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
             clean = drain_once(app, log, lock)  # releases the lock when done
             if clean is None:  # new settings: new parts (clients, index, breaker binding)
                 app.close()
-                app = App(connection, env, log, data_dir=app.data_dir, settings_overrides=app.settings_overrides)
+                app = App(
+                    connection,
+                    env,
+                    log,
+                    data_dir=app.data_dir,
+                    settings_overrides=app.settings_overrides,
+                    surface=app.surface,
+                )
                 continue
             # pending, not only ready: jobs this drainer held back when a handover request
             # came (its requester may have died since) are left 'unack' until resumed
