@@ -174,6 +174,8 @@ class App:
             settings = load_settings(saved)
             self.log.redact.add(settings.plex_token)
             self.log.redact.add_url(settings.plex_url)
+            for warning in settings.adopted.warnings:
+                self.log.warning(warning)
             return settings
 
         return self._part("settings", build)

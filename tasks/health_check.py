@@ -1,6 +1,7 @@
 """``health_check``: can Stash2Plex reach both servers, and does path_map fit the files?
 
-Checks, in order: Stash (reachable, version, settings readable), Plex (reachable,
+Checks, in order: Stash (reachable, version, settings readable; the reply shows the
+effective settings and which old setting names were taken over or ignored), Plex (reachable,
 version, token accepted), the libraries (configured ones found, video libraries
 left out), and the path map: up to ``SAMPLE_SIZE`` scenes' primary files are mapped
 with ``path_map`` and looked up by exact path in the Plex index. When fewer than
@@ -71,7 +72,18 @@ def _check_stash(app, report: _Report):
     except Stash2PlexError as exc:
         report.bad(f"Stash check failed: {exc}")
         return None
+    _report_settings(settings, report)
     return settings
+
+
+def _report_settings(settings, report: _Report) -> None:
+    """The effective configuration, and what became of settings saved under old names."""
+    report.data["settings"] = settings.summary()
+    report.data["old_settings"] = settings.adopted.summary()
+    for line in settings.adopted.taken_over:
+        report.good(f"old setting taken over: {line}")
+    if settings.adopted.ignored:
+        report.good(f"old settings ignored: {', '.join(settings.adopted.ignored)}")
 
 
 # -- Plex ---------------------------------------------------------------------------

@@ -3,21 +3,28 @@
 Stash stores no defaults: a setting the user never saved is simply absent from
 ``configuration { plugins }``. Every default therefore lives here, and the
 descriptions in Stash2Plex.yml state the same values (a test checks they agree).
+
+Stash's settings page draws a setting that was never saved as unchecked (BOOLEAN),
+``0`` (NUMBER) or empty (STRING), and the first click saves what it shows. So every
+switch here defaults to false, and a number saved as 0 means its default. Old names
+(our own renames, the public Stash2Plex plugin's settings) are read by
+``validation.legacy``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from core.errors import ConfigError
+from validation.legacy import Adopted, parse_bool, translate
 from validation.pathmap import PathRule, parse_path_map
 
 DEFAULTS: dict[str, Any] = {
     "plex_libraries": "",
     "path_map": "",
-    "strict_matching": True,
+    "loose_matching": False,
     "preserve_plex_edits": False,
     "trigger_plex_scan": False,
     "case_insensitive_paths": False,
@@ -34,11 +41,31 @@ class Settings(BaseModel):
     plex_token: str = Field(min_length=1, repr=False)
     plex_libraries: tuple[str, ...] = ()
     path_map: tuple[PathRule, ...] = ()
-    strict_matching: bool = DEFAULTS["strict_matching"]
+    loose_matching: bool = DEFAULTS["loose_matching"]
     preserve_plex_edits: bool = DEFAULTS["preserve_plex_edits"]
     trigger_plex_scan: bool = DEFAULTS["trigger_plex_scan"]
     case_insensitive_paths: bool = DEFAULTS["case_insensitive_paths"]
     plex_concurrency: int = Field(default=DEFAULTS["plex_concurrency"], ge=1, le=16)
+    _adopted: Adopted = PrivateAttr(default_factory=Adopted)
+
+    @property
+    def adopted(self) -> Adopted:
+        """The old setting names this configuration took over or ignored."""
+        return self._adopted
+
+    def summary(self) -> dict[str, Any]:
+        """Every setting's effective value, for people (health_check): the token is never shown."""
+        shown: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if name == "plex_token":
+                value = "(set, hidden)"
+            elif name == "path_map":
+                value = "; ".join(f"{r.stash_prefix}={r.plex_prefix}" for r in value)
+            elif isinstance(value, tuple):
+                value = ", ".join(str(v) for v in value)
+            shown[name] = value
+        return shown
 
     @field_validator("plex_url")
     @classmethod
@@ -84,23 +111,22 @@ class Settings(BaseModel):
         return parse_path_map(value)
 
     @field_validator(
-        "strict_matching", "preserve_plex_edits", "trigger_plex_scan", "case_insensitive_paths", mode="before"
+        "loose_matching", "preserve_plex_edits", "trigger_plex_scan", "case_insensitive_paths", mode="before"
     )
     @classmethod
     def _boolean(cls, value: Any) -> bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.strip().lower() in ("true", "1", "yes")
-        if isinstance(value, (int, float)) and value in (0, 1):
-            return bool(value)
-        raise ValueError(f"must be true or false, got {value!r}")
+        try:
+            return parse_bool("", value)
+        except ConfigError:
+            raise ValueError(f"must be true or false, got {value!r}") from None
 
     @field_validator("plex_concurrency", mode="before")
     @classmethod
     def _number(cls, value: Any) -> Any:
         if isinstance(value, float) and value.is_integer():
-            return int(value)
+            value = int(value)
+        if value == 0 or (isinstance(value, str) and value.strip() in ("0", "")):
+            return DEFAULTS["plex_concurrency"]  # what Stash shows (and may save) for a never-set number
         return value
 
 
@@ -118,7 +144,10 @@ def _message(error: ValidationError) -> str:
 def load_settings(saved: dict[str, Any] | None) -> Settings:
     """Validate the saved settings map (``{}`` when none were saved)."""
     values = {k: v for k, v in (saved or {}).items() if v is not None and v != ""}
+    values, adopted = translate(values, set(Settings.model_fields))
     try:
-        return Settings.model_validate(values)
+        settings = Settings.model_validate(values)
     except ValidationError as exc:
         raise ConfigError(_message(exc)) from None
+    settings._adopted = adopted
+    return settings

@@ -80,7 +80,7 @@ class Syncer:
         files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
         match = match_scene(files, self.index.index(), self.settings.path_map, self.settings.case_insensitive_paths)
         try:
-            return choose(match, self.settings.strict_matching, files).item.rating_key
+            return choose(match, not self.settings.loose_matching, files).item.rating_key
         except (PlexNotFound, AmbiguousMatch):
             return None
 
@@ -184,14 +184,14 @@ class Syncer:
         rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
         match = match_scene(files, self.index.index(), rules, ci)
         try:
-            picked = choose(match, self.settings.strict_matching, files)
+            picked = choose(match, not self.settings.loose_matching, files)
         except (PlexNotFound, AmbiguousMatch) as exc:
             # A stale index causes either (a file Plex has just scanned in, moved or
             # deleted): re-check the section stamps (rate-limited) and match once more.
             if not self.index.refresh(missing=isinstance(exc, PlexNotFound)):
                 raise
             match = match_scene(files, self.index.index(), rules, ci)
-            picked = choose(match, self.settings.strict_matching, files)
+            picked = choose(match, not self.settings.loose_matching, files)
         if match.confidence.value != "high":
             self.log.info(f"scene {scene.id}: matched Plex item {picked.item.rating_key} ({picked.reason})")
         return picked.item, f"{match.confidence.value}: {picked.reason}"
