@@ -270,8 +270,22 @@ class App:
         from worker.sync import Syncer
 
         return self._part(
-            "syncer", lambda: Syncer(self.plex(), self.index(), self.ledger(), self.stash(), self.settings(), self.log)
+            "syncer",
+            lambda: Syncer(
+                self.plex(), self.index(), self.ledger(), self.stash(), self.settings(), self.log, self.choices()
+            ),
         )
+
+    def choices(self):
+        """The settings that shape what is written, with the tag filters' children from Stash."""
+        from plex.desired import Choices
+
+        def build():
+            settings = self.settings()
+            filters = settings.hide_tags or settings.skip_tags
+            return Choices.build(settings, self.stash().tag_parents() if filters else None)
+
+        return self._part("choices", build)
 
     def worker(self, queue: JobQueue, probe_now: bool = False):
         """The worker; ``probe_now`` for a task the user started (Plex is probed at once)."""

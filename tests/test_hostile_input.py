@@ -104,15 +104,15 @@ HOOK_CASES = [
         error=True,
     ),
     Case(
-        "hook-only-rating",
+        "hook-only-play-count",
         "hook",
         "debug",
         "which Plex does not show",
         lambda p: {
             "id": 1,
             "type": "Scene.Update.Post",
-            "input": {"id": "1", "rating100": 80},
-            "inputFields": ["id", "rating100"],
+            "input": {"id": "1", "play_count": 4},
+            "inputFields": ["id", "play_count"],
         },
     ),
     Case(

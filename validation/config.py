@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from core.errors import ConfigError
+from validation import fields
 from validation.legacy import Adopted, parse_bool, translate
 from validation.pathmap import PathRule, parse_path_map
 
@@ -29,6 +30,16 @@ DEFAULTS: dict[str, Any] = {
     "trigger_plex_scan": False,
     "case_insensitive_paths": False,
     "plex_concurrency": 6,
+    "skip_fields": "",
+    "tags_as": "genres",
+    "collections": "studio",
+    "content_rating": "",
+    "tagline_from_code": False,
+    "title_template": "",
+    "sort_title_template": "",
+    "skip_tags": "",
+    "hide_tags": "",
+    "organized_only": False,
 }
 
 
@@ -46,7 +57,21 @@ class Settings(BaseModel):
     trigger_plex_scan: bool = DEFAULTS["trigger_plex_scan"]
     case_insensitive_paths: bool = DEFAULTS["case_insensitive_paths"]
     plex_concurrency: int = Field(default=DEFAULTS["plex_concurrency"], ge=1, le=16)
+    skip_fields: tuple[str, ...] = ()
+    tags_as: str = DEFAULTS["tags_as"]
+    collections: tuple[str, ...] = (DEFAULTS["collections"],)
+    content_rating: str = DEFAULTS["content_rating"]
+    tagline_from_code: bool = DEFAULTS["tagline_from_code"]
+    title_template: str = DEFAULTS["title_template"]
+    sort_title_template: str = DEFAULTS["sort_title_template"]
+    skip_tags: tuple[str, ...] = ()
+    hide_tags: tuple[str, ...] = ()
+    organized_only: bool = DEFAULTS["organized_only"]
     _adopted: Adopted = PrivateAttr(default_factory=Adopted)
+
+    def writes(self, field: str) -> bool:
+        """False when ``skip_fields`` names this field."""
+        return field not in self.skip_fields
 
     @property
     def adopted(self) -> Adopted:
@@ -62,6 +87,8 @@ class Settings(BaseModel):
                 value = "(set, hidden)"
             elif name == "path_map":
                 value = "; ".join(f"{r.stash_prefix}={r.plex_prefix}" for r in value)
+            elif name == "collections" and not value:
+                value = fields.NO_COLLECTIONS
             elif isinstance(value, tuple):
                 value = ", ".join(str(v) for v in value)
             shown[name] = value
@@ -111,7 +138,13 @@ class Settings(BaseModel):
         return parse_path_map(value)
 
     @field_validator(
-        "loose_matching", "preserve_plex_edits", "trigger_plex_scan", "case_insensitive_paths", mode="before"
+        "loose_matching",
+        "preserve_plex_edits",
+        "trigger_plex_scan",
+        "case_insensitive_paths",
+        "tagline_from_code",
+        "organized_only",
+        mode="before",
     )
     @classmethod
     def _boolean(cls, value: Any) -> bool:
@@ -119,6 +152,36 @@ class Settings(BaseModel):
             return parse_bool("", value)
         except ConfigError:
             raise ValueError(f"must be true or false, got {value!r}") from None
+
+    @field_validator("skip_fields", mode="before")
+    @classmethod
+    def _skip_fields(cls, value: Any) -> tuple[str, ...]:
+        return value if isinstance(value, tuple) else fields.check_fields(_text(value))
+
+    @field_validator("tags_as", mode="before")
+    @classmethod
+    def _tags_as(cls, value: Any) -> str:
+        return fields.check_choice(_text(value), fields.TAGS_AS)
+
+    @field_validator("collections", mode="before")
+    @classmethod
+    def _collections(cls, value: Any) -> tuple[str, ...]:
+        return value if isinstance(value, tuple) else fields.check_collections(_text(value))
+
+    @field_validator("title_template", "sort_title_template", mode="before")
+    @classmethod
+    def _template(cls, value: Any) -> str:
+        return fields.check_template(_text(value).strip())
+
+    @field_validator("content_rating", mode="before")
+    @classmethod
+    def _content_rating(cls, value: Any) -> str:
+        return " ".join(_text(value).split())
+
+    @field_validator("skip_tags", "hide_tags", mode="before")
+    @classmethod
+    def _tag_names(cls, value: Any) -> tuple[str, ...]:
+        return value if isinstance(value, tuple) else fields.names(_text(value))
 
     @field_validator("plex_concurrency", mode="before")
     @classmethod
@@ -128,6 +191,12 @@ class Settings(BaseModel):
         if value == 0 or (isinstance(value, str) and value.strip() in ("0", "")):
             return DEFAULTS["plex_concurrency"]  # what Stash shows (and may save) for a never-set number
         return value
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"must be text, got {value!r}")
+    return value
 
 
 def _message(error: ValidationError) -> str:

@@ -26,6 +26,18 @@ PUBLIC_ORIGIN = "from the public Stash2Plex plugin"
 RENAMED_INVERTED = {"strict_matching": "loose_matching"}
 # the public plugin's names read under ours
 RENAMED = {"plex_library": "plex_libraries"}
+# the public plugin's field switches: saved as false -> that field is not written
+FIELD_SWITCHES = {
+    "sync_master": "*",
+    "sync_studio": "studio",
+    "sync_summary": "summary",
+    "sync_tagline": "tagline",
+    "sync_date": "date",
+    "sync_performers": "performers",
+    "sync_tags": "tags",
+    "sync_poster": "poster",
+    "sync_collection": "collections",
+}
 # the public plugin's settings with no counterpart here
 IGNORED = (
     "enabled",
@@ -34,15 +46,6 @@ IGNORED = (
     "connect_timeout",
     "read_timeout",
     "max_tags",
-    "sync_master",
-    "sync_studio",
-    "sync_summary",
-    "sync_tagline",
-    "sync_date",
-    "sync_performers",
-    "sync_tags",
-    "sync_poster",
-    "sync_collection",
     "sync_background",
     "debug_logging",
     "obfuscate_paths",
@@ -103,6 +106,7 @@ def translate(saved: dict[str, Any], known: set[str]) -> tuple[dict[str, Any], A
     for old, new in RENAMED.items():
         if old in saved:
             work.take(old, new, saved[old], repr(saved[old]), PUBLIC_ORIGIN)
+    _field_switches(saved, work)
     for name in saved:
         if name in IGNORED or (name not in known and name not in _handled()):
             work.ignored.append(name)
@@ -110,4 +114,23 @@ def translate(saved: dict[str, Any], known: set[str]) -> tuple[dict[str, Any], A
 
 
 def _handled() -> set[str]:
-    return set(RENAMED_INVERTED) | set(RENAMED)
+    return set(RENAMED_INVERTED) | set(RENAMED) | set(FIELD_SWITCHES)
+
+
+def _field_switches(saved: dict[str, Any], work: _Work) -> None:
+    """The public plugin's switches saved as false, as one ``skip_fields`` value."""
+    from validation.fields import FIELDS
+
+    off: list[str] = []
+    olds: list[str] = []
+    for old, target in FIELD_SWITCHES.items():
+        if old not in saved:
+            continue
+        if parse_bool(old, saved[old]):
+            work.ignored.append(f"{old} (true: written, as by default)")
+            continue
+        olds.append(old)
+        off.extend(FIELDS if target == "*" else (target,))
+    if off:
+        value = ", ".join(dict.fromkeys(off))
+        work.take(", ".join(olds), "skip_fields", value, repr(value), PUBLIC_ORIGIN)
