@@ -61,6 +61,13 @@ def setting_names() -> list[str]:
     return list(Settings.model_fields)
 
 
+def old_setting_names() -> list[str]:
+    """Renamed settings still read (with a warning naming the new one) for one release."""
+    from validation.legacy import RENAMED_INVERTED
+
+    return list(RENAMED_INVERTED)
+
+
 def env_name(setting: str) -> str:
     return ENV_PREFIX + setting.upper()
 
@@ -88,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     group = parser.add_argument_group("plugin settings (see docs/configuration.md)")
     for name in setting_names():
         group.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="VALUE", help=f"[{env_name(name)}]")
+    for name in old_setting_names():
+        group.add_argument(f"--{name.replace('_', '-')}", dest=name, help=argparse.SUPPRESS)
     return parser
 
 
@@ -118,7 +127,8 @@ def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin
     connection = connection_for(
         _value(args, env, "stash_url") or DEFAULT_STASH_URL, _value(args, env, "stash_api_key"), plugin_dir
     )
-    overrides = {n: v for n in setting_names() if (v := _value(args, env, n)) is not None}
+    names = setting_names() + old_setting_names()
+    overrides = {n: v for n in names if (v := _value(args, env, n)) is not None}
     data_dir = _value(args, env, "data_dir")
     return App(connection, env, log, data_dir=Path(data_dir) if data_dir else None, settings_overrides=overrides)
 

@@ -167,9 +167,10 @@ class App:
 
     def settings(self):
         from validation.config import load_settings
+        from validation.legacy import merge
 
         def build():
-            saved = {**self.stash().plugin_settings(), **self.settings_overrides}
+            saved = merge(self.stash().plugin_settings(), self.settings_overrides)
             self._settings_print = _fingerprint(saved)
             settings = load_settings(saved)
             self.log.redact.add(settings.plex_token)
@@ -185,8 +186,10 @@ class App:
         small GraphQL request; False when Stash cannot be asked right now)."""
         if self._settings_print is None:
             return False
+        from validation.legacy import merge
+
         try:
-            saved = {**self.stash().plugin_settings(), **self.settings_overrides}
+            saved = merge(self.stash().plugin_settings(), self.settings_overrides)
         except Stash2PlexError:
             return False
         return _fingerprint(saved) != self._settings_print

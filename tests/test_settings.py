@@ -100,3 +100,26 @@ def test_health_check_shows_the_effective_settings_and_the_old_names(plugin):
     warnings = run.messages("warning")
     assert any("setting strict_matching" in w and "save loose_matching instead" in w for w in warnings), warnings
     assert any("setting plex_library" in w and "save plex_libraries instead" in w for w in warnings), warnings
+
+
+def test_an_old_name_on_the_command_line_beats_the_new_one_saved():
+    from validation.legacy import merge
+
+    assert merge({"loose_matching": False, "tags_as": "labels"}, {"strict_matching": "false"}) == {
+        "tags_as": "labels",
+        "strict_matching": "false",
+    }
+    assert merge({"loose_matching": False}, {"strict_matching": "false", "loose_matching": "false"}) == {
+        "loose_matching": "false",
+        "strict_matching": "false",
+    }
+
+
+def test_new_settings_and_old_names_on_the_command_line(plugin):
+    from tests.test_cli import cli
+
+    plugin.configure(loose_matching=False)
+    done = cli(plugin, "health_check", "--json", "--strict-matching", "false", STASH2PLEX_TAGS_AS="labels")
+    settings = done.json()["settings"]
+    assert settings["loose_matching"] is True and settings["tags_as"] == "labels", done.stdout
+    assert "setting strict_matching (renamed in 0.3" in done.stderr

@@ -96,6 +96,16 @@ class _Work:
         self.warnings.append(f"setting {old} ({origin}) is read as {new} = {shown}; save {new} instead")
 
 
+def merge(saved: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Saved settings under command-line overrides; an old name on the command line
+    beats the new name saved in Stash (the flag wins, as for every other setting)."""
+    merged = {**saved, **overrides}
+    for old, new in {**RENAMED_INVERTED, **RENAMED}.items():
+        if old in overrides and new not in overrides:
+            merged.pop(new, None)
+    return merged
+
+
 def translate(saved: dict[str, Any], known: set[str]) -> tuple[dict[str, Any], Adopted]:
     """The saved values under today's names, and a report of the old names found."""
     work = _Work({k: v for k, v in saved.items() if k in known})
