@@ -73,6 +73,7 @@ def _check_stash(app, report: _Report):
         report.bad(f"Stash check failed: {exc}")
         return None
     _report_settings(settings, report)
+    _check_tag_names(app, settings, report)
     return settings
 
 
@@ -84,6 +85,21 @@ def _report_settings(settings, report: _Report) -> None:
         report.good(f"old setting taken over: {line}")
     if settings.adopted.ignored:
         report.good(f"old settings ignored: {', '.join(settings.adopted.ignored)}")
+
+
+def _check_tag_names(app, settings, report: _Report) -> None:
+    """A tag filter naming a tag Stash does not have filters nothing: most likely a typo."""
+    if not (settings.skip_tags or settings.hide_tags):
+        return
+    try:
+        known = {name.casefold() for name in app.stash().tag_parents()}
+    except Stash2PlexError as exc:
+        report.bad(f"tag filters not checked: {exc}")
+        return
+    for setting in ("skip_tags", "hide_tags"):
+        missing = [n for n in getattr(settings, setting) if n.casefold() not in known]
+        if missing:
+            report.bad(f"setting {setting} names {', '.join(repr(n) for n in missing)}, which Stash does not have")
 
 
 # -- Plex ---------------------------------------------------------------------------

@@ -123,3 +123,11 @@ def test_new_settings_and_old_names_on_the_command_line(plugin):
     settings = done.json()["settings"]
     assert settings["loose_matching"] is True and settings["tags_as"] == "labels", done.stdout
     assert "setting strict_matching (renamed in 0.3" in done.stderr
+
+
+def test_health_check_names_a_tag_filter_stash_does_not_have(plugin):
+    plugin.stash.add_scene(title="x", tags=["Private"], files=[])
+    plugin.configure(skip_tags="private", hide_tags="Intrenal")
+    out = plugin.task("health_check").output
+    assert out["ok"] is False and out["settings"]["hide_tags"] == "Intrenal"
+    assert out["problems"] == ["setting hide_tags names 'Intrenal', which Stash does not have"], out
