@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.test_ui_modes import operation
+
 
 class Library:
     """The plugin plus the settings built up step by step."""
@@ -174,6 +176,9 @@ def test_scene_filters(library):
     plugin.wait_drained()
     assert plugin.plex.edit_requests() == [] and library.item("private")["fields"]["title"] == "P"
     assert f"scene {private} is not synced: not organized" in plugin.drainer_log()
+
+    panel = operation(plugin, mode="ui_scene", scene_id=str(private)).output  # the scene panel in Stash's UI
+    assert (panel["state"], panel["reason"]) == ("out_of_scope", "not organized (organized_only is on)"), panel
 
     touched, output = library.sync(organized_only=False, skip_tags="")  # back in scope: synced again
     assert touched == {"private", "unorganized"} and output["out_of_scope"] == 0
