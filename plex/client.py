@@ -276,11 +276,17 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
             "summary": attrs.get("summary", ""),
             "studio": attrs.get("studio", ""),
             "originallyAvailableAt": attrs.get("originallyAvailableAt", "")[:10],
+            "titleSort": attrs.get("titleSort", attrs.get("title", "")),  # plexapi: titleSort defaults to title
+            "tagline": attrs.get("tagline", ""),
+            "contentRating": attrs.get("contentRating", ""),
+            RATING: rating_text(float(attrs["userRating"])) if attrs.get("userRating") else "",
         },
         tags={
             "genre": tuple(t.attrib.get("tag", "") for t in video.findall("Genre")),
             "actor": tuple(t.attrib.get("tag", "") for t in video.findall("Role")),
             "collection": tuple(t.attrib.get("tag", "") for t in video.findall("Collection")),
+            "label": tuple(t.attrib.get("tag", "") for t in video.findall("Label")),
+            "director": tuple(t.attrib.get("tag", "") for t in video.findall("Director")),
         },
         locked=frozenset(f.attrib.get("name", "") for f in video.findall("Field") if f.attrib.get("locked") == "1"),
     )

@@ -144,7 +144,13 @@ def plan_item(
     written_fields = dict(written.fields)
     for name, want in desired.fields.items():
         change = _field_change(name, want, plex.fields.get(name, ""), written.fields.get(name), preserve)
-        if change is None and relock and want and plex.fields.get(name, "") == want and name not in plex.locked | {RATING}:
+        if (
+            change is None
+            and relock
+            and want
+            and plex.fields.get(name, "") == want
+            and name not in plex.locked | {RATING}
+        ):
             change = FieldChange(name, want, want)
         if change:
             fields.append(change)

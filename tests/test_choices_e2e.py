@@ -145,7 +145,7 @@ def test_field_choices(library):
 def test_scene_filters(library):
     plugin, stash = library.plugin, library.plugin.stash
     private = library.scene("private", 1, title="P", tags=["Private"])
-    library.scene("internal", 2, title="I", tags=["Kinky", "Internal/Child"])
+    internal = library.scene("internal", 2, title="I", tags=["Kinky", "Internal/Child"])
     loose = library.scene("unorganized", 3, title="U", tags=["Public"])
     library.scene("organized", 4, title="O", tags=["public"], organized=True)
     stash.set_tag_parents("Internal/Child", ["Internal"])
@@ -177,6 +177,9 @@ def test_scene_filters(library):
     assert plugin.plex.edit_requests() == [] and library.item("private")["fields"]["title"] == "P"
     assert f"scene {private} is not synced: not organized" in plugin.drainer_log()
 
+    verify = plugin.task("reconcile").output  # Verify Plex against Stash: reported, left as they are
+    assert verify["drift"]["out_of_scope"] == {"count": 3, "first": sorted([private, internal, loose])}, verify
+    assert plugin.plex.edit_requests() == []
     panel = operation(plugin, mode="ui_scene", scene_id=str(private)).output  # the scene panel in Stash's UI
     assert (panel["state"], panel["reason"]) == ("out_of_scope", "not organized (organized_only is on)"), panel
 

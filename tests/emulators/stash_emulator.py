@@ -652,9 +652,7 @@ class StashEmulator:
         # Parents, Children load by TagStore.FindByChildTagID / FindByParentTagID).
         tag = schema.type_map["Tag"].fields  # type: ignore[union-attr]
         tag["parents"].resolve = lambda t, _i: [self._tags[p] for p in t.get("_parent_ids", []) if p in self._tags]
-        tag["children"].resolve = lambda t, _i: [
-            c for c in self._tags.values() if t["id"] in c.get("_parent_ids", [])
-        ]
+        tag["children"].resolve = lambda t, _i: [c for c in self._tags.values() if t["id"] in c.get("_parent_ids", [])]
         return schema
 
     def _root(self) -> dict[str, Callable]:
