@@ -63,6 +63,13 @@ def setting_names() -> list[str]:
     return list(Settings.model_fields)
 
 
+def old_setting_names() -> list[str]:
+    """Renamed settings still read (with a warning naming the new one) for one release."""
+    from validation.legacy import RENAMED_INVERTED
+
+    return list(RENAMED_INVERTED)
+
+
 def env_name(setting: str) -> str:
     return ENV_PREFIX + setting.upper()
 
@@ -102,6 +109,8 @@ def _add_options(parser: argparse.ArgumentParser, nested: bool) -> None:
         group.add_argument(
             f"--{name.replace('_', '-')}", dest=name, metavar="VALUE", help=f"[{env_name(name)}]", **extra
         )
+    for name in old_setting_names():
+        group.add_argument(f"--{name.replace('_', '-')}", dest=name, help=argparse.SUPPRESS, **extra)
 
 
 def command_name(name: str) -> str:
@@ -172,7 +181,8 @@ def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin
     connection = connection_for(
         _value(args, env, "stash_url") or DEFAULT_STASH_URL, _value(args, env, "stash_api_key"), plugin_dir
     )
-    overrides = {n: v for n in setting_names() if (v := _value(args, env, n)) is not None}
+    names = setting_names() + old_setting_names()
+    overrides = {n: v for n in names if (v := _value(args, env, n)) is not None}
     data_dir = _value(args, env, "data_dir")
     return App(
         connection,

@@ -196,9 +196,10 @@ class App:
     def settings(self):
         from core.notify import secrets_of
         from validation.config import load_settings
+        from validation.legacy import merge
 
         def build():
-            saved = {**self.stash().plugin_settings(), **self.settings_overrides}
+            saved = merge(self.stash().plugin_settings(), self.settings_overrides)
             self._settings_print = _fingerprint(saved)
             settings = load_settings(
                 saved,
@@ -215,6 +216,8 @@ class App:
             for url in settings.notify_urls:
                 for secret in secrets_of(url):
                     self.log.redact.add(secret)
+            for warning in settings.adopted.warnings:
+                self.log.warning(warning)
             return settings
 
         return self._part("settings", build)
@@ -224,8 +227,10 @@ class App:
         small GraphQL request; False when Stash cannot be asked right now)."""
         if self._settings_print is None:
             return False
+        from validation.legacy import merge
+
         try:
-            saved = {**self.stash().plugin_settings(), **self.settings_overrides}
+            saved = merge(self.stash().plugin_settings(), self.settings_overrides)
         except Stash2PlexError:
             return False
         return _fingerprint(saved) != self._settings_print
@@ -341,8 +346,22 @@ class App:
         from worker.sync import Syncer
 
         return self._part(
-            "syncer", lambda: Syncer(self.plex(), self.index(), self.ledger(), self.stash(), self.settings(), self.log)
+            "syncer",
+            lambda: Syncer(
+                self.plex(), self.index(), self.ledger(), self.stash(), self.settings(), self.log, self.choices()
+            ),
         )
+
+    def choices(self):
+        """The settings that shape what is written, with the tag filters' children from Stash."""
+        from plex.desired import Choices
+
+        def build():
+            settings = self.settings()
+            filters = settings.hide_tags or settings.skip_tags
+            return Choices.build(settings, self.stash().tag_parents() if filters else None)
+
+        return self._part("choices", build)
 
     def worker(self, queue: JobQueue, probe_now: bool = False):
         """The worker; ``probe_now`` for a task the user started (Plex is probed at once)."""

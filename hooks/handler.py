@@ -19,9 +19,25 @@ from sync_queue.job import BULK, INTERACTIVE, EntityEvent, Job
 from validation.plugin_input import HookContext
 
 # Keys of Stash's SceneUpdateInput (graphql/schema/types/scene.graphql), which a
-# Scene.Update.Post hook receives as its input, whose change can alter what Plex shows.
+# Scene.Update.Post hook receives as its input, whose change can alter what Plex shows
+# (with the settings that choose fields and scenes: rating, director, code, groups, organized).
 SYNCED_INPUT_FIELDS = frozenset(
-    {"title", "details", "date", "studio_id", "performer_ids", "tag_ids", "cover_image", "primary_file_id"}
+    {
+        "title",
+        "details",
+        "date",
+        "studio_id",
+        "performer_ids",
+        "tag_ids",
+        "cover_image",
+        "primary_file_id",
+        "rating100",
+        "director",
+        "code",
+        "groups",
+        "movies",
+        "organized",
+    }
 )
 
 

@@ -51,6 +51,14 @@ class PlexItemState:
     locked: frozenset[str] = field(default_factory=frozenset)
 
 
+RATING = "userRating"  # written through plexapi's rate(), not edit()
+
+
+def rating_text(value: float | None) -> str:
+    """A Plex user rating (0-10) as the text plans compare; empty for none."""
+    return "" if value is None else f"{float(value):.1f}"
+
+
 def _date_text(value: Any) -> str:
     if isinstance(value, (dt.date, dt.datetime)):
         return value.strftime("%Y-%m-%d")
@@ -208,11 +216,17 @@ class PlexClient:
                 "summary": item.summary or "",
                 "studio": item.studio or "",
                 "originallyAvailableAt": _date_text(item.originallyAvailableAt),
+                "titleSort": item.titleSort or "",
+                "tagline": item.tagline or "",
+                "contentRating": item.contentRating or "",
+                RATING: rating_text(item.userRating),
             },
             tags={
                 "genre": tuple(t.tag for t in item.genres),
                 "actor": tuple(t.tag for t in item.roles),
                 "collection": tuple(t.tag for t in item.collections),
+                "label": tuple(t.tag for t in item.labels),
+                "director": tuple(t.tag for t in item.directors),
             },
             locked=frozenset(f.name for f in item.fields if f.locked),
         )
@@ -225,6 +239,13 @@ class PlexClient:
         with plex_errors(f"editing Plex item {rating_key}", self.url):
             item = self._items.get(rating_key) or self.server.fetchItem(int(rating_key))
             item.edit(**params)
+
+    @blip_retry
+    def rate(self, rating_key: int, rating: float | None) -> None:
+        """The token user's rating (0-10) through plexapi's own ``rate()``; None clears it."""
+        with plex_errors(f"rating Plex item {rating_key}"):
+            item = self._items.get(rating_key) or self.server.fetchItem(int(rating_key))
+            item.rate(rating)
 
     @blip_retry
     def upload_poster(self, rating_key: int, image: bytes) -> None:
@@ -255,11 +276,17 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
             "summary": attrs.get("summary", ""),
             "studio": attrs.get("studio", ""),
             "originallyAvailableAt": attrs.get("originallyAvailableAt", "")[:10],
+            "titleSort": attrs.get("titleSort", attrs.get("title", "")),  # plexapi: titleSort defaults to title
+            "tagline": attrs.get("tagline", ""),
+            "contentRating": attrs.get("contentRating", ""),
+            RATING: rating_text(float(attrs["userRating"])) if attrs.get("userRating") else "",
         },
         tags={
             "genre": tuple(t.attrib.get("tag", "") for t in video.findall("Genre")),
             "actor": tuple(t.attrib.get("tag", "") for t in video.findall("Role")),
             "collection": tuple(t.attrib.get("tag", "") for t in video.findall("Collection")),
+            "label": tuple(t.attrib.get("tag", "") for t in video.findall("Label")),
+            "director": tuple(t.attrib.get("tag", "") for t in video.findall("Director")),
         },
         locked=frozenset(f.attrib.get("name", "") for f in video.findall("Field") if f.attrib.get("locked") == "1"),
     )

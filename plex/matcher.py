@@ -1,7 +1,7 @@
 """Find the Plex item that holds a Stash scene's file, and decide whether to trust it.
 
 ``match_scene`` only looks (it returns a ``Match`` graded HIGH/MEDIUM/LOW/NONE);
-``choose`` applies the ``strict_matching`` setting to that result and either returns a
+``choose`` applies the ``loose_matching`` setting (``strict`` is its opposite) to that result and either returns a
 ``Choice`` or raises ``AmbiguousMatch`` / ``PlexNotFound`` with a message that says
 what was found and what the user can do. Writing to the wrong Plex item is worse than
 writing nothing, so nothing here ever takes the first of several candidates blindly.
@@ -206,7 +206,7 @@ def _scene_file(match: Match, scene_files: Sequence[SceneFile]) -> SceneFile | N
 
 
 def choose(match: Match, strict: bool = True, scene_files: Sequence[SceneFile] = ()) -> Choice:
-    """Accept a match under the ``strict_matching`` setting, or raise saying why not.
+    """Accept a match under the ``loose_matching`` setting (``strict`` = not loose), or raise saying why not.
 
     ``scene_files`` must be the sequence given to ``match_scene``. HIGH is always
     accepted. NONE always raises ``PlexNotFound`` (the retry policy waits for a scan).
@@ -238,13 +238,13 @@ def choose(match: Match, strict: bool = True, scene_files: Sequence[SceneFile] =
 
 def _choose_medium(match: Match, item: PlexFile, scene: SceneFile | None, strict: bool) -> Choice:
     if not strict:
-        return Choice(item, f"{match.reason}; accepted by file name (strict matching off)")
+        return Choice(item, f"{match.reason}; accepted by file name (loose_matching on)")
     if scene is not None and (_size_agrees(item, scene) or _duration_agrees(item, scene)):
         return Choice(item, f"{match.reason}; {_evidence(item, scene)}")
     evidence = _evidence(item, scene) if scene is not None else "no scene file to compare"
     raise AmbiguousMatch(
         f"{match.reason}, but it is not confirmed ({evidence}). "
-        "Fix path_map so the scene's path equals the Plex path, or turn strict matching off.",
+        "Fix path_map so the scene's path equals the Plex path, or turn loose_matching on.",
         candidates=(item.path,),
     )
 

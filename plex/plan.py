@@ -18,15 +18,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from plex.client import PlexItemState
+from plex.client import RATING, PlexItemState
 from validation.metadata import SceneMetadata
 
-TAG_TYPES = ("genre", "actor", "collection")
+TAG_TYPES = ("genre", "actor", "collection", "label", "director")
 
 
 @dataclass(frozen=True)
 class Desired:
-    """What Stash wants the item to show (None: Stash2Plex leaves the field alone)."""
+    """What Stash wants the item to show (None, or a tag type absent: Stash2Plex leaves it alone)."""
 
     fields: dict[str, str | None]
     tags: dict[str, tuple[str, ...]]
@@ -144,7 +144,13 @@ def plan_item(
     written_fields = dict(written.fields)
     for name, want in desired.fields.items():
         change = _field_change(name, want, plex.fields.get(name, ""), written.fields.get(name), preserve)
-        if change is None and relock and want and plex.fields.get(name, "") == want and name not in plex.locked:
+        if (
+            change is None
+            and relock
+            and want
+            and plex.fields.get(name, "") == want
+            and name not in plex.locked | {RATING}
+        ):
             change = FieldChange(name, want, want)
         if change:
             fields.append(change)
@@ -153,7 +159,9 @@ def plan_item(
     tags = []
     written_tags = {k: list(v) for k, v in written.tags.items()}
     for tag_type in TAG_TYPES:
-        wanted = desired.tags.get(tag_type, ())
+        if tag_type not in desired.tags:
+            continue  # a tag type not written (skip_fields): left as it is, ours or not
+        wanted = desired.tags[tag_type]
         on_plex = plex.tags.get(tag_type, ())
         tag_change = _tag_change(tag_type, wanted, on_plex, written.tags.get(tag_type, []), preserve)
         relocked = {_key(t) for t in wanted} <= {_key(t) for t in on_plex}
@@ -166,10 +174,22 @@ def plan_item(
     return ItemPlan(plex.rating_key, tuple(fields), tuple(tags), written_fields, written_tags)
 
 
+def rating_change(plan: ItemPlan) -> tuple[bool, float | None]:
+    """(whether the rating changes, the new rating or None to clear it)."""
+    for change in plan.fields:
+        if change.name == RATING:
+            return True, float(change.stash) if change.stash else None
+    return False, None
+
+
 def edit_params(plan: ItemPlan) -> dict[str, Any]:
-    """The plexapi ``edit()`` keyword arguments for the whole plan (each field locked)."""
+    """The plexapi ``edit()`` keyword arguments for the whole plan (each field locked).
+
+    The user rating is not part of it: Plex takes it through ``rate()`` (``rating_change``)."""
     params: dict[str, Any] = {}
     for change in plan.fields:
+        if change.name == RATING:
+            continue
         params[f"{change.name}.value"] = change.stash
         params[f"{change.name}.locked"] = 1
     for tag in plan.tags:

@@ -18,8 +18,8 @@ from validation.plugin_input import ServerConnection
 PLUGIN_ID = "Stash2Plex"
 REQUEST_TIMEOUT_S = 30.0
 SCENE_FIELDS = (
-    "id title details date code director urls updated_at organized "
-    "studio { id name } performers { id name } tags { id name } groups { group { id name } } "
+    "id title details date code director urls updated_at organized rating100 "
+    "studio { id name parent_studio { name } } performers { id name } tags { id name } groups { group { id name } } "
     "files { path size duration } paths { screenshot }"
 )
 _FIND_BY_IDS = (
@@ -29,6 +29,9 @@ _FIND_BY_IDS = (
 _FIND_PAGE = (
     "query S2PScenesPage($filter: FindFilterType, $scene_filter: SceneFilterType) {"
     " findScenes(filter: $filter, scene_filter: $scene_filter) { count scenes { %s } } }" % SCENE_FIELDS
+)
+_TAG_TREE = (
+    "query S2PTagTree($filter: FindFilterType) { findTags(filter: $filter) { count tags { name parents { name } } } }"
 )
 _PLUGIN_CONFIG = "query S2PConfig($include: [ID!]) { configuration { plugins(include: $include) } }"
 
@@ -239,6 +242,16 @@ class StashClient:
         data = self._call(_FIND_PAGE, variables, f"fetching page {page} of scenes")
         result = data.get("findScenes") or {}
         return int(result.get("count") or 0), list(result.get("scenes") or [])
+
+    def tag_parents(self) -> dict[str, list[str]]:
+        """Every tag's name and its parents' names (one request), for tag filters that cover children."""
+        data = self._call(_TAG_TREE, {"filter": {"per_page": -1}}, "reading the tag hierarchy")
+        tags = (data.get("findTags") or {}).get("tags") or []
+        return {
+            str(t.get("name")): [str(p.get("name")) for p in t.get("parents") or [] if isinstance(p, dict)]
+            for t in tags
+            if isinstance(t, dict) and t.get("name")
+        }
 
     def version(self) -> str:
         data = self._call("query S2PVersion { version { version } }", {}, "reading the version")

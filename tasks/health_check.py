@@ -1,6 +1,7 @@
 """``health_check``: can Stash2Plex reach both servers, and does path_map fit the files?
 
-Checks, in order: Stash (reachable, version, settings readable), Plex (reachable,
+Checks, in order: Stash (reachable, version, settings readable; the reply shows the
+effective settings and which old setting names were taken over or ignored), Plex (reachable,
 version, token accepted), the libraries (configured ones found, video libraries
 left out), and the path map: up to ``SAMPLE_SIZE`` scenes' primary files are mapped
 with ``path_map`` and looked up by exact path in the Plex index. When fewer than
@@ -71,7 +72,34 @@ def _check_stash(app, report: _Report):
     except Stash2PlexError as exc:
         report.bad(f"Stash check failed: {exc}")
         return None
+    _report_settings(settings, report)
+    _check_tag_names(app, settings, report)
     return settings
+
+
+def _report_settings(settings, report: _Report) -> None:
+    """The effective configuration, and what became of settings saved under old names."""
+    report.data["settings"] = settings.summary()
+    report.data["old_settings"] = settings.adopted.summary()
+    for line in settings.adopted.taken_over:
+        report.good(f"old setting taken over: {line}")
+    if settings.adopted.ignored:
+        report.good(f"old settings ignored: {', '.join(settings.adopted.ignored)}")
+
+
+def _check_tag_names(app, settings, report: _Report) -> None:
+    """A tag filter naming a tag Stash does not have filters nothing: most likely a typo."""
+    if not (settings.skip_tags or settings.hide_tags):
+        return
+    try:
+        known = {name.casefold() for name in app.stash().tag_parents()}
+    except Stash2PlexError as exc:
+        report.bad(f"tag filters not checked: {exc}")
+        return
+    for setting in ("skip_tags", "hide_tags"):
+        missing = [n for n in getattr(settings, setting) if n.casefold() not in known]
+        if missing:
+            report.bad(f"setting {setting} names {', '.join(repr(n) for n in missing)}, which Stash does not have")
 
 
 # -- Plex ---------------------------------------------------------------------------

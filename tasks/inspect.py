@@ -2,7 +2,7 @@
 
 The scene's files and their mapped paths, every candidate item (by exact path or by
 file name) with the evidence for and against it, the matcher's confidence and the
-decision ``strict_matching`` leads to, the ledger's record, and the planned edit
+decision ``loose_matching`` leads to, the ledger's record, and the planned edit
 (what a sync would send now; nothing is written).
 """
 
@@ -60,7 +60,7 @@ def run(app) -> dict[str, Any]:
         "candidates": _candidates(index, mapped, files),
     }
     try:
-        choice = choose(match, settings.strict_matching, files)
+        choice = choose(match, not settings.loose_matching, files)
         result["decision"] = f"item {choice.item.rating_key}: {choice.reason}"
     except (PlexNotFound, AmbiguousMatch) as exc:
         result["decision"] = f"no item: {exc}"

@@ -28,7 +28,7 @@ def run(app) -> dict[str, Any]:
     page = 1
     while not result["more"]:
         total, scenes = stash.scenes_page(page, PREVIEW_PAGE)
-        changed = set(may_differ(app, scenes)) if scenes else set()
+        changed = set(may_differ(app, scenes)) if scenes else set()  # out-of-scope scenes are not planned
         records = ledger.get_many(sorted(changed))
         for raw in scenes:
             if int(raw["id"]) in changed:

@@ -8,7 +8,9 @@ afresh, pages through every Stash scene, reads the linked items' detail views in
 batches (one request per 50 items), compares every synced field, lock, tag list and
 the poster, and repairs only what differs, through the sync's own write step. It
 reports how many scenes drifted in which way, with the first few of each. With
-``--dry-run`` (command line) it writes nothing and reports the plan instead.
+``--dry-run`` (command line) it writes nothing and reports the plan instead. Scenes
+the settings leave out (``skip_tags``, ``organized_only``) are reported as
+``out_of_scope`` and their Plex items left as they are.
 """
 
 from __future__ import annotations
@@ -89,11 +91,16 @@ def _page(app, reconciler: Reconciler, raw: list[dict], report: DriftReport, pla
     for item in raw:
         report.counts["checked"] += 1
         try:
-            scenes.append(scene_from_stash(item))
+            scene = scene_from_stash(item)
         except InvalidMetadata as exc:
             report.add("invalid", int(item["id"]))
             if plan is not None:
                 plan.unmatched.append(unmatched_entry(None, int(item["id"]), [], str(exc)))
+            continue
+        if app.syncer().out_of_scope(scene) is not None:
+            report.add("out_of_scope", scene.id)  # left out by skip_tags/organized_only: not checked, not written
+        else:
+            scenes.append(scene)
     findings = reconciler.check(scenes)
     try:
         for finding in findings:

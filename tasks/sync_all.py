@@ -60,19 +60,29 @@ def run_recent(app):
 
 
 def may_differ(app, scenes: list[dict]) -> list[int]:
-    """Scenes whose desired state differs from what was last written (or is unknown)."""
+    """Scenes whose desired state differs from what was last written (or is unknown);
+    scenes out of scope (filtered out by the settings) are never among them."""
+    return sort_scenes(app, scenes)[0]
+
+
+def sort_scenes(app, scenes: list[dict]) -> tuple[list[int], int]:
+    """The scenes that may differ (``may_differ``), and how many are out of scope
+    (filtered out: not queued, their Plex items left as they are)."""
     syncer = app.syncer()
     hashes = app.ledger().state_hashes([int(s["id"]) for s in scenes])
-    changed = []
+    changed, out_of_scope = [], 0
     for raw in scenes:
         sid = int(raw["id"])
         try:
-            digest = syncer.state_hash(scene_from_stash(raw))
+            scene = scene_from_stash(raw)
         except InvalidMetadata:
-            digest = None  # queue it: the worker records why it cannot be synced
-        if digest is None or hashes.get(sid) != digest:
+            changed.append(sid)  # queue it: the worker records why it cannot be synced
+            continue
+        if syncer.out_of_scope(scene) is not None:
+            out_of_scope += 1
+        elif hashes.get(sid) != syncer.state_hash(scene):
             changed.append(sid)
-    return changed
+    return changed, out_of_scope
 
 
 def _count_unchanged(app, n: int, now: float) -> None:
@@ -89,14 +99,14 @@ class PageFeed:
     """Stash's scenes, page by page, read one page ahead in a thread and queued a slice at a time.
 
     Only the caller's thread touches the queue: the reader thread only fetches pages
-    and works out which scenes may differ (``_may_differ``).
+    and works out which scenes may differ (``sort_scenes``).
     """
 
     def __init__(self, app, queue, updated_after: str | None, label: str) -> None:
         self.app, self.queue, self.label = app, queue, label
         self.updated_after = updated_after
         self.prefetched: dict[int, dict] = {}  # scene data of queued bulk jobs, until taken
-        self.total = self.seen = self.skipped = self.queued = 0
+        self.total = self.seen = self.skipped = self.queued = self.out_of_scope = 0
         self._done = False
         self._pages: Queue = Queue(maxsize=1)
         self._stop = threading.Event()
@@ -110,7 +120,7 @@ class PageFeed:
             while not self._stop.is_set():
                 total, scenes = stash.scenes_page(page, PAGE_SIZE, self.updated_after)
                 if scenes:
-                    self._put((total, scenes, may_differ(self.app, scenes)))
+                    self._put((total, scenes, *sort_scenes(self.app, scenes)))
                 if not scenes or len(scenes) < PAGE_SIZE or page * PAGE_SIZE >= total:
                     break
                 page += 1
@@ -147,13 +157,14 @@ class PageFeed:
         if isinstance(item, BaseException):
             self._done = True
             raise item
-        self.total, scenes, changed = item
+        self.total, scenes, changed, out_of_scope = item
+        self.out_of_scope += out_of_scope
         now = time.time()
         wanted = set(changed)
         self.prefetched.update((int(s["id"]), s) for s in scenes if int(s["id"]) in wanted)
         self.seen += len(scenes)
         self.skipped += len(scenes) - len(changed)
-        _count_unchanged(self.app, len(scenes) - len(changed), now)
+        _count_unchanged(self.app, len(scenes) - len(changed) - out_of_scope, now)
         event = f"task:{self.label}"
         self.queued += self.queue.put_many(
             Job(scene_id=sid, priority=BULK, event=event, enqueued_at=now) for sid in changed
@@ -188,8 +199,9 @@ def _sync(app, updated_after: str | None, label: str):
             feed.close()
         reporter.update(feed.skipped + sum_done(worker.stats), feed.total, final=True)
         left = queue.parked_count()
-    app.log.info(f"{label}: {feed.seen} scenes checked, {feed.queued} queued")
+    scope = f", {feed.out_of_scope} out of scope (left as they are in Plex)" if feed.out_of_scope else ""
+    app.log.info(f"{label}: {feed.seen} scenes checked, {feed.queued} queued{scope}")
     result = finish(app, worker, worker.stats, left)
     if worker.abort_error is None:
         app.ledger().set_meta("last_sync_at", started)
-    return {"checked": feed.seen, "queued": feed.queued, **result}
+    return {"checked": feed.seen, "queued": feed.queued, "out_of_scope": feed.out_of_scope, **result}

@@ -163,11 +163,15 @@ def _scene_state(app, scene_id: int, record, answer: dict[str, Any]) -> str:
         answer["reason"] = f"scene {scene_id} is not in Stash any more"
         return "changed"
     try:
-        digest = app.syncer().state_hash(scene_from_stash(raw))
+        scene = scene_from_stash(raw)
     except InvalidMetadata as exc:
         answer["reason"] = str(exc)
         return "changed"
-    return "in_sync" if digest == record.state_hash else "changed"
+    why = app.syncer().out_of_scope(scene)
+    if why is not None:  # filtered out by the settings: its Plex item is left as it is
+        answer["reason"] = why
+        return "out_of_scope"
+    return "in_sync" if app.syncer().state_hash(scene) == record.state_hash else "changed"
 
 
 def _library(app, rating_key: int) -> str | None:

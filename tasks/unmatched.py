@@ -37,7 +37,7 @@ def find_unmatched(app) -> list[dict[str, Any]]:
     while True:
         total, raw = app.stash().scenes_page(page, PAGE_SIZE)
         for item in raw:
-            entry = _check(item, index, rules, ci, settings.strict_matching)
+            entry = _check(item, index, rules, ci, not settings.loose_matching)
             if entry is not None:
                 found.append(entry)
         seen += len(raw)

@@ -116,7 +116,7 @@ def test_help_lists_every_command_setting_and_variable(plugin):
         ),
         (["all", "--stash-url", "http://stash:9999/graphql"], 2, "--stash-url must be Stash's address without a path"),
         (["all", "--plex-concurrency", "99"], 1, "setting plex_concurrency: Input should be less than or equal to 16"),
-        (["all", "--strict-matching", "maybe"], 1, "setting strict_matching: must be true or false, got 'maybe'"),
+        (["all", "--loose-matching", "maybe"], 1, "setting loose_matching: must be true or false, got 'maybe'"),
     ],
 )
 def test_bad_command_lines_say_what_is_wrong(plugin, args, code, says):

@@ -199,11 +199,11 @@ def test_slug_follows_github():
         (
             (
                 "docs/configuration.md",
-                "| `strict_matching` | switch | `true` |",
-                "| `strict_matching` | switch | `false` |",
+                "| `loose_matching` | switch | `false` |",
+                "| `loose_matching` | switch | `true` |",
             ),
             settings_problems,
-            "`strict_matching`: the table says default 'false'",
+            "`loose_matching`: the table says default 'true'",
         ),
         (
             ("docs/configuration.md", "### `plex_concurrency`", "### Concurrency"),

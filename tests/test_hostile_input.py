@@ -104,15 +104,15 @@ HOOK_CASES = [
         error=True,
     ),
     Case(
-        "hook-only-rating",
+        "hook-only-play-count",
         "hook",
         "debug",
         "which Plex does not show",
         lambda p: {
             "id": 1,
             "type": "Scene.Update.Post",
-            "input": {"id": "1", "rating100": 80},
-            "inputFields": ["id", "rating100"],
+            "input": {"id": "1", "play_count": 4},
+            "inputFields": ["id", "play_count"],
         },
     ),
     Case(
@@ -162,11 +162,11 @@ SETTINGS_CASES = [
         error=True,
     ),
     Case(
-        "settings-concurrency-zero",
+        "settings-concurrency-negative",
         "settings",
         "error",
         "setting plex_concurrency",
-        lambda p: {"plex_concurrency": 0},
+        lambda p: {"plex_concurrency": -1},
         error=True,
     ),
     Case(
@@ -178,10 +178,18 @@ SETTINGS_CASES = [
         error=True,
     ),
     Case(
-        "settings-strict-maybe",
+        "settings-loose-maybe",
         "settings",
         "error",
-        "strict_matching: must be true or false, got 'maybe'",
+        "loose_matching: must be true or false, got 'maybe'",
+        lambda p: {"loose_matching": "maybe"},
+        error=True,
+    ),
+    Case(
+        "settings-old-strict-maybe",
+        "settings",
+        "error",
+        "setting strict_matching: must be true or false, got 'maybe'",
         lambda p: {"strict_matching": "maybe"},
         error=True,
     ),

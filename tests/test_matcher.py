@@ -300,7 +300,7 @@ def test_strict_medium_refused_when_size_differs() -> None:
         "no Plex item at /media/stash/renamed/f.mp4; only file named 'f.mp4' is "
         "/media/stash/moved/f.mp4, but it is not confirmed (Plex size 2000 B, "
         "duration 120.0 s; Stash size 1999 B, duration unknown). Fix path_map so the "
-        "scene's path equals the Plex path, or turn strict matching off."
+        "scene's path equals the Plex path, or turn loose_matching on."
     )
 
 
@@ -318,7 +318,7 @@ def test_strict_medium_refused_when_nothing_can_be_compared() -> None:
 def test_loose_medium_is_accepted_without_evidence() -> None:
     got = _chosen(_scene("/data/renamed/f.mp4", size=1), strict=False)
     assert got.item == F
-    assert got.reason.endswith("; accepted by file name (strict matching off)")
+    assert got.reason.endswith("; accepted by file name (loose_matching on)")
 
 
 def test_strict_low_names_every_candidate_and_what_to_do() -> None:

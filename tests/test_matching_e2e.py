@@ -165,21 +165,21 @@ CASES = [
         ("/stash/media/old/one.mp4",),
         (P("/plex/media/new/one.mp4", size=999, duration_ms=90_000),),
         "/plex/media/new/one.mp4",
-        {"strict_matching": False},
+        {"loose_matching": True},
     ),
     Case(
         "strict off: the only candidate whose size and duration agree",
         ("/stash/media/new/one.mp4",),
         (P("/plex/media/a/one.mp4", size=1), P("/plex/media/b/one.mp4")),
         "/plex/media/b/one.mp4",
-        {"strict_matching": False},
+        {"loose_matching": True},
     ),
     Case(
         "strict off: the candidate sharing the most trailing folders",
         ("/stash/media/Studio/one.mp4",),
         (P("/plex/media/x/one.mp4"), P("/plex/media/old/Studio/one.mp4")),
         "/plex/media/old/Studio/one.mp4",
-        {"strict_matching": False},
+        {"loose_matching": True},
     ),
     Case(
         "strict on: two same-name candidates, none written",
@@ -249,7 +249,7 @@ def test_same_name_in_two_folders_strict_writes_neither_and_names_both(plugin):
         for p in ("/plex/media/studio a/clip.mp4", "/plex/media/studio b/clip.mp4")
     }
     sid = add_scene(plugin, ["/stash/media/clip.mp4"])
-    plugin.configure(strict_matching=True)
+    plugin.configure(strict_matching=True)  # the old name, still read
     plugin.hook(plugin.stash.update_scene(sid, title="Synced"))
     status = settle(plugin)
     assert titled(plugin, keys) == [] and plugin.plex.edit_requests() == []

@@ -476,3 +476,31 @@ def test_refused_for_fresh_clients_too(emu) -> None:
         PlexServer(emu.url, TOKEN, session=requests.Session(), timeout=2)
     emu.accept_connections()
     assert PlexServer(emu.url, TOKEN, session=requests.Session(), timeout=2).friendlyName
+
+
+# ---------------------------------------------------------------- ratings
+def test_rate_through_plexapi_sets_and_clears_the_user_rating(emu, section_key, plex) -> None:
+    rk = emu.add_item(section_key, f"{ROOT}/rated.mp4")
+    item = _full_item(plex, rk)
+    emu.clear_requests()
+    item.rate(7.5)
+    [req] = emu.rate_requests()
+    assert req["query"] == {"key": [str(rk)], "identifier": ["com.plexapp.plugins.library"], "rating": ["7.5"]}
+    reread = _full_item(plex, rk)
+    assert reread.userRating == 7.5 and reread.lastRatedAt is not None
+    item.rate()  # None: plexapi sends rating=-1
+    assert _full_item(plex, rk).userRating is None
+    with pytest.raises(BadRequest):  # plexapi refuses before sending
+        item.rate(11)
+    assert len(emu.rate_requests()) == 2
+    bad = requests.put(
+        f"{emu.url}/:/rate",
+        params={"key": rk, "identifier": "com.plexapp.plugins.library", "rating": "12", "X-Plex-Token": TOKEN},
+        timeout=5,
+    )
+    missing = requests.put(
+        f"{emu.url}/:/rate",
+        params={"key": 999999, "identifier": "com.plexapp.plugins.library", "rating": "5", "X-Plex-Token": TOKEN},
+        timeout=5,
+    )
+    assert (bad.status_code, missing.status_code) == (400, 404)

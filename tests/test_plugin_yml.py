@@ -158,8 +158,8 @@ def _insert_after(text: str, anchor: str, addition: str) -> str:
 
 BROKEN = {
     "a default under a setting": (
-        lambda t: _insert_after(t, "  strict_matching:\n", "    default: true\n"),
-        "settings.strict_matching",
+        lambda t: _insert_after(t, "  loose_matching:\n", "    default: true\n"),
+        "settings.loose_matching",
         "default",
     ),
     "a top-level requires": (lambda t: t + "requires: OtherPlugin\n", "document", "requires"),

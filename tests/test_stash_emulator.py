@@ -411,3 +411,25 @@ def test_schema_is_a_subset_of_stashs_schema() -> None:
             continue
         problems += _mismatches(ours_type, real_type)
     assert problems == []
+
+
+def test_tag_parents_groups_and_parent_studio(emu: StashEmulator, stash: StashInterface) -> None:
+    sid = emu.add_scene(title="A", studio="Studio A", tags=["Child"], groups=["Series G"], rating100=55)
+    emu.set_tag_parents("Child", ["Parent"])
+    emu.set_studio_parent("Studio A", "Network N")
+    query = "query Q($f: FindFilterType) { findTags(filter: $f) { count tags { name parents { name } children { name } } } }"
+    tags = stash.call_GQL(query, {"f": {"per_page": -1}})["findTags"]
+    assert tags["count"] == 2
+    assert tags["tags"] == [
+        {"name": "Child", "parents": [{"name": "Parent"}], "children": []},
+        {"name": "Parent", "parents": [], "children": [{"name": "Child"}]},
+    ]
+    scene = stash.call_GQL(
+        "query S($id: ID) { findScene(id: $id) { rating100 studio { parent_studio { name } } groups { group { name } } } }",
+        {"id": str(sid)},
+    )["findScene"]
+    assert scene == {
+        "rating100": 55,
+        "studio": {"parent_studio": {"name": "Network N"}},
+        "groups": [{"group": {"name": "Series G"}}],
+    }

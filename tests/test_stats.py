@@ -149,6 +149,9 @@ class FakeSyncer:
     def state_hash(self, scene):
         return scene.title
 
+    def out_of_scope(self, scene):
+        return None
+
     def prefetch(self, work):
         pass
 

@@ -518,6 +518,7 @@
     dead_lettered: ["danger", "Dead-lettered"],
     changed: ["warning", "Changed since last written"],
     never_synced: ["secondary", "Never written to Plex"],
+    out_of_scope: ["secondary", "Not synced (left out by the settings)"],
   };
 
   function ScenePanel(props) {

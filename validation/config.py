@@ -3,21 +3,29 @@
 Stash stores no defaults: a setting the user never saved is simply absent from
 ``configuration { plugins }``. Every default therefore lives here, and the
 descriptions in Stash2Plex.yml state the same values (a test checks they agree).
+
+Stash's settings page draws a setting that was never saved as unchecked (BOOLEAN),
+``0`` (NUMBER) or empty (STRING), and the first click saves what it shows. So every
+switch here defaults to false, and a number saved as 0 means its default. Old names
+(our own renames, the public Stash2Plex plugin's settings) are read by
+``validation.legacy``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from core.errors import ConfigError
+from validation import fields
+from validation.legacy import Adopted, translate
 from validation.pathmap import PathRule, parse_path_map
 
 DEFAULTS: dict[str, Any] = {
     "plex_libraries": "",
     "path_map": "",
-    "strict_matching": True,
+    "loose_matching": False,
     "preserve_plex_edits": False,
     "trigger_plex_scan": False,
     "case_insensitive_paths": False,
@@ -25,6 +33,16 @@ DEFAULTS: dict[str, Any] = {
     "notify_urls": "",
     "notify_plex_down_minutes": 10,
     "private_logs": False,
+    "skip_fields": "",
+    "tags_as": "genres",
+    "collections": "studio",
+    "content_rating": "",
+    "tagline_from_code": False,
+    "title_template": "",
+    "sort_title_template": "",
+    "skip_tags": "",
+    "hide_tags": "",
+    "organized_only": False,
 }
 
 
@@ -37,7 +55,7 @@ class Settings(BaseModel):
     plex_token: str = Field(min_length=1, repr=False)
     plex_libraries: tuple[str, ...] = ()
     path_map: tuple[PathRule, ...] = ()
-    strict_matching: bool = DEFAULTS["strict_matching"]
+    loose_matching: bool = DEFAULTS["loose_matching"]
     preserve_plex_edits: bool = DEFAULTS["preserve_plex_edits"]
     trigger_plex_scan: bool = DEFAULTS["trigger_plex_scan"]
     case_insensitive_paths: bool = DEFAULTS["case_insensitive_paths"]
@@ -66,6 +84,45 @@ class Settings(BaseModel):
     @classmethod
     def _minutes(cls, value: Any) -> Any:
         return DEFAULTS["notify_plex_down_minutes"] if value in (0, "0") else value
+
+    skip_fields: tuple[str, ...] = ()
+    tags_as: str = DEFAULTS["tags_as"]
+    collections: tuple[str, ...] = (DEFAULTS["collections"],)
+    content_rating: str = DEFAULTS["content_rating"]
+    tagline_from_code: bool = DEFAULTS["tagline_from_code"]
+    title_template: str = DEFAULTS["title_template"]
+    sort_title_template: str = DEFAULTS["sort_title_template"]
+    skip_tags: tuple[str, ...] = ()
+    hide_tags: tuple[str, ...] = ()
+    organized_only: bool = DEFAULTS["organized_only"]
+    _adopted: Adopted = PrivateAttr(default_factory=Adopted)
+
+    def writes(self, field: str) -> bool:
+        """False when ``skip_fields`` names this field."""
+        return field not in self.skip_fields
+
+    @property
+    def adopted(self) -> Adopted:
+        """The old setting names this configuration took over or ignored."""
+        return self._adopted
+
+    def summary(self) -> dict[str, Any]:
+        """Every setting's effective value, for people (health_check): the token is never shown."""
+        shown: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if name == "plex_token":
+                value = "(set, hidden)"
+            elif name == "notify_urls":
+                value = f"({len(value)} set, hidden)" if value else ""  # tokens live in these URLs
+            elif name == "path_map":
+                value = "; ".join(f"{r.stash_prefix}={r.plex_prefix}" for r in value)
+            elif name == "collections" and not value:
+                value = fields.NO_COLLECTIONS
+            elif isinstance(value, tuple):
+                value = ", ".join(str(v) for v in value)
+            shown[name] = value
+        return shown
 
     @field_validator("plex_url")
     @classmethod
@@ -111,10 +168,12 @@ class Settings(BaseModel):
         return parse_path_map(value)
 
     @field_validator(
-        "strict_matching",
+        "loose_matching",
         "preserve_plex_edits",
         "trigger_plex_scan",
         "case_insensitive_paths",
+        "tagline_from_code",
+        "organized_only",
         "private_logs",
         mode="before",
     )
@@ -122,11 +181,43 @@ class Settings(BaseModel):
     def _boolean(cls, value: Any) -> bool:
         return boolean(value)
 
+    @field_validator("skip_fields", mode="before")
+    @classmethod
+    def _skip_fields(cls, value: Any) -> tuple[str, ...]:
+        return value if isinstance(value, tuple) else fields.check_fields(_text(value))
+
+    @field_validator("tags_as", mode="before")
+    @classmethod
+    def _tags_as(cls, value: Any) -> str:
+        return fields.check_choice(_text(value), fields.TAGS_AS)
+
+    @field_validator("collections", mode="before")
+    @classmethod
+    def _collections(cls, value: Any) -> tuple[str, ...]:
+        return value if isinstance(value, tuple) else fields.check_collections(_text(value))
+
+    @field_validator("title_template", "sort_title_template", mode="before")
+    @classmethod
+    def _template(cls, value: Any) -> str:
+        return fields.check_template(_text(value).strip())
+
+    @field_validator("content_rating", mode="before")
+    @classmethod
+    def _content_rating(cls, value: Any) -> str:
+        return " ".join(_text(value).split())
+
+    @field_validator("skip_tags", "hide_tags", mode="before")
+    @classmethod
+    def _tag_names(cls, value: Any) -> tuple[str, ...]:
+        return value if isinstance(value, tuple) else fields.names(_text(value))
+
     @field_validator("plex_concurrency", mode="before")
     @classmethod
     def _number(cls, value: Any) -> Any:
         if isinstance(value, float) and value.is_integer():
-            return int(value)
+            value = int(value)
+        if value == 0 or (isinstance(value, str) and value.strip() in ("0", "")):
+            return DEFAULTS["plex_concurrency"]  # what Stash shows (and may save) for a never-set number
         return value
 
 
@@ -143,6 +234,12 @@ def boolean(value: Any) -> bool:
 
 def _in_stash(name: str) -> str:
     return "open Settings → Plugins → Stash2Plex and fill it in"
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"must be text, got {value!r}")
+    return value
 
 
 def _message(error: ValidationError, missing=_in_stash) -> str:
@@ -163,7 +260,10 @@ def load_settings(saved: dict[str, Any] | None, missing=_in_stash) -> Settings:
     the message is read (Stash's settings page, or the command line's flags).
     """
     values = {k: v for k, v in (saved or {}).items() if v is not None and v != ""}
+    values, adopted = translate(values, set(Settings.model_fields))
     try:
-        return Settings.model_validate(values)
+        settings = Settings.model_validate(values)
     except ValidationError as exc:
         raise ConfigError(_message(exc, missing)) from None
+    settings._adopted = adopted
+    return settings

@@ -65,8 +65,14 @@ class SceneMetadata(BaseModel):
     details: str = ""
     date: str = ""
     studio: str = ""
+    parent_studio: str = ""
     performers: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    code: str = ""
+    director: str = ""
+    rating100: int | None = None
+    organized: bool = False
     files: tuple[SceneFileMeta, ...] = ()
     screenshot: str | None = None
     warnings: tuple[str, ...] = ()
@@ -126,6 +132,16 @@ def entities_of(raw: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     return {kind: ids for kind, ids in found.items() if ids}
 
 
+def _rating(value: Any, warnings: list[str]) -> int | None:
+    """Stash's rating100 (1-100; null = no rating)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+        warnings.append(f"rating100 {str(value)[:20]!r} is not a whole number from 0 to 100; the rating is not written")
+        return None
+    return value
+
+
 def scene_from_stash(raw: dict[str, Any]) -> SceneMetadata:
     """Validate one scene from GraphQL; raises InvalidMetadata with the reason."""
     warnings: list[str] = []
@@ -139,8 +155,14 @@ def scene_from_stash(raw: dict[str, Any]) -> SceneMetadata:
             details=details,
             date=_date(raw.get("date"), warnings),
             studio=clean_line((raw.get("studio") or {}).get("name")),
+            parent_studio=clean_line(((raw.get("studio") or {}).get("parent_studio") or {}).get("name")),
             performers=_names(raw.get("performers"), "performers", warnings),
             tags=_names(raw.get("tags"), "tags", warnings),
+            groups=_names([g.get("group") for g in raw.get("groups") or [] if isinstance(g, dict)], "groups", warnings),
+            code=clean_line(raw.get("code")),
+            director=clean_line(raw.get("director")),
+            rating100=_rating(raw.get("rating100"), warnings),
+            organized=bool(raw.get("organized")),
             files=tuple(raw.get("files") or ()),
             screenshot=(raw.get("paths") or {}).get("screenshot"),
             warnings=tuple(warnings),

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from core.errors import AmbiguousMatch, PlexNotFound
 from plex.client import PlexItemState
-from plex.plan import ItemPlan, Written, desired_from, plan_item
+from plex.desired import desired_for
+from plex.plan import ItemPlan, Written, plan_item
 from sync_queue.ledger import SceneRecord, entity_map
 from validation.metadata import SceneMetadata
 
@@ -108,9 +109,8 @@ class Reconciler:
         written = (
             Written(record.fields, record.written_tags) if record is not None and self._same_item(finding) else None
         )
-        finding.plan = plan_item(
-            desired_from(finding.scene), state, written, self.settings.preserve_plex_edits, relock=True
-        )
+        desired = desired_for(finding.scene, self.syncer.choices)  # what the settings choose to write
+        finding.plan = plan_item(desired, state, written, self.settings.preserve_plex_edits, relock=True)
         for change in finding.plan.fields:
             finding.drift.append(change.name if change.plex != change.stash else "unlocked")
         for tags in finding.plan.tags:
@@ -123,7 +123,7 @@ class Reconciler:
     def _poster(self, finding: Finding) -> str:
         url, state = finding.scene.screenshot, finding.state
         assert state is not None
-        if not url:
+        if not url or not self.settings.writes("poster"):
             return "none"
         if "thumb" not in state.locked:
             return "upload"

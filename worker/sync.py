@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError
 from plex.client import PlexClient, PlexItemState
+from plex.desired import Choices, desired_for
 from plex.index import LibraryIndex
 from plex.matcher import SceneFile, choose, match_scene
-from plex.plan import ItemPlan, Written, desired_from, edit_params, plan_item
+from plex.plan import ItemPlan, Written, edit_params, plan_item, rating_change
 from sync_queue.ledger import Ledger, SceneRecord, entity_map
 from validation.config import Settings
 from validation.metadata import SceneMetadata
@@ -43,12 +44,22 @@ class SyncResult:
 
 
 class Syncer:
-    def __init__(self, client: PlexClient, index: LibraryIndex, ledger: Ledger, stash, settings: Settings, log) -> None:
+    def __init__(
+        self,
+        client: PlexClient,
+        index: LibraryIndex,
+        ledger: Ledger,
+        stash,
+        settings: Settings,
+        log,
+        choices: Choices | None = None,
+    ) -> None:
         self.client = client
         self.index = index
         self.ledger = ledger
         self.stash = stash
         self.settings = settings
+        self.choices = choices or Choices.build(settings)
         self.log = log
         self._prefetched: dict[int, PlexItemState] = {}
 
@@ -58,7 +69,14 @@ class Syncer:
 
     def state_hash(self, scene: SceneMetadata) -> str:
         extra = [self.mapped_paths(scene), self.settings.preserve_plex_edits]
-        return desired_from(scene).digest(extra)
+        return desired_for(scene, self.choices).digest(extra)
+
+    def out_of_scope(self, scene: SceneMetadata) -> str | None:
+        """Why this scene is not synced (its Plex item is then left as it is), or None."""
+        if self.settings.organized_only and not scene.organized:
+            return "not organized (organized_only is on)"
+        skipped = [t for t in scene.tags if t.casefold() in self.choices.skipped]
+        return f"it carries the tag {skipped[0]!r} (skip_tags)" if skipped else None
 
     # -- reading many items at once ----------------------------------------------
     def prefetch(self, work: list[tuple[SceneMetadata, SceneRecord | None]], chunk: int = 50) -> list[int]:
@@ -80,7 +98,7 @@ class Syncer:
         files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
         match = match_scene(files, self.index.index(), self.settings.path_map, self.settings.case_insensitive_paths)
         try:
-            return choose(match, self.settings.strict_matching, files).item.rating_key
+            return choose(match, not self.settings.loose_matching, files).item.rating_key
         except (PlexNotFound, AmbiguousMatch):
             return None
 
@@ -128,14 +146,19 @@ class Syncer:
         if record is not None and record.rating_key != state.rating_key:
             record = SceneRecord(scene_id=scene.id)  # a new item: nothing of ours is on it yet
         written = Written(record.fields, record.written_tags) if record is not None else None
-        return record, plan_item(desired_from(scene), state, written, self.settings.preserve_plex_edits, relock)
+        desired = desired_for(scene, self.choices)
+        return record, plan_item(desired, state, written, self.settings.preserve_plex_edits, relock)
 
     def _write(
         self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, how: str, relock: bool = False
     ) -> SyncResult:
         record, plan = self._plan(scene, record, state, relock)
-        if not plan.empty:
-            self.client.edit(state.rating_key, edit_params(plan))
+        params = edit_params(plan)
+        if params:
+            self.client.edit(state.rating_key, params)
+        rerate, rating = rating_change(plan)
+        if rerate:
+            self.client.rate(state.rating_key, rating)
         new = SceneRecord(
             scene_id=scene.id,
             rating_key=state.rating_key,
@@ -184,14 +207,14 @@ class Syncer:
         rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
         match = match_scene(files, self.index.index(), rules, ci)
         try:
-            picked = choose(match, self.settings.strict_matching, files)
+            picked = choose(match, not self.settings.loose_matching, files)
         except (PlexNotFound, AmbiguousMatch) as exc:
             # A stale index causes either (a file Plex has just scanned in, moved or
             # deleted): re-check the section stamps (rate-limited) and match once more.
             if not self.index.refresh(missing=isinstance(exc, PlexNotFound)):
                 raise
             match = match_scene(files, self.index.index(), rules, ci)
-            picked = choose(match, self.settings.strict_matching, files)
+            picked = choose(match, not self.settings.loose_matching, files)
         if match.confidence.value != "high":
             self.log.info(f"scene {scene.id}: matched Plex item {picked.item.rating_key} ({picked.reason})")
         return picked.item, f"{match.confidence.value}: {picked.reason}"
@@ -223,7 +246,7 @@ class Syncer:
         return "unchanged" if record is not None and digest == record.poster_hash else "upload"
 
     def _poster(self, scene: SceneMetadata, record: SceneRecord, warnings: list[str]) -> str:
-        url = scene.screenshot
+        url = scene.screenshot if self.settings.writes("poster") else None
         if not url:
             return "none"
         if url == record.poster_source:

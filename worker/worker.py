@@ -248,6 +248,12 @@ class Worker:
                 self._settle(item, exc, title=str(raw.get("title") or ""))
                 continue
             self._note_private(scene)
+            why = self.syncer.out_of_scope(scene)
+            if why is not None:  # filtered out: its Plex item is left as it is
+                self.log.info(f"scene {sid} is not synced: {why}; its Plex item is left as it is")
+                self.queue.ack(item)
+                self.stats["out_of_scope"] += 1
+                continue
             record = records.get(sid)
             if record is not None and record.state_hash == self.syncer.state_hash(scene):
                 if record.entities != entity_map(scene.entities):  # e.g. merged into a same-named tag

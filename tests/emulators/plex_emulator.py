@@ -199,6 +199,7 @@ class Item:
     hashes: dict[str, str | None] = field(default_factory=lambda: {"posters": None, "arts": None})
     thumb: str = ""
     art: str = ""
+    rated_at: int | None = None
 
     def snapshot(self) -> dict:
         return {
@@ -551,6 +552,8 @@ def render_video(lib: Library, item: Item, full: bool) -> ET.Element:
         addedAt=str(item.fields["addedAt"] or item.added_at),
         updatedAt=str(item.updated_at),
     )
+    if item.rated_at is not None:
+        attrs["lastRatedAt"] = str(item.rated_at)
     video = ET.Element("Video", attrs)
     _render_media(video, item)
     for ttype in TAG_TYPES:
@@ -741,10 +744,33 @@ TOP_LEVEL: dict[str, Callable[[Library], ET.Element]] = {
 }
 
 
+def rate(lib: Library, req: Request) -> Reply:
+    """``PUT /:/rate?key=<ratingKey>&identifier=com.plexapp.plugins.library&rating=<0..10|-1>``.
+
+    The request python-plexapi's ``rate()`` sends (plexapi/mixins/rating.py
+    ``RatingMixin.rate``: ``rating=None`` becomes ``-1``, which clears the token user's
+    rating; outside 0-10 it raises BadRequest before sending). The rating then shows as
+    the item's ``userRating`` attribute (plexapi/video.py ``Video._loadData``) with
+    ``lastRatedAt``. Our choices for what PMS does not document: an unknown key is 404,
+    a rating that is not -1 or 0-10, or another identifier, is 400.
+    """
+    item = lib.items.get(int(req.param("key") or 0))
+    if item is None:
+        return html_reply(404, HTML_404)
+    rating = float(req.param("rating") or "nan")
+    if req.param("identifier") != "com.plexapp.plugins.library" or not (rating == -1 or 0 <= rating <= 10):
+        return html_reply(400, HTML_400)
+    item.fields["userRating"] = None if rating == -1 else f"{rating:g}"
+    item.rated_at = None if rating == -1 else lib.now()
+    return Reply()
+
+
 def route(lib: Library, req: Request, semantics: str) -> Reply:
     """Dispatch one authorised request against ``lib`` (caller holds ``lib.lock``)."""
     lib.materialize()
     segs = [s for s in req.path.split("/") if s]
+    if segs == [":", "rate"] and req.method == "PUT":
+        return rate(lib, req)
     top = TOP_LEVEL.get("/" + "/".join(segs))
     if top is not None and req.method == "GET":
         return xml_reply(top(lib))
@@ -1004,6 +1030,9 @@ class PlexEmulator:
 
     def edit_requests(self) -> list[dict]:
         return self._log_where("PUT", r"/library/(sections/\d+/all|metadata/[\d,]+)/?")
+
+    def rate_requests(self) -> list[dict]:
+        return self._log_where("PUT", r"/:/rate")
 
     def upload_requests(self) -> list[dict]:
         return self._log_where("POST", r"/library/metadata/\d+/(posters|arts)/?")

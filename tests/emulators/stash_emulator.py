@@ -329,6 +329,8 @@ class StashEmulator:
         director=None,
         urls=(),  # type: ignore[assignment]
         scene_id: int | None = None,
+        rating100: int | None = None,
+        organized: bool = False,
     ) -> int:
         """Create a scene and return its id.
 
@@ -352,8 +354,8 @@ class StashEmulator:
                 "director": director,
                 "urls": list(urls),
                 "date": date,
-                "rating100": None,
-                "organized": False,
+                "rating100": rating100,
+                "organized": organized,
                 "created_at": stamp,
                 "updated_at": stamp,
                 "_created_ts": ts,
@@ -397,6 +399,17 @@ class StashEmulator:
             context = {"id": scene_id, "type": "Scene.Update.Post", "input": hook_input, "inputFields": fields}
         self.hook_contexts.append(context)
         return context
+
+    def set_tag_parents(self, name: str, parents: list[str]) -> None:
+        """Make ``parents`` the parent tags of tag ``name`` (each created when new)."""
+        with self._lock:
+            tag = self._tags[self._named("tag", name)]
+            tag["_parent_ids"] = [self._named("tag", p) for p in parents]
+
+    def set_studio_parent(self, name: str, parent: str | None) -> None:
+        with self._lock:
+            studio = self._studios[self._named("studio", name)]
+            studio["_parent_id"] = self._named("studio", parent) if parent else None
 
     def delete_scene(self, scene_id: int) -> None:
         with self._lock:
@@ -548,7 +561,7 @@ class StashEmulator:
             table = self._entity_tables()
             oid = index[name] = self._next[kind]
             self._next[kind] += 1
-            table[kind][oid] = {"id": oid, "name": name, "_parent_id": None}
+            table[kind][oid] = {"id": oid, "name": name, "_parent_id": None, "_parent_ids": []}
         return index[name]
 
     def _make_files(self, files: list[dict]) -> list[dict]:
@@ -635,6 +648,11 @@ class StashEmulator:
         scene["paths"].resolve = self._resolve_paths
         studio = schema.type_map["Studio"].fields  # type: ignore[union-attr]
         studio["parent_studio"].resolve = lambda s, _i: self._studios.get(s["_parent_id"])
+        # Tag.parents / Tag.children: the direct ones only (internal/api/resolver_model_tag.go
+        # Parents, Children load by TagStore.FindByChildTagID / FindByParentTagID).
+        tag = schema.type_map["Tag"].fields  # type: ignore[union-attr]
+        tag["parents"].resolve = lambda t, _i: [self._tags[p] for p in t.get("_parent_ids", []) if p in self._tags]
+        tag["children"].resolve = lambda t, _i: [c for c in self._tags.values() if t["id"] in c.get("_parent_ids", [])]
         return schema
 
     def _root(self) -> dict[str, Callable]:
@@ -643,6 +661,7 @@ class StashEmulator:
             "configuration": lambda _info: {"general": {"apiKey": self.api_key}, "plugins": self._resolve_plugins},
             "findScene": self._resolve_find_scene,
             "findScenes": self._resolve_find_scenes,
+            "findTags": self._resolve_find_tags,
             "jobQueue": lambda _info: (
                 [self._job_view(j) for j in self.jobs if j.get("status", "RUNNING") in _ACTIVE_JOB_STATES] or None
             ),
@@ -724,6 +743,18 @@ class StashEmulator:
             "duration": lambda _i: sum(s["files"][0]["duration"] for s in scenes if s["files"]),
             "filesize": lambda _i: float(sum(s["files"][0]["size"] for s in scenes if s["files"])),
         }
+
+    def _resolve_find_tags(self, _info: Any, filter: dict | None = None) -> dict:
+        """Tags by name, paged like findScenes (per_page -1: all; default 25), as
+        internal/api/resolver_query_find_tag.go FindTags with no tag_filter."""
+        find = filter or {}
+        with self._lock:
+            tags = sorted(self._tags.values(), key=lambda t: (t["name"].casefold(), t["id"]))
+        per_page = find.get("per_page")
+        per_page = 25 if per_page is None else per_page
+        page = max(find.get("page") or 1, 1)
+        window = tags if per_page < 0 else tags[(page - 1) * per_page : page * per_page]
+        return {"count": len(tags), "tags": window}
 
     def _candidates(self, ids: list[str] | None, scene_ids: list[int] | None) -> list[dict]:
         scenes = self._scenes
