@@ -950,6 +950,9 @@ class PlexEmulator:
         self.tls = tls  # an ssl.SSLContext: serve HTTPS
         self.max_url_bytes = 16 * 1024
         self.swap_replies: dict[int, int] = {}
+        # called with each request's record after its reply is computed, before it is
+        # sent: a test plays what happens on the server meanwhile (a rescan, say)
+        self.on_request: Callable[[dict], None] | None = None
         self.requests: list[dict] = []
         self._lib = Library()
         self._log_lock = threading.Lock()
@@ -1092,8 +1095,11 @@ class PlexEmulator:
         started = time.time()
         req = parse_request(handler)
         reply = html_reply(414, HTML_414) if len(handler.path) > self.max_url_bytes else self._answer(req)
+        record = _request_record(req, reply.status, started)
         with self._log_lock:  # recorded before the reply leaves, so clients never race the log
-            self.requests.append(_request_record(req, reply.status, started))
+            self.requests.append(record)
+        if self.on_request is not None:
+            self.on_request(record)
         handler.send_reply(reply)
 
     def _answer(self, req: Request) -> Reply:

@@ -100,8 +100,9 @@ _UPDATE_KEYS = {
 _ACTIVE_JOB_STATES = ("READY", "RUNNING", "STOPPING")
 _SORT_KEYS: dict[str, Callable[[dict], Any]] = {
     "id": lambda s: s["id"],
-    "updated_at": lambda s: s["_updated_ts"],
-    "created_at": lambda s: s["_created_ts"],
+    # ORDER BY on the stored RFC3339 text [S:pkg/sqlite/timestamp.go]: text order, as in Stash
+    "updated_at": lambda s: s["updated_at"],
+    "created_at": lambda s: s["created_at"],
     "title": lambda s: s["title"].casefold() if s["title"] is not None else None,
     "date": lambda s: s["date"],
     "path": lambda s: s["files"][0]["path"].casefold() if s["files"] else None,
@@ -224,6 +225,10 @@ class StashEmulator:
         self.tz: tzinfo | None = None
         self.version = VERSION["version"]  # e.g. "v0.24.3" to play an older server
         self.external_host = ""  # Stash's `external_host` setting: paths.* then point there
+        self.images_login_page = False  # a login portal answers image requests with HTML and 200
+        # called with each GraphQL request's record after its reply is computed, before it
+        # is sent: a test plays what a user does meanwhile (an edit, a deletion)
+        self.on_graphql: Callable[[dict], None] | None = None
         self.plugin_settings: dict[str, dict] = {}
         self.jobs: list[dict] = []
         self.requests: list[dict] = []
@@ -987,15 +992,16 @@ class _Handler(BaseHTTPRequestHandler):
         body = body if isinstance(body, dict) else {}
         query = body.get("query") if isinstance(body.get("query"), str) else ""
         match = _OPERATION_RE.match(query)
-        self.emu.requests.append(
-            {
-                "operation": body.get("operationName") or (match.group(1) if match else None),
-                "query": query,
-                "variables": body.get("variables") or {},
-                "status": status,
-                "time": started,
-            }
-        )
+        record = {
+            "operation": body.get("operationName") or (match.group(1) if match else None),
+            "query": query,
+            "variables": body.get("variables") or {},
+            "status": status,
+            "time": started,
+        }
+        self.emu.requests.append(record)
+        if self.emu.on_graphql is not None:
+            self.emu.on_graphql(record)
         if isinstance(payload, bytes):
             self._send(status, payload, "text/html; charset=utf-8")
         else:
@@ -1029,7 +1035,7 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(emu.latency)
         if not self._authorised():
             self._send(401, b"Unauthorized\n", "text/plain; charset=utf-8")
-        elif emu.fail_html:
+        elif emu.fail_html or (emu.images_login_page and match is not None):
             self._send(200, _HTML_PAGE, "text/html; charset=utf-8")
         elif match is None:
             self._send(404, b"404 page not found\n", "text/plain; charset=utf-8")
