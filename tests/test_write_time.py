@@ -224,7 +224,7 @@ def test_all_checks_every_scene_while_scenes_of_the_first_page_are_deleted(plugi
     done = []
 
     def delete_after_the_first_page(record):
-        if record["operation"] == "S2PScenesAfter" and not done:
+        if record["operation"] in ("S2PScenesAfter", "S2PScenesPage") and not done:  # (the old name too)
             for sid in ids[100:130]:
                 plugin.stash.delete_scene(sid)
             done.append(True)
