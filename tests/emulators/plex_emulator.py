@@ -427,6 +427,11 @@ class Library:
         One row per type and case-folded name; the row keeps the spelling it was created
         with (rows outlive their last item until PMS's "Optimize database", which the
         emulator never runs), so editing an item cannot change a tag's capitalisation.
+        PMS's source is closed; the behaviour is what users report and what
+        contracts/plex.md §10.1 settles. plexapi sends names only, never tag ids
+        (``tag[i].tag.tag=<name>``, removal ``tag[].tag.tag-=<quoted names>``
+        [plexapi mixins/edit.py `EditTagsMixin._tagHelper`]), so PMS resolves every
+        name to its row, whatever the case.
         """
         for ttype, tags in item.tags.items():
             for tag in tags:
