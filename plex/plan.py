@@ -250,10 +250,12 @@ def fit_plan(
     low, high = 0, len(summary) - 1
     while low <= high:
         middle = (low + high) // 2
-        fields = {**desired.fields, "summary": _shortened(summary, middle)}
-        trial = plan_item(dataclasses.replace(desired, fields=fields), plex, written, preserve, relock)
+        cut = _shortened(summary, middle)
+        trial = plan_item(
+            dataclasses.replace(desired, fields={**desired.fields, "summary": cut}), plex, written, preserve, relock
+        )
         if length(edit_params(trial)) <= budget:
-            best, low = (trial, len(fields["summary"])), middle + 1
+            best, low = (trial, len(cut)), middle + 1
         else:
             high = middle - 1
     if best is None:  # the other fields alone are too long: keep the shortest summary, split later

@@ -232,9 +232,9 @@ class Worker:
         if need:
             fetched = self.stash.scenes_by_id(sorted(need))
             for sid in need:
-                found[sid] = fetched.get(sid)
-                if found[sid] is not None:
-                    self._fetched_at[sid] = str(found[sid].get("updated_at") or "")
+                raw = found[sid] = fetched.get(sid)
+                if raw is not None:
+                    self._fetched_at[sid] = str(raw.get("updated_at") or "")
         return found
 
     def _older(self, sid: int, raw: dict) -> bool:
