@@ -68,7 +68,7 @@ def sort_scenes(app, scenes: list[dict]) -> tuple[list[int], int]:
     """The scenes that may differ (``may_differ``), and how many are out of scope
     (filtered out: not queued, their Plex items left as they are)."""
     syncer = app.syncer()
-    hashes = app.ledger().state_hashes([int(s["id"]) for s in scenes])
+    records = app.ledger().get_many([int(s["id"]) for s in scenes])
     changed, out_of_scope = [], 0
     for raw in scenes:
         sid = int(raw["id"])
@@ -79,8 +79,11 @@ def sort_scenes(app, scenes: list[dict]) -> tuple[list[int], int]:
             continue
         if syncer.out_of_scope(scene) is not None:
             out_of_scope += 1
-        elif hashes.get(sid) != syncer.state_hash(scene):
-            changed.append(sid)
+        else:
+            record = records.get(sid)
+            stale = record is None or record.state_hash != syncer.state_hash(scene)
+            if stale or not syncer.link_current(record):  # a rescan may have re-added the file
+                changed.append(sid)
     return changed, out_of_scope
 
 

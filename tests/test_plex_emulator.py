@@ -546,7 +546,9 @@ def test_rescans_move_a_file_or_readd_an_item(emu, section_key, plex) -> None:
     emu.move_file(rk, f"{ROOT}/sub/x.mp4")
     assert [p.file for p in _full_item(plex, rk).iterParts()] == [f"{ROOT}/sub/x.mp4"]
     assert int(_section_attrs(plex)["scannedAt"]) > int(before)
-    new = emu.readd_item(rk)
-    assert new != rk and _full_item(plex, new).title == "X"
+    _full_item(plex, rk).edit(**{"genre[0].tag.tag": "G", "title.value": "Edited", "title.locked": 1})
+    new = emu.readd_item(rk)  # a new metadata item: the scan's metadata, none of the old edits
+    fresh = _full_item(plex, new)
+    assert new != rk and fresh.title == "x" and fresh.genres == [] and not fresh.fields
     with pytest.raises(NotFound):
         plex.fetchItem(rk)

@@ -85,6 +85,18 @@ def test_a_reply_for_another_item_is_never_written(plugin):
     assert _title(plugin, rk_a) == "A title" and _title(plugin, rk_b) == "B title"
 
 
+def test_a_file_plex_re_added_as_a_new_item_is_written_again(plugin):
+    """Trust the servers over our memory: the ledger says the scene is in sync, but Plex
+    re-added its file as a new item (new ratingKey, the scan's metadata)."""
+    sid, rk = plugin.add_scene(1, tags=["T1"])
+    assert plugin.task("all").output["synced"] == 1
+    new = plugin.plex.readd_item(rk)
+    run = plugin.task("all")
+    assert run.error is None and run.output["synced"] == 1, run.stderr[-2000:]
+    item = plugin.plex.item(new)
+    assert item["fields"]["title"] == "Scene 1" and item["tags"]["genre"] == ["T1"] and item["uploads"] == 1
+
+
 # -- 2. plex_libraries on every path ------------------------------------------------
 def test_a_link_into_a_library_no_longer_selected_is_not_used(plugin):
     old = plugin.plex.add_section("Old", ["/plex/old"], key=2)

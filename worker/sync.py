@@ -91,6 +91,22 @@ class Syncer:
         skipped = [t for t in scene.tags if t.casefold() in self.choices.skipped]
         return f"it carries the tag {skipped[0]!r} (skip_tags)" if skipped else None
 
+    def link_current(self, record: SceneRecord | None) -> bool:
+        """Whether Plex's listing still shows the ledger's item at the path written last.
+
+        The state hash says what Stash2Plex wrote; this says the item it wrote is still
+        there (a rescan can re-add a file as a new item with fresh metadata). It reads the
+        cached index, reloaded per section stamp once per process; when Plex cannot be
+        asked, the hash alone decides (a sync could not run anyway).
+        """
+        if record is None or record.rating_key is None or not record.plex_path:
+            return False
+        try:
+            held = self.index.index().by_path(record.plex_path)
+        except Stash2PlexError:
+            return True
+        return any(f.rating_key == record.rating_key for f in held)
+
     # -- reading many items at once ----------------------------------------------
     def prefetch(self, work: list[tuple[SceneMetadata, SceneRecord | None]], chunk: int = 50) -> list[int]:
         """Read the items a batch will most likely touch in one request per ``chunk``

@@ -271,7 +271,8 @@ class Worker:
                 self.stats["out_of_scope"] += 1
                 continue
             record = records.get(sid)
-            if record is not None and record.state_hash == self.syncer.state_hash(scene):
+            unchanged = record is not None and record.state_hash == self.syncer.state_hash(scene)
+            if record is not None and unchanged and self.syncer.link_current(record):
                 if record.entities != entity_map(scene.entities):  # e.g. merged into a same-named tag
                     self.ledger.set_entities(sid, entity_map(scene.entities))
                 self.queue.ack(item)

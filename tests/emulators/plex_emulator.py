@@ -444,12 +444,12 @@ class Library:
         self.sections[item.section].scanned(self.now())
 
     def readd_item(self, rating_key: int) -> int:
-        """A rescan dropped the item and added its file again: same data, new ratingKey."""
-        item = self.items.pop(rating_key)
-        item.rating_key = self.allocate_key()
-        self.items[item.rating_key] = item
-        self.sections[item.section].scanned(self.now())
-        return item.rating_key
+        """A rescan dropped the item and added its file again: a new metadata item (new
+        ratingKey) whose metadata comes from the scan again (file name, no tags, no
+        locks, no uploaded poster); nothing of the old item's edits carries over."""
+        old = self.items.pop(rating_key)
+        self.sections[old.section].scanned(self.now())
+        return self.add_item(old.section, old.file, size=old.size, duration_ms=old.duration_ms)
 
     def upload(self, rk: int, kind: str, source: bytes) -> None:
         """Store an uploaded image, select it, and lock thumb/art like PMS does."""
@@ -1150,7 +1150,8 @@ class PlexEmulator:
             self._lib.move_file(rating_key, new_file)
 
     def readd_item(self, rating_key: int) -> int:
-        """A rescan removed the item and added its file again under a new ratingKey."""
+        """A rescan removed the item and added its file again under a new ratingKey, with
+        fresh scan metadata (PMS keeps a ratingKey only for a file it recognises as moved)."""
         with self._lib.lock:
             return self._lib.readd_item(rating_key)
 
