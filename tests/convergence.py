@@ -142,8 +142,8 @@ class World:
         name = old_stash.rsplit("/", 1)[1]
         new_stash = f"/stash/media/moved/{name}"
         item = self.item_at(old_stash.replace("/stash/media", "/plex/media"))
-        if item is None:
-            return
+        if item is None or self.item_at(new_stash.replace("/stash/media", "/plex/media")) is not None:
+            return  # two files cannot share a path: the moved one's place is taken
         self.plex.move_file(item["ratingKey"], new_stash.replace("/stash/media", "/plex/media"))
         self.hook(self.stash.update_scene(sid, files=[{**file, "path": new_stash}]))
         self.history[sid].add(new_stash.replace("/stash/media", "/plex/media"))
