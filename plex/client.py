@@ -318,6 +318,9 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
             "director": tuple(t.attrib.get("tag", "") for t in video.findall("Director")),
         },
         locked=frozenset(f.attrib.get("name", "") for f in video.findall("Field") if f.attrib.get("locked") == "1"),
+        parts=tuple(
+            (p.get("file", ""), _int(p.get("size")), _int(p.get("duration") or attrs.get("duration"))) for p in parts
+        ),
     )
 
 
