@@ -49,6 +49,7 @@ class PlexItemState:
     fields: dict[str, str]
     tags: dict[str, tuple[str, ...]]
     locked: frozenset[str] = field(default_factory=frozenset)
+    parts: tuple[tuple[str, int | None, int | None], ...] = ()  # (file, size, duration ms) per Part
 
 
 RATING = "userRating"  # written through plexapi's rate(), not edit()
@@ -156,9 +157,20 @@ class PlexClient:
 
     @blip_retry
     def item_state(self, rating_key: int) -> PlexItemState:
-        """Read an item's detail view (one request); raises PlexNotFound when gone."""
+        """Read an item's detail view (one request); raises PlexNotFound when gone.
+
+        What came back must be the item asked for: a proxy or cache in front of Plex can
+        answer with another item (contracts/plex.md §10.4), and writing to it would put
+        this scene's data on another video.
+        """
         with plex_errors(f"reading Plex item {rating_key}", self.url):
-            return self._remember(self.server.fetchItem(int(rating_key)))
+            item = self.server.fetchItem(int(rating_key))
+        if str(item.ratingKey) != str(int(rating_key)):
+            raise TransientError(
+                f"Plex answered item {item.ratingKey} when asked for item {rating_key} "
+                "(is a proxy or cache in front of Plex?); nothing was written"
+            )
+        return self._remember(item)
 
     @blip_retry
     def item_states(self, rating_keys: list[int]) -> dict[int, PlexItemState]:
@@ -174,7 +186,10 @@ class PlexClient:
                 if isinstance(exc, NotFound):
                     return {}
                 raise
-            states = [self._remember(item) for item in items]
+            asked = {int(k) for k in rating_keys}
+            # Only the items asked for, once each (a reply is keyed by its own ratingKey).
+            fresh = {int(i.ratingKey): i for i in reversed(items) if int(i.ratingKey) in asked}
+            states = [self._remember(item) for item in fresh.values()]
         return {state.rating_key: state for state in states}
 
     @blip_retry
@@ -229,9 +244,23 @@ class PlexClient:
                 "director": tuple(t.tag for t in item.directors),
             },
             locked=frozenset(f.name for f in item.fields if f.locked),
+            parts=tuple(
+                (part.file, _int(part.size), _int(getattr(part, "duration", None) or item.duration))
+                for part in item.iterParts()
+            ),
         )
         self._items[state.rating_key] = item
         return state
+
+    @staticmethod
+    def edit_target_length(state: PlexItemState, params: dict[str, Any]) -> int:
+        """Bytes of the request target plexapi sends for ``item.edit(**params)``:
+        ``PUT /library/sections/<id>/all?<args>`` with ``id`` and ``type`` added
+        [plexapi library.py `LibrarySection._edit`, utils.py `joinArgs`]."""
+        from plexapi.utils import joinArgs
+
+        args = {**params, "id": str(state.rating_key), "type": 1}
+        return len(f"/library/sections/{state.section_id}/all") + len(joinArgs(args).encode())
 
     @blip_retry
     def edit(self, rating_key: int, params: dict[str, Any]) -> None:
@@ -289,6 +318,9 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
             "director": tuple(t.attrib.get("tag", "") for t in video.findall("Director")),
         },
         locked=frozenset(f.attrib.get("name", "") for f in video.findall("Field") if f.attrib.get("locked") == "1"),
+        parts=tuple(
+            (p.get("file", ""), _int(p.get("size")), _int(p.get("duration") or attrs.get("duration"))) for p in parts
+        ),
     )
 
 

@@ -31,6 +31,7 @@ class IndexCache(Protocol):
 
 
 VIDEO_SECTION_TYPES = ("movie",)
+_KIND = {"show": "a TV show library", "artist": "a music library", "photo": "a photo library"}
 STALE_S = 30.0
 
 
@@ -46,7 +47,15 @@ def pick_sections(available: list[SectionInfo], wanted: tuple[str, ...]) -> list
             f"setting plex_libraries names {', '.join(map(repr, missing))}, which Plex does not have. "
             f"Plex libraries: {names}."
         )
-    return [by_title[name.strip().lower()] for name in wanted]
+    chosen = [by_title[name.strip().lower()] for name in wanted]
+    others = [s for s in chosen if s.type not in VIDEO_SECTION_TYPES]
+    if others:
+        kinds = ", ".join(f"{s.title!r} ({_KIND.get(s.type, s.type)})" for s in others)
+        raise ConfigError(
+            f'setting plex_libraries names {kinds}: only movie or video libraries (Plex\'s "Movies" or '
+            '"Other Videos") hold scenes. Remove it from plex_libraries.'
+        )
+    return chosen
 
 
 class LibraryIndex:

@@ -213,8 +213,12 @@ def choose(match: Match, strict: bool = True, scene_files: Sequence[SceneFile] =
 
     * strict: MEDIUM is accepted only when the size is equal or the duration agrees
       within 1 s (an unconfirmable MEDIUM is refused); LOW always raises.
-    * not strict: MEDIUM is accepted as is; LOW is accepted only when exactly one
-      candidate is clearly best (see ``_best_of``).
+    * not strict: MEDIUM is accepted unless its evidence contradicts; LOW is accepted
+      only when exactly one candidate is clearly best (see ``_best_of``).
+
+    A name match is never accepted against contradicting evidence: a size that differs,
+    or a duration that differs by more than 1 s, vetoes it in either mode (a same-name
+    file elsewhere is another video).
 
     Refusals raise ``AmbiguousMatch`` naming every candidate path.
     """
@@ -237,6 +241,12 @@ def choose(match: Match, strict: bool = True, scene_files: Sequence[SceneFile] =
 
 
 def _choose_medium(match: Match, item: PlexFile, scene: SceneFile | None, strict: bool) -> Choice:
+    if scene is not None and _contradicted(item, scene):
+        raise AmbiguousMatch(
+            f"{match.reason}, but it is another video ({_evidence(item, scene)}). "
+            "Fix path_map so the scene's path equals the Plex path.",
+            candidates=(item.path,),
+        )
     if not strict:
         return Choice(item, f"{match.reason}; accepted by file name (loose_matching on)")
     if scene is not None and (_size_agrees(item, scene) or _duration_agrees(item, scene)):

@@ -4,6 +4,15 @@
 Stash2Plex wrote last time (``Written``, kept by the caller), per field and per tag type; ``edit_params``
 turns the plan into the parameters of ONE plexapi ``edit()`` call (one PUT).
 
+Tag identity ignores letter case, as in Plex (one tag row per type and name, whatever
+the case: contracts/plex.md §10.1): a case-only rename in Stash is no change at all,
+and never a removal, since removing the old spelling would remove the tag itself.
+
+Edits travel in the query string, so every edit request is kept within
+``EDIT_URL_BUDGET`` (``fit_plan``): a summary that does not fit is shortened at a
+character boundary with an ellipsis; what still does not fit is split by tag type
+(``edit_batches``). No other field is ever dropped.
+
 Tag lists are written so that the result is the same whether Plex replaces an
 item's tags with the listed ones or adds them: the complete wanted list is sent
 with indices, plus an explicit ``-=`` removal of every tag Stash2Plex put there
@@ -12,8 +21,11 @@ earlier that Stash no longer has. Tags the user added in Plex are kept.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import unicodedata
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -22,6 +34,10 @@ from plex.client import RATING, PlexItemState
 from validation.metadata import SceneMetadata
 
 TAG_TYPES = ("genre", "actor", "collection", "label", "director")
+# Bytes of one edit's request target (path and query). PMS's own limit is not documented;
+# reverse proxies in front of it commonly stop at 8-16 KB (contracts/plex.md §10.2).
+EDIT_URL_BUDGET = 15 * 1024
+ELLIPSIS = "…"
 
 
 @dataclass(frozen=True)
@@ -67,7 +83,8 @@ class ItemPlan:
     def describe(self) -> list[str]:
         lines = [f"{c.name}: {c.plex!r} → {c.stash!r}" for c in self.fields]
         for change in self.tags:
-            added = [t for t in change.result if t not in change.plex]
+            had = {_key(t) for t in change.plex}
+            added = [t for t in change.result if _key(t) not in had]
             if added:
                 lines.append(f"{change.tag_type} +{', '.join(added)}")
             if change.removed:
@@ -199,3 +216,62 @@ def edit_params(plan: ItemPlan) -> dict[str, Any]:
         if tag.removed:
             params[f"{tag.tag_type}[].tag.tag-"] = ",".join(quote(t, safe="") for t in tag.removed)
     return params
+
+
+def _shortened(text: str, length: int) -> str:
+    """``text`` cut to ``length`` characters plus an ellipsis, never inside a character
+    (no combining mark is left without its base, no trailing space before the ellipsis)."""
+    cut = text[:length]
+    while cut and unicodedata.combining(cut[-1]):
+        cut = cut[:-1]
+    return cut.rstrip() + ELLIPSIS
+
+
+def fit_plan(
+    desired: Desired,
+    plex: PlexItemState,
+    written: Written | None,
+    preserve: bool,
+    length: Callable[[dict[str, Any]], int],
+    budget: int = EDIT_URL_BUDGET,
+    relock: bool = False,
+) -> tuple[ItemPlan, int | None]:
+    """The plan, with the summary shortened when the edit would not fit ``budget``.
+
+    ``length(params)`` is the request target's size in bytes for those edit parameters.
+    Returns the plan and the summary's new length in characters (None: not shortened).
+    The longest prefix that fits is found by bisection (about 15 plans for 20,000 characters).
+    """
+    plan = plan_item(desired, plex, written, preserve, relock)
+    summary = desired.fields.get("summary") or ""
+    if length(edit_params(plan)) <= budget or not any(c.name == "summary" for c in plan.fields):
+        return plan, None
+    best: tuple[ItemPlan, int] | None = None
+    low, high = 0, len(summary) - 1
+    while low <= high:
+        middle = (low + high) // 2
+        cut = _shortened(summary, middle)
+        trial = plan_item(
+            dataclasses.replace(desired, fields={**desired.fields, "summary": cut}), plex, written, preserve, relock
+        )
+        if length(edit_params(trial)) <= budget:
+            best, low = (trial, len(cut)), middle + 1
+        else:
+            high = middle - 1
+    if best is None:  # the other fields alone are too long: keep the shortest summary, split later
+        fields = {**desired.fields, "summary": ELLIPSIS}
+        return plan_item(dataclasses.replace(desired, fields=fields), plex, written, preserve, relock), 1
+    return best
+
+
+def edit_batches(
+    plan: ItemPlan, length: Callable[[dict[str, Any]], int], budget: int = EDIT_URL_BUDGET
+) -> list[dict[str, Any]]:
+    """The plan's edit parameters as few requests as fit ``budget``: one when it fits,
+    else the fields in one and each tag type in its own (a request that still does not fit
+    is sent as it is, and Plex's refusal names it)."""
+    whole = edit_params(plan)
+    if length(whole) <= budget:
+        return [whole]
+    parts = [dataclasses.replace(plan, tags=())] + [dataclasses.replace(plan, fields=(), tags=(t,)) for t in plan.tags]
+    return [edit_params(p) for p in parts if not p.empty]

@@ -8,10 +8,12 @@ own exception tree is seen.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-from core.errors import StashQueryError, StashRefused, StashUnavailable
+from core.errors import ConfigError, StashQueryError, StashRefused, StashUnavailable
 from core.netcause import Cause, host_of, network_cause
 from validation.plugin_input import ServerConnection
 
@@ -33,6 +35,19 @@ _FIND_PAGE = (
 _TAG_TREE = (
     "query S2PTagTree($filter: FindFilterType) { findTags(filter: $filter) { count tags { name parents { name } } } }"
 )
+_FIND_AFTER = (
+    "query S2PScenesAfter($filter: FindFilterType, $scene_filter: SceneFilterType) {"
+    " findScenes(filter: $filter, scene_filter: $scene_filter) { count scenes { %s } } }" % SCENE_FIELDS
+)
+_NEWEST = (
+    'query S2PNewest { findScenes(filter: {per_page: 1, sort: "updated_at", direction: DESC})'
+    " { scenes { updated_at } } }"
+)
+# findScenes(ids:) and configuration.plugins(include:) first appear in v0.25.0.
+MIN_STASH_VERSION = (0, 25)
+# Stash's SceneStore.FindMany fails the whole findScenes(ids:) query with this message
+# for the first id that no longer exists [S:pkg/sqlite/scene.go `FindMany`].
+_MISSING_SCENE = re.compile(r"scene with id (\d+) not found")
 _PLUGIN_CONFIG = "query S2PConfig($include: [ID!]) { configuration { plugins(include: $include) } }"
 
 
@@ -176,8 +191,23 @@ class StashClient:
             # (a drainer waiting on retries can live longer than that).
             self._api = StashInterface(conn, force_api_key=True)
         self.api_key = self._api.s.headers.get("ApiKey") or None
+        self._base = urlsplit(self._api.url)
+        self._check_version(self._api.version)
         self._bound_timeouts()
         self._api.s.hooks["response"].append(self._remember)
+
+    @staticmethod
+    def _check_version(version: Any) -> None:
+        """Once per process, from the version stashapi read when it connected (no extra request)."""
+        found = (getattr(version, "major", 0), getattr(version, "minor", 0), getattr(version, "patch", 0))
+        if found == (0, 0, 0):
+            return  # a build that does not say its version: let the queries decide
+        if found[:2] < MIN_STASH_VERSION:
+            need = ".".join(map(str, MIN_STASH_VERSION))
+            raise ConfigError(
+                f"Stash2Plex needs Stash {need} or later; this server is {'.'.join(map(str, found))}. "
+                "Update Stash (Settings → About shows its version)."
+            )
 
     def _remember(self, response, *args, **kwargs):
         self._last_reply = response
@@ -228,11 +258,50 @@ class StashClient:
         return plugins.get(PLUGIN_ID) or {}
 
     def scenes_by_id(self, scene_ids: list[int]) -> dict[int, dict[str, Any]]:
-        """One request for many scenes; scenes that no longer exist are absent."""
-        variables = {"ids": [str(i) for i in scene_ids], "filter": {"per_page": -1, "sort": "id"}}
-        data = self._call(_FIND_BY_IDS, variables, f"fetching {len(scene_ids)} scenes")
+        """One request for many scenes; scenes that no longer exist are absent.
+
+        Stash fails the whole query when any id is missing (or repeated), naming the
+        first such id: ids are asked once each, and a named id is dropped and the rest
+        asked again (one more request per deleted scene, none when nothing was deleted).
+        """
+        ids = list(dict.fromkeys(scene_ids))
+        while ids:
+            try:
+                return self._scenes_by_id(ids)
+            except StashQueryError as exc:
+                gone = _MISSING_SCENE.search(str(exc))
+                if gone is None or int(gone.group(1)) not in ids:
+                    raise
+                ids.remove(int(gone.group(1)))
+        return {}
+
+    def _scenes_by_id(self, ids: list[int]) -> dict[int, dict[str, Any]]:
+        variables = {"ids": [str(i) for i in ids], "filter": {"per_page": -1, "sort": "id"}}
+        data = self._call(_FIND_BY_IDS, variables, f"fetching {len(ids)} scenes")
         scenes = (data.get("findScenes") or {}).get("scenes") or []
         return {int(s["id"]): s for s in scenes if isinstance(s, dict) and "id" in s}
+
+    def scenes_after(self, last_id: int, per_page: int, updated_after: str | None = None) -> tuple[int, list[dict]]:
+        """The first ``per_page`` scenes with an id above ``last_id``, in id order, and how
+        many such scenes there are. Paging by id instead of by page number skips nothing
+        when scenes are deleted (or added) while a task works through the library."""
+        scene_filter: dict[str, Any] = {"id": {"value": int(last_id), "modifier": "GREATER_THAN"}}
+        if updated_after:
+            scene_filter["updated_at"] = {"value": updated_after, "modifier": "GREATER_THAN"}
+        variables = {
+            "filter": {"page": 1, "per_page": per_page, "sort": "id", "direction": "ASC"},
+            "scene_filter": scene_filter,
+        }
+        data = self._call(_FIND_AFTER, variables, f"fetching scenes after id {last_id}")
+        result = data.get("findScenes") or {}
+        return int(result.get("count") or 0), list(result.get("scenes") or [])
+
+    def newest_updated_at(self) -> str | None:
+        """The newest scene's ``updated_at``, exactly as Stash wrote it (its own zone and
+        form: Stash compares timestamps as text), or None when Stash has no scenes."""
+        data = self._call(_NEWEST, {}, "reading the newest update time")
+        scenes = (data.get("findScenes") or {}).get("scenes") or []
+        return str(scenes[0].get("updated_at") or "") or None if scenes else None
 
     def scenes_page(self, page: int, per_page: int, updated_after: str | None = None) -> tuple[int, list[dict]]:
         """One page of scenes in id order, optionally only those updated after a time."""
@@ -257,9 +326,22 @@ class StashClient:
         data = self._call("query S2PVersion { version { version } }", {}, "reading the version")
         return (data.get("version") or {}).get("version") or "unknown"
 
-    def image(self, url: str) -> bytes:
-        """Download an image from Stash with this session's credentials."""
+    def own_url(self, url: str) -> str:
+        """``url`` (from ``paths``) moved onto the connection the plugin was given.
+
+        With ``external_host`` set, Stash builds ``paths.*`` from it
+        [S:internal/api/server.go `BaseURLMiddleware`]: a public name, a proxy, an SSO
+        portal the plugin may not reach. The path from ``/scene/`` on (and the query) is
+        what Stash serves, so ask our own connection for it.
+        """
+        parts = urlsplit(url)
+        at = parts.path.rfind("/scene/")
+        path = parts.path[at:] if at >= 0 else parts.path
+        return urlunsplit((self._base.scheme, self._base.netloc, path, parts.query, ""))
+
+    def image(self, url: str) -> tuple[bytes, str]:
+        """Download a scene image through our own connection: (bytes, Content-Type)."""
         with stash_errors("downloading a screenshot", lambda: self._last_reply, self._api.url):
-            response = self._api.s.get(url, timeout=REQUEST_TIMEOUT_S)
+            response = self._api.s.get(self.own_url(url), timeout=REQUEST_TIMEOUT_S)
             response.raise_for_status()
-            return response.content
+            return response.content, response.headers.get("Content-Type", "")

@@ -14,16 +14,21 @@ most three pages are held in memory (never the whole library). Killing the task 
 any point loses nothing: queued jobs stay in the queue for ``process_queue`` or the
 next run. Progress (Stash's task bar, and the command line's bar with rate and time
 left) moves with every scene settled, not page by page.
+
+Pages follow the scene id (``id > last id seen``), not a page number, so scenes
+deleted or added while the task runs make no scene slip past unchecked. ``recent``
+sends its time in Stash's own form (``stash/timestamps.py``): the newest
+``updated_at`` Stash held when the previous run started.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import threading
 import time
 from queue import Full, Queue
 
 from core.errors import InvalidMetadata
+from stash.timestamps import recent_since
 from sync_queue.job import BULK, Job
 from sync_queue.stats import Delta
 from tasks.process_queue import finish, sum_done
@@ -35,28 +40,22 @@ LOW_WATER = 150  # queued jobs of ours not taken yet: below this the next page i
 RECENT_DEFAULT_S = 24 * 3600
 
 
-def _now_rfc3339() -> str:
-    return dt.datetime.now().astimezone().isoformat(timespec="seconds")
-
-
 def run_all(app):
     if app.options.get("dry_run"):
         from tasks.dry_run import run_preview
 
         return run_preview(app, updated_after=None, label="all")
-    return _sync(app, updated_after=None, label="all")
+    return _sync(app, label="all")
 
 
 def run_recent(app):
-    since = app.ledger().meta("last_sync_at")
-    if not since:
-        since = (dt.datetime.now().astimezone() - dt.timedelta(seconds=RECENT_DEFAULT_S)).isoformat(timespec="seconds")
-    app.log.info(f"syncing scenes updated after {since}")
     if app.options.get("dry_run"):
         from tasks.dry_run import run_preview
 
+        since = recent_since(app.ledger().meta("last_sync_at"), app.stash().newest_updated_at(), RECENT_DEFAULT_S)
+        app.log.info(f"syncing scenes updated after {since}")
         return run_preview(app, updated_after=since, label="recent")
-    return _sync(app, updated_after=since, label="recent")
+    return _sync(app, label="recent")
 
 
 def may_differ(app, scenes: list[dict]) -> list[int]:
@@ -69,7 +68,7 @@ def sort_scenes(app, scenes: list[dict]) -> tuple[list[int], int]:
     """The scenes that may differ (``may_differ``), and how many are out of scope
     (filtered out: not queued, their Plex items left as they are)."""
     syncer = app.syncer()
-    hashes = app.ledger().state_hashes([int(s["id"]) for s in scenes])
+    records = app.ledger().get_many([int(s["id"]) for s in scenes])
     changed, out_of_scope = [], 0
     for raw in scenes:
         sid = int(raw["id"])
@@ -80,8 +79,11 @@ def sort_scenes(app, scenes: list[dict]) -> tuple[list[int], int]:
             continue
         if syncer.out_of_scope(scene) is not None:
             out_of_scope += 1
-        elif hashes.get(sid) != syncer.state_hash(scene):
-            changed.append(sid)
+        else:
+            record = records.get(sid)
+            stale = record is None or record.state_hash != syncer.state_hash(scene)
+            if stale or not syncer.link_current(record):  # a rescan may have re-added the file
+                changed.append(sid)
     return changed, out_of_scope
 
 
@@ -115,15 +117,16 @@ class PageFeed:
         self._reader.start()
 
     def _read(self) -> None:
-        stash, page = self.app.stash(), 1
+        stash, last_id, seen = self.app.stash(), 0, 0
         try:
             while not self._stop.is_set():
-                total, scenes = stash.scenes_page(page, PAGE_SIZE, self.updated_after)
+                remaining, scenes = stash.scenes_after(last_id, PAGE_SIZE, self.updated_after)
                 if scenes:
-                    self._put((total, scenes, *sort_scenes(self.app, scenes)))
-                if not scenes or len(scenes) < PAGE_SIZE or page * PAGE_SIZE >= total:
+                    self._put((seen + remaining, scenes, *sort_scenes(self.app, scenes)))
+                    seen += len(scenes)
+                    last_id = max(int(s["id"]) for s in scenes)
+                if not scenes or len(scenes) < PAGE_SIZE:
                     break
-                page += 1
         except BaseException as exc:  # handed to the caller's thread, which raises it
             self._put(exc)
             return
@@ -176,9 +179,13 @@ class PageFeed:
         self._reader.join(timeout=5)
 
 
-def _sync(app, updated_after: str | None, label: str):
-    started = _now_rfc3339()
+def _sync(app, label: str):
     app.settings()
+    marker = app.stash().newest_updated_at()  # read first: whatever changes during the run is newer
+    updated_after = None
+    if label == "recent":
+        updated_after = recent_since(app.ledger().meta("last_sync_at"), marker, RECENT_DEFAULT_S)
+        app.log.info(f"syncing scenes updated after {updated_after}")
     with app.consumer() as queue:
         worker = app.worker(queue, probe_now=True)
         reporter = ProgressReporter(app.log, 0, "scenes")
@@ -202,6 +209,6 @@ def _sync(app, updated_after: str | None, label: str):
     scope = f", {feed.out_of_scope} out of scope (left as they are in Plex)" if feed.out_of_scope else ""
     app.log.info(f"{label}: {feed.seen} scenes checked, {feed.queued} queued{scope}")
     result = finish(app, worker, worker.stats, left)
-    if worker.abort_error is None:
-        app.ledger().set_meta("last_sync_at", started)
+    if worker.abort_error is None and marker:
+        app.ledger().set_meta("last_sync_at", marker)
     return {"checked": feed.seen, "queued": feed.queued, "out_of_scope": feed.out_of_scope, **result}

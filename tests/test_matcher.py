@@ -289,7 +289,14 @@ def test_strict_medium_accepted_when_size_agrees() -> None:
 
 
 def test_strict_medium_accepted_when_duration_within_one_second() -> None:
-    assert _chosen(_scene("/data/renamed/f.mp4", size=1999, duration_s=121.0)).item == F
+    assert _chosen(_scene("/data/renamed/f.mp4", duration_s=121.0)).item == F
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_differing_size_vetoes_a_name_match_even_when_the_duration_agrees(strict: bool) -> None:
+    """The reproduced failure: same name elsewhere, duration equal, 100 MB apart: another video."""
+    with pytest.raises(AmbiguousMatch, match="but it is another video"):
+        _chosen(_scene("/data/renamed/f.mp4", size=2000 + 100_000_000, duration_s=120.0), strict=strict)
 
 
 def test_strict_medium_refused_when_size_differs() -> None:
@@ -298,9 +305,9 @@ def test_strict_medium_refused_when_size_differs() -> None:
     assert caught.value.candidates == ("/media/stash/moved/f.mp4",)
     assert str(caught.value) == (
         "no Plex item at /media/stash/renamed/f.mp4; only file named 'f.mp4' is "
-        "/media/stash/moved/f.mp4, but it is not confirmed (Plex size 2000 B, "
+        "/media/stash/moved/f.mp4, but it is another video (Plex size 2000 B, "
         "duration 120.0 s; Stash size 1999 B, duration unknown). Fix path_map so the "
-        "scene's path equals the Plex path, or turn loose_matching on."
+        "scene's path equals the Plex path."
     )
 
 
@@ -316,7 +323,7 @@ def test_strict_medium_refused_when_nothing_can_be_compared() -> None:
 
 
 def test_loose_medium_is_accepted_without_evidence() -> None:
-    got = _chosen(_scene("/data/renamed/f.mp4", size=1), strict=False)
+    got = _chosen(_scene("/data/renamed/f.mp4"), strict=False)
     assert got.item == F
     assert got.reason.endswith("; accepted by file name (loose_matching on)")
 

@@ -504,3 +504,51 @@ def test_rate_through_plexapi_sets_and_clears_the_user_rating(emu, section_key, 
         timeout=5,
     )
     assert (bad.status_code, missing.status_code) == (400, 404)
+
+
+# ---------------------------------------------------------------- fidelity: write-time hazards
+@pytest.mark.parametrize("semantics", ["replace", "append"])
+def test_tag_identity_ignores_case_and_the_first_spelling_stays(emu, section_key, plex, semantics) -> None:
+    """contracts/plex.md §10.1: one tag row per type and name, whatever the case."""
+    emu.tag_semantics = semantics
+    rk = emu.add_item(section_key, f"{ROOT}/case.mp4", genre=["drama"])
+    item = _full_item(plex, rk)
+    item.edit(**{"genre[0].tag.tag": "Drama"})
+    assert emu.item(rk)["tags"]["genre"] == ["drama"]  # one row: the item keeps showing "drama"
+    other = emu.add_item(section_key, f"{ROOT}/other.mp4", genre=["DRAMA"])
+    assert emu.item(other)["tags"]["genre"] == ["drama"]
+    _full_item(plex, rk).edit(**{"genre[0].tag.tag": "Drama", "genre[].tag.tag-": quote("drama")})
+    assert emu.item(rk)["tags"]["genre"] == []  # removing the old spelling removes the tag itself
+
+
+def test_a_request_target_past_16_kb_is_answered_414(emu, section_key, plex) -> None:
+    rk = emu.add_item(section_key, f"{ROOT}/long.mp4")
+    item = _full_item(plex, rk)
+    with pytest.raises(BadRequest, match=r"^\(414\)"):
+        item.edit(**{"summary.value": "字" * 2000})  # 9 bytes a character once encoded
+    assert emu.item(rk)["fields"]["summary"] == ""
+    item.edit(**{"summary.value": "字" * 1500})
+    assert emu.item(rk)["fields"]["summary"] == "字" * 1500
+
+
+def test_swap_replies_answers_another_item(emu, section_key, plex) -> None:
+    a = emu.add_item(section_key, f"{ROOT}/a.mp4", title="A")
+    b = emu.add_item(section_key, f"{ROOT}/b.mp4", title="B")
+    emu.swap_replies = {a: b}
+    got = plex.fetchItem(a)
+    assert int(got.ratingKey) == b and got.title == "B"
+    assert [int(i.ratingKey) for i in plex.fetchItems([a, b])] == [b, b]
+
+
+def test_rescans_move_a_file_or_readd_an_item(emu, section_key, plex) -> None:
+    rk = emu.add_item(section_key, f"{ROOT}/x.mp4", title="X")
+    before = _section_attrs(plex)["scannedAt"]
+    emu.move_file(rk, f"{ROOT}/sub/x.mp4")
+    assert [p.file for p in _full_item(plex, rk).iterParts()] == [f"{ROOT}/sub/x.mp4"]
+    assert int(_section_attrs(plex)["scannedAt"]) > int(before)
+    _full_item(plex, rk).edit(**{"genre[0].tag.tag": "G", "title.value": "Edited", "title.locked": 1})
+    new = emu.readd_item(rk)  # a new metadata item: the scan's metadata, none of the old edits
+    fresh = _full_item(plex, new)
+    assert new != rk and fresh.title == "x" and fresh.genres == [] and not fresh.fields
+    with pytest.raises(NotFound):
+        plex.fetchItem(rk)

@@ -187,8 +187,11 @@ def test_updated_at_filter_and_strictly_increasing_updates(emu: StashEmulator, s
     since = {"updated_at": {"value": "2025-12-29T09:21:00Z", "modifier": "GREATER_THAN"}}
     found = stash.find_scenes(f=since, filter={"per_page": -1, "sort": "updated_at"}, fragment="id updated_at")
     assert [int(s["id"]) for s in found] == [ids[1], ids[3]]
+    # The same instant written in another zone compares as text, as in Stash's SQL: "10:…" > "09:…Z"
     offset = {"updated_at": {"value": "2025-12-29T10:21:00+01:00", "modifier": "GREATER_THAN"}}
-    assert len(stash.find_scenes(f=offset, fragment="id")) == 2
+    assert len(stash.find_scenes(f=offset, fragment="id")) == 0
+    earlier_text = {"updated_at": {"value": "2025-12-29T08:00:00+01:00", "modifier": "GREATER_THAN"}}
+    assert len(stash.find_scenes(f=earlier_text, fragment="id")) == 5  # 09:20Z is after 09:00Z, yet "08" < "09"
     before = {"updated_at": {"value": "2025-12-29T09:21:00Z", "modifier": "LESS_THAN"}}
     assert len(stash.find_scenes(f=before, fragment="id")) == 3
     between = {"updated_at": {"value": "2025-12-29T09:21:40Z", "value2": "2025-12-29T09:21:40Z", "modifier": "BETWEEN"}}
@@ -202,8 +205,37 @@ def test_find_scenes_by_ids_with_call_gql(emu: StashEmulator, stash: StashInterf
         "query ScenesByIds($ids: [ID!]) { findScenes(ids: $ids, filter: {per_page: -1}) "
         "{ count scenes { id title files { path } } } }"
     )
-    result = stash.call_GQL(query, {"ids": ["5", "2", "99"]})["findScenes"]
-    assert result["count"] == 2 and [s["id"] for s in result["scenes"]] == ["2", "5"]
+    result = stash.call_GQL(query, {"ids": ["5", "2"]})["findScenes"]
+    assert result["count"] == 2 and [s["id"] for s in result["scenes"]] == ["5", "2"]  # the order asked
+
+
+@pytest.mark.parametrize("ids", [["5", "2", "99"], ["2", "2"]])
+def test_find_scenes_by_ids_fails_whole_when_an_id_is_missing_or_repeated(emu, stash, ids) -> None:
+    for n in range(6):
+        emu.add_scene(title=f"s{n}")
+    query = "query ScenesByIds($ids: [ID!]) { findScenes(ids: $ids) { count scenes { id } } }"
+    response = post(emu, {"query": query, "variables": {"ids": ids}})
+    body = response.json()
+    assert response.status_code == 200 and body["data"] is None
+    missing = "99" if "99" in ids else "2"
+    assert body["errors"][0]["message"] == f"scene with id {missing} not found"
+    assert body["errors"][0]["path"] == ["findScenes"]
+    with pytest.raises(Exception, match="query failed"):
+        stash.call_GQL(query, {"ids": ids})
+
+
+def test_an_older_server_reports_its_version_and_rejects_newer_arguments(emu, stash) -> None:
+    emu.version = "v0.24.3"
+    assert stash.stash_version().minor == 24
+    response = post(emu, {"query": "query Q($ids: [ID!]) { findScenes(ids: $ids) { count } }"})
+    assert response.status_code == 422 and "Unknown argument" in response.json()["errors"][0]["message"]
+
+
+def test_external_host_changes_the_screenshot_url(emu, stash) -> None:
+    sid = emu.add_scene(title="x")
+    emu.external_host = "https://stash.example.invalid"
+    found = stash.call_GQL("query { findScene(id: %d) { paths { screenshot } } }" % sid)["findScene"]
+    assert found["paths"]["screenshot"].startswith(f"https://stash.example.invalid/scene/{sid}/screenshot?t=")
 
 
 def test_scene_update_mutation_through_stashapi(emu: StashEmulator, stash: StashInterface) -> None:

@@ -65,7 +65,7 @@ def test_all_syncs_120_scenes_then_resync_makes_no_writes(plugin):
     assert run.error is None, run.stderr[-3000:]
     assert run.output["synced"] == 120, [m for m in run.messages() if "scene" in m and "→" not in m][:20]
     assert len(plugin.plex.edit_requests()) == 120
-    pages = plugin.stash.graphql_requests("S2PScenesPage")
+    pages = plugin.stash.graphql_requests("S2PScenesAfter")
     by_id = plugin.stash.graphql_requests("S2PScenesById")
     assert len(pages) == 1 and not by_id
     assert run.progress and run.progress[-1] == 1.0
@@ -137,20 +137,21 @@ def test_events_for_a_waiting_scene_collapse_into_one_job(plugin):
     assert plugin.plex.items()[0]["fields"]["title"] == "v2"
 
 
-def test_a_failed_poster_upload_warns_keeps_the_metadata_and_is_retried_next_sync(plugin):
+def test_a_failed_poster_upload_keeps_the_metadata_and_the_job_retries_it(plugin):
     sid, rk = plugin.add_scene(6)
     plugin.plex.fail_uploads = True
     plugin.hook(plugin.stash.update_scene(sid, title="Metadata first"))
-    plugin.wait_drained()
+    deadline = time.monotonic() + 30
+    while "poster not updated" not in plugin.drainer_log() and time.monotonic() < deadline:
+        time.sleep(0.1)
     item = plugin.plex.item(rk)
     assert item["fields"]["title"] == "Metadata first" and item["uploads"] == 0
-    assert "poster not updated" in plugin.drainer_log() and "retried on the next sync" in plugin.drainer_log()
-    plugin.plex.fail_uploads = False
-    plugin.plex.clear_requests()
-    plugin.hook(plugin.stash.update_scene(sid, details="Another edit"))
+    assert "the poster is retried" in plugin.drainer_log()
+    plugin.plex.fail_uploads = False  # no further edit: the job's own retry uploads it
     plugin.wait_drained()
     assert plugin.plex.item(rk)["uploads"] == 1
     assert len(plugin.plex.edit_requests()) == 1
+    assert plugin.task("queue_status").output["dlq"] == 0
 
 
 def test_edits_arriving_while_the_drainer_finishes_are_never_stranded(plugin):

@@ -1,7 +1,15 @@
-"""Syncing one scene into its Plex item: locate, read, plan, write, poster, ledger.
+"""Syncing one scene into its Plex item: locate, verify, plan, write, poster, ledger.
 
 The caller has already skipped scenes whose desired state is unchanged since the
 last successful write (``Syncer.state_hash``), so everything here is real work.
+
+Write-time invariants (docs/architecture.md): nothing is written to a Plex item unless
+its current detail view (read in this batch, its ratingKey the one asked for) lists a
+file of the scene's mapped paths, or passes the name rule again on that fresh data,
+and lies in a library ``plex_libraries`` selects. The cached index and the ledger's
+link are only hints: on a mismatch the index is reloaded and the scene matched once
+more; if that does not hold either, nothing is written and the job goes to the DLQ
+naming both paths.
 """
 
 from __future__ import annotations
@@ -11,16 +19,21 @@ import ntpath
 import posixpath
 from dataclasses import dataclass, field
 
-from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError
+from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError, TransientError
 from plex.client import PlexClient, PlexItemState
 from plex.desired import Choices, desired_for
 from plex.index import LibraryIndex
-from plex.matcher import SceneFile, choose, match_scene
-from plex.plan import ItemPlan, Written, edit_params, plan_item, rating_change
+from plex.matcher import Confidence, PathIndex, PlexFile, SceneFile, choose, match_scene
+from plex.plan import ItemPlan, Written, edit_batches, edit_params, fit_plan, rating_change
 from sync_queue.ledger import Ledger, SceneRecord, entity_map
 from validation.config import Settings
 from validation.metadata import SceneMetadata
 from validation.pathmap import map_path, normalize
+from worker.images import POSTER_KINDS, SVG, image_kind
+
+
+class PosterNotUpdated(TransientError):
+    """The metadata is written, the poster is not: the job is retried for the poster."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,22 @@ class Syncer:
             return "not organized (organized_only is on)"
         skipped = [t for t in scene.tags if t.casefold() in self.choices.skipped]
         return f"it carries the tag {skipped[0]!r} (skip_tags)" if skipped else None
+
+    def link_current(self, record: SceneRecord | None) -> bool:
+        """Whether Plex's listing still shows the ledger's item at the path written last.
+
+        The state hash says what Stash2Plex wrote; this says the item it wrote is still
+        there (a rescan can re-add a file as a new item with fresh metadata). It reads the
+        cached index, reloaded per section stamp once per process; when Plex cannot be
+        asked, the hash alone decides (a sync could not run anyway).
+        """
+        if record is None or record.rating_key is None or not record.plex_path:
+            return False
+        try:
+            held = self.index.index().by_path(record.plex_path)
+        except Stash2PlexError:
+            return True
+        return any(f.rating_key == record.rating_key for f in held)
 
     # -- reading many items at once ----------------------------------------------
     def prefetch(self, work: list[tuple[SceneMetadata, SceneRecord | None]], chunk: int = 50) -> list[int]:
@@ -135,27 +164,39 @@ class Syncer:
         """What ``sync`` would send now, found and planned the same way; nothing is written."""
         state, how = self._locate(scene, record)
         try:
-            record, plan = self._plan(scene, record, state, relock=False)
+            record, plan, _ = self._plan(scene, record, state, relock=False)
             return Preview(state.rating_key, how, plan, self._poster_verdict(scene, record))
         finally:
             self.client.forget(state.rating_key)
 
     def _plan(
         self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, relock: bool
-    ) -> tuple[SceneRecord | None, ItemPlan]:
+    ) -> tuple[SceneRecord | None, ItemPlan, int | None]:
         if record is not None and record.rating_key != state.rating_key:
             record = SceneRecord(scene_id=scene.id)  # a new item: nothing of ours is on it yet
         written = Written(record.fields, record.written_tags) if record is not None else None
         desired = desired_for(scene, self.choices)
-        return record, plan_item(desired, state, written, self.settings.preserve_plex_edits, relock)
+        plan, shortened = fit_plan(
+            desired, state, written, self.settings.preserve_plex_edits, self._length(state), relock=relock
+        )
+        return record, plan, shortened
+
+    def _length(self, state: PlexItemState):
+        return lambda params: self.client.edit_target_length(state, params)
 
     def _write(
         self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, how: str, relock: bool = False
     ) -> SyncResult:
-        record, plan = self._plan(scene, record, state, relock)
-        params = edit_params(plan)
-        if params:
-            self.client.edit(state.rating_key, params)
+        record, plan, shortened = self._plan(scene, record, state, relock)
+        if shortened is not None:
+            self.log.info(
+                f"scene {scene.id}: details shortened from {len(scene.details or '')} to {shortened} characters "
+                "for Plex (an edit must fit in one request); the other fields are written in full"
+            )
+        if edit_params(plan):
+            for params in edit_batches(plan, self._length(state)):
+                if params:
+                    self.client.edit(state.rating_key, params)
         rerate, rating = rating_change(plan)
         if rerate:
             self.client.rate(state.rating_key, rating)
@@ -170,33 +211,90 @@ class Syncer:
             entities=entity_map(scene.entities),
         )
         result = SyncResult(scene.id, state.rating_key, plan, "none", how, list(scene.warnings))
-        result.poster = self._poster(scene, new, result.warnings)
-        new.state_hash = self.state_hash(scene) if result.poster != "failed" else None
+        try:
+            result.poster = self._poster(scene, new)
+        except PosterNotUpdated:
+            self.ledger.save(new)  # the fields are in Plex; no state hash, so the retry does the poster
+            raise
+        new.state_hash = self.state_hash(scene)
         self.ledger.save(new)
         return result
 
     # -- finding the item ------------------------------------------------------
     def _locate(self, scene: SceneMetadata, record: SceneRecord | None) -> tuple[PlexItemState, str]:
-        wanted = {normalize(p, self.settings.case_insensitive_paths) for p in self.mapped_paths(scene)}
+        """The item to write, checked on its current detail view (see the module docstring)."""
         if record is not None and record.rating_key is not None:
-            try:
-                state = self._state(record.rating_key)
-            except PlexNotFound:
-                state = None
-            if state is not None:
-                if wanted & {normalize(f, self.settings.case_insensitive_paths) for f in state.files}:
-                    return state, "linked"
-                self.client.forget(state.rating_key)
-            self.log.info(f"scene {scene.id}: Plex item {record.rating_key} no longer holds its file; matching again")
+            linked = self._read(record.rating_key)
+            problem = self._mismatch(scene, linked, record.rating_key, exact=True)
+            if problem is None and linked is not None:
+                return linked, "linked"
+            if linked is not None:
+                self.client.forget(linked.rating_key)
+            self.log.info(f"scene {scene.id}: {problem}; matching again")
         chosen, how = self._match(scene)
+        state = self._read(chosen.rating_key)
+        problem = self._mismatch(scene, state, chosen.rating_key, exact=how.startswith(Confidence.HIGH.value))
+        if problem is None and state is not None:
+            return state, how
+        # The cached index is a hint, never trusted at write time: a rescan may have moved
+        # or re-added files. Reload the changed sections and match once more, on fresh reads.
+        self.log.info(f"scene {scene.id}: {problem}; reloading the Plex library listing and matching again")
+        if state is not None:
+            self.client.forget(state.rating_key)
+        self.index.refresh(force=True, missing=True)
+        chosen, how = self._match(scene)
+        state = self._read(chosen.rating_key, fresh=True)
+        problem = self._mismatch(scene, state, chosen.rating_key, exact=how.startswith(Confidence.HIGH.value))
+        if state is None:
+            raise PlexNotFound(f"{problem}; nothing was written", looked_for=tuple(self.mapped_paths(scene)))
+        if problem is not None:
+            self.client.forget(state.rating_key)
+            raise AmbiguousMatch(
+                f"{problem}, also after reloading the Plex library listing; nothing was written. "
+                "Check path_map and that Plex has scanned the file.",
+                candidates=state.files,
+            )
+        return state, how
+
+    def _read(self, rating_key: int, fresh: bool = False) -> PlexItemState | None:
+        """The item's detail view (this batch's read unless ``fresh``); None when Plex has no such item."""
         try:
-            return self._state(chosen.rating_key), how
+            return self.client.item_state(rating_key) if fresh else self._state(rating_key)
         except PlexNotFound:
-            # The index still lists an item Plex has deleted (a long-lived drainer):
-            # reload the changed sections and match once more.
-            self.index.refresh(force=True)
-            chosen, how = self._match(scene)
-            return self.client.item_state(chosen.rating_key), how
+            return None
+
+    def _mismatch(self, scene: SceneMetadata, state: PlexItemState | None, rating_key: int, exact: bool) -> str | None:
+        """Why ``state`` must not receive this scene's data (None: it may).
+
+        ``exact``: the item was found by its path (or linked), so it must list one of
+        the scene's mapped paths; otherwise (a name match) it must pass the name rule
+        again, on the item's fresh parts.
+        """
+        mapped = ", ".join(self.mapped_paths(scene))
+        if state is None:
+            return f"Plex item {rating_key} no longer exists"
+        if state.section_id not in {s.key for s in self.index.sections}:
+            return f"Plex item {rating_key} is in a library that plex_libraries leaves out"
+        ci = self.settings.case_insensitive_paths
+        wanted = {normalize(p, ci) for p in self.mapped_paths(scene)}
+        if wanted & {normalize(f, ci) for f in state.files}:
+            return None
+        if not exact and self._accepted_by_name(scene, state):
+            return None
+        return f"Plex item {rating_key} holds {', '.join(state.files) or 'no file'}, not the scene's file {mapped}"
+
+    def _accepted_by_name(self, scene: SceneMetadata, state: PlexItemState) -> bool:
+        parts = state.parts or tuple((f, None, None) for f in state.files)
+        index = PathIndex(
+            (PlexFile(state.rating_key, state.section_id, path, size, ms) for path, size, ms in parts),
+            case_insensitive=self.settings.case_insensitive_paths,
+        )
+        files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
+        match = match_scene(files, index, self.settings.path_map, self.settings.case_insensitive_paths)
+        try:
+            return choose(match, not self.settings.loose_matching, files).item.rating_key == state.rating_key
+        except (PlexNotFound, AmbiguousMatch):
+            return False
 
     def find_item(self, scene: SceneMetadata):
         """(the Plex file a sync would pick, why) from the index; raises PlexNotFound/AmbiguousMatch."""
@@ -240,28 +338,46 @@ class Syncer:
         if record is not None and url == record.poster_source:
             return "unchanged"
         try:
-            digest = hashlib.sha1(self.stash.image(url)).hexdigest()
+            image, _ = self.stash.image(url)
         except Stash2PlexError:
             return "failed"
+        kind = image_kind(image)
+        if kind == SVG:
+            return "none"
+        if kind not in POSTER_KINDS:
+            return "failed"
+        digest = hashlib.sha1(image).hexdigest()
         return "unchanged" if record is not None and digest == record.poster_hash else "upload"
 
-    def _poster(self, scene: SceneMetadata, record: SceneRecord, warnings: list[str]) -> str:
+    def _poster(self, scene: SceneMetadata, record: SceneRecord) -> str:
+        """uploaded | unchanged | none (no cover in Stash: Plex keeps its own poster).
+        Raises PosterNotUpdated when the image could not be fetched, checked or uploaded."""
         url = scene.screenshot if self.settings.writes("poster") else None
         if not url:
             return "none"
         if url == record.poster_source:
             return "unchanged"
         try:
-            image = self.stash.image(url)
+            image, content_type = self.stash.image(url)
+            kind = image_kind(image)
+            if kind == SVG:  # Stash's default image for a scene without a cover
+                record.poster_source = url
+                return "none"
+            if kind not in POSTER_KINDS:
+                raise PosterNotUpdated(
+                    f"Stash answered the screenshot with {content_type.split(';')[0] or 'unknown data'}, not a "
+                    "JPEG, PNG or WebP image (is a proxy or login page in front of Stash?)"
+                )
             digest = hashlib.sha1(image).hexdigest()
+            outcome = "unchanged"
             if digest != record.poster_hash:
                 self.client.upload_poster(record.rating_key, image)
-                record.poster_hash = digest
-                outcome = "uploaded"
-            else:
-                outcome = "unchanged"
+                record.poster_hash, outcome = digest, "uploaded"
+        except PosterNotUpdated:
+            raise
         except Stash2PlexError as exc:
-            warnings.append(f"poster not updated ({exc}); it is retried on the next sync")
-            return "failed"
+            raise PosterNotUpdated(
+                f"poster not updated ({exc}); the fields are written and the poster is retried"
+            ) from None
         record.poster_source = url
         return outcome

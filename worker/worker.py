@@ -17,6 +17,7 @@ that second's counts.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import random
 import threading
 import time
@@ -81,6 +82,7 @@ class Worker:
         self._probe_now = probe_now  # a task the user started: probe Plex at once, whatever the breaker says
         self._stash_failures = 0  # Stash outage: consecutive batches that could not reach it
         self._stop: threading.Event | None = None
+        self._fetched_at: dict[int, str] = {}  # updated_at of the newest scene data fetched per scene
 
     # -- the loop ----------------------------------------------------------------
     def run(
@@ -216,26 +218,43 @@ class Worker:
         return batch
 
     def _scenes(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None]:
+        """Each job's scene data: a bulk job may use the page its task fetched, unless a
+        newer event for that scene exists (an interactive job in this batch, or newer data
+        already fetched in this run: a user's edit is never reverted by an older page)."""
         found: dict[int, dict | None] = {}
-        need = []
+        interactive = {item.job.scene_id for item in batch if item.job.priority != BULK}
+        need = set()
         for item in batch:
             sid = item.job.scene_id
-            if item.job.priority == BULK and sid in prefetched:
-                found[sid] = prefetched[sid]
+            raw = prefetched.get(sid) if item.job.priority == BULK and sid not in interactive else None
+            if raw is not None and not self._older(sid, raw):
+                found[sid] = raw
             else:
-                need.append(sid)
+                need.add(sid)
         if need:
-            fetched = self.stash.scenes_by_id(sorted(set(need)))
+            fetched = self.stash.scenes_by_id(sorted(need))
             for sid in need:
-                found[sid] = fetched.get(sid)
+                raw = found[sid] = fetched.get(sid)
+                if raw is not None:
+                    self._fetched_at[sid] = str(raw.get("updated_at") or "")
         return found
+
+    def _older(self, sid: int, raw: dict) -> bool:
+        """True when ``raw`` is older than data this run already fetched for the scene."""
+        newest = self._fetched_at.get(sid)
+        return newest is not None and _instant(str(raw.get("updated_at") or "")) < _instant(newest)
 
     def _triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[tuple]:
         """Settle what needs no Plex work (gone, invalid, unchanged); return the rest."""
         records = self.ledger.get_many([item.job.scene_id for item in batch])
         work = []
+        seen: set[int] = set()
         for item in batch:
             sid = item.job.scene_id
+            if sid in seen:  # an interactive and a bulk job for one scene: one sync serves both
+                self.queue.ack(item)
+                continue
+            seen.add(sid)
             raw = scenes.get(sid)
             if raw is None:
                 self.log.info(f"scene {sid} no longer exists in Stash; nothing to sync")
@@ -255,7 +274,8 @@ class Worker:
                 self.stats["out_of_scope"] += 1
                 continue
             record = records.get(sid)
-            if record is not None and record.state_hash == self.syncer.state_hash(scene):
+            unchanged = record is not None and record.state_hash == self.syncer.state_hash(scene)
+            if record is not None and unchanged and self.syncer.link_current(record):
                 if record.entities != entity_map(scene.entities):  # e.g. merged into a same-named tag
                     self.ledger.set_entities(sid, entity_map(scene.entities))
                 self.queue.ack(item)
@@ -431,3 +451,11 @@ class Worker:
         """Stop taking jobs: every further job would fail the same way (token, settings)."""
         if self.abort_error is None:
             self.abort_error = error
+
+
+def _instant(stamp: str) -> tuple[float, str]:
+    """An ``updated_at`` as a comparable value (the instant; the text when unparseable)."""
+    try:
+        return dt.datetime.fromisoformat(stamp).timestamp(), stamp
+    except ValueError:
+        return float("-inf"), stamp

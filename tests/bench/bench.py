@@ -356,7 +356,7 @@ def request_counts(lab: Lab) -> dict:
         "edits": len(lab.plex.edit_requests()),
         "uploads": len(lab.plex.upload_requests()),
         "plex_reads": len(lab.plex.requests_matching("GET", "/library/metadata/")),
-        "pages": len(lab.stash.graphql_requests("S2PScenesPage")),
+        "pages": len(lab.stash.graphql_requests("S2PScenesAfter")),
         "by_id": len(lab.stash.graphql_requests("S2PScenesById")),
         "screenshots": len(lab.stash.screenshot_requests),
     }

@@ -18,13 +18,22 @@ Choices where real PMS behaviour has not been observed:
   at once; one without ``path`` covers the whole section;
 * ``PUT /library/metadata/{id}/refresh`` (and ``sections/{id}/refresh?force=1``)
   reverts *unlocked* ``title``/``summary`` to the values the item was added with;
-* ``tag.thumb``/``tagging.text`` are stored on the item's tag, not globally.
+* ``tag.thumb``/``tagging.text`` are stored on the item's tag, not globally;
+* tag identity ignores case: PMS keeps one tag row per (type, name) and the row's
+  spelling is the first one written, so a case-only change does not change what an
+  item shows, and a removal of either spelling removes the tag (contracts/plex.md §10.1);
+* a request target longer than ``max_url_bytes`` (16 KB: what nginx-style front ends
+  in front of PMS allow; PMS's own limit is not documented) is answered 414;
+* ``swap_replies`` makes a metadata read answer another item (a misbehaving proxy or
+  cache, contracts/plex.md §10.4); ``move_file``/``readd_item`` play a rescan that moved
+  a file (same ratingKey, new path) or re-added an item under a new ratingKey.
 
 Run ``python -m tests.emulators.plex_emulator`` to serve one by hand.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import posixpath
 import re
@@ -55,6 +64,9 @@ HTML_500 = (
 HTML_WEB = (  # Plex Web's index.html: HTML, not well-formed XML (void <meta>, <link> tags)
     '<!DOCTYPE html><html><head><meta charset="utf-8"><link rel="icon" href="favicon.ico">'
     "<title>Plex</title></head><body><div id='plex'></div></body></html>"
+)
+HTML_414 = (
+    "<html><head><title>414 Request-URI Too Large</title></head><body><h1>414 Request-URI Too Large</h1></body></html>"
 )
 HTML_503 = "<html><head><title>Service Unavailable</title></head><body><h1>503 Service Unavailable</h1></body></html>"
 
@@ -320,6 +332,7 @@ class Library:
         self.items: dict[int, Item] = {}
         self.pending: list[Scheduled] = []
         self.tag_ids: dict[tuple[str, str], int] = {}
+        self.tag_names: dict[tuple[str, str], str] = {}  # (type, casefolded) -> the row's spelling
         self.next_key = 101
 
     def now(self) -> int:
@@ -367,6 +380,7 @@ class Library:
             now,
         )
         item.thumb, item.art = (f"/library/metadata/{rk}/{k}/{now}" for k in ("thumb", "art"))
+        self.canonical_tags(item)
         self.items[rk] = item
         section.scanned(now)
         return rk
@@ -403,8 +417,39 @@ class Library:
         for rk in ids:
             item = self.items[rk]
             apply_edit(item, plan, semantics)
+            self.canonical_tags(item)
             item.updated_at = now
             self.sections[item.section].touch(now)
+
+    def canonical_tags(self, item: Item) -> None:
+        """Give every tag of ``item`` its tag row's spelling.
+
+        One row per type and case-folded name; the row keeps the spelling it was created
+        with (rows outlive their last item until PMS's "Optimize database", which the
+        emulator never runs), so editing an item cannot change a tag's capitalisation.
+        PMS's source is closed; the behaviour is what users report and what
+        contracts/plex.md §10.1 settles. plexapi sends names only, never tag ids
+        (``tag[i].tag.tag=<name>``, removal ``tag[].tag.tag-=<quoted names>``
+        [plexapi mixins/edit.py `EditTagsMixin._tagHelper`]), so PMS resolves every
+        name to its row, whatever the case.
+        """
+        for ttype, tags in item.tags.items():
+            for tag in tags:
+                tag["tag"] = self.tag_names.setdefault((ttype, tag["tag"].lower()), tag["tag"])
+
+    def move_file(self, rating_key: int, new_file: str) -> None:
+        """A rescan found the item's file at a new path: same ratingKey, new Part@file."""
+        item = self.items[rating_key]
+        item.file = new_file
+        self.sections[item.section].scanned(self.now())
+
+    def readd_item(self, rating_key: int) -> int:
+        """A rescan dropped the item and added its file again: a new metadata item (new
+        ratingKey) whose metadata comes from the scan again (file name, no tags, no
+        locks, no uploaded poster); nothing of the old item's edits carries over."""
+        old = self.items.pop(rating_key)
+        self.sections[old.section].scanned(self.now())
+        return self.add_item(old.section, old.file, size=old.size, duration_ms=old.duration_ms)
 
     def upload(self, rk: int, kind: str, source: bytes) -> None:
         """Store an uploaded image, select it, and lock thumb/art like PMS does."""
@@ -908,6 +953,11 @@ class PlexEmulator:
         self.fail_edits = 0  # a status (e.g. 400) answered to every PUT edit
         self.cut_replies = False
         self.tls = tls  # an ssl.SSLContext: serve HTTPS
+        self.max_url_bytes = 16 * 1024
+        self.swap_replies: dict[int, int] = {}
+        # called with each request's record after its reply is computed, before it is
+        # sent: a test plays what happens on the server meanwhile (a rescan, say)
+        self.on_request: Callable[[dict], None] | None = None
         self.requests: list[dict] = []
         self._lib = Library()
         self._log_lock = threading.Lock()
@@ -1049,9 +1099,12 @@ class PlexEmulator:
     def _serve(self, handler: _Handler) -> None:
         started = time.time()
         req = parse_request(handler)
-        reply = self._answer(req)
+        reply = html_reply(414, HTML_414) if len(handler.path) > self.max_url_bytes else self._answer(req)
+        record = _request_record(req, reply.status, started)
         with self._log_lock:  # recorded before the reply leaves, so clients never race the log
-            self.requests.append(_request_record(req, reply.status, started))
+            self.requests.append(record)
+        if self.on_request is not None:
+            self.on_request(record)
         handler.send_reply(reply)
 
     def _answer(self, req: Request) -> Reply:
@@ -1072,11 +1125,35 @@ class PlexEmulator:
             # browser ends in /web, and plexapi's PlexServer.__init__ then GETs <plex_url>/
             # and gets this page instead of the root MediaContainer.
             return html_reply(200, HTML_WEB)
+        req = self._swapped(req)
         with self._lib.lock:
             try:
                 return route(self._lib, req, self.tag_semantics)
             except ValueError:  # e.g. a non-integer paging header or id
                 return html_reply(400, HTML_400)
+
+    def _swapped(self, req: Request) -> Request:
+        """A metadata GET for a key in ``swap_replies`` is answered with the other item."""
+        if req.method != "GET" or not self.swap_replies or not req.path.startswith("/library/metadata/"):
+            return req
+        segs = req.path.split("/")
+        if len(segs) != 4 or not re.fullmatch(r"[\d,]+", segs[3]):
+            return req
+        keys = [str(self.swap_replies.get(int(k), k)) for k in segs[3].split(",") if k]
+        return dataclasses.replace(req, path="/library/metadata/" + ",".join(keys))
+
+    # -- rescans
+    def move_file(self, rating_key: int, new_file: str) -> None:
+        """A rescan found the item's file at ``new_file``: the ratingKey stays (PMS matches
+        a moved file by its hash), Part@file changes."""
+        with self._lib.lock:
+            self._lib.move_file(rating_key, new_file)
+
+    def readd_item(self, rating_key: int) -> int:
+        """A rescan removed the item and added its file again under a new ratingKey, with
+        fresh scan metadata (PMS keeps a ratingKey only for a file it recognises as moved)."""
+        with self._lib.lock:
+            return self._lib.readd_item(rating_key)
 
 
 def main() -> int:

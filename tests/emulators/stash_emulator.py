@@ -100,8 +100,9 @@ _UPDATE_KEYS = {
 _ACTIVE_JOB_STATES = ("READY", "RUNNING", "STOPPING")
 _SORT_KEYS: dict[str, Callable[[dict], Any]] = {
     "id": lambda s: s["id"],
-    "updated_at": lambda s: s["_updated_ts"],
-    "created_at": lambda s: s["_created_ts"],
+    # ORDER BY on the stored RFC3339 text [S:pkg/sqlite/timestamp.go]: text order, as in Stash
+    "updated_at": lambda s: s["updated_at"],
+    "created_at": lambda s: s["created_at"],
     "title": lambda s: s["title"].casefold() if s["title"] is not None else None,
     "date": lambda s: s["date"],
     "path": lambda s: s["files"][0]["path"].casefold() if s["files"] else None,
@@ -222,6 +223,12 @@ class StashEmulator:
         self.fail_401 = False
         self.clock: Callable[[], float] = time.time
         self.tz: tzinfo | None = None
+        self.version = VERSION["version"]  # e.g. "v0.24.3" to play an older server
+        self.external_host = ""  # Stash's `external_host` setting: paths.* then point there
+        self.images_login_page = False  # a login portal answers image requests with HTML and 200
+        # called with each GraphQL request's record after its reply is computed, before it
+        # is sent: a test plays what a user does meanwhile (an edit, a deletion)
+        self.on_graphql: Callable[[dict], None] | None = None
         self.plugin_settings: dict[str, dict] = {}
         self.jobs: list[dict] = []
         self.requests: list[dict] = []
@@ -657,7 +664,7 @@ class StashEmulator:
 
     def _root(self) -> dict[str, Callable]:
         return {
-            "version": lambda _info: dict(VERSION),
+            "version": lambda _info: {**VERSION, "version": self.version},
             "configuration": lambda _info: {"general": {"apiKey": self.api_key}, "plugins": self._resolve_plugins},
             "findScene": self._resolve_find_scene,
             "findScenes": self._resolve_find_scenes,
@@ -690,7 +697,11 @@ class StashEmulator:
         return self.plugin_settings[plugin_id]
 
     def _resolve_paths(self, scene: dict, info: Any) -> dict:
-        base = f"{info.context['base_url']}/scene/{scene['id']}"
+        # Stash: BaseURLMiddleware uses external_host instead of the request's host when
+        # it is set [S:internal/api/server.go `BaseURLMiddleware`], and the screenshot URL
+        # is BaseURL + /scene/<id>/screenshot?t=<updated_at> [S:internal/api/urlbuilders/scene.go].
+        root = self.external_host.rstrip("/") or info.context["base_url"]
+        base = f"{root}/scene/{scene['id']}"
         stream = f"{base}/stream" + (f"?apikey={self.api_key}" if self.api_key else "")
         return {
             "screenshot": f"{base}/screenshot?t={scene['_updated_ts']}",
@@ -726,6 +737,17 @@ class StashEmulator:
         scene_ids: list[int] | None = None,
     ) -> dict:
         find = filter or {}
+        if ids or scene_ids:
+            # Stash: with a non-empty id list, FindScenes calls SceneStore.FindMany and
+            # ignores scene_filter, paging and sorting; scenes come back in the order asked
+            # [S:internal/api/resolver_query_find_scene.go `FindScenes`].
+            found = self._find_many(ids or [str(i) for i in scene_ids or []])
+            return {
+                "count": len(found),
+                "scenes": found,
+                "duration": lambda _i: sum(s["files"][0]["duration"] for s in found if s["files"]),
+                "filesize": lambda _i: float(sum(s["files"][0]["size"] for s in found if s["files"])),
+            }
         scenes = self._candidates(ids, scene_ids)
         if scene_filter:
             scenes = [s for s in scenes if self._matches(s, scene_filter)]
@@ -756,6 +778,28 @@ class StashEmulator:
         window = tags if per_page < 0 else tags[(page - 1) * per_page : page * per_page]
         return {"count": len(tags), "tags": window}
 
+    def _find_many(self, raw_ids: list[str]) -> list[dict]:
+        """Stash's SceneStore.FindMany: the whole query fails when any id is missing.
+
+        [S:pkg/sqlite/scene.go `FindMany`] places each found scene at the first index of
+        its id (``slices.Index``) and then returns ``scene with id N not found`` for the
+        first empty slot, so a missing id, and also a repeated one, fails the query. As
+        ``findScenes`` is non-null the reply is ``{"errors": [...], "data": null}``.
+        """
+        try:
+            wanted = [int(raw) for raw in raw_ids]
+        except ValueError:
+            raise GraphQLError(f"invalid ids: {raw_ids}") from None
+        scenes = self._scenes
+        slots: list[dict | None] = [None] * len(wanted)
+        for sid in dict.fromkeys(wanted):
+            if sid in scenes:
+                slots[wanted.index(sid)] = scenes[sid]
+        for i, scene in enumerate(slots):
+            if scene is None:
+                raise GraphQLError(f"scene with id {wanted[i]} not found")
+        return [s for s in slots if s is not None]
+
     def _candidates(self, ids: list[str] | None, scene_ids: list[int] | None) -> list[dict]:
         scenes = self._scenes
         if ids is None and scene_ids is None:
@@ -785,18 +829,34 @@ class StashEmulator:
         return not crit.get("path") or _string_match(crit["path"]["modifier"], paths, crit["path"]["value"])
 
     def _time_match(self, s: dict, name: str, crit: dict) -> bool:
-        """Stash compares RFC3339 text in SQL; we compare instants, text as fallback."""
+        """Stash compares the stored RFC3339 text with the given text, as text.
+
+        Timestamps are stored as ``time.RFC3339`` text in the server's zone
+        [S:pkg/sqlite/timestamp.go `Timestamp.Value`], and the criterion becomes
+        ``column > ?`` with the caller's string [S:pkg/sqlite/sql.go
+        `getTimestampWhereClause`]: SQLite compares the two as text. A value in another
+        zone or form therefore compares wrongly, exactly as it does in Stash.
+        BETWEEN without value2 ends at now + 1 day, formatted in the server's zone.
+        """
         modifier, v1, v2 = crit["modifier"], crit["value"], crit.get("value2")
-        t1 = parse_timestamp(v1, self.tz)
-        if t1 is None:
-            return _compare(modifier, s[name], v1, v2 if v2 is not None else v1)
         if v2 is None:
-            t2 = self.clock() + 86400  # Stash: BETWEEN without value2 ends at now + 1 day
-        else:
-            t2 = parse_timestamp(v2, self.tz)
-            if t2 is None:
-                raise GraphQLError(f"invalid timestamp: {v2}")
-        return _compare(modifier, s["_" + name.replace("_at", "_ts")], t1, t2)
+            v2 = rfc3339(self.clock() + 86400, self.tz)
+        return _compare(modifier, s[name], v1, v2)
+
+    def _argument_too_new(self, query: str) -> str | None:
+        """An older server's schema validation error for arguments added in v0.25.0.
+
+        ``findScenes(ids: [ID!])`` and ``configuration.plugins(include: [ID!])`` first
+        appear in v0.25.0 [S:graphql/schema/schema.graphql at v0.25.0]; before that gqlgen
+        rejects the query with 422 "Unknown argument".
+        """
+        match = re.match(r"v?(\d+)\.(\d+)", self.version)
+        if not match or (int(match.group(1)), int(match.group(2))) >= (0, 25):
+            return None
+        for field_name, arg in (("findScenes", "ids"), ("plugins", "include")):
+            if re.search(rf"{field_name}\s*\([^)]*\b{arg}\s*:", query):
+                return f'Unknown argument "{arg}" on field "{field_name}".'
+        return None
 
     def _document(self, query: str) -> DocumentNode | list[GraphQLError]:
         """Parse and validate once per query text; errors are returned, not raised."""
@@ -820,6 +880,9 @@ class StashEmulator:
         query = body.get("query")
         if not isinstance(query, str) or not query.strip():
             return 422, {"errors": [{"message": "no operation provided"}], "data": None}
+        missing = self._argument_too_new(query)
+        if missing:
+            return 422, {"errors": [{"message": missing}], "data": None}
         doc = self._document(query)
         if isinstance(doc, list):
             return 422, {"errors": [e.formatted for e in doc], "data": None}
@@ -929,15 +992,16 @@ class _Handler(BaseHTTPRequestHandler):
         body = body if isinstance(body, dict) else {}
         query = body.get("query") if isinstance(body.get("query"), str) else ""
         match = _OPERATION_RE.match(query)
-        self.emu.requests.append(
-            {
-                "operation": body.get("operationName") or (match.group(1) if match else None),
-                "query": query,
-                "variables": body.get("variables") or {},
-                "status": status,
-                "time": started,
-            }
-        )
+        record = {
+            "operation": body.get("operationName") or (match.group(1) if match else None),
+            "query": query,
+            "variables": body.get("variables") or {},
+            "status": status,
+            "time": started,
+        }
+        self.emu.requests.append(record)
+        if self.emu.on_graphql is not None:
+            self.emu.on_graphql(record)
         if isinstance(payload, bytes):
             self._send(status, payload, "text/html; charset=utf-8")
         else:
@@ -971,7 +1035,7 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(emu.latency)
         if not self._authorised():
             self._send(401, b"Unauthorized\n", "text/plain; charset=utf-8")
-        elif emu.fail_html:
+        elif emu.fail_html or (emu.images_login_page and match is not None):
             self._send(200, _HTML_PAGE, "text/html; charset=utf-8")
         elif match is None:
             self._send(404, b"404 page not found\n", "text/plain; charset=utf-8")

@@ -1,0 +1,289 @@
+"""The model-based convergence check shared by tests/test_convergence.py and
+tests/bench/convergence.py.
+
+A seeded random sequence of what users and servers do (scene edits of every synced
+field, covers, case-only and ordinary renames, deletions, Plex rescans that move files
+or re-add items, a new file taking a moved file's path, bulk tasks with edits arriving
+mid-way), each through the real plugin process and the emulators. Then the plugin's
+tasks run until the queue is empty, and every live scene's Plex item must show what
+Stash holds, and no item may carry another scene's data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.emulators.stash_emulator import _DEFAULT_SVG, cover_png
+
+TAGS = ("drama", "Drama", "kept", "outdoor", "Outdoor", "night")
+PERFORMERS = ("john doe", "John Doe", "Jane Roe", "ann lee")
+STUDIOS = ("acme films", "Acme Films", "Beta", None)
+DATES = ("2024-01-02", "2023-06-30", "2020-02-29")
+TITLE = re.compile(r"^S(\d+) ")
+
+
+@dataclass
+class World:
+    plugin: object
+    rng: random.Random
+    history: dict[int, set[str]] = field(default_factory=dict)  # every Plex path a scene had
+    live: set[int] = field(default_factory=set)
+    version: int = 0
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def stash(self):
+        return self.plugin.stash
+
+    @property
+    def plex(self):
+        return self.plugin.plex
+
+    # -- helpers --------------------------------------------------------------------
+    def add(self, name: str, size: int) -> int:
+        sid = self.stash.add_scene(
+            title="pending", files=[{"path": f"/stash/media/{name}", "size": size, "duration": 60.0}]
+        )
+        self.stash.update_scene(sid, title=f"S{sid} v0")
+        self.plex.add_item(1, f"/plex/media/{name}", size=size, duration_ms=60000)
+        self.history[sid] = {f"/plex/media/{name}"}
+        self.live.add(sid)
+        return sid
+
+    def hook(self, context: dict) -> None:
+        run = self.plugin.hook(context)
+        assert run.error is None, run.stderr[-2000:]
+
+    def pick(self) -> int | None:
+        return self.rng.choice(sorted(self.live)) if self.live else None
+
+    def item_at(self, path: str) -> dict | None:
+        found = [i for i in self.plex.items() if i["files"][0] == path]
+        return found[0] if found else None
+
+    def next_title(self, sid: int) -> str:
+        self.version += 1
+        return f"S{sid} v{self.version}"
+
+    # -- operations -----------------------------------------------------------------
+    def edit(self) -> None:
+        sid = self.pick()
+        if sid is None:
+            return
+        rng, changes = self.rng, {}
+        for name in rng.sample(["title", "details", "date", "studio", "performers", "tags"], rng.randint(1, 4)):
+            if name == "title":
+                changes["title"] = self.next_title(sid)
+            elif name == "details":
+                long = rng.random() < 0.2
+                changes["details"] = f"S{sid} details {self.version} " + ("長" * 6000 if long else "text")
+            elif name == "date":
+                changes["date"] = rng.choice(DATES)
+            elif name == "studio":
+                changes["studio"] = rng.choice(STUDIOS)
+            elif name == "performers":
+                changes["performers"] = rng.sample(PERFORMERS, rng.randint(0, 2))
+            else:
+                changes["tags"] = rng.sample(TAGS, rng.randint(0, 3))
+        self.log.append(f"edit {sid} {sorted(changes)}")
+        self.hook(self.stash.update_scene(sid, **changes))
+
+    def cover(self) -> None:
+        sid = self.pick()
+        if sid is None:
+            return
+        self.version += 1
+        cover = None if self.rng.random() < 0.3 else cover_png(sid, 1000 + self.version)
+        self.log.append(f"cover {sid} {'none' if cover is None else 'new'}")
+        self.hook(self.stash.update_scene(sid, cover=cover))
+
+    def rename(self) -> None:
+        """A tag, performer or studio renamed (case-only or not): every scene showing it changes."""
+        kind = self.rng.choice(["tags", "performers", "studio"])
+        names = {}
+        for sid in self.live:
+            scene = self.stash.scene(sid)
+            for name in scene[kind] if kind != "studio" else [scene["studio"]] if scene["studio"] else []:
+                names.setdefault(name, []).append(sid)
+        if not names:
+            return
+        old = self.rng.choice(sorted(names))
+        new = old.swapcase() if self.rng.random() < 0.6 else old + " x"
+        self.log.append(f"rename {kind} {old!r} -> {new!r}")
+        for sid in names[old]:
+            scene = self.stash.scene(sid)
+            value = new if kind == "studio" else [new if n == old else n for n in scene[kind]]
+            self.hook(self.stash.update_scene(sid, **{kind: value}))
+
+    def delete(self) -> None:
+        sid = self.pick()
+        if sid is None or len(self.live) < 3:
+            return
+        path = self.stash.scene(sid)["files"][0]["path"]
+        self.stash.delete_scene(sid)
+        self.live.discard(sid)
+        self.log.append(f"delete {sid} ({path})")  # Stash2Plex has no Destroy hook: jobs find it gone
+
+    def move(self, new_at_old_path: bool = False) -> None:
+        """A rescan found the file in a subfolder (same ratingKey in Plex, a scan update in Stash);
+        optionally a new video then takes the old path."""
+        sid = self.pick()
+        if sid is None:
+            return
+        file = self.stash.scene(sid)["files"][0]
+        old_stash = file["path"]
+        if "/moved/" in old_stash:
+            return
+        name = old_stash.rsplit("/", 1)[1]
+        new_stash = f"/stash/media/moved/{name}"
+        item = self.item_at(old_stash.replace("/stash/media", "/plex/media"))
+        if item is None or self.item_at(new_stash.replace("/stash/media", "/plex/media")) is not None:
+            return  # two files cannot share a path: the moved one's place is taken
+        self.plex.move_file(item["ratingKey"], new_stash.replace("/stash/media", "/plex/media"))
+        self.hook(self.stash.update_scene(sid, files=[{**file, "path": new_stash}]))
+        self.history[sid].add(new_stash.replace("/stash/media", "/plex/media"))
+        self.log.append(f"move {sid}")
+        if new_at_old_path:
+            fresh = self.add(name, size=file["size"] + 7_000_000)
+            self.log.append(f"new scene {fresh} at the old path of {sid}")
+            self.hook({"id": fresh, "type": "Scene.Create.Post", "input": None})
+
+    def readd(self) -> None:
+        sid = self.pick()
+        if sid is None:
+            return
+        path = self.stash.scene(sid)["files"][0]["path"].replace("/stash/media", "/plex/media")
+        item = self.item_at(path)
+        if item is not None:
+            self.plex.readd_item(item["ratingKey"])
+            self.log.append(f"readd {sid}")
+
+    def bulk(self, mode: str) -> None:
+        """A bulk task; while it runs (after its first page was read) a user edits."""
+        done = []
+
+        def meanwhile(record):
+            if record["operation"] == "S2PScenesAfter" and not done:
+                done.append(True)
+                self.edit()
+
+        self.stash.on_graphql = meanwhile if self.rng.random() < 0.7 else None
+        try:
+            with self.unlocked():
+                run = self.plugin.task(mode)
+        finally:
+            self.stash.on_graphql = None
+        self.log.append(f"task {mode}")
+        assert run.error is None, run.stderr[-2000:]
+
+    def step(self) -> None:
+        ops = [
+            (self.edit, 5),
+            (self.cover, 2),
+            (self.rename, 2),
+            (self.delete, 1),
+            (self.move, 1),
+            (lambda: self.move(new_at_old_path=True), 1),
+            (self.readd, 1),
+            (lambda: self.bulk("all"), 2),
+            (lambda: self.bulk("recent"), 1),
+        ]
+        op = self.rng.choices([o for o, _ in ops], weights=[w for _, w in ops])[0]
+        op()
+
+    # -- the drainer lock ---------------------------------------------------------
+    # Between tasks the model holds the drainer lock when it can, so hooks only queue
+    # (a drainer per hook would cost a process start each); tasks take it over.
+    _lock: object = None
+
+    def hold(self) -> None:
+        from core.platform import HeldLock
+
+        lock = HeldLock(Path(self.plugin.data_dir) / "drainer.lock")
+        self._lock = lock if lock.acquire() else None
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.path.write_text("")  # no cleanup may ever signal the test process
+            self._lock.release()
+            self._lock = None
+
+    @contextlib.contextmanager
+    def unlocked(self):
+        self.release()
+        try:
+            yield
+        finally:
+            self.hold()
+
+    # -- the end state --------------------------------------------------------------
+    def settle(self) -> None:
+        for mode in ("all", "process_queue"):
+            run = self.plugin.task(mode)
+            assert run.error is None, run.stderr[-2000:]
+        self.plugin.wait_drained()
+
+    def check(self) -> list[str]:
+        problems = []
+        items = self.plex.items()
+        for sid in sorted(self.live):
+            problems += self._check_scene(sid, items)
+        for item in items:
+            owner = TITLE.match(item["fields"]["title"] or "")
+            if owner and item["files"][0] not in self.history.get(int(owner.group(1)), set()):
+                problems.append(f"item {item['ratingKey']} at {item['files'][0]} shows {item['fields']['title']!r}")
+        return problems
+
+    def _check_scene(self, sid: int, items: list[dict]) -> list[str]:
+        scene = self.stash.scene(sid)
+        path = scene["files"][0]["path"].replace("/stash/media", "/plex/media")
+        held = [i for i in items if i["files"][0] == path]
+        if len(held) != 1:
+            return [f"scene {sid}: {len(held)} Plex items hold {path}"]
+        item, wrong = held[0], []
+        fields = {k: v or "" for k, v in item["fields"].items()}
+        summary, details = fields["summary"], scene["details"] or ""
+        expect = {
+            "title": (fields["title"], scene["title"]),
+            "studio": (fields["studio"], scene["studio"] or ""),
+            "date": (fields["originallyAvailableAt"], scene["date"] or ""),
+            "genre": (_folded(item["tags"]["genre"]), _folded(scene["tags"])),
+            "actor": (_folded(item["tags"]["actor"]), _folded(scene["performers"])),
+            "collection": (_folded(item["tags"]["collection"]), _folded([scene["studio"]] if scene["studio"] else [])),
+        }
+        wrong += [f"{k}: Plex {got!r}, Stash {want!r}" for k, (got, want) in expect.items() if got != want]
+        if summary != details and not (summary.endswith("…") and details.startswith(summary[:-1])):
+            wrong.append(f"summary: Plex {summary[:60]!r}, Stash {details[:60]!r}")
+        shown = self.stash.screenshot_bytes(sid)
+        if shown == _DEFAULT_SVG:
+            if item["poster_hash"] == hashlib.sha1(_DEFAULT_SVG).hexdigest():
+                wrong.append("the default SVG was uploaded as the poster")
+        elif item["poster_hash"] != hashlib.sha1(shown).hexdigest():
+            wrong.append("poster differs from Stash's cover")
+        return [f"scene {sid} (item {item['ratingKey']}): {w}" for w in wrong]
+
+
+def _folded(names) -> list[str]:
+    return sorted({n.casefold() for n in names})
+
+
+def run_seed(plugin, seed: int, scenes: int = 5, steps: int = 10) -> World:
+    """Play one seeded sequence; raises AssertionError naming the seed and the operations."""
+    world = World(plugin, random.Random(seed))
+    world.hold()
+    try:
+        for n in range(scenes):
+            world.add(f"c{n:03d}.mp4", size=1000 + n)
+        for _ in range(steps):
+            world.step()
+    finally:
+        world.release()
+    world.settle()
+    problems = world.check()
+    assert not problems, f"seed {seed}: " + "; ".join(problems) + "\noperations: " + ", ".join(world.log)
+    return world
