@@ -64,7 +64,7 @@ def test_field_rules(wanted, on_plex, wrote, preserve, change):
 def test_what_was_written_is_carried_forward():
     plan = plan_item(want("New", genre=("A",)), item({"title": "Old"}, genre=("A",)), Written({"summary": "S"}), False)
     assert plan.written_fields == {"summary": "S", "title": "New"}
-    assert plan.written_tags == {"genre": ["A"], "actor": [], "collection": []}  # all already shown in Plex
+    assert plan.written_tags == {"genre": ["A"]}  # already shown in Plex; tag types not wanted are not planned
     unchanged = plan_item(want("Same"), item({"title": "Same"}), None, False)
     assert unchanged.empty and unchanged.written_fields == {"title": "Same"}
 

@@ -149,6 +149,9 @@ class FakeSyncer:
     def state_hash(self, scene):
         return scene.title
 
+    def link_current(self, record):
+        return True  # Plex still lists the item written last
+
     def out_of_scope(self, scene):
         return None
 
