@@ -389,11 +389,11 @@ def test_queue_status_shows_cumulative_stats_across_processes(plugin):
 
 def test_counts_recorded_before_a_sigkill_survive_it(plugin):
     """Stash cancels a task with SIGKILL: every finished batch is already in stats.db."""
-    total = 120  # a batch of 100, then one of 20
+    total = 400  # long enough at 10 ms a request that the kill lands mid-run (stats are recorded each second)
     for n in range(total):
         plugin.add_scene(n)
     plugin.configure(plex_concurrency=1)
-    plugin.plex.latency = 0.01  # the 20-scene batch then takes over a second: time to kill it
+    plugin.plex.latency = 0.01  # 400 scenes of edit+poster at concurrency 1: seconds of work to kill it in
     env = {**os.environ, **plugin.env, "PYTHONPATH": str(REPO.parent)}
     proc = subprocess.Popen(
         build_argv(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
