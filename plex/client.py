@@ -7,14 +7,13 @@ short pause; a refused connection or a 503 is not: the circuit breaker owns that
 
 from __future__ import annotations
 
-import datetime as dt
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random
 
-from core.errors import PlexUnavailable, TransientError
+from core.errors import PlexNotFound, PlexUnavailable, TransientError
 from core.http import fixed_environment_session
 from plex.errors import not_plex_named, plex_errors
 
@@ -60,12 +59,6 @@ def rating_text(value: float | None) -> str:
     return "" if value is None else f"{float(value):.1f}"
 
 
-def _date_text(value: Any) -> str:
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.strftime("%Y-%m-%d")
-    return str(value or "")
-
-
 class PlexClient:
     """A connection to one Plex server (created lazily on first use)."""
 
@@ -75,7 +68,7 @@ class PlexClient:
         self.client_id = client_id
         self.timeout = timeout
         self._server = None
-        self._items: dict[int, Any] = {}
+        self._sections: dict[int, int] = {}  # ratingKey → library section, from the last read
 
     @property
     def server(self):
@@ -160,127 +153,90 @@ class PlexClient:
         """Read an item's detail view (one request); raises PlexNotFound when gone.
 
         What came back must be the item asked for: a proxy or cache in front of Plex can
-        answer with another item (contracts/plex.md §10.4), and writing to it would put
-        this scene's data on another video.
+        answer with another item, and writing to it would put this scene's data on
+        another video.
         """
         with plex_errors(f"reading Plex item {rating_key}", self.url):
-            item = self.server.fetchItem(int(rating_key))
-        if str(item.ratingKey) != str(int(rating_key)):
+            root = self.server.query(f"/library/metadata/{int(rating_key)}")
+        videos = list(root)
+        if not videos:
+            raise PlexNotFound(f"Plex has no item {rating_key}")
+        answered = videos[0].attrib.get("ratingKey")
+        if str(answered) != str(int(rating_key)):
             raise TransientError(
-                f"Plex answered item {item.ratingKey} when asked for item {rating_key} "
+                f"Plex answered item {answered} when asked for item {rating_key} "
                 "(is a proxy or cache in front of Plex?); nothing was written"
             )
-        return self._remember(item)
+        return self._remember(_state_from_xml(videos[0], _int(root.attrib.get("librarySectionID"))))
 
     @blip_retry
     def item_states(self, rating_keys: list[int]) -> dict[int, PlexItemState]:
-        """Detail views of many items in one request; items Plex no longer has are absent."""
-        if not rating_keys:
-            return {}
-        with plex_errors(f"reading {len(rating_keys)} Plex items", self.url):
-            try:
-                items = self.server.fetchItems([int(k) for k in rating_keys])
-            except Exception as exc:
-                from plexapi.exceptions import NotFound
-
-                if isinstance(exc, NotFound):
-                    return {}
-                raise
-            asked = {int(k) for k in rating_keys}
-            # Only the items asked for, once each (a reply is keyed by its own ratingKey).
-            fresh = {int(i.ratingKey): i for i in reversed(items) if int(i.ratingKey) in asked}
-            states = [self._remember(item) for item in fresh.values()]
-        return {state.rating_key: state for state in states}
-
-    @blip_retry
-    def read_states(self, rating_keys: list[int]) -> dict[int, PlexItemState]:
         """Detail views of many items in one request, read straight from the XML.
 
-        The same request as ``item_states`` (``GET /library/metadata/a,b,c``, plexapi's
-        ``fetchItems``), but no plexapi objects are built: building them (plexapi
-        base.py ``findItems``/``_buildItem`` for every tag) costs about 25 ms an item,
-        far more than the request, and ``reconcile`` reads every linked item. Only the
-        items asked for are kept (a reply is keyed by its own ratingKey); items Plex no
-        longer has are absent.
+        The request plexapi's ``fetchItems`` sends (``GET /library/metadata/a,b,c``), but no
+        plexapi objects are built: building them (plexapi base.py ``findItems`` /
+        ``_buildItem``, an object per tag, media and part) costs more CPU than the request,
+        and ``all`` and ``reconcile`` read every item. Only the items asked for are kept
+        (a reply is keyed by its own ratingKey); items Plex no longer has are absent.
         """
         asked = {int(k) for k in rating_keys}
         if not asked:
             return {}
         from plexapi.exceptions import NotFound
 
-        with plex_errors(f"reading {len(asked)} Plex items"):
+        with plex_errors(f"reading {len(asked)} Plex items", self.url):
             try:
                 root = self.server.query("/library/metadata/" + ",".join(map(str, sorted(asked))))
             except NotFound:
                 return {}
-        states = {}
+        states: dict[int, PlexItemState] = {}
         for video in root:
             key = _int(video.attrib.get("ratingKey"))
             if key in asked and key not in states:
-                states[key] = _state_from_xml(video, _int(root.attrib.get("librarySectionID")))
+                states[key] = self._remember(_state_from_xml(video, _int(root.attrib.get("librarySectionID"))))
         return states
 
-    def _remember(self, item) -> PlexItemState:
-        item._autoReload = False  # the detail view is complete; no hidden extra GETs
-        state = PlexItemState(
-            rating_key=int(item.ratingKey),
-            section_id=int(item.librarySectionID),
-            files=tuple(part.file for part in item.iterParts()),
-            fields={
-                "title": item.title or "",
-                "summary": item.summary or "",
-                "studio": item.studio or "",
-                "originallyAvailableAt": _date_text(item.originallyAvailableAt),
-                "titleSort": item.titleSort or "",
-                "tagline": item.tagline or "",
-                "contentRating": item.contentRating or "",
-                RATING: rating_text(item.userRating),
-            },
-            tags={
-                "genre": tuple(t.tag for t in item.genres),
-                "actor": tuple(t.tag for t in item.roles),
-                "collection": tuple(t.tag for t in item.collections),
-                "label": tuple(t.tag for t in item.labels),
-                "director": tuple(t.tag for t in item.directors),
-            },
-            locked=frozenset(f.name for f in item.fields if f.locked),
-            parts=tuple(
-                (part.file, _int(part.size), _int(getattr(part, "duration", None) or item.duration))
-                for part in item.iterParts()
-            ),
-        )
-        self._items[state.rating_key] = item
+    def _remember(self, state: PlexItemState) -> PlexItemState:
+        self._sections[state.rating_key] = state.section_id  # where an edit of this item is sent
         return state
 
     @staticmethod
     def edit_target_length(state: PlexItemState, params: dict[str, Any]) -> int:
-        """Bytes of the request target plexapi sends for ``item.edit(**params)``:
-        ``PUT /library/sections/<id>/all?<args>`` with ``id`` and ``type`` added
-        [plexapi library.py `LibrarySection._edit`, utils.py `joinArgs`]."""
-        from plexapi.utils import joinArgs
+        """Bytes of the request target of an edit (see ``_edit_target``)."""
+        return len(_edit_target(state.section_id, state.rating_key, params).encode())
 
-        args = {**params, "id": str(state.rating_key), "type": 1}
-        return len(f"/library/sections/{state.section_id}/all") + len(joinArgs(args).encode())
-
+    # The writes send exactly what plexapi's item methods send, through plexapi's own
+    # ``PlexServer.query`` (its session, headers and error mapping), without first
+    # building the item's plexapi object: that needs the item's detail view as objects,
+    # which costs more CPU than the write itself (see ``item_states``).
     @blip_retry
     def edit(self, rating_key: int, params: dict[str, Any]) -> None:
         """One PUT with every field and tag change of the item."""
+        section = self._section_of(rating_key)
         with plex_errors(f"editing Plex item {rating_key}", self.url):
-            item = self._items.get(rating_key) or self.server.fetchItem(int(rating_key))
-            item.edit(**params)
+            self.server.query(_edit_target(section, rating_key, params), method=self.server._session.put)
 
     @blip_retry
     def rate(self, rating_key: int, rating: float | None) -> None:
-        """The token user's rating (0-10) through plexapi's own ``rate()``; None clears it."""
+        """The token user's rating (0-10); None clears it [plexapi mixins/rating.py ``rate``]."""
+        value = -1 if rating is None else rating
+        if not 0 <= value <= 10 and value != -1:
+            raise ValueError(f"a Plex rating is 0-10, not {rating}")
+        key = f"/:/rate?key={int(rating_key)}&identifier=com.plexapp.plugins.library&rating={value}"
         with plex_errors(f"rating Plex item {rating_key}"):
-            item = self._items.get(rating_key) or self.server.fetchItem(int(rating_key))
-            item.rate(rating)
+            self.server.query(key, method=self.server._session.put)
 
     @blip_retry
     def upload_poster(self, rating_key: int, image: bytes) -> None:
+        """[plexapi mixins/resources.py ``uploadPoster(filepath=<bytes>)``]"""
         with plex_errors(f"uploading the poster of Plex item {rating_key}", self.url):
-            item = self._items.get(rating_key) or self.server.fetchItem(int(rating_key))
-            item.uploadPoster(filepath=image)
+            self.server.query(
+                f"/library/metadata/{int(rating_key)}/posters", method=self.server._session.post, data=image
+            )
+
+    def _section_of(self, rating_key: int) -> int:
+        section = self._sections.get(rating_key)
+        return section if section is not None else self.item_state(rating_key).section_id
 
     @blip_retry
     def scan_folder(self, section_key: int, folder: str) -> None:
@@ -289,7 +245,7 @@ class PlexClient:
             self.server.library.sectionByID(int(section_key)).update(path=folder)
 
     def forget(self, rating_key: int) -> None:
-        self._items.pop(rating_key, None)
+        self._sections.pop(rating_key, None)
 
 
 def _state_from_xml(video, section_id: int | None) -> PlexItemState:
@@ -322,6 +278,17 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
             (p.get("file", ""), _int(p.get("size")), _int(p.get("duration") or attrs.get("duration"))) for p in parts
         ),
     )
+
+
+def _edit_target(section_id: int, rating_key: int, params: dict[str, Any]) -> str:
+    """The request target of ``item.edit(**params)`` for a movie: ``PUT
+    /library/sections/<id>/all?<params>&type=1&id=<ratingKey>`` [plexapi base.py
+    ``PlexPartialObject._edit`` adds ``type``, library.py ``LibrarySection._edit`` adds
+    ``id`` and joins with utils.py ``joinArgs``]."""
+    from plexapi.utils import joinArgs
+
+    args = {**params, "type": 1, "id": str(int(rating_key))}
+    return f"/library/sections/{int(section_id)}/all{joinArgs(args)}"
 
 
 def _int(value: Any) -> int | None:

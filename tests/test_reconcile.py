@@ -183,18 +183,85 @@ def test_inspect_unmatched_and_the_health_check_pointer(plugin):
     assert health["unmatched"] == {"count": 4, "list_with": "python Stash2Plex.py unmatched"}
 
 
+def _plexapi_view(item) -> dict:
+    """What plexapi's own objects show of an item, in ``PlexItemState``'s terms."""
+    parts = list(item.iterParts())
+    return {
+        "files": tuple(p.file for p in parts),
+        "title": item.title or "",
+        "summary": item.summary or "",
+        "studio": item.studio or "",
+        "originallyAvailableAt": item.originallyAvailableAt.strftime("%Y-%m-%d") if item.originallyAvailableAt else "",
+        "titleSort": item.titleSort or "",
+        "userRating": "" if item.userRating is None else f"{item.userRating:.1f}",
+        "genre": tuple(t.tag for t in item.genres),
+        "actor": tuple(t.tag for t in item.roles),
+        "collection": tuple(t.tag for t in item.collections),
+        "locked": frozenset(f.name for f in item.fields if f.locked),
+        "parts": tuple((p.file, p.size, p.duration or item.duration) for p in parts),
+    }
+
+
+def _our_view(state) -> dict:
+    keys = ("title", "summary", "studio", "originallyAvailableAt", "titleSort", "userRating")
+    tags = {k: state.tags[k] for k in ("genre", "actor", "collection")}
+    return {
+        "files": state.files,
+        **{k: state.fields[k] for k in keys},
+        **tags,
+        "locked": state.locked,
+        "parts": state.parts,
+    }
+
+
 def test_reading_detail_views_from_the_xml_agrees_with_plexapi(plex):
-    """``read_states`` (reconcile's fast read) sees exactly what plexapi's objects show."""
+    """The client reads detail views from the XML; it sees exactly what plexapi's objects show."""
+    from plexapi.server import PlexServer
+
     from plex.client import PlexClient
 
     keys = [
         plex.add_item(1, "/plex/media/a.mp4", title="A", summary="Line\nTwo", studio="S", genre=["G1", "g2"]),
         plex.add_item(1, "/plex/media/b.mp4", originallyAvailableAt="2024-02-29", actor=["P"], collection=["C"]),
     ]
+    server = PlexServer(plex.url, plex.token)
+    server.fetchItem(keys[0]).edit(**{"title.value": "A", "title.locked": 1, "genre.locked": 1})
+    server.fetchItem(keys[1]).rate(7)
     client = PlexClient(plex.url, plex.token, "test-client")
-    client.item_states([keys[0]])  # plexapi path; then lock a field and a tag list through a real edit
-    client.edit(keys[0], {"title.value": "A", "title.locked": 1, "genre.locked": 1})
-    assert client.read_states(keys + [999]) == client.item_states(keys)
+    states = client.item_states(keys + [999])
+    assert sorted(states) == keys
+    for key in keys:
+        assert _our_view(states[key]) == _plexapi_view(server.fetchItem(key))
+        assert _our_view(client.item_state(key)) == _plexapi_view(server.fetchItem(key))
+
+
+def test_writes_send_what_plexapis_item_methods_send(plex):
+    """edit, rate and upload_poster skip building the item's object, not a byte of the request."""
+    from plexapi.server import PlexServer
+
+    from plex.client import PlexClient
+
+    key = plex.add_item(1, "/plex/media/a.mp4", title="A")
+    params = {"title.value": "B & C", "title.locked": 1, "genre[0].tag.tag": "x/y", "genre[].tag.tag-": "old"}
+
+    def sent(write) -> list:
+        plex.clear_requests()
+        write()
+        return [(r["method"], r["path"], r["query"], r["body_len"]) for r in plex.requests]
+
+    item = PlexServer(plex.url, plex.token).fetchItem(key)
+    item.section()  # plexapi reads /library and /library/sections on its first edit: done here
+    client = PlexClient(plex.url, plex.token, "test-client")
+    client.item_states([key])
+    assert sent(lambda: client.edit(key, params)) == sent(lambda: item.edit(**params))
+    assert sent(lambda: client.rate(key, 7.5)) == sent(lambda: item.rate(7.5))
+    assert sent(lambda: client.rate(key, None)) == sent(lambda: item.rate())
+    assert sent(lambda: client.upload_poster(key, b"\xff\xd8 jpeg")) == sent(
+        lambda: item.uploadPoster(filepath=b"\xff\xd8 jpeg")
+    )
+    forgot = PlexClient(plex.url, plex.token, "test-client")  # no read first: one GET finds the library
+    forgot.version()  # connected
+    assert [m for m, *_ in sent(lambda: forgot.edit(key, params))] == ["GET", "PUT"]
 
 
 def test_relock_sends_a_right_but_unlocked_value_again_locked_and_nothing_else():

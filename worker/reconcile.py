@@ -96,7 +96,7 @@ class Reconciler:
         states: dict[int, PlexItemState] = {}
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), self.chunk):
-            states.update(self.syncer.client.read_states(unique[start : start + self.chunk]))
+            states.update(self.syncer.client.item_states(unique[start : start + self.chunk]))
             self.reads += 1
         return states
 

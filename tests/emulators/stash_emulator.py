@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 import random
@@ -48,6 +49,7 @@ from graphql import (
     DocumentNode,
     GraphQLError,
     GraphQLSchema,
+    build_ast_schema,
     build_schema,
     execute,
     parse,
@@ -55,6 +57,13 @@ from graphql import (
 )
 
 SCHEMA_PATH = Path(__file__).with_name("stash_schema.graphql")
+
+
+@functools.cache
+def _schema_document() -> DocumentNode:
+    """The schema's SDL, parsed and checked (by building it once) per process."""
+    build_schema(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return parse(SCHEMA_PATH.read_text(encoding="utf-8"))
 VERSION = {"version": "v0.30.1", "hash": "cf3489ef", "build_time": "2025-12-21 10:00:00"}
 HOOK_INPUT_KEYS = (
     "clientMutationId",
@@ -644,7 +653,9 @@ class StashEmulator:
     # -- internals: GraphQL --------------------------------------------------
 
     def _build_schema(self) -> GraphQLSchema:
-        schema = build_schema(SCHEMA_PATH.read_text(encoding="utf-8"))
+        # A schema of its own (the resolvers below are this emulator's), from the SDL parsed
+        # and checked once per process: the suite starts hundreds of emulators.
+        schema = build_ast_schema(_schema_document(), assume_valid_sdl=True)
         scene = schema.type_map["Scene"].fields  # type: ignore[union-attr]
         scene["studio"].resolve = lambda s, _i: self._studios.get(s["_studio_id"])
         scene["performers"].resolve = lambda s, _i: [self._performers[i] for i in s["_performer_ids"]]
