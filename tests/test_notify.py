@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from core.notify import build, problem, secrets_of
-from tests.runner import create_context
+from tests.runner import create_context, drainer_lock_held
 from worker.events import SyncEvents
 
 TOKEN_PATH = "/hook/tok-a1b2c3d4e5f6g7h8"
@@ -93,8 +93,9 @@ def ambiguous_scenes(plugin, n: int) -> list[int]:
 def test_dead_lettered_jobs_are_one_message_per_run_grouped_by_reason(plugin, receiver):
     plugin.configure(notify_urls=f"{receiver.url()}, {receiver.url('json', '/apprise')}")
     good = plugin.add_scene(1)
-    for sid in ambiguous_scenes(plugin, 2):
-        plugin.hook(create_context(sid))
+    with drainer_lock_held(plugin.data_dir):  # all three queued before one drainer run takes them
+        for sid in ambiguous_scenes(plugin, 2):
+            plugin.hook(create_context(sid))
     plugin.hook(plugin.stash.update_scene(good[0], title="Still synced"))
     plugin.wait_drained()
     got = receiver.wait_for(2)
