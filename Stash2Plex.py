@@ -13,192 +13,28 @@ only when an import fails (a first run, or packages removed), then tries once mo
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
 
 
-def _reply(stdout: TextIO, output: Any, error: str | None) -> None:
-    stdout.write(json.dumps({"output": output, "error": error}, ensure_ascii=False, default=str))
-    stdout.flush()
+def main(stdin, stdout, stderr, env: dict[str, str], argv: list[str] | None = None) -> int:
+    """Run one invocation (app/main.py); returns the process exit status."""
+    _find_packages()
+    from app.main import main as run
+
+    return run(stdin, stdout, stderr, env, argv)
 
 
-def _dispatch(plugin_input, env: dict[str, str], log) -> Any:
-    from app.root import App
-    from validation.plugin_input import HOOK_MODE
-
-    app = App(plugin_input.server_connection, env, log)
-    app.options["dry_run"] = plugin_input.args.dry_run
-    try:
-        mode = plugin_input.mode
-        if mode == HOOK_MODE:
-            from hooks.handler import handle
-
-            return handle(plugin_input.args.hookContext, app, log)
-        from core.log import capture_library_logs
-        from tasks import run_task
-
-        capture_library_logs(log)
-        return run_task(mode, app, plugin_input.args.params)
-    finally:
-        app.close()
-
-
-def _bootstrap(plugin_dir: Path, log) -> str | None:
-    """Make the runtime packages importable (app/bootstrap.py); the error text, or None."""
-    from app.bootstrap import DependencyError, ensure_dependencies
-
-    try:
-        ensure_dependencies(plugin_dir, log)
-    except DependencyError as exc:
-        return str(exc)
-    return None
-
-
-def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str] | None = None) -> int:
-    """Run one invocation; returns the process exit status.
-
-    No arguments: a plugin run by Stash (stdin JSON, one reply on stdout). ``drain``:
-    the detached background drainer. Anything else: the standalone command line.
-    """
-    plugin_dir = Path(__file__).resolve().parent
-    sys.path.insert(0, str(plugin_dir))
-    from core.log import Redactor, StashLog
-
-    argv = argv or []
-    if not argv and _terminal(stdin):
-        # A person typed the bare command: Stash always pipes a document in. Waiting
-        # silently on the keyboard would look like a hang, so show the commands.
-        stderr.write("Stash runs this file with a JSON document on stdin; from a shell, give a command:\n\n")
-        stderr.flush()
-        argv = ["--help"]
-        _cli(argv, stdout, stderr, env, plugin_dir)
-        return 2
-    if argv[:1] == ["drain"]:
-        drain_log = StashLog(stderr, Redactor(), plain=True)  # stderr is data/drainer.log
-        failure = _bootstrap(plugin_dir, drain_log)
-        if failure:
-            drain_log.error(failure)
-            return 1
-        from app.drainer import main as drain
-
-        return drain(stdin, stderr, env)
-    if argv:
-        return _cli(argv, stdout, stderr, env, plugin_dir)
-
-    # Stash's log protocol (\x01e\x02…) is for Stash; a person at a terminal gets plain lines.
-    log = StashLog(stderr, Redactor(), plain=_terminal(stderr))
-    return _plugin(stdin, stdout, env, log, plugin_dir)
-
-
-def _cli(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], plugin_dir: Path) -> int:
-    from app.terminal import TerminalLog
-
-    failure = _bootstrap(plugin_dir, TerminalLog(stderr))
-    if failure:
-        stderr.write(f"error: {failure}\n")
-        return 1
-    from app.cli import main as cli
-
-    return cli(argv, stdout, stderr, env, plugin_dir)
-
-
-def _terminal(stream) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):  # a StringIO in tests, or a closed stream
-        return False
-
-
-def _run(plugin_input, env: dict[str, str], log, plugin_dir: Path) -> Any:
-    """Dispatch with the runtime packages in place (app/bootstrap.py)."""
-    from app.bootstrap import ensure_dependencies, use_local_packages
-    from validation.plugin_input import HOOK_MODE
-
-    use_local_packages(plugin_dir)
-    if plugin_input.mode != HOOK_MODE:
-        ensure_dependencies(plugin_dir, log)
-        return _dispatch(plugin_input, env, log)
-    try:
-        return _dispatch(plugin_input, env, log)
-    except ModuleNotFoundError:
-        # The hook fails before it writes anything when a package is missing (the
-        # queue loads persist-queue before opening a file): install, then once more.
-        if not ensure_dependencies(plugin_dir, log):
-            raise  # every package is there: a bug, reported as one
-    return _dispatch(plugin_input, env, log)
-
-
-def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log, plugin_dir: Path) -> int:
-    """A run by Stash: parse stdin, dispatch, write exactly one reply."""
-    from app.bootstrap import DependencyError
-    from core.errors import InputError, Stash2PlexError
-    from validation.plugin_input import parse_plugin_input
-
-    try:
-        plugin_input = parse_plugin_input(stdin.read())
-        output = _run(plugin_input, env, log, plugin_dir)
-    except DependencyError as exc:
-        log.error(str(exc))
-        _reply(stdout, None, str(exc))
-        return 1
-    except InputError as exc:
-        log.error(str(exc))
-        _reply(stdout, None, str(exc))
-        return 1
-    except Stash2PlexError as exc:
-        message = log.redact(str(exc))
-        log.error(message)
-        _reply(stdout, None, message)
-        return 1
-    except OSError as exc:
-        if not _disk_refused(exc):
-            return _unexpected(stdout, log, exc)
-        from sync_queue.sqlite import os_error
-
-        message = log.redact(str(os_error(Path(exc.filename), exc)))
-        log.error(message)
-        _reply(stdout, None, message)
-        return 1
-    except Exception as exc:
-        return _unexpected(stdout, log, exc)
-    _reply(stdout, output, None)
-    return 0
-
-
-def _disk_refused(exc: OSError) -> bool:
-    """A full, read-only or forbidden folder (not a bug): said in words, without a traceback."""
-    import errno
-
-    codes = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, getattr(errno, "EDQUOT", -1)}
-    return exc.errno in codes and bool(exc.filename)
-
-
-def _unexpected(stdout: TextIO, log, exc: Exception) -> int:
-    """A bug: the reply names it, the log holds the traceback."""
-    import traceback
-
-    log.error(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
-    message = f"Stash2Plex failed unexpectedly: {type(exc).__name__}: {exc} (details in the Stash log)"
-    _reply(stdout, None, log.redact(message))
-    return 1
-
-
-def _utf8_stdio() -> None:
-    """Stash writes stdin and reads stdout/stderr as UTF-8, whatever our locale says.
-
-    Python otherwise uses the locale's encoding for pipes (the ANSI code page on
-    Windows, ASCII under a non-UTF-8 POSIX locale): a ``PluginDir`` with an accent
-    would be misread and a non-ASCII reply would fail to encode.
-    """
-    for stream, errors in ((sys.stdin, "replace"), (sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(encoding="utf-8", errors=errors)
+def _find_packages() -> None:
+    here = str(Path(__file__).resolve().parent)
+    if sys.path[:1] != [here]:
+        sys.path.insert(0, here)
 
 
 if __name__ == "__main__":
-    _utf8_stdio()
+    _find_packages()
+    from app.main import utf8_stdio
+
+    utf8_stdio()
     sys.exit(main(sys.stdin, sys.stdout, sys.stderr, dict(os.environ), sys.argv[1:]))

@@ -64,6 +64,8 @@ def _schema_document() -> DocumentNode:
     """The schema's SDL, parsed and checked (by building it once) per process."""
     build_schema(SCHEMA_PATH.read_text(encoding="utf-8"))
     return parse(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
 VERSION = {"version": "v0.30.1", "hash": "cf3489ef", "build_time": "2025-12-21 10:00:00"}
 HOOK_INPUT_KEYS = (
     "clientMutationId",
