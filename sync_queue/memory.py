@@ -10,7 +10,6 @@ survives the object, and there is no crash recovery (``auto_resume``) to model.
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import itertools
 import time
 from collections.abc import Callable, Iterable
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
+from sync_queue.parked import Parked
 
 
 @dataclass
@@ -35,11 +35,9 @@ class MemoryQueue:
         self.rejected: list[tuple[str, int, str]] = []  # never filled: nothing is ever undecodable
         self._rows: dict[str, dict[int, _Row]] = {p: {} for p in PRIORITIES}  # row id -> row, in put order
         self._marks: dict[int, tuple[str, int]] = {}  # scene id -> (priority, row id) of its waiting job
-        self._parked: list[tuple[float, int, Taken]] = []
+        self._parked = Parked()
         self._remarks: list[Taken] = []  # back to waiting since the last take: marked again then
-        self._dropped: set[tuple[str, int]] = set()  # parked jobs superseded by a newer job
         self._events: dict[tuple[str, int], EntityEvent] = {}  # one per changed tag/performer/studio/group
-        self._seq = itertools.count()
         self._ids = itertools.count(1)
 
     def close(self) -> None:
@@ -106,7 +104,7 @@ class MemoryQueue:
         assert self.consumer, "only the drainer lock holder may take jobs"
         self._flush_remarks()
         now = self.clock()
-        taken = self._due_parked(now, limit, early)
+        taken = self._parked.due(now, limit, early)
         for priority in PRIORITIES:
             rows = self._rows[priority]
             for pqid in [i for i, row in rows.items() if not row.taken]:
@@ -145,30 +143,11 @@ class MemoryQueue:
                 continue
             newer = self._waiting(sid)
             if newer is not None and newer[1] != item.pqid:
-                self._dropped.add((item.table, item.pqid))
+                self._parked.drop(item)
                 self.ack(item)
 
-    def _due_parked(self, now: float, limit: int, early) -> list[Taken]:
-        if self._dropped:
-            self._parked = [e for e in self._parked if (e[2].table, e[2].pqid) not in self._dropped]
-            heapq.heapify(self._parked)
-            self._dropped.clear()
-        due: list[Taken] = []
-        while self._parked and self._parked[0][0] <= now and len(due) < limit:
-            due.append(heapq.heappop(self._parked)[2])
-        if early is not None and len(due) < limit:
-            keep = []
-            for entry in self._parked:
-                if len(due) < limit and early(entry[2]):
-                    due.append(entry[2])
-                else:
-                    keep.append(entry)
-            heapq.heapify(keep)
-            self._parked = keep
-        return due
-
     def _park(self, item: Taken, until: float) -> None:
-        heapq.heappush(self._parked, (until, next(self._seq), item))
+        self._parked.park(item, until)
 
     def take_rejected(self) -> list[tuple[str, int, str]]:
         rejected, self.rejected = self.rejected, []
@@ -191,7 +170,7 @@ class MemoryQueue:
 
     def next_due(self) -> float | None:
         self._flush_remarks()
-        return self._parked[0][0] if self._parked else None
+        return self._parked.next_at()
 
     def parked_count(self) -> int:
         self._flush_remarks()

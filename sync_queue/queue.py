@@ -28,8 +28,6 @@ is built on (persist-queue 1.1.0, persistqueue/sqlackqueue.py and sqlbase.py; me
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 import json
 import sqlite3
 import sys
@@ -42,6 +40,7 @@ from typing import Any, cast
 from core.errors import DataFileError
 from sync_queue import sqlite
 from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
+from sync_queue.parked import Parked
 
 QUEUE_FILE = "data.db"
 CLEAR_ACKED_EVERY = 500
@@ -144,12 +143,10 @@ class JobQueue:
         self.path = directory / QUEUE_FILE
         self._queues: dict[str, Any] = {}
         self._side_conn: sqlite3.Connection | None = None
-        self._parked: list[tuple[float, int, Taken]] = []
-        self._seq = itertools.count()
+        self._parked = Parked()
         self._acks = 0
         self.rejected: list[tuple[str, int, str]] = []  # rows that could not be decoded
         self._remarks: list[Taken] = []  # back to waiting since the last take: marked again then
-        self._dropped: set[tuple[str, int]] = set()  # parked jobs superseded by a newer job
 
     # -- opening -------------------------------------------------------------
     def _side(self) -> sqlite3.Connection:
@@ -310,7 +307,7 @@ class JobQueue:
             newer = self._waiting([t.job.scene_id for t in superseded])
             for item in superseded:
                 if item.job.scene_id in newer and newer[item.job.scene_id][1] != item.pqid:
-                    self._dropped.add((item.table, item.pqid))
+                    self._parked.drop(item)
                     with sqlite.corruption_named(self.path):
                         self._queue(item.table).ack(id=item.pqid)
 
@@ -364,7 +361,7 @@ class JobQueue:
         assert self.consumer, "only the drainer lock holder may take jobs"
         self._flush_remarks()
         now = self.clock()
-        taken = self._due_parked(now, limit, early)
+        taken = self._parked.due(now, limit, early)
         for priority in PRIORITIES:
             while len(taken) < limit:
                 item = self._get(priority, taken)
@@ -412,7 +409,7 @@ class JobQueue:
     def _quarantine_poison(self, priority: str, exc: BaseException, taken: list[Taken]) -> None:
         """persist-queue marked a row 'unack' and then failed to decode it, without telling
         which (its ``_pop`` marks the row before ``loads``): set aside exactly the rows of ours that cannot be decoded."""
-        held = {t.pqid for _, _, t in self._parked if t.table == priority}
+        held = {t.pqid for t in self._parked if t.table == priority}
         held |= {t.pqid for t in taken if t.table == priority}
         serializer = self._queue(priority)._serializer
         rows = self._side().execute(f"SELECT _id, data FROM {_table(priority)} WHERE status = {UNACK}").fetchall()
@@ -434,30 +431,11 @@ class JobQueue:
         return rejected
 
     def _park(self, item: Taken) -> None:
-        heapq.heappush(self._parked, (item.job.next_attempt_at, next(self._seq), item))
-
-    def _due_parked(self, now: float, limit: int, early=None) -> list[Taken]:
-        if self._dropped:
-            self._parked = [e for e in self._parked if (e[2].table, e[2].pqid) not in self._dropped]
-            heapq.heapify(self._parked)
-            self._dropped.clear()
-        due: list[Taken] = []
-        while self._parked and self._parked[0][0] <= now and len(due) < limit:
-            due.append(heapq.heappop(self._parked)[2])
-        if early is not None and len(due) < limit:
-            keep = []
-            for entry in self._parked:
-                if len(due) < limit and early(entry[2]):
-                    due.append(entry[2])
-                else:
-                    keep.append(entry)
-            heapq.heapify(keep)
-            self._parked = keep
-        return due
+        self._parked.park(item, item.job.next_attempt_at)
 
     def next_due(self) -> float | None:
         self._flush_remarks()
-        return self._parked[0][0] if self._parked else None
+        return self._parked.next_at()
 
     def parked_count(self) -> int:
         self._flush_remarks()
@@ -480,7 +458,7 @@ class JobQueue:
 
     def postpone(self, item: Taken, until: float) -> None:
         """Park without spending the retry budget (the breaker is open)."""
-        heapq.heappush(self._parked, (until, next(self._seq), item))
+        self._parked.park(item, until)
         self._remarks.append(item)
 
     # -- inspecting (any process) --------------------------------------------

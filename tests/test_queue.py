@@ -221,3 +221,22 @@ def test_jobs_and_their_retry_state_survive_reopening(tmp_path, clock):
     assert ids(again.take(10)) == [2]  # the retry came back parked, with its due time intact
     assert again.next_due() == NOW + 30
     again.close()
+
+
+def test_parked_jobs_come_back_soonest_first_early_ones_on_request_dropped_ones_never():
+    from sync_queue.job import Taken
+    from sync_queue.parked import Parked
+
+    def taken(pqid: int) -> Taken:
+        return Taken(job=Job(scene_id=pqid), pqid=pqid, table=BULK)
+
+    parked = Parked()
+    for pqid, until in ((1, 30.0), (2, 10.0), (3, 20.0), (4, 10.0), (5, 40.0)):
+        parked.park(taken(pqid), until)
+    parked.drop(taken(3))
+    assert parked.next_at() == 10.0 and len(parked) == 5  # a drop is applied on the next read
+    assert [t.pqid for t in parked.due(now=25.0, limit=10)] == [2, 4]  # ties in parking order; 3 dropped
+    assert [t.pqid for t in parked.due(now=25.0, limit=1, early=lambda t: t.pqid == 5)] == [5]
+    assert [t.pqid for t in parked] == [1] and parked.next_at() == 30.0
+    parked.clear()
+    assert parked.due(now=99.0, limit=10) == [] and parked.next_at() is None
