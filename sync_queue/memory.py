@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
+from sync_queue.job import INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken, one_per_scene
 from sync_queue.parked import Parked
 
 
@@ -122,15 +122,10 @@ class MemoryQueue:
         return self._one_per_scene(taken)
 
     def _one_per_scene(self, taken: list[Taken]) -> list[Taken]:
-        kept: dict[int, Taken] = {}
-        for item in taken:
-            have = kept.get(item.job.scene_id)
-            if have is None or (have.job.priority == BULK and item.job.priority == INTERACTIVE):
-                kept[item.job.scene_id] = item
-        for item in taken:
-            if kept[item.job.scene_id] is not item:
-                self.ack(item)
-        return [t for t in taken if kept[t.job.scene_id] is t]
+        kept, doubles = one_per_scene(taken)
+        for item in doubles:
+            self.ack(item)
+        return kept
 
     def _flush_remarks(self) -> None:
         """Jobs back to waiting are marked again; one whose scene meanwhile got a newer

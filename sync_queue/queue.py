@@ -39,7 +39,7 @@ from typing import Any, cast
 
 from core.errors import DataFileError
 from sync_queue import sqlite
-from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
+from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken, one_per_scene
 from sync_queue.parked import Parked
 
 QUEUE_FILE = "data.db"
@@ -375,15 +375,10 @@ class JobQueue:
         return self._one_per_scene(taken)
 
     def _one_per_scene(self, taken: list[Taken]) -> list[Taken]:
-        kept: dict[int, Taken] = {}
-        for item in taken:
-            have = kept.get(item.job.scene_id)
-            if have is None or (have.job.priority == BULK and item.job.priority == INTERACTIVE):
-                kept[item.job.scene_id] = item
-        doubles = [t for t in taken if kept[t.job.scene_id] is not t]
+        kept, doubles = one_per_scene(taken)
         for item in doubles:
             self.ack(item)
-        return [t for t in taken if kept[t.job.scene_id] is t]
+        return kept
 
     def ready_count(self) -> int:
         """Jobs waiting to be taken (not in flight, not parked), from SQL."""

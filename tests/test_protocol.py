@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import STASH_COOKIE
+from tests.emulators.stash_emulator import session_cookie_json
 from tests.runner import PluginRun, drainer_lock_held, run_plugin, task_document
 
 PROTOCOL_LINE = re.compile(r"\x01[tdiwep]\x02\S")
@@ -54,22 +55,7 @@ def _connection(plugin_dir: Path, **changes) -> dict:
         "Scheme": "http",
         "Host": "0.0.0.0",
         "Port": 9999,
-        "SessionCookie": {
-            "Name": "session",
-            "Value": STASH_COOKIE,
-            "Quoted": False,
-            "Path": "",
-            "Domain": "",
-            "Expires": "0001-01-01T00:00:00Z",
-            "RawExpires": "",
-            "MaxAge": 0,
-            "Secure": False,
-            "HttpOnly": False,
-            "SameSite": 0,
-            "Partitioned": False,
-            "Raw": "",
-            "Unparsed": None,
-        },
+        "SessionCookie": session_cookie_json(STASH_COOKIE),
         "Dir": str(plugin_dir.parent),
         "PluginDir": str(plugin_dir),
     }

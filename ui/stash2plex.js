@@ -178,61 +178,41 @@
     return h("tr", { className: cls }, h("th", null, label), h("td", null, value));
   }
 
-  function QueueCard(props) {
-    const q = props.queue;
+  // A card holding one label/value table (the queue, the statistics).
+  function TableCard(className, title, rows) {
     return h(
       Card,
-      { className: "s2p-card s2p-queue" },
-      h(Card.Header, null, "Queue"),
-      h(
-        Card.Body,
-        null,
-        h(
-          Table,
-          { size: "sm", className: "s2p-kv" },
-          h(
-            "tbody",
-            null,
-            Row("Your edits waiting", q.interactive, "s2p-interactive"),
-            Row("Bulk work waiting", q.bulk, "s2p-bulk"),
-            Row("In flight", q.in_flight, "s2p-inflight"),
-            Row("Waiting for a retry", q.retrying, "s2p-retrying"),
-            Row("Next retry", when(q.next_retry_at), "s2p-next-retry"),
-            Row("Background worker", props.drainer ? "running" : "idle", "s2p-drainer")
-          )
-        )
-      )
+      { className: "s2p-card " + className },
+      h(Card.Header, null, title),
+      h(Card.Body, null, h(Table, { size: "sm", className: "s2p-kv" }, h("tbody", null, ...rows)))
     );
+  }
+
+  function QueueCard(props) {
+    const q = props.queue;
+    return TableCard("s2p-queue", "Queue", [
+      Row("Your edits waiting", q.interactive, "s2p-interactive"),
+      Row("Bulk work waiting", q.bulk, "s2p-bulk"),
+      Row("In flight", q.in_flight, "s2p-inflight"),
+      Row("Waiting for a retry", q.retrying, "s2p-retrying"),
+      Row("Next retry", when(q.next_retry_at), "s2p-next-retry"),
+      Row("Background worker", props.drainer ? "running" : "idle", "s2p-drainer"),
+    ]);
   }
 
   function StatsCard(props) {
     const s = props.status;
     const st = s.stats || {};
-    return h(
-      Card,
-      { className: "s2p-card s2p-stats" },
-      h(Card.Header, null, "Last sync and statistics"),
-      h(
-        Card.Body,
-        null,
-        h(
-          Table,
-          { size: "sm", className: "s2p-kv" },
-          h(
-            "tbody",
-            null,
-            Row("Last full/recent sync", when(s.last_sync), "s2p-last-sync"),
-            Row("Scenes in Plex", s.synced_scenes, "s2p-synced-scenes"),
-            Row("Synced", st.synced || 0, "s2p-stat-synced"),
-            Row("Unchanged", st.unchanged || 0, "s2p-stat-unchanged"),
-            Row("Failed", st.failed_total || 0, "s2p-stat-failed"),
-            Row("Retried", st.retried_total || 0, "s2p-stat-retried"),
-            Row("Average Plex time", st.avg_plex_ms != null ? st.avg_plex_ms + " ms" : "n/a", "s2p-stat-avg"),
-            Row("Last success", when(st.last_success_at), "s2p-stat-success")
-          )
-        )
-      )
-    );
+    return TableCard("s2p-stats", "Last sync and statistics", [
+      Row("Last full/recent sync", when(s.last_sync), "s2p-last-sync"),
+      Row("Scenes in Plex", s.synced_scenes, "s2p-synced-scenes"),
+      Row("Synced", st.synced || 0, "s2p-stat-synced"),
+      Row("Unchanged", st.unchanged || 0, "s2p-stat-unchanged"),
+      Row("Failed", st.failed_total || 0, "s2p-stat-failed"),
+      Row("Retried", st.retried_total || 0, "s2p-stat-retried"),
+      Row("Average Plex time", st.avg_plex_ms != null ? st.avg_plex_ms + " ms" : "n/a", "s2p-stat-avg"),
+      Row("Last success", when(st.last_success_at), "s2p-stat-success"),
+    ]);
   }
 
   function DeadLetters(props) {

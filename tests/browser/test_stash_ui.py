@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-
 import requests
 
-from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import BULK, Job
 from sync_queue.queue import JobQueue
 from tests.runner import drainer_lock_held, plugin_config
+from tests.test_ui_modes import closed_port, dead_letter
 
 VERIFY_TASK = "Verify Plex against Stash"  # the task the page's Verify button runs (Stash2Plex.yml)
 
@@ -39,18 +37,6 @@ CONTRAST_JS = """(selector) => {
   const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
   return (a + 0.05) / (b + 0.05);
 }"""
-
-
-def dead_letter(plugin, scene_id: int, error_class: str, reason: str, title: str) -> None:
-    dlq = DeadLetterQueue(plugin.data_dir)
-    dlq.add(Job(scene_id=scene_id, attempt=4), error_class, reason, title)
-    dlq.close()
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def texts(locator) -> list[str]:

@@ -43,9 +43,11 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+from tests.emulators.serving import EmulatorServer, TrackedHandler
 
 MACHINE_ID = "5f1c0ffee0ddba11ab1ec0de5eed1dea11e1ba5e"
 PMS_VERSION = "1.41.3.9314-a0bfb8370"
@@ -842,7 +844,7 @@ def route_section(lib: Library, req: Request, key: int, sub: str, semantics: str
 
 
 # ------------------------------------------------------------------- server
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(TrackedHandler):
     """Thin HTTP adapter: everything is delegated to the owning PlexEmulator."""
 
     protocol_version = "HTTP/1.1"
@@ -855,17 +857,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.live.add(self.connection)  # type: ignore[attr-defined]
-
-    def finish(self) -> None:
-        self.server.live.discard(self.connection)  # type: ignore[attr-defined]
-        try:
-            super().finish()
-        except OSError:
-            pass
 
     def _serve(self) -> None:
         self.server.emulator._serve(self)  # type: ignore[attr-defined]
@@ -895,24 +886,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False  # stalled handler threads must not block stop()
-
+class _Server(EmulatorServer):
     def __init__(self, port: int, emulator: PlexEmulator) -> None:
-        self.emulator = emulator
-        self.live: set[socket.socket] = set()
-        super().__init__(("127.0.0.1", port), _Handler)
+        super().__init__(port, _Handler, emulator)
         if emulator.tls is not None:  # HTTPS with the test's (self-signed) certificate
             self.socket = emulator.tls.wrap_socket(self.socket, server_side=True)
-
-    def drop_connections(self) -> None:
-        """Cut every open keep-alive connection, so clients cannot reuse them."""
-        for conn in list(self.live):
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def _request_record(req: Request, status: int, started: float) -> dict:

@@ -33,14 +33,13 @@ import hashlib
 import json
 import random
 import re
-import socket
 import struct
 import threading
 import time
 import zlib
 from collections.abc import Callable
 from datetime import datetime, tzinfo
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
@@ -56,7 +55,30 @@ from graphql import (
     validate,
 )
 
+from tests.emulators.serving import EmulatorServer, TrackedHandler
+
 SCHEMA_PATH = Path(__file__).with_name("stash_schema.graphql")
+
+
+def session_cookie_json(value: str) -> dict:
+    """Stash's session cookie as its plugin input carries it: Go's ``http.Cookie``
+    marshalled by encoding/json (every field, zero values included)."""
+    return {
+        "Name": "session",
+        "Value": value,
+        "Quoted": False,
+        "Path": "",
+        "Domain": "",
+        "Expires": "0001-01-01T00:00:00Z",
+        "RawExpires": "",
+        "MaxAge": 0,
+        "Secure": False,
+        "HttpOnly": False,
+        "SameSite": 0,
+        "Partitioned": False,
+        "Raw": "",
+        "Unparsed": None,
+    }
 
 
 @functools.cache
@@ -272,11 +294,7 @@ class StashEmulator:
     # -- lifecycle -----------------------------------------------------------
 
     def start(self) -> StashEmulator:
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), _Handler)
-        server.daemon_threads = True
-        server.block_on_close = False
-        server.emulator = self  # type: ignore[attr-defined]
-        server.live = set()  # type: ignore[attr-defined]
+        server = EmulatorServer(self.port, _Handler, self)
         self._server = server
         self.port = server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -290,11 +308,7 @@ class StashEmulator:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
-            for conn in list(self._server.live):  # type: ignore[attr-defined]
-                try:
-                    conn.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            self._server.drop_connections()
             self._server = None
 
     def __enter__(self) -> Self:
@@ -306,22 +320,7 @@ class StashEmulator:
     def server_connection(self, plugin_dir: str, host: str = "0.0.0.0") -> dict:
         """The `server_connection` object Stash writes on a plugin's stdin
         (pkg/plugin/plugins.go ``makeServerConnection``)."""
-        cookie = {
-            "Name": "session",
-            "Value": self.session_cookie,
-            "Quoted": False,
-            "Path": "",
-            "Domain": "",
-            "Expires": "0001-01-01T00:00:00Z",
-            "RawExpires": "",
-            "MaxAge": 0,
-            "Secure": False,
-            "HttpOnly": False,
-            "SameSite": 0,
-            "Partitioned": False,
-            "Raw": "",
-            "Unparsed": None,
-        }
+        cookie = session_cookie_json(self.session_cookie)
         return {
             "Scheme": "http",
             "Host": host,
@@ -964,7 +963,7 @@ def _sorted(scenes: list[dict], sort: str | None, direction: str) -> list[dict]:
 # --- HTTP ----------------------------------------------------------------------
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(TrackedHandler):
     protocol_version = "HTTP/1.1"
     # Stash is a Go net/http server, and Go sets TCP_NODELAY on every TCP connection it
     # accepts (golang/go src/net/tcpsock.go, newTCPConn: setNoDelay(fd, true)). Without
@@ -975,17 +974,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the default stderr access log."""
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.live.add(self.connection)  # type: ignore[attr-defined]
-
-    def finish(self) -> None:
-        self.server.live.discard(self.connection)  # type: ignore[attr-defined]
-        try:
-            super().finish()
-        except OSError:
-            pass
 
     @property
     def emu(self) -> StashEmulator:
