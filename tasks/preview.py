@@ -1,8 +1,9 @@
 """``ui_preview``: what a sync of every changed scene would write, without writing.
 
 Per scene whose desired state differs from what was last written (the same test Sync
-all uses): the fields with their value in Plex now and after the sync, and the tags the
-sync adds and removes, from the same plan the sync executes (``Syncer.preview``). The
+all uses): the fields with their value in Plex now and after the sync, the tags the
+sync adds and removes, and the poster verdict, from the same plan the sync executes
+(``Syncer.preview``), in the same entry shape as the dry runs' plan file. The
 page in Stash's UI shows it as a table before the user confirms with Sync all. At most
 ``PREVIEW_LIMIT`` scenes are planned (``more`` says there are others); a scene that cannot
 be planned (not in Plex, ambiguous) is listed with the reason; Plex down or a rejected
@@ -16,6 +17,7 @@ from typing import Any
 from core.errors import PlexAuthError, PlexUnavailable, Stash2PlexError
 from tasks.sync_all import may_differ  # the same "differs from what was written" test as Sync all
 from validation.metadata import scene_from_stash
+from worker.preview import plan_entry, unmatched_entry, writes
 
 PREVIEW_LIMIT = 50  # scenes with changes shown at most; the page says when there are more
 PREVIEW_PAGE = 500
@@ -41,28 +43,22 @@ def run(app) -> dict[str, Any]:
 
 
 def _preview_one(syncer, raw: dict[str, Any], record, result: dict[str, Any]) -> None:
+    """One scene's entry in the dry runs' shape (worker/preview.py ``plan_entry``), or
+    its reason in ``failed`` (``unmatched_entry``)."""
     if len(result["changes"]) + len(result["failed"]) >= PREVIEW_LIMIT:
         result["more"] = True
         return
-    scene_id, title = int(raw["id"]), raw.get("title") or None
+    scene_id = int(raw["id"])
+    scene = None
     try:
-        plan = syncer.preview(scene_from_stash(raw), record).plan
+        scene = scene_from_stash(raw)
+        preview = syncer.preview(scene, record)
     except (PlexUnavailable, PlexAuthError):
         raise  # no preview at all: the page says Plex is down or the token is wrong
     except Stash2PlexError as exc:
-        result["failed"].append({"scene_id": scene_id, "title": title, "reason": str(exc)})
+        paths = syncer.mapped_paths(scene) if scene is not None else []
+        result["failed"].append(unmatched_entry(scene, scene_id, paths, str(exc)))
         return
-    if plan.empty:
-        return
-    result["changes"].append(
-        {
-            "scene_id": scene_id,
-            "title": title,
-            "rating_key": plan.rating_key,
-            "fields": [{"name": c.name, "current": c.plex, "new": c.stash} for c in plan.fields],
-            "tags": [
-                {"type": c.tag_type, "added": [t for t in c.result if t not in c.plex], "removed": list(c.removed)}
-                for c in plan.tags
-            ],
-        }
-    )
+    entry = plan_entry(scene, preview.rating_key, preview.how, preview.plan, preview.poster)
+    if writes(entry):
+        result["changes"].append(entry)

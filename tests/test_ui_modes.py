@@ -128,7 +128,7 @@ def test_preview_lists_per_field_changes_writes_nothing_and_matches_the_sync(plu
     assert plugin.plex.edit_requests() == []  # a preview writes nothing
     [change] = run.output["changes"]
     assert change["scene_id"] == sid and change["rating_key"] == rk and run.output["checked"] == 1
-    fields = {f["name"]: (f["current"], f["new"]) for f in change["fields"]}
+    fields = {f["field"]: (f["current"], f["new"]) for f in change["fields"]}
     assert fields == {"title": ("scene-00001", "Scene 1"), "studio": ("", "Studio A")}
     tags = {t["type"]: (t["added"], t["removed"]) for t in change["tags"]}
     assert tags == {"genre": (["Tag1", "Tag2"], []), "collection": (["Studio A"], [])}

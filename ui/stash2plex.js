@@ -317,9 +317,9 @@
         rows.push(
           h(
             "tr",
-            { key: scene.scene_id + ":" + f.name, className: "s2p-plan-row", "data-scene-id": scene.scene_id, "data-field": f.name },
+            { key: scene.scene_id + ":" + f.field, className: "s2p-plan-row", "data-scene-id": scene.scene_id, "data-field": f.field },
             h("td", null, label),
-            h("td", null, FIELD_NAMES[f.name] || f.name),
+            h("td", null, FIELD_NAMES[f.field] || f.field),
             h("td", { className: "s2p-plan-current" }, f.current || "(empty)"),
             h("td", { className: "s2p-plan-new" }, f.new || "(empty)")
           )
@@ -337,6 +337,18 @@
           )
         )
       );
+      if (scene.poster === "upload") {
+        rows.push(
+          h(
+            "tr",
+            { key: scene.scene_id + ":poster", className: "s2p-plan-row", "data-scene-id": scene.scene_id, "data-field": "poster" },
+            h("td", null, label),
+            h("td", null, "Poster"),
+            h("td", { className: "s2p-plan-current" }, "Plex's poster"),
+            h("td", { className: "s2p-plan-new" }, "Stash's cover")
+          )
+        );
+      }
     });
     return h(
       Card,
