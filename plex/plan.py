@@ -4,8 +4,9 @@
 Stash2Plex wrote last time (``Written``, kept by the caller), per field and per tag type; ``edit_params``
 turns the plan into the parameters of ONE plexapi ``edit()`` call (one PUT).
 
-Tag identity ignores letter case, as in Plex (one tag row per type and name, whatever
-the case: contracts/plex.md §10.1): a case-only rename in Stash is no change at all,
+Tag identity ignores letter case, as in Plex (PMS keeps one tag row per type and name,
+whatever the case: users report they cannot change a tag's capitalisation by editing
+an item): a case-only rename in Stash is no change at all,
 and never a removal, since removing the old spelling would remove the tag itself.
 
 Edits travel in the query string, so every edit request is kept within
@@ -35,7 +36,8 @@ from validation.metadata import SceneMetadata
 
 TAG_TYPES = ("genre", "actor", "collection", "label", "director")
 # Bytes of one edit's request target (path and query). PMS's own limit is not documented;
-# reverse proxies in front of it commonly stop at 8-16 KB (contracts/plex.md §10.2).
+# reverse proxies in front of it commonly stop at 8-16 KB (nginx's default
+# large_client_header_buffers is 4 × 8 KB; many proxies allow 16 KB).
 EDIT_URL_BUDGET = 15 * 1024
 ELLIPSIS = "…"
 

@@ -83,7 +83,7 @@ def test_rename_case_only_rename_merge_and_destroy_reach_exactly_the_items_that_
     assert _shown(plugin, items, tag_type) == {0: ["Melodrama"], 1: ["Melodrama"], 2: ["Melodrama"], 3: other, 4: []}
     _untouched(plugin, items, (3, 4))
 
-    # Case only: Plex keeps one spelling per tag (contracts/plex.md §10.1), so the item may
+    # Case only: Plex keeps one spelling per tag (one tag row per type and name), so the item may
     # keep the old one; the tag must never be removed.
     _fire(
         plugin,

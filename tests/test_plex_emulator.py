@@ -509,7 +509,7 @@ def test_rate_through_plexapi_sets_and_clears_the_user_rating(emu, section_key, 
 # ---------------------------------------------------------------- fidelity: write-time hazards
 @pytest.mark.parametrize("semantics", ["replace", "append"])
 def test_tag_identity_ignores_case_and_the_first_spelling_stays(emu, section_key, plex, semantics) -> None:
-    """contracts/plex.md §10.1: one tag row per type and name, whatever the case."""
+    """PMS keeps one tag row per type and name, whatever the case."""
     emu.tag_semantics = semantics
     rk = emu.add_item(section_key, f"{ROOT}/case.mp4", genre=["drama"])
     item = _full_item(plex, rk)

@@ -21,11 +21,11 @@ Choices where real PMS behaviour has not been observed:
 * ``tag.thumb``/``tagging.text`` are stored on the item's tag, not globally;
 * tag identity ignores case: PMS keeps one tag row per (type, name) and the row's
   spelling is the first one written, so a case-only change does not change what an
-  item shows, and a removal of either spelling removes the tag (contracts/plex.md §10.1);
+  item shows, and a removal of either spelling removes the tag (what users of PMS report);
 * a request target longer than ``max_url_bytes`` (16 KB: what nginx-style front ends
   in front of PMS allow; PMS's own limit is not documented) is answered 414;
 * ``swap_replies`` makes a metadata read answer another item (a misbehaving proxy or
-  cache, contracts/plex.md §10.4); ``move_file``/``readd_item`` play a rescan that moved
+  cache in front of PMS); ``move_file``/``readd_item`` play a rescan that moved
   a file (same ratingKey, new path) or re-added an item under a new ratingKey.
 
 Run ``python -m tests.emulators.plex_emulator`` to serve one by hand.
@@ -429,8 +429,8 @@ class Library:
         One row per type and case-folded name; the row keeps the spelling it was created
         with (rows outlive their last item until PMS's "Optimize database", which the
         emulator never runs), so editing an item cannot change a tag's capitalisation.
-        PMS's source is closed; the behaviour is what users report and what
-        contracts/plex.md §10.1 settles. plexapi sends names only, never tag ids
+        PMS's source is closed; the behaviour is what users report (a tag's
+        capitalisation cannot be changed by editing an item). plexapi sends names only, never tag ids
         (``tag[i].tag.tag=<name>``, removal ``tag[].tag.tag-=<quoted names>``
         [plexapi mixins/edit.py `EditTagsMixin._tagHelper`]), so PMS resolves every
         name to its row, whatever the case.
