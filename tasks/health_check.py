@@ -120,11 +120,17 @@ def _check_plex(app, report: _Report) -> bool:
         return False
     info["reachable"], info["token_accepted"] = True, True
     report.good(f"Plex is reachable (version {info['version']}) and accepts the token")
-    try:
-        app.breaker().record_success()  # Plex answers: every waiting process may go ahead now
-    except (OSError, Stash2PlexError) as exc:
-        report.log.warning(f"could not record that Plex answers in the circuit breaker's file: {exc}")
+    plex_answered(app)
     return True
+
+
+def plex_answered(app) -> None:
+    """Close the circuit breaker: Plex answered a task the user started, so every process
+    waiting for Plex (a drainer between probes) may go ahead now."""
+    try:
+        app.breaker().record_success()
+    except (OSError, Stash2PlexError) as exc:
+        app.log.warning(f"could not record that Plex answers in the circuit breaker's file: {exc}")
 
 
 def _check_libraries(app, settings, report: _Report) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 
 from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
 from tasks.dry_run import PlanReport
+from tasks.health_check import plex_answered
 from tasks.progress import ProgressReporter
 from validation.metadata import scene_from_stash
 from worker.preview import plan_entry, unmatched_entry
@@ -64,7 +65,8 @@ def run(app) -> dict[str, Any]:
     report = DriftReport()
     plan = PlanReport(app, "reconcile") if dry else None
     with app.consumer():  # no drainer writes to Plex or the ledger meanwhile
-        app.index().reload()
+        app.index().reload()  # asks Plex at once, whatever the breaker says (the user clicked)
+        plex_answered(app)
         reconciler = Reconciler(app.syncer(), app.ledger(), settings)
         progress = ProgressReporter(app.log, 0, "scenes")
         page, seen = 1, 0

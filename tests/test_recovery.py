@@ -113,11 +113,13 @@ def test_a_short_outage_heals_by_itself_within_seconds(real_breaker):
     assert breaker["state"] == "closed", breaker
 
 
-def test_a_passing_health_check_closes_the_breaker(real_breaker):
+@pytest.mark.parametrize("task", ["health_check", "reconcile"])
+def test_a_task_that_reaches_plex_closes_the_breaker(real_breaker, task):
     plugin = real_breaker
+    plugin.add_scene(1)
     _open_breaker(plugin, probes=5)
-    run = plugin.task("health_check")
-    assert run.output["ok"] is True, run.output
+    run = plugin.task(task)
+    assert run.error is None and run.output.get("ok", True) is True, run.output
     assert json.loads((plugin.data_dir / "breaker.json").read_text())["state"] == "closed"
 
 
