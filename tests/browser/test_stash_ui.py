@@ -198,6 +198,8 @@ def test_preview_table_equals_what_the_sync_then_writes(stash_ui, ui_page):
             removed = [n for n in old if n not in names]
             if added or removed:
                 written[(sid, tag_type)] = [", ".join("−" + n for n in removed), ", ".join("+" + n for n in added)]
+        if any(r["path"] == f"/library/metadata/{rk}/posters" for r in stash_ui.plex.upload_requests()):
+            written[(sid, "poster")] = ["Plex's poster", "Stash's cover"]
     assert shown == written
     assert {key[1] for key in shown} >= {"title", "studio", "genre", "actor", "originallyAvailableAt"}
 
