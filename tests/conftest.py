@@ -16,7 +16,7 @@ from core.log import StashLog
 from core.platform import is_locked
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
-from tests.runner import REPO, hook_document, run_plugin, task_document
+from tests.runner import REPO, compile_plugin, hook_document, run_plugin, task_document
 from validation.plugin_input import ServerConnection
 
 PLEX_TOKEN = "plexTOKEN-s3cr3t-9f8e7d"
@@ -183,19 +183,6 @@ def _no_secrets_in_output(request, capfd):
         assert secret not in out and secret not in err, "a secret leaked into test output"
 
 
-def _compile_plugin() -> None:
-    """Write the plugin's bytecode once before the plugin runs as hundreds of processes.
-
-    With ``PYTHONDONTWRITEBYTECODE`` set (as on these machines) every plugin process would
-    otherwise compile our modules from source again: about 60 ms of CPU each.
-    """
-    import compileall
-
-    for package in REPO.glob("*/__init__.py"):
-        if package.parent.name != "tests":
-            compileall.compile_dir(package.parent, quiet=1)
-
-
 class _CurrentStderr:
     """stashapi.log binds sys.stderr at import; pytest swaps it per test. Follow the swap."""
 
@@ -209,7 +196,7 @@ class _CurrentStderr:
 def pytest_configure(config):
     os.environ.setdefault("PLEXAPI_HEADER_IDENTIFIER", "stash2plex-tests")
     if not hasattr(config, "workerinput"):  # once, in the controller (pytest-xdist workers skip it)
-        _compile_plugin()
+        compile_plugin()
     import stashapi.log  # noqa: F401 - installs its handler on the StashLogger logger
 
     for handler in logging.getLogger("StashLogger").handlers:
