@@ -10,7 +10,7 @@ One continuous pipeline, bounded at every stage: a reader thread fetches the nex
 page (and hashes its scenes) while the worker writes the current one; the worker
 queues the next page's changed scenes (:meth:`PageFeed.refill`) while the writers
 still have work, so Plex never waits for Stash or for the queue's bookkeeping. At
-most three pages are held in memory (never the whole library). Killing the task at
+most four pages are held in memory (never the whole library). Killing the task at
 any point loses nothing: queued jobs stay in the queue for ``process_queue`` or the
 next run. Progress (Stash's task bar, and the command line's bar with rate and time
 left) moves with every scene settled, not page by page.
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Full, Queue
 
 from core.errors import InvalidMetadata
@@ -117,19 +118,24 @@ class PageFeed:
         self._reader.start()
 
     def _read(self) -> None:
-        stash, last_id, seen = self.app.stash(), 0, 0
-        try:
-            while not self._stop.is_set():
-                remaining, scenes = stash.scenes_after(last_id, PAGE_SIZE, self.updated_after)
-                if scenes:
-                    self._put((seen + remaining, scenes, *sort_scenes(self.app, scenes)))
-                    seen += len(scenes)
-                    last_id = max(int(s["id"]) for s in scenes)
-                if not scenes or len(scenes) < PAGE_SIZE:
-                    break
-        except BaseException as exc:  # handed to the caller's thread, which raises it
-            self._put(exc)
-            return
+        stash, seen = self.app.stash(), 0
+        # The next page is asked for while this one is sorted (hashing is CPU here, the
+        # page is Stash's work): one page in flight, one being sorted, one handed over.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stash-page") as fetcher:
+            try:
+                pending: Future | None = fetcher.submit(stash.scenes_after, 0, PAGE_SIZE, self.updated_after)
+                while pending is not None and not self._stop.is_set():
+                    remaining, scenes = pending.result()
+                    pending = None
+                    if len(scenes) == PAGE_SIZE:
+                        last_id = max(int(s["id"]) for s in scenes)
+                        pending = fetcher.submit(stash.scenes_after, last_id, PAGE_SIZE, self.updated_after)
+                    if scenes:
+                        self._put((seen + remaining, scenes, *sort_scenes(self.app, scenes)))
+                        seen += len(scenes)
+            except BaseException as exc:  # handed to the caller's thread, which raises it
+                self._put(exc)
+                return
         self._put(_END)
 
     def _put(self, item) -> None:
