@@ -28,6 +28,10 @@ CREATE INDEX IF NOT EXISTS dlq_failed_at ON dlq (failed_at);
 """
 
 
+_ENTRY_SQL = "SELECT scene_id, title, error_class, message, attempts, failed_at FROM dlq"
+_ENTRY_KEYS = ("scene_id", "title", "error_class", "reason", "attempts", "failed_at")
+
+
 class DeadLetterQueue(sqlite.Store):
     FILE = DLQ_FILE
     SCHEMA = _SCHEMA
@@ -77,17 +81,13 @@ class DeadLetterQueue(sqlite.Store):
 
     def entries(self, limit: int = 1000) -> list[dict[str, Any]]:
         """Every entry (newest first, at most ``limit``): scene id, title, class, reason, attempts, time."""
-        rows = (
-            self._db()
-            .execute(
-                "SELECT scene_id, title, error_class, message, attempts, failed_at FROM dlq "
-                "ORDER BY failed_at DESC, scene_id LIMIT ?",
-                (limit,),
-            )
-            .fetchall()
-        )
-        keys = ("scene_id", "title", "error_class", "reason", "attempts", "failed_at")
-        return [dict(zip(keys, row)) for row in rows]
+        rows = self._db().execute(f"{_ENTRY_SQL} ORDER BY failed_at DESC, scene_id LIMIT ?", (limit,)).fetchall()
+        return [dict(zip(_ENTRY_KEYS, row)) for row in rows]
+
+    def entry(self, scene_id: int) -> dict[str, Any] | None:
+        """One scene's entry (the shape of ``entries``), or None."""
+        row = self._db().execute(f"{_ENTRY_SQL} WHERE scene_id = ?", (scene_id,)).fetchone()
+        return dict(zip(_ENTRY_KEYS, row)) if row else None
 
     def job(self, scene_id: int) -> Job | None:
         row = self._db().execute("SELECT job FROM dlq WHERE scene_id = ?", (scene_id,)).fetchone()

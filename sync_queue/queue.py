@@ -499,21 +499,19 @@ class JobQueue:
 
     def waiting_job(self, scene_id: int) -> Job | None:
         """The not-yet-done job of one scene (waiting, in flight or waiting for a retry)."""
+        tables = self._tables()
         for priority in PRIORITIES:
-            try:
-                row = (
-                    self._side()
-                    .execute(
-                        f"SELECT data FROM {_table(priority)} WHERE {_NOT_DONE_SQL} AND json_valid(CAST(data AS TEXT)) "
-                        "AND json_extract(CAST(data AS TEXT), '$.scene_id') = ? ORDER BY _id LIMIT 1",
-                        (scene_id,),
-                    )
-                    .fetchone()
+            if _table(priority) not in tables:
+                continue
+            row = (
+                self._side()
+                .execute(
+                    f"SELECT data FROM {_table(priority)} WHERE {_NOT_DONE_SQL} AND json_valid(CAST(data AS TEXT)) "
+                    "AND json_extract(CAST(data AS TEXT), '$.scene_id') = ? ORDER BY _id LIMIT 1",
+                    (scene_id,),
                 )
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    continue
-                raise
+                .fetchone()
+            )
             if row is not None:
                 data = row[0]
                 try:

@@ -147,9 +147,9 @@ def scene(app, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _scene_state(app, scene_id: int, record, answer: dict[str, Any]) -> str:
-    dead = [e for e in app.dlq().entries(DLQ_LIMIT) if e["scene_id"] == scene_id]
-    if dead:
-        answer["reason"], answer["advice"] = dead[0]["reason"], ADVICE.get(dead[0]["error_class"], DEFAULT_ADVICE)
+    dead = app.dlq().entry(scene_id)
+    if dead is not None:
+        answer["reason"], answer["advice"] = dead["reason"], ADVICE.get(dead["error_class"], DEFAULT_ADVICE)
         return "dead_lettered"
     job = app.producer_queue().waiting_job(scene_id)
     if job is not None:

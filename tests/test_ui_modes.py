@@ -67,13 +67,18 @@ def test_status_says_plex_up_and_token_rejected_or_missing(plugin):
     assert out["plex"]["token"] == "missing" and "plex_token" in out["plex"]["problem"]
 
 
-def test_scene_states_synced_waiting_dead_lettered_changed(plugin):
-    synced, _ = plugin.add_scene(1)
-    waiting, _ = plugin.add_scene(2)
-    dead, _ = plugin.add_scene(3)
+def three_scene_states(plugin) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """Three synced scenes ((id, ratingKey) each); the third then has a dead letter (the
+    second is the one a test queues)."""
+    scenes = [plugin.add_scene(n) for n in (1, 2, 3)]
     assert plugin.task("all").error is None
     plugin.wait_drained()
-    dead_letter(plugin, dead, "PlexNotFound", "no Plex item at /plex/media/scene-00003.mp4", "Scene 3")
+    dead_letter(plugin, scenes[2][0], "PlexNotFound", "no Plex item at /plex/media/scene-00003.mp4", "Scene 3")
+    return scenes[0], scenes[1], scenes[2]
+
+
+def test_scene_states_synced_waiting_dead_lettered_changed(plugin):
+    (synced, _), (waiting, _), (dead, _) = three_scene_states(plugin)
     run = operation(plugin, mode="ui_scene", scene_id=str(synced))
     out = run.output
     assert run.error is None, run.error

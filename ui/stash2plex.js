@@ -160,17 +160,12 @@
       missing: ["warning", "not set"],
       unknown: ["secondary", "unknown"],
     }[plex.token] || ["secondary", plex.token];
-    return h(
-      Card,
-      { className: "s2p-card s2p-plex" },
-      h(Card.Header, null, "Plex"),
-      h(
-        Card.Body,
-        null,
-        h("div", null, reach, " since ", h("span", { className: "s2p-since" }, when(plex.since))),
-        plex.version ? h("div", null, "Version ", plex.version) : null,
-        h("div", null, "Token ", h(Badge, { variant: token[0], className: "s2p-token" }, token[1]))
-      )
+    return TitledCard(
+      "s2p-plex",
+      "Plex",
+      h("div", null, reach, " since ", h("span", { className: "s2p-since" }, when(plex.since))),
+      plex.version ? h("div", null, "Version ", plex.version) : null,
+      h("div", null, "Token ", h(Badge, { variant: token[0], className: "s2p-token" }, token[1]))
     );
   }
 
@@ -178,14 +173,14 @@
     return h("tr", { className: cls }, h("th", null, label), h("td", null, value));
   }
 
+  // A card of the page: a header, then its body.
+  function TitledCard(className, title, ...body) {
+    return h(Card, { className: "s2p-card " + className }, h(Card.Header, null, title), h(Card.Body, null, ...body));
+  }
+
   // A card holding one label/value table (the queue, the statistics).
   function TableCard(className, title, rows) {
-    return h(
-      Card,
-      { className: "s2p-card " + className },
-      h(Card.Header, null, title),
-      h(Card.Body, null, h(Table, { size: "sm", className: "s2p-kv" }, h("tbody", null, ...rows)))
-    );
+    return TitledCard(className, title, h(Table, { size: "sm", className: "s2p-kv" }, h("tbody", null, ...rows)));
   }
 
   function QueueCard(props) {
@@ -313,13 +308,20 @@
     const rows = [];
     p.changes.forEach((scene) => {
       const label = h(Link, { to: "/scenes/" + scene.scene_id }, scene.title || "Scene " + scene.scene_id);
+      const row = (field, name, before, after) =>
+        h(
+          "tr",
+          { key: scene.scene_id + ":" + field, className: "s2p-plan-row", "data-scene-id": scene.scene_id, "data-field": field },
+          h("td", null, label),
+          h("td", null, name),
+          before,
+          after
+        );
       scene.fields.forEach((f) =>
         rows.push(
-          h(
-            "tr",
-            { key: scene.scene_id + ":" + f.field, className: "s2p-plan-row", "data-scene-id": scene.scene_id, "data-field": f.field },
-            h("td", null, label),
-            h("td", null, FIELD_NAMES[f.field] || f.field),
+          row(
+            f.field,
+            FIELD_NAMES[f.field] || f.field,
             h("td", { className: "s2p-plan-current" }, f.current || "(empty)"),
             h("td", { className: "s2p-plan-new" }, f.new || "(empty)")
           )
@@ -327,11 +329,9 @@
       );
       scene.tags.forEach((t) =>
         rows.push(
-          h(
-            "tr",
-            { key: scene.scene_id + ":" + t.type, className: "s2p-plan-row", "data-scene-id": scene.scene_id, "data-field": t.type },
-            h("td", null, label),
-            h("td", null, FIELD_NAMES[t.type] || t.type),
+          row(
+            t.type,
+            FIELD_NAMES[t.type] || t.type,
             h("td", { className: "s2p-plan-removed" }, t.removed.map((n) => "−" + n).join(", ")),
             h("td", { className: "s2p-plan-added" }, t.added.map((n) => "+" + n).join(", "))
           )
@@ -339,50 +339,43 @@
       );
       if (scene.poster === "upload") {
         rows.push(
-          h(
-            "tr",
-            { key: scene.scene_id + ":poster", className: "s2p-plan-row", "data-scene-id": scene.scene_id, "data-field": "poster" },
-            h("td", null, label),
-            h("td", null, "Poster"),
+          row(
+            "poster",
+            "Poster",
             h("td", { className: "s2p-plan-current" }, "Plex's poster"),
             h("td", { className: "s2p-plan-new" }, "Stash's cover")
           )
         );
       }
     });
-    return h(
-      Card,
-      { className: "s2p-card s2p-preview" },
-      h(Card.Header, null, "Preview: what Sync all would write to Plex"),
+    return TitledCard(
+      "s2p-preview",
+      "Preview: what Sync all would write to Plex",
       h(
-        Card.Body,
-        null,
-        h(
-          "p",
-          { className: "s2p-preview-summary" },
-          p.checked + " scenes checked; " + p.changes.length + " would change in Plex" + (p.more ? " (the first " + (p.changes.length + p.failed.length) + " shown)" : "") + "."
-        ),
-        rows.length
-          ? h(
-              Table,
-              { size: "sm", responsive: true, className: "s2p-plan" },
-              h("thead", null, h("tr", null, h("th", null, "Scene"), h("th", null, "Field"), h("th", null, "In Plex now / −removed"), h("th", null, "After the sync / +added"))),
-              h("tbody", null, rows)
-            )
-          : h("p", { className: "s2p-plan-empty" }, "Nothing to write: Plex already shows what Stash holds."),
-        p.failed.length
-          ? h(
-              "ul",
-              { className: "s2p-plan-failed" },
-              p.failed.map((f) => h("li", { key: f.scene_id }, (f.title || "Scene " + f.scene_id) + ": " + f.reason))
-            )
-          : null,
-        h(
-          "div",
-          { className: "s2p-actions" },
-          h(Button, { className: "s2p-confirm", disabled: props.busy || !rows.length, onClick: props.confirm }, "Confirm: sync now"),
-          h(Button, { variant: "secondary", className: "s2p-cancel", onClick: props.cancel }, "Cancel")
-        )
+        "p",
+        { className: "s2p-preview-summary" },
+        p.checked + " scenes checked; " + p.changes.length + " would change in Plex" + (p.more ? " (the first " + (p.changes.length + p.failed.length) + " shown)" : "") + "."
+      ),
+      rows.length
+        ? h(
+            Table,
+            { size: "sm", responsive: true, className: "s2p-plan" },
+            h("thead", null, h("tr", null, h("th", null, "Scene"), h("th", null, "Field"), h("th", null, "In Plex now / −removed"), h("th", null, "After the sync / +added"))),
+            h("tbody", null, rows)
+          )
+        : h("p", { className: "s2p-plan-empty" }, "Nothing to write: Plex already shows what Stash holds."),
+      p.failed.length
+        ? h(
+            "ul",
+            { className: "s2p-plan-failed" },
+            p.failed.map((f) => h("li", { key: f.scene_id }, (f.title || "Scene " + f.scene_id) + ": " + f.reason))
+          )
+        : null,
+      h(
+        "div",
+        { className: "s2p-actions" },
+        h(Button, { className: "s2p-confirm", disabled: props.busy || !rows.length, onClick: props.confirm }, "Confirm: sync now"),
+        h(Button, { variant: "secondary", className: "s2p-cancel", onClick: props.cancel }, "Cancel")
       )
     );
   }

@@ -17,7 +17,6 @@ that second's counts.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import random
 import threading
 import time
@@ -34,6 +33,7 @@ from core.errors import (
     StashRefused,
     StashUnavailable,
 )
+from stash.timestamps import parse as parse_timestamp
 from sync_queue.job import BULK, Job, Taken
 from sync_queue.ledger import entity_map
 from sync_queue.stats import Delta
@@ -285,9 +285,14 @@ class Worker:
             work.append((item, scene, record))
         return work
 
+    @property
+    def _private(self):
+        """core/privacy.py's placeholders when private_logs is on, else None."""
+        return getattr(self.log.redact, "private", None)
+
     def _note_private(self, scene) -> None:
         """With private_logs on, the scene's title and paths become placeholders in every line."""
-        private = getattr(self.log.redact, "private", None)
+        private = self._private
         if private is not None:
             private.note_title(scene.title)
             for path in [f.path for f in scene.files] + self.syncer.mapped_paths(scene):
@@ -394,7 +399,7 @@ class Worker:
     def _report(self, item: Taken, scene, result, error) -> None:
         if result is None:
             return
-        private = getattr(self.log.redact, "private", None)
+        private = self._private
         if private is not None:
             for change in result.plan.fields:
                 if change.name == "title":
@@ -410,7 +415,7 @@ class Worker:
         self._in_sync.append(scene.id)
 
     def _settle(self, item: Taken, error: BaseException | None, title: str = "") -> None:
-        private = getattr(self.log.redact, "private", None)
+        private = self._private
         if private is not None:
             for path in getattr(error, "candidates", ()) + getattr(error, "looked_for", ()):
                 private.note_path(path)  # Plex's paths in the message
@@ -453,9 +458,7 @@ class Worker:
             self.abort_error = error
 
 
-def _instant(stamp: str) -> tuple[float, str]:
-    """An ``updated_at`` as a comparable value (the instant; the text when unparseable)."""
-    try:
-        return dt.datetime.fromisoformat(stamp).timestamp(), stamp
-    except ValueError:
-        return float("-inf"), stamp
+def _instant(stamp: str) -> float:
+    """An ``updated_at`` as seconds (Stash's RFC3339 text); unreadable counts as oldest."""
+    value = parse_timestamp(stamp)
+    return value.timestamp() if value is not None else float("-inf")

@@ -7,7 +7,7 @@ import requests
 from sync_queue.job import BULK, Job
 from sync_queue.queue import JobQueue
 from tests.runner import drainer_lock_held, plugin_config
-from tests.test_ui_modes import closed_port, dead_letter
+from tests.test_ui_modes import closed_port, dead_letter, three_scene_states
 
 VERIFY_TASK = "Verify Plex against Stash"  # the task the page's Verify button runs (Stash2Plex.yml)
 
@@ -99,12 +99,7 @@ def test_retry_on_a_dead_letter_entry_runs_the_plugin_and_the_entry_leaves_once_
 
 
 def test_scene_panel_shows_synced_waiting_and_dead_lettered_and_sync_now_syncs(stash_ui, ui_page):
-    synced, synced_rk = stash_ui.add_scene(1)
-    waiting, _ = stash_ui.add_scene(2)
-    dead, dead_rk = stash_ui.add_scene(3)
-    assert stash_ui.task("all").error is None
-    stash_ui.wait_drained()
-    dead_letter(stash_ui, dead, "PlexNotFound", "no Plex item at /plex/media/scene-00003.mp4", "Scene 3")
+    (synced, synced_rk), (waiting, _), (dead, dead_rk) = three_scene_states(stash_ui)
     page = ui_page.page
 
     def panel(scene_id: int, state: str):
