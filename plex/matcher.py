@@ -49,6 +49,11 @@ class SceneFile:
     size: int | None = None
     duration_s: float | None = None
 
+    @classmethod
+    def of(cls, files) -> list[SceneFile]:
+        """From a Stash scene's files (validation/metadata.py: ``path``, ``size``, ``duration`` in s)."""
+        return [cls(path=f.path, size=f.size, duration_s=f.duration) for f in files]
+
 
 class Confidence(str, Enum):
     HIGH = "high"

@@ -46,7 +46,7 @@ def run(app) -> dict[str, Any]:
         raise Stash2PlexError(f"Stash has no scene {scene_id}")
     scene = scene_from_stash(raw)
     mapped = syncer.mapped_paths(scene)
-    files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
+    files = SceneFile.of(scene.files)
     index = app.index().index()
     match = match_scene(files, index, settings.path_map, settings.case_insensitive_paths)
     result: dict[str, Any] = {

@@ -59,7 +59,7 @@ def _check(item: dict, index, rules, ci: bool, strict: bool) -> dict[str, Any] |
             "folder": "(no file)",
             "reason": str(exc),
         }
-    files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
+    files = SceneFile.of(scene.files)
     try:
         choose(match_scene(files, index, rules, ci), strict, files)
         return None

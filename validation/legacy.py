@@ -7,7 +7,8 @@ Two sources of old names reach ``load_settings``:
   ``loose_matching``, default off);
 * the public Stash2Plex plugin (github.com/trek-e/Stash2Plex, the same plugin id, so
   Stash hands us its saved settings after a switch): ``plex_library`` is taken
-  over; its other settings are ignored.
+  over, its ``sync_*`` switches saved as off become ``skip_fields``, and its other
+  settings (``IGNORED``) are reported and not used.
 
 A new name always wins over an old one. Every old name seen is reported (for
 ``health_check``), and each one taken over is logged as a warning naming the new one.

@@ -124,7 +124,7 @@ class Syncer:
 
     def _quick_key(self, scene: SceneMetadata) -> int | None:
         """The item an exact or accepted match points at, without any refresh."""
-        files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
+        files = SceneFile.of(scene.files)
         match = match_scene(files, self.index.index(), self.settings.path_map, self.settings.case_insensitive_paths)
         try:
             return choose(match, not self.settings.loose_matching, files).item.rating_key
@@ -289,7 +289,7 @@ class Syncer:
             (PlexFile(state.rating_key, state.section_id, path, size, ms) for path, size, ms in parts),
             case_insensitive=self.settings.case_insensitive_paths,
         )
-        files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
+        files = SceneFile.of(scene.files)
         match = match_scene(files, index, self.settings.path_map, self.settings.case_insensitive_paths)
         try:
             return choose(match, not self.settings.loose_matching, files).item.rating_key == state.rating_key
@@ -301,7 +301,7 @@ class Syncer:
         return self._match(scene)
 
     def _match(self, scene: SceneMetadata):
-        files = [SceneFile(path=f.path, size=f.size, duration_s=f.duration) for f in scene.files]
+        files = SceneFile.of(scene.files)
         rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
         match = match_scene(files, self.index.index(), rules, ci)
         try:
