@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import logging
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from core.log import StashLog
 from core.platform import is_locked
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
-from tests.runner import REPO, compile_plugin, hook_document, run_plugin, task_document
+from tests.runner import REPO, compile_plugin, hook_document, kill_lock_holder, run_plugin, task_document
 from validation.plugin_input import ServerConnection
 
 PLEX_TOKEN = "plexTOKEN-s3cr3t-9f8e7d"
@@ -152,10 +151,7 @@ def _stop_drainers(data_dir: Path) -> None:
     while time.monotonic() < deadline:
         if not is_locked(lock):
             return
-        try:
-            os.kill(int(lock.read_text().strip() or 0), signal.SIGKILL)
-        except (ValueError, ProcessLookupError, PermissionError):
-            pass
+        kill_lock_holder(lock)
         time.sleep(POLL_S)
 
 

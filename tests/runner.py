@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from tests.forkserver_client import FORK_SERVER, ForkedRun, forked_run_possible
+
 REPO = Path(__file__).resolve().parent.parent
 LEVELS = {"t": "trace", "d": "debug", "i": "info", "w": "warning", "e": "error"}
 
@@ -136,15 +138,19 @@ def run_plugin(
     full_env = dict(os.environ)
     full_env.update(env or {})
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (full_env.get("PYTHONPATH"), str(plugin_dir.parent)) if p)
+    argv = build_argv(plugin_dir, exec_args, python)
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        build_argv(plugin_dir, exec_args, python),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=full_env,
-        preexec_fn=None if file_size_limit is None else _limit_file_size(file_size_limit),
-    )
+    if forked_run_possible(argv, full_env):
+        proc: Any = FORK_SERVER.start(argv, full_env, file_size_limit)
+    else:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full_env,
+            preexec_fn=None if file_size_limit is None else _limit_file_size(file_size_limit),
+        )
     out, err = _communicate(proc, data, timeout)
     returncode, peak = _reap(proc)
     wall = time.perf_counter() - started
@@ -165,7 +171,7 @@ def _limit_file_size(limit: int):
     return apply
 
 
-def _communicate(proc: subprocess.Popen, data: bytes, timeout: float) -> tuple[bytes, bytes]:
+def _communicate(proc: Any, data: bytes, timeout: float) -> tuple[bytes, bytes]:
     """Write stdin, close it, read stdout and stderr to EOF (as Stash does), without reaping."""
     chunks: dict[str, bytes] = {}
 
@@ -191,7 +197,9 @@ def _communicate(proc: subprocess.Popen, data: bytes, timeout: float) -> tuple[b
     return chunks.get("out", b""), chunks.get("err", b"")
 
 
-def _reap(proc: subprocess.Popen) -> tuple[int, int | None]:
+def _reap(proc: Any) -> tuple[int, int | None]:
+    if isinstance(proc, ForkedRun):
+        return proc.wait()
     if hasattr(os, "wait4"):
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -210,6 +218,25 @@ def task_document(connection: dict, mode: str, **extra: str) -> dict:
 def create_context(scene_id: int) -> dict:
     """The hookContext of a scene created by a scan (input is null)."""
     return {"id": scene_id, "type": "Scene.Create.Post", "input": None}
+
+
+def kill_lock_holder(lock: Path) -> bool:
+    """SIGKILL the process whose pid is in ``lock``; False when it names none. A blank or
+    half-written file must never become ``os.kill(0)``: that signals our whole process
+    group (pytest, and the shell that started it)."""
+    import signal
+
+    try:
+        pid = int(Path(lock).read_text().strip())
+    except (OSError, ValueError):
+        return False
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 @contextlib.contextmanager

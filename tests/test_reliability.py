@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import sqlite3
 import subprocess
 import threading
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner import REPO, build_argv, drainer_lock_held, task_document
+from tests.runner import REPO, build_argv, drainer_lock_held, kill_lock_holder, task_document
 
 SEED = 20240229
 
@@ -51,9 +50,7 @@ def kill_drainer(plugin) -> bool:
     """SIGKILL the drainer holding the lock (pid in the lock file); False when none runs."""
     if not plugin.drainer_busy():
         return False
-    try:
-        os.kill(int((plugin.data_dir / "drainer.lock").read_text().strip()), signal.SIGKILL)
-    except (ValueError, ProcessLookupError):
+    if not kill_lock_holder(plugin.data_dir / "drainer.lock"):
         return False
     wait_for(lambda: not plugin.drainer_busy(), 10, "the killed drainer's lock to be freed")
     return True

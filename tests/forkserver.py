@@ -1,0 +1,170 @@
+"""A fork server for the test suite's plugin runs: the same plugin process, without paying
+for a new interpreter and its third-party imports on every run.
+
+The suite starts the plugin about 800 times. On these machines a bare ``python -c pass``
+costs about 50 ms of CPU (``site`` alone 40 ms), and importing plexapi, stashapi, pydantic
+and requests another 250 ms: more than half of the suite's CPU went into starting the
+same interpreter again. This server (one per pytest process) starts once, imports the
+standard library and the third-party packages the plugin uses, and then forks one child
+per plugin run. The child becomes exactly what ``python Stash2Plex.py`` would be:
+
+- fds 0/1/2 are the pipes the test made (the same text streams, encodings and buffering
+  a Python started with pipes has: the server itself was started with pipes);
+- ``os.environ``, ``sys.argv``, ``sys.path`` (script folder, ``PYTHONPATH``, then the
+  interpreter's own path), the working directory and the file-size limit are the run's;
+- the script runs as ``__main__`` (``runpy.run_path``), and the child ends through the
+  normal interpreter shutdown (non-daemon threads joined, ``atexit`` handlers, streams
+  flushed), with the script's exit status.
+
+None of the plugin's own modules are imported by the server, so every run imports them
+afresh (a fork is a copy: nothing one run changes reaches the next). persist-queue is not
+imported either: the hook loads it its own way (``sync_queue/queue.py``). What a fork
+cannot reproduce is left to real processes (``tests/runner.py`` decides): another
+interpreter, an environment that changes how Python or an imported package starts
+(``PYTHON*``, locale, ``HOME``, ``PLEXAPI_*``), non-POSIX systems, and
+``S2P_TEST_FRESH_PROCESSES=1`` (every run a new interpreter, for a slower, fuller check).
+Processes the plugin starts itself (the detached drainer) are always real processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+
+HEADER = struct.Struct("!I")
+PREIMPORT = (
+    "argparse asyncio base64 concurrent.futures contextlib dataclasses datetime email.utils enum "
+    "functools hashlib heapq http.client io json logging logging.handlers pathlib random re "
+    "shlex sqlite3 subprocess tempfile threading time traceback typing urllib.parse uuid "
+    "xml.etree.ElementTree zlib "
+    "requests urllib3 tenacity pydantic plexapi plexapi.server plexapi.video plexapi.library "
+    "stashapi.stashapp stashapi.log pydantic.main pydantic.fields pydantic.types pydantic.dataclasses "
+    "pydantic.functional_validators pydantic_core concurrent.futures.thread netrc secrets"
+).split()
+
+
+def send_message(conn: socket.socket, message: dict, fds: list[int] = ()) -> None:
+    data = json.dumps(message).encode()
+    payload = HEADER.pack(len(data)) + data
+    if fds:
+        socket.send_fds(conn, [payload], list(fds))
+    else:
+        conn.sendall(payload)
+
+
+def receive_request(conn: socket.socket) -> tuple[dict | None, list[int]]:
+    """The one message a client sends, with its three fds (the client then waits)."""
+    data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
+    if not data:
+        return None, fds
+    while len(data) < HEADER.size or len(data) < HEADER.size + HEADER.unpack_from(data)[0]:
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            raise EOFError("the client closed the connection mid-message")
+        data += chunk
+    return json.loads(data[HEADER.size :]), fds
+
+
+def read_message(stream) -> dict | None:
+    """One message from a buffered binary stream (the client's side); None at its end."""
+    head = stream.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return None
+    return json.loads(stream.read(HEADER.unpack(head)[0]))
+
+
+def _preimport() -> None:
+    import importlib
+
+    for name in PREIMPORT:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a package the tests' environment lacks: the child imports it (and fails) itself
+            pass
+
+
+def _serve(path: str) -> socket.socket:
+    """Accept runs until our stdin closes (the pytest process is gone); returns, in a
+    forked handler, that handler's connection."""
+    import gc
+
+    gc.freeze()  # what was imported stays out of the children's collections: fewer copied pages
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # handlers are reaped by the kernel
+    os.write(1, b"ready\n")
+    while True:
+        readable, _, _ = select.select([listener, 0], [], [])
+        if 0 in readable and not os.read(0, 1 << 10):
+            os._exit(0)
+        if listener not in readable:
+            continue
+        conn, _ = listener.accept()
+        if os.fork() == 0:
+            listener.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            return conn
+        conn.close()
+
+
+def _handle(conn: socket.socket, base_path: list[str]) -> dict:
+    """In the handler: fork the plugin process, report its pid, wait for it and report its
+    exit. Returns only in the plugin process, with its run's request."""
+    request, fds = receive_request(conn)
+    if request is None:
+        os._exit(0)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        _become(request, fds, base_path)
+        return request
+    for fd in fds:
+        os.close(fd)
+    send_message(conn, {"pid": pid})
+    _, status, usage = os.wait4(pid, 0)
+    send_message(conn, {"returncode": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss})
+    os._exit(0)
+
+
+def _become(request: dict, fds: list[int], base_path: list[str]) -> None:
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    import time
+
+    time.tzset()
+    limit = request.get("file_size_limit")
+    if limit is not None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    script = request["argv"][1]
+    sys.argv[:] = request["argv"][1:]
+    extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = [os.path.dirname(os.path.realpath(script)), *extra, *base_path]
+
+
+def main() -> None:
+    base_path = sys.path[1:]  # without this file's folder: a real run has the script's there
+    _preimport()
+    conn = _serve(sys.argv[1])
+    request = _handle(conn, base_path)
+    import runpy
+
+    runpy.run_path(request["argv"][1], run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
