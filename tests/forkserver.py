@@ -23,7 +23,8 @@ cannot reproduce is left to real processes (``tests/runner.py`` decides): anothe
 interpreter, an environment that changes how Python or an imported package starts
 (``PYTHON*``, locale, ``HOME``, ``PLEXAPI_*``), non-POSIX systems, and
 ``S2P_TEST_FRESH_PROCESSES=1`` (every run a new interpreter, for a slower, fuller check).
-Processes the plugin starts itself (the detached drainer) are always real processes.
+The drainer a forked run starts is forked by the server too (``_fork_drainers_too``);
+every other process the plugin starts is a real one.
 """
 
 from __future__ import annotations
@@ -113,12 +114,13 @@ def _serve(path: str) -> socket.socket:
         conn.close()
 
 
-def _handle(conn: socket.socket, base_path: list[str]) -> dict:
+def _handle(conn: socket.socket, base_path: list[str], server: str) -> dict:
     """In the handler: fork the plugin process, report its pid, wait for it and report its
     exit. Returns only in the plugin process, with its run's request."""
     request, fds = receive_request(conn)
     if request is None:
         os._exit(0)
+    request["server"] = server
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -129,6 +131,8 @@ def _handle(conn: socket.socket, base_path: list[str]) -> dict:
     for fd in fds:
         os.close(fd)
     send_message(conn, {"pid": pid})
+    if request.get("detached"):
+        os._exit(0)  # nobody waits for a detached drainer: it is reparented, as a real one is
     _, status, usage = os.wait4(pid, 0)
     send_message(conn, {"returncode": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss})
     os._exit(0)
@@ -138,6 +142,8 @@ def _become(request: dict, fds: list[int], base_path: list[str]) -> None:
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
+    if request.get("detached"):
+        os.setsid()  # what spawn_detached's start_new_session does
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -154,13 +160,69 @@ def _become(request: dict, fds: list[int], base_path: list[str]) -> None:
     sys.argv[:] = request["argv"][1:]
     extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
     sys.path[:] = [os.path.dirname(os.path.realpath(script)), *extra, *base_path]
+    _fork_drainers_too(request["server"], script)
+
+
+def _fork_drainers_too(server: str, script: str) -> None:
+    """The drainer a run starts (``core/platform.py`` ``spawn_detached``: ``Popen([python,
+    script, "drain"], start_new_session=True)``) is forked by the server as well, detached
+    the same way (its own session, stdin a pipe, stdout/stderr the log, the same
+    environment, folder and file-size limit); any other process is started for real."""
+    import resource
+    import subprocess
+
+    real = subprocess.Popen
+
+    def popen(args, *a, **kw):
+        args_list = [str(x) for x in args] if isinstance(args, (list, tuple)) else []
+        drain = (
+            len(args_list) == 3
+            and args_list[0] == sys.executable
+            and os.path.realpath(args_list[1]) == os.path.realpath(script)
+            and args_list[2] == "drain"
+        )
+        if not drain or a:
+            return real(args, *a, **kw)
+        if not kw.get("start_new_session") or kw.get("stdin") != subprocess.PIPE:
+            return real(args, *a, **kw)
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        return _DetachedFork(server, args_list, kw["stdout"].fileno(), kw["stderr"].fileno(), limit)
+
+    subprocess.Popen = popen  # type: ignore[misc]
+
+
+class _DetachedFork:
+    """What ``spawn_detached`` uses of the ``Popen`` it gets: ``stdin`` and ``pid``."""
+
+    def __init__(self, server: str, argv: list[str], out_fd: int, err_fd: int, limit: int) -> None:
+        import resource
+
+        read_end, write_end = os.pipe()
+        request = {
+            "argv": argv,
+            "env": dict(os.environ),
+            "cwd": os.getcwd(),
+            "detached": True,
+            "file_size_limit": None if limit == resource.RLIM_INFINITY else limit,
+        }
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(server)
+            send_message(conn, request, [read_end, out_fd, err_fd])
+            os.close(read_end)
+            with conn.makefile("rb") as replies:
+                started = read_message(replies)
+        if started is None:
+            os.close(write_end)
+            raise OSError("the test fork server did not start the drainer")
+        self.pid = started["pid"]
+        self.stdin = os.fdopen(write_end, "wb")
 
 
 def main() -> None:
     base_path = sys.path[1:]  # without this file's folder: a real run has the script's there
     _preimport()
     conn = _serve(sys.argv[1])
-    request = _handle(conn, base_path)
+    request = _handle(conn, base_path, sys.argv[1])
     import runpy
 
     runpy.run_path(request["argv"][1], run_name="__main__")
