@@ -14,7 +14,7 @@ from typing import Any
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random
 
 from core.errors import PlexNotFound, PlexUnavailable, TransientError
-from core.http import fixed_environment_session
+from core.http import DirectPool, fixed_environment_session
 from plex.errors import not_plex_named, plex_errors
 
 REQUEST_TIMEOUT_S = 15.0
@@ -68,6 +68,7 @@ class PlexClient:
         self.client_id = client_id
         self.timeout = timeout
         self._server = None
+        self._direct: DirectPool | None = None
         self._sections: dict[int, int] = {}  # ratingKey → library section, from the last read
 
     @property
@@ -94,7 +95,8 @@ class PlexClient:
             server = PlexServer(self.url, self._token, session=session, timeout=self.timeout)
             if not server.machineIdentifier:  # a reply that parsed, but is not Plex's root MediaContainer
                 raise ET.ParseError("no machineIdentifier in the answer at /")
-            return server
+        self._direct = DirectPool(session, server._baseurl, server._headers())
+        return server
 
     def version(self) -> str:
         return str(self.server.version)
@@ -205,16 +207,30 @@ class PlexClient:
         """Bytes of the request target of an edit (see ``_edit_target``)."""
         return len(_edit_target(state.section_id, state.rating_key, params).encode())
 
-    # The writes send exactly what plexapi's item methods send, through plexapi's own
-    # ``PlexServer.query`` (its session, headers and error mapping), without first
-    # building the item's plexapi object: that needs the item's detail view as objects,
-    # which costs more CPU than the write itself (see ``item_states``).
+    # The writes send exactly what plexapi's item methods send, without first building
+    # the item's plexapi object: that needs the item's detail view as objects, which
+    # costs more CPU than the write itself (see ``item_states``).
     @blip_retry
     def edit(self, rating_key: int, params: dict[str, Any]) -> None:
         """One PUT with every field and tag change of the item."""
         section = self._section_of(rating_key)
         with plex_errors(f"editing Plex item {rating_key}", self.url):
-            self.server.query(_edit_target(section, rating_key, params), method=self.server._session.put)
+            self._write("PUT", _edit_target(section, rating_key, params))
+
+    def _write(self, method: str, key: str, body: bytes | None = None) -> None:
+        """``PlexServer.query(key, method=session.put/post, data=body)``: the same request
+        and the same plexapi exceptions for a status other than 200/201/204 [plexapi
+        server.py ``PlexServer.query``], sent through the session's own connection pool
+        (``core/http.py`` ``DirectPool``: half the CPU of a request through the session)."""
+        server = self.server
+        direct = self._direct
+        if direct is None or direct.pool is None:
+            send = server._session.put if method == "PUT" else server._session.post
+            server.query(key, method=send, **({} if body is None else {"data": body}))
+            return
+        status, data, _ = direct.send(method, key, body, self.timeout)
+        if status not in (200, 201, 204):
+            raise _plexapi_error(status, direct.base_url + key, data)
 
     @blip_retry
     def rate(self, rating_key: int, rating: float | None) -> None:
@@ -224,15 +240,13 @@ class PlexClient:
             raise ValueError(f"a Plex rating is 0-10, not {rating}")
         key = f"/:/rate?key={int(rating_key)}&identifier=com.plexapp.plugins.library&rating={value}"
         with plex_errors(f"rating Plex item {rating_key}"):
-            self.server.query(key, method=self.server._session.put)
+            self._write("PUT", key)
 
     @blip_retry
     def upload_poster(self, rating_key: int, image: bytes) -> None:
         """[plexapi mixins/resources.py ``uploadPoster(filepath=<bytes>)``]"""
         with plex_errors(f"uploading the poster of Plex item {rating_key}", self.url):
-            self.server.query(
-                f"/library/metadata/{int(rating_key)}/posters", method=self.server._session.post, data=image
-            )
+            self._write("POST", f"/library/metadata/{int(rating_key)}/posters", image)
 
     def _section_of(self, rating_key: int) -> int:
         section = self._sections.get(rating_key)
@@ -289,6 +303,21 @@ def _edit_target(section_id: int, rating_key: int, params: dict[str, Any]) -> st
 
     args = {**params, "type": 1, "id": str(int(rating_key))}
     return f"/library/sections/{int(section_id)}/all{joinArgs(args)}"
+
+
+def _plexapi_error(status: int, url: str, body: bytes) -> Exception:
+    """The exception ``PlexServer.query`` raises for ``status``, with its message."""
+    from plexapi.exceptions import BadRequest, NotFound, Unauthorized
+    from requests.status_codes import _codes
+
+    codename = _codes.get(status, ("unknown",))[0]
+    text = body.decode("utf-8", "replace").replace("\n", " ")
+    message = f"({status}) {codename}; {url} {text}"
+    if status == 401:
+        return Unauthorized(message)
+    if status == 404:
+        return NotFound(message)
+    return BadRequest(message)
 
 
 def _int(value: Any) -> int | None:

@@ -134,6 +134,18 @@ def _translate(exc: BaseException, what: str, response: Any, url: str) -> Except
     return StashQueryError(f"{detail or f'Stash answered with an error: {exc}'} (while {what})")
 
 
+def _image_refused(response: Any) -> Exception:
+    """What Stash's answer to a screenshot read other than 200 means (a refused session
+    or key, Stash failing, or no such image); requests' ``HTTPError`` would read as a
+    network failure (it is an ``OSError``)."""
+    status, what = response.status_code, "downloading a screenshot"
+    if status in (401, 403):
+        return StashRefused(f"{_refusal(status, getattr(response, 'request', None))} (while {what})")
+    if status >= 500:
+        return StashUnavailable(f"Stash answered {status} while {what}")
+    return StashQueryError(f"Stash answered {status} while {what}")
+
+
 def _network_text(cause: Cause, url: str) -> str:
     host = host_of(url) if url else "Stash"
     return {
@@ -195,6 +207,7 @@ class StashClient:
         self._check_version(self._api.version)
         self._bound_timeouts()
         self._api.s.hooks["response"].append(self._remember)
+        self._direct: Any = None  # core/http.py DirectPool for the screenshots, made on first use
 
     @staticmethod
     def _check_version(version: Any) -> None:
@@ -340,8 +353,34 @@ class StashClient:
         return urlunsplit((self._base.scheme, self._base.netloc, path, parts.query, ""))
 
     def image(self, url: str) -> tuple[bytes, str]:
-        """Download a scene image through our own connection: (bytes, Content-Type)."""
+        """Download a scene image through our own connection: (bytes, Content-Type).
+
+        A bulk sync reads one per changed scene, so the read skips the requests Session's
+        per-request work (``core/http.py`` ``DirectPool``: the session's own pool, headers
+        and cookies). Any answer but a 200 is asked again through the Session, whose
+        reply the error handling reads (a refused session, a proxy's page)."""
+        own = self.own_url(url)
         with stash_errors("downloading a screenshot", lambda: self._last_reply, self._api.url):
-            response = self._api.s.get(self.own_url(url), timeout=REQUEST_TIMEOUT_S)
-            response.raise_for_status()
-            return response.content, response.headers.get("Content-Type", "")
+            direct = self._direct_pool()
+            if direct.pool is not None:
+                target = own[len(direct.base_url) :]
+                status, data, headers = direct.send("GET", target, None, REQUEST_TIMEOUT_S, self._cookie_header())
+                if status == 200:
+                    return data, headers.get("Content-Type", "")
+            response = self._api.s.get(own, timeout=REQUEST_TIMEOUT_S)
+        if response.status_code != 200:
+            raise _image_refused(response)
+        return response.content, response.headers.get("Content-Type", "")
+
+    def _direct_pool(self):
+        if self._direct is None:
+            from core.http import DirectPool
+
+            self._direct = DirectPool(self._api.s, f"{self._base.scheme}://{self._base.netloc}", {})
+        return self._direct
+
+    def _cookie_header(self) -> dict[str, str]:
+        """The session's cookies as the Session would send them to Stash (read per request:
+        a reply through the Session may have renewed one)."""
+        cookies = "; ".join(f"{c.name}={c.value}" for c in self._api.s.cookies if c.value is not None)
+        return {"Cookie": cookies} if cookies else {}

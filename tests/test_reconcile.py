@@ -236,7 +236,8 @@ def test_reading_detail_views_from_the_xml_agrees_with_plexapi(plex):
 
 
 def test_writes_send_what_plexapis_item_methods_send(plex):
-    """edit, rate and upload_poster skip building the item's object, not a byte of the request."""
+    """edit, rate and upload_poster skip building the item's object and the requests
+    Session's per-request work, not a byte of the request (headers included)."""
     from plexapi.server import PlexServer
 
     from plex.client import PlexClient
@@ -247,7 +248,7 @@ def test_writes_send_what_plexapis_item_methods_send(plex):
     def sent(write) -> list:
         plex.clear_requests()
         write()
-        return [(r["method"], r["path"], r["query"], r["body_len"]) for r in plex.requests]
+        return [(r["method"], r["path"], r["query"], r["body_len"], r["headers"]) for r in plex.requests]
 
     item = PlexServer(plex.url, plex.token).fetchItem(key)
     item.section()  # plexapi reads /library and /library/sections on its first edit: done here

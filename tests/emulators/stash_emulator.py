@@ -268,6 +268,7 @@ class StashEmulator:
         self.jobs: list[dict] = []
         self.requests: list[dict] = []
         self.screenshot_requests: list[int] = []
+        self.screenshot_headers: list[dict[str, str]] = []  # each screenshot request's headers
         self.hook_contexts: list[dict] = []
         self._lock = threading.RLock()
         self._scenes: dict[int, dict] = {}
@@ -1049,6 +1050,7 @@ class _Handler(TrackedHandler):
         else:
             scene_id = int(match.group(1))
             emu.screenshot_requests.append(scene_id)
+            emu.screenshot_headers.append(dict(self.headers))
             try:
                 data = emu.screenshot_bytes(scene_id)
             except KeyError:
