@@ -4,6 +4,7 @@ tasks, a SIGKILL)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import json
@@ -157,6 +158,9 @@ class FakeSyncer:
 
     def prefetch(self, work):
         pass
+
+    def cover_read_ahead(self, scene, record):
+        return contextlib.nullcontext()
 
     def end_batch(self, keys=None):
         pass

@@ -37,6 +37,7 @@ from worker.breaker import State
 
 CHUNK = 50  # jobs taken at once: one Plex detail request reads all their items
 SUBMIT_DEPTH = 3  # syncs handed to the pool per allowed Plex slot (a writer never waits for this thread)
+READ_AHEAD = 2  # writer threads beyond the Plex slots: they read the next covers from Stash meanwhile
 CHECKPOINT_S = 1.0  # statistics and dead-letter cleanup at least this often
 CHECKPOINT_JOBS = 100
 
@@ -128,7 +129,8 @@ class Pipeline:
     # -- the loop --------------------------------------------------------------------
     def run(self) -> bool:
         """Work until no job is due and no more are coming; True when stopped early."""
-        with ThreadPoolExecutor(max_workers=self.w.max_concurrency, thread_name_prefix="plex") as pool:
+        threads = self.w.max_concurrency + READ_AHEAD
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="plex") as pool:
             try:
                 while not self._stopping():
                     more = self._fill()
@@ -195,7 +197,7 @@ class Pipeline:
             self.pending[pool.submit(self._write, *entry[:3])] = entry
 
     def _write(self, item, scene, record):
-        with self.limiter:
+        with self.w.syncer.cover_read_ahead(scene, record), self.limiter:
             return self.w._sync_one(item, scene, record)
 
     # -- settling --------------------------------------------------------------------

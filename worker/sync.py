@@ -14,9 +14,12 @@ naming both paths.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ntpath
 import posixpath
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError, TransientError
@@ -75,6 +78,7 @@ class Syncer:
         self.choices = choices or Choices.build(settings)
         self.log = log
         self._prefetched: dict[int, PlexItemState] = {}
+        self._cover = threading.local()  # the cover this thread read ahead: (url, bytes, Content-Type)
 
     # -- what Stash wants ------------------------------------------------------
     def mapped_paths(self, scene: SceneMetadata) -> list[str]:
@@ -330,6 +334,31 @@ class Syncer:
         self.log.info(f"scene {scene.id}: asked Plex to scan {folder} (library {section.title!r})")
 
     # -- poster ----------------------------------------------------------------
+    @contextlib.contextmanager
+    def cover_read_ahead(self, scene: SceneMetadata, record: SceneRecord | None) -> Iterator[None]:
+        """Read the scene's cover from Stash now, for this thread's next ``sync`` of it.
+
+        The pipeline calls this before a sync takes one of the Plex slots, so the slot is
+        spent on Plex (the edit and the upload) and not on Stash. A read that fails is
+        left to the sync, which reads again and reports it; the bytes are dropped when
+        the block ends, used or not.
+        """
+        url = scene.screenshot if self.settings.writes("poster") else None
+        if url and (record is None or url != record.poster_source):
+            with contextlib.suppress(Stash2PlexError):
+                self._cover.read = (url, *self.stash.image(url))
+        try:
+            yield
+        finally:
+            self._cover.read = None
+
+    def _cover_image(self, url: str) -> tuple[bytes, str]:
+        read = getattr(self._cover, "read", None)
+        if read is not None and read[0] == url:
+            self._cover.read = None
+            return read[1], read[2]
+        return self.stash.image(url)
+
     def _poster_verdict(self, scene: SceneMetadata, record: SceneRecord | None) -> str:
         """What ``_poster`` would do, without uploading (the screenshot is read to compare its bytes)."""
         url = scene.screenshot
@@ -358,7 +387,7 @@ class Syncer:
         if url == record.poster_source:
             return "unchanged"
         try:
-            image, content_type = self.stash.image(url)
+            image, content_type = self._cover_image(url)
             kind = image_kind(image)
             if kind == SVG:  # Stash's default image for a scene without a cover
                 record.poster_source = url
