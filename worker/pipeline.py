@@ -51,6 +51,8 @@ class Limiter:
         self.active = 0
 
     def set(self, limit: int) -> None:
+        if limit == self.limit:
+            return  # the common case, once per settled scene: no lock, no wake-ups
         with self._cond:
             self.limit = limit
             self._cond.notify_all()
