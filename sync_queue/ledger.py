@@ -113,26 +113,35 @@ class Ledger(sqlite.Store):
     def state_hashes(self, scene_ids: list[int]) -> dict[int, str | None]:
         return {sid: rec.state_hash for sid, rec in self.get_many(scene_ids).items()}
 
-    @sqlite.retry_locked
     def save(self, record: SceneRecord) -> None:
-        record.synced_at = self.clock()
+        self.save_many([record])
+
+    @sqlite.retry_locked
+    def save_many(self, records: list[SceneRecord]) -> None:
+        """Records of several scenes in one transaction (a bulk sync saves what each round
+        of writes did at once: one commit instead of one per scene)."""
+        if not records:
+            return
+        now = self.clock()
         with self._lock, sqlite.write(self._db()) as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO scenes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.scene_id,
-                    record.rating_key,
-                    record.plex_path,
-                    record.state_hash,
-                    json.dumps(record.fields, sort_keys=True),
-                    json.dumps(record.written_tags, sort_keys=True),
-                    record.poster_source,
-                    record.poster_hash,
-                    record.synced_at,
-                ),
-            )
-            if record.entities is not None:
-                self._write_entities(conn, record.scene_id, record.entities)
+            for record in records:
+                record.synced_at = now
+                conn.execute(
+                    "INSERT OR REPLACE INTO scenes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.scene_id,
+                        record.rating_key,
+                        record.plex_path,
+                        record.state_hash,
+                        json.dumps(record.fields, sort_keys=True),
+                        json.dumps(record.written_tags, sort_keys=True),
+                        record.poster_source,
+                        record.poster_hash,
+                        record.synced_at,
+                    ),
+                )
+                if record.entities is not None:
+                    self._write_entities(conn, record.scene_id, record.entities)
 
     @staticmethod
     def _write_entities(conn, scene_id: int, entities: dict[str, list[int]]) -> None:

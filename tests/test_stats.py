@@ -162,6 +162,12 @@ class FakeSyncer:
     def cover_read_ahead(self, scene, record):
         return contextlib.nullcontext()
 
+    def saves_held(self):
+        return contextlib.nullcontext()
+
+    def flush_saves(self):
+        pass
+
     def end_batch(self, keys=None):
         pass
 

@@ -132,7 +132,7 @@ class Pipeline:
     def run(self) -> bool:
         """Work until no job is due and no more are coming; True when stopped early."""
         threads = self.w.max_concurrency + READ_AHEAD
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="plex") as pool:
+        with self.w.syncer.saves_held(), ThreadPoolExecutor(max_workers=threads, thread_name_prefix="plex") as pool:
             try:
                 while not self._stopping():
                     more = self._fill()
@@ -205,6 +205,7 @@ class Pipeline:
     # -- settling --------------------------------------------------------------------
     def _settle(self, done) -> None:
         w = self.w
+        w.syncer.flush_saves()  # what the finished syncs wrote, saved before their jobs are acknowledged
         for future in [f for f in self.pending if f in done]:  # in the order they were handed out
             item, scene, _, chunk = self.pending.pop(future)
             result, error, seconds = future.result()

@@ -78,6 +78,8 @@ class Syncer:
         self.choices = choices or Choices.build(settings)
         self.log = log
         self._prefetched: dict[int, PlexItemState] = {}
+        self._held_saves: list[SceneRecord] | None = None  # see saves_held
+        self._held_lock = threading.Lock()
         self._cover = threading.local()  # the cover this thread read ahead: (url, bytes, Content-Type)
 
     # -- what Stash wants ------------------------------------------------------
@@ -218,11 +220,50 @@ class Syncer:
         try:
             result.poster = self._poster(scene, new)
         except PosterNotUpdated:
-            self.ledger.save(new)  # the fields are in Plex; no state hash, so the retry does the poster
+            self._save(new)  # the fields are in Plex; no state hash, so the retry does the poster
             raise
         new.state_hash = self.state_hash(scene)
-        self.ledger.save(new)
+        self._save(new)
         return result
+
+    # -- the ledger ------------------------------------------------------------
+    def _save(self, record: SceneRecord) -> None:
+        with self._held_lock:
+            held = self._held_saves
+            if held is not None:
+                held.append(record)
+                return
+        self.ledger.save(record)
+
+    @contextlib.contextmanager
+    def saves_held(self) -> Iterator[None]:
+        """Hold the ledger records of finished syncs until ``flush_saves``, which the
+        pipeline's thread calls before it acknowledges their jobs: a writer then leaves
+        its Plex slot without a commit of its own, and a round of syncs is one commit.
+        A crash before the flush loses records of writes Plex already has; their jobs
+        were not acknowledged, so they run again and find Plex as they left it."""
+        with self._held_lock:
+            self._held_saves = []
+        try:
+            yield
+        finally:
+            self.flush_saves()
+            with self._held_lock:
+                self._held_saves = None
+
+    def flush_saves(self) -> None:
+        with self._held_lock:
+            done = self._held_saves
+            if not done:
+                return
+            self._held_saves = []
+        try:
+            self.ledger.save_many(done)
+        except BaseException:
+            with self._held_lock:  # kept for the next flush; the jobs stay unacknowledged meanwhile
+                if self._held_saves is not None:
+                    self._held_saves[:0] = done
+            raise
 
     # -- finding the item ------------------------------------------------------
     def _locate(self, scene: SceneMetadata, record: SceneRecord | None) -> tuple[PlexItemState, str]:
