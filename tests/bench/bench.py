@@ -6,9 +6,11 @@
     python tests/bench/bench.py scale --huge       # and the 100,000-scene run (about 15 minutes more)
 
 Every figure is printed beside a baseline measured in the same run and the ratio
-between them, because these machines are shared and noisy: read the ratios. The
-emulators run in this process; the plugin, and every baseline, runs as a process of
-its own, started and timed the same way. Peak memory is each plugin process's own
+between them, because these machines are shared and noisy: read the ratios. The Plex
+emulator runs in this process and the Stash emulator in a process of its own (as the
+two servers are two programs: one's replies never wait for the other's interpreter
+lock); the plugin, and every baseline, runs as a process of its own, started and timed
+the same way. Peak memory is each plugin process's own
 high-water mark (``VmHWM`` in ``/proc/<pid>/status``, sampled while it runs), not
 ``wait4``'s ``ru_maxrss``, which also counts this process's memory as seen by the
 forked child before it executes Python. See docs/performance.md.
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import multiprocessing.managers
 import os
 import platform
 import statistics
@@ -137,12 +141,52 @@ def python(code: str, stdin: bytes = b"", sample_every: float | None = None) -> 
     return launch([sys.executable, "-c", code], stdin, dict(os.environ), sample_every)
 
 
+class BenchStash(StashEmulator):
+    """The Stash emulator as the benchmark drives it from another process (through a
+    ``multiprocessing`` manager, which forwards method calls only)."""
+
+    def begin(self) -> None:
+        self.start()
+
+    def get_url(self) -> str:
+        return self.url
+
+    def set_plugin_settings(self, settings: dict) -> None:
+        self.plugin_settings = settings
+
+    def clear_request_logs(self) -> None:
+        self.requests.clear()
+        self.screenshot_requests.clear()
+
+    def screenshot_count(self) -> int:
+        return len(self.screenshot_requests)
+
+    def graphql_count(self, name: str) -> int:
+        return len(self.graphql_requests(name))
+
+
+class _Managers(multiprocessing.managers.BaseManager):
+    pass
+
+
+_Managers.register("BenchStash", BenchStash)
+
+
+def remote_stash():
+    """A started Stash emulator in a process of its own, and its manager (to shut down)."""
+    manager = _Managers(ctx=multiprocessing.get_context("fork"))
+    manager.start()
+    stash = manager.BenchStash()  # type: ignore[attr-defined]
+    stash.begin()
+    return stash, manager
+
+
 class Lab:
     """Both emulators with a library of n scenes whose paths differ by a prefix."""
 
     def __init__(self, scenes: int, latency: float = LATENCY_S, common_tag: str | None = None) -> None:
         self.scenes = scenes
-        self.stash = StashEmulator().start()
+        self.stash, self._stash_process = remote_stash()
         self.plex = PlexEmulator().start()
         self.plex.add_section("Stash", ["/plex/media"], key=1)
         self.rating_keys = []
@@ -160,13 +204,15 @@ class Lab:
             )
             self.scene_ids.append(add if isinstance(add, int) else int(add["id"]))
             self.rating_keys.append(self.plex.add_item(1, f"/plex/media/{name}", size=1000 + n, duration_ms=60000))
-        self.stash.plugin_settings = {
-            "Stash2Plex": {
-                "plex_url": self.plex.url,
-                "plex_token": self.plex.token,
-                "path_map": "/stash/media=/plex/media",
+        self.stash.set_plugin_settings(
+            {
+                "Stash2Plex": {
+                    "plex_url": self.plex.url,
+                    "plex_token": self.plex.token,
+                    "path_map": "/stash/media=/plex/media",
+                }
             }
-        }
+        )
         self.plex.latency = latency
         self.tmp = tempfile.TemporaryDirectory()
         self.data_dir = str(Path(self.tmp.name) / "data")
@@ -195,6 +241,7 @@ class Lab:
 
     def close(self) -> None:
         self.stash.stop()
+        self._stash_process.shutdown()
         self.plex.stop()
         self.tmp.cleanup()
 
@@ -311,7 +358,7 @@ def edit_poster_floor(lab: Lab, with_screenshot: bool = False) -> Run:
     ``with_screenshot``: the wire floor, each poster first read from Stash (the request a
     sync cannot skip: Stash2Plex uploads the bytes it fetched itself)."""
     image = lab.stash.screenshot_bytes(1).decode("latin-1")
-    stash = lab.stash.url if with_screenshot else None
+    stash = lab.stash.get_url() if with_screenshot else None
     payload = json.dumps([lab.plex.url, lab.plex.token, lab.rating_keys, image, CONCURRENCY, stash]).encode()
     run = python(FLOOR, payload)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -349,8 +396,7 @@ def sync_all(lab: Lab) -> dict:
     """``all`` on a fresh library, between two runs of the floor (their mean is the baseline)."""
     floor_a = edit_poster_floor(lab)
     lab.plex.clear_requests()
-    lab.stash.requests.clear()
-    lab.stash.screenshot_requests.clear()
+    lab.stash.clear_request_logs()
     run = lab.task("all")
     assert run.error is None, run.stderr[-2000:]
     counts = request_counts(lab)
@@ -375,9 +421,9 @@ def request_counts(lab: Lab) -> dict:
         "edits": len(lab.plex.edit_requests()),
         "uploads": len(lab.plex.upload_requests()),
         "plex_reads": len(lab.plex.requests_matching("GET", "/library/metadata/")),
-        "pages": len(lab.stash.graphql_requests("S2PScenesAfter")),
-        "by_id": len(lab.stash.graphql_requests("S2PScenesById")),
-        "screenshots": len(lab.stash.screenshot_requests),
+        "pages": lab.stash.graphql_count("S2PScenesAfter"),
+        "by_id": lab.stash.graphql_count("S2PScenesById"),
+        "screenshots": lab.stash.screenshot_count(),
     }
 
 
@@ -467,8 +513,7 @@ def bench_scale(scenes: int = 20000, small: dict | None = None, edit_during: boo
     try:
         floor_a = edit_poster_floor(lab) if floor else None
         lab.plex.clear_requests()
-        lab.stash.requests.clear()
-        lab.stash.screenshot_requests.clear()
+        lab.stash.clear_request_logs()
         result: dict = {}
         worker = threading.Thread(target=lambda: result.setdefault("run", lab.task("all")))
         worker.start()
