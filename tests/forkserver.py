@@ -16,9 +16,10 @@ per plugin run. The child becomes exactly what ``python Stash2Plex.py`` would be
   normal interpreter shutdown (non-daemon threads joined, ``atexit`` handlers, streams
   flushed), with the script's exit status.
 
-None of the plugin's own modules are imported by the server, so every run imports them
-afresh (a fork is a copy: nothing one run changes reaches the next). persist-queue is not
-imported either: the hook loads it its own way (``sync_queue/queue.py``). What a fork
+The plugin's own modules are imported too (they do nothing at import time), and removed
+again in a child that runs another copy of the plugin; a fork is a copy, so nothing one
+run changes reaches the next. persist-queue is not imported: the hook loads it its own
+way (``sync_queue/queue.py``), as it does in a new interpreter. What a fork
 cannot reproduce is left to real processes (``tests/runner.py`` decides): another
 interpreter, an environment that changes how Python or an imported package starts
 (``PYTHON*``, locale, ``HOME``, ``PLEXAPI_*``), non-POSIX systems, and
@@ -36,8 +37,10 @@ import signal
 import socket
 import struct
 import sys
+from pathlib import Path
 
 HEADER = struct.Struct("!I")
+REPO = Path(__file__).resolve().parent.parent
 PREIMPORT = (
     "argparse asyncio base64 concurrent.futures contextlib dataclasses datetime email.utils enum "
     "functools hashlib heapq http.client io json logging logging.handlers pathlib random re "
@@ -87,6 +90,33 @@ def _preimport() -> None:
             importlib.import_module(name)
         except ImportError:  # a package the tests' environment lacks: the child imports it (and fails) itself
             pass
+
+
+def _plugin_packages() -> list[str]:
+    return sorted(p.name for p in REPO.iterdir() if (p / "__init__.py").is_file() and p.name not in ("tests", "deps"))
+
+
+def _preimport_plugin() -> None:
+    """The plugin's own modules too, for runs of this checkout's ``Stash2Plex.py`` (they
+    have nothing to do at import time, so a fork of them is what a new import would be).
+    A run of another copy of the plugin gets them removed first (``_forget_plugin``)."""
+    import importlib
+    import pkgutil
+
+    sys.path.insert(0, str(REPO))
+    try:
+        for name in _plugin_packages():
+            package = importlib.import_module(name)
+            for module in pkgutil.walk_packages(package.__path__, name + "."):
+                importlib.import_module(module.name)
+    finally:
+        sys.path.remove(str(REPO))
+
+
+def _forget_plugin() -> None:
+    packages = set(_plugin_packages())
+    for name in [n for n in sys.modules if n.split(".")[0] in packages]:
+        del sys.modules[name]
 
 
 def _serve(path: str) -> socket.socket:
@@ -159,7 +189,10 @@ def _become(request: dict, fds: list[int], base_path: list[str]) -> None:
     script = request["argv"][1]
     sys.argv[:] = request["argv"][1:]
     extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
-    sys.path[:] = [os.path.dirname(os.path.realpath(script)), *extra, *base_path]
+    folder = os.path.dirname(os.path.realpath(script))
+    sys.path[:] = [folder, *extra, *base_path]
+    if folder != str(REPO.resolve()):
+        _forget_plugin()  # another copy of the plugin: its modules, not this checkout's
     _fork_drainers_too(request["server"], script)
 
 
@@ -221,6 +254,7 @@ class _DetachedFork:
 def main() -> None:
     base_path = sys.path[1:]  # without this file's folder: a real run has the script's there
     _preimport()
+    _preimport_plugin()
     conn = _serve(sys.argv[1])
     request = _handle(conn, base_path, sys.argv[1])
     import runpy
