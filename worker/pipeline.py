@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from core.errors import PlexNotFound, StashUnavailable, TransientError
 from worker.breaker import State
@@ -38,6 +38,7 @@ from worker.breaker import State
 CHUNK = 50  # jobs taken at once: one Plex detail request reads all their items
 SUBMIT_DEPTH = 3  # syncs handed to the pool per allowed Plex slot (a writer never waits for this thread)
 READ_AHEAD = 2  # writer threads beyond the Plex slots: they read the next covers from Stash meanwhile
+GATHER_S = 0.01  # how long a round of settling waits for more syncs to finish
 CHECKPOINT_S = 1.0  # statistics and dead-letter cleanup at least this often
 CHECKPOINT_JOBS = 100
 
@@ -138,7 +139,7 @@ class Pipeline:
                     more = self._fill()
                     self._submit(pool)
                     if self.pending:
-                        self._settle(wait(self.pending, timeout=CHECKPOINT_S, return_when=FIRST_COMPLETED)[0])
+                        self._settle(self._finished())
                     elif not more and not self.staged:
                         break
             finally:
@@ -147,6 +148,15 @@ class Pipeline:
                     self._settle(wait(self.pending)[0])
                 self._checkpoint(force=True)
         return self._stopping()
+
+    def _finished(self) -> set:
+        """The syncs finished so far, once one has: gathered for up to ``GATHER_S`` more,
+        so that one round of settling (one ledger commit) covers several scenes while
+        the writers still have ``SUBMIT_DEPTH`` syncs each handed to them."""
+        done = wait(self.pending, timeout=CHECKPOINT_S, return_when=FIRST_COMPLETED)[0]
+        if done and len(done) < len(self.pending):
+            done = wait(self.pending, timeout=GATHER_S, return_when=ALL_COMPLETED)[0]
+        return done
 
     def _stopping(self) -> bool:
         return (self.stop is not None and self.stop.is_set()) or self.w.abort_error is not None
