@@ -4,7 +4,10 @@ Reads Stash2Plex.yml, builds argv from ``exec`` (+ a task's ``execArgs``) with
 ``{pluginDir}`` substituted in every element after the first, swaps ``python`` for
 the running interpreter, appends the plugins folder to PYTHONPATH, writes the stdin
 JSON, closes stdin, reads stdout to EOF (so a child that inherited our stdout would
-hang the call, as it would hang Stash) and decodes the stderr log protocol.
+hang the call, as it would hang Stash) and decodes the stderr log protocol. The process
+is forked from a pre-started interpreter (``tests/forkserver.py``) where a fork behaves
+as a new interpreter would, and started anew otherwise (``S2P_TEST_FRESH_PROCESSES=1``:
+always).
 """
 
 from __future__ import annotations
