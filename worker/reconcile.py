@@ -93,11 +93,20 @@ class Reconciler:
         return finding
 
     def _read(self, keys: list[int]) -> dict[int, PlexItemState]:
-        states: dict[int, PlexItemState] = {}
+        """Detail views of ``keys``, ``chunk`` items a request, with up to
+        ``plex_concurrency`` requests in flight (as many as a sync may have)."""
+        from concurrent.futures import ThreadPoolExecutor
+
         unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), self.chunk):
-            states.update(self.syncer.client.item_states(unique[start : start + self.chunk]))
-            self.reads += 1
+        chunks = [unique[start : start + self.chunk] for start in range(0, len(unique), self.chunk)]
+        states: dict[int, PlexItemState] = {}
+        if not chunks:
+            return states
+        workers = min(len(chunks), self.settings.plex_concurrency)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plex-read") as pool:
+            for read in pool.map(self.syncer.client.item_states, chunks):
+                states.update(read)
+                self.reads += 1
         return states
 
     def _same_item(self, finding: Finding) -> bool:
