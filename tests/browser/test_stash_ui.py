@@ -179,7 +179,7 @@ def test_preview_table_equals_what_the_sync_then_writes(stash_ui, ui_page):
         key = (int(row.get_attribute("data-scene-id")), row.get_attribute("data-field"))
         shown[key] = [c.strip() for c in row.locator("td").all_inner_texts()[2:]]
     page.locator(".s2p-confirm").click()
-    stash_ui.ui.wait_runs_finished()
+    stash_ui.ui.wait_for_run("all")  # the click's mutation may reach Stash after this line starts
     stash_ui.wait_drained()
     written = {}
     for sid, rk in ((first, rk1), (second, rk2)):
