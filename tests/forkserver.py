@@ -22,7 +22,7 @@ run changes reaches the next. persist-queue is not imported: the hook loads it i
 way (``sync_queue/queue.py``), as it does in a new interpreter. What a fork
 cannot reproduce is left to real processes (``tests/runner.py`` decides): another
 interpreter, an environment that changes how Python or an imported package starts
-(``PYTHON*``, locale, ``HOME``, ``PLEXAPI_*``), non-POSIX systems, and
+(``PYTHON*``, locale, ``HOME``, ``PLEXAPI_*``), systems other than Linux, and
 ``S2P_TEST_FRESH_PROCESSES=1`` (every run a new interpreter, for a slower, fuller check).
 The drainer a forked run starts is forked by the server too (``_fork_drainers_too``);
 every other process the plugin starts is a real one.

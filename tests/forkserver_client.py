@@ -70,7 +70,9 @@ class ForkServer:
         self.env: dict[str, str] = {}
 
     def possible(self, argv: list[str], env: dict[str, str]) -> bool:
-        if os.environ.get("S2P_TEST_FRESH_PROCESSES") or os.name != "posix" or not hasattr(socket, "send_fds"):
+        if os.environ.get("S2P_TEST_FRESH_PROCESSES") or not sys.platform.startswith("linux"):
+            # Linux only: macOS forbids much after fork() once system frameworks are loaded
+            # (proxy lookup goes through them), and Windows has no fork.
             return False
         if len(argv) < 2 or argv[0] != sys.executable or argv[1].startswith("-"):
             return False
