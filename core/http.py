@@ -39,7 +39,7 @@ class DirectPool:
     cookies, no redirects, a fixed set of headers) go through here: the same connections,
     TLS settings (``verify``/``cert``) and retry policy as the Session's adapter
     (``HTTPAdapter.send`` does exactly this ``urlopen`` call), and the headers the Session
-    would merge. Behind an HTTP proxy there is no direct pool (``pool`` is None): the
+    would merge. Behind an HTTP proxy there is no direct pool (``usable`` is False): the
     caller then uses the Session.
     """
 
@@ -50,19 +50,28 @@ class DirectPool:
 
         self.base_url = base_url.rstrip("/")
         self.headers = {k: v for k, v in {**session.headers, **headers}.items() if v is not None}
-        self.pool = None
+        parts = urlsplit(self.base_url)
+        self._prefix = parts.path
+        self._plain: _PlainConnections | None = None
+        self._pool = None
         if requests.utils.select_proxy(self.base_url, session.proxies):
+            return
+        if parts.scheme == "http":
+            self._plain = _PlainConnections(parts.hostname or "", parts.port or 80)
             return
         adapter = session.get_adapter(self.base_url)
         if not hasattr(adapter, "get_connection_with_tls_context"):  # requests < 2.32.2
             return
         prepared = requests.Request("GET", self.base_url + "/").prepare()
-        self.pool = adapter.get_connection_with_tls_context(prepared, session.verify, proxies=None, cert=session.cert)
-        adapter.cert_verify(self.pool, self.base_url, session.verify, session.cert)
+        self._pool = adapter.get_connection_with_tls_context(prepared, session.verify, proxies=None, cert=session.cert)
+        adapter.cert_verify(self._pool, self.base_url, session.verify, session.cert)
         self._retries = adapter.max_retries
-        parts = urlsplit(self.base_url)
-        self._prefix = parts.path
-        self._plain = _PlainConnections(parts.hostname or "", parts.port or 80) if parts.scheme == "http" else None
+
+    @property
+    def usable(self) -> bool:
+        """False behind a proxy (or with a requests too old to share its pool): then the
+        caller sends through the Session."""
+        return self._plain is not None or self._pool is not None
 
     def send(
         self, method: str, target: str, body: bytes | None, timeout: float, headers: dict[str, str] | None = None
@@ -74,15 +83,16 @@ class DirectPool:
         import requests
         import urllib3
 
-        if self.pool is None:
-            raise RuntimeError("no direct pool behind a proxy: send through the session")
         headers = {**self.headers, **(headers or {})}
         if body is not None or method not in ("GET", "HEAD"):
             headers["Content-Length"] = str(len(body or b""))  # as requests' prepare_content_length
         if self._plain is not None:
             return self._plain.send(method, self._prefix + target, body, timeout, headers)
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("no direct pool behind a proxy: send through the session")
         try:
-            response = self.pool.urlopen(
+            response = pool.urlopen(
                 method,
                 self._prefix + target,
                 body=body,

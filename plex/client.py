@@ -224,7 +224,7 @@ class PlexClient:
         (``core/http.py`` ``DirectPool``: half the CPU of a request through the session)."""
         server = self.server
         direct = self._direct
-        if direct is None or direct.pool is None:
+        if direct is None or not direct.usable:
             send = server._session.put if method == "PUT" else server._session.post
             server.query(key, method=send, **({} if body is None else {"data": body}))
             return

@@ -10,12 +10,15 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from core.errors import ConfigError, StashQueryError, StashRefused, StashUnavailable
 from core.netcause import Cause, host_of, network_cause
 from validation.plugin_input import ServerConnection
+
+if TYPE_CHECKING:
+    from core.http import DirectPool
 
 PLUGIN_ID = "Stash2Plex"
 REQUEST_TIMEOUT_S = 30.0
@@ -207,7 +210,7 @@ class StashClient:
         self._check_version(self._api.version)
         self._bound_timeouts()
         self._api.s.hooks["response"].append(self._remember)
-        self._direct: Any = None  # core/http.py DirectPool for the screenshots, made on first use
+        self._direct: DirectPool | None = None  # for the screenshots, made on first use
 
     @staticmethod
     def _check_version(version: Any) -> None:
@@ -362,7 +365,7 @@ class StashClient:
         own = self.own_url(url)
         with stash_errors("downloading a screenshot", lambda: self._last_reply, self._api.url):
             direct = self._direct_pool()
-            if direct.pool is not None:
+            if direct.usable:
                 target = own[len(direct.base_url) :]
                 status, data, headers = direct.send("GET", target, None, REQUEST_TIMEOUT_S, self._cookie_header())
                 if status == 200:
@@ -372,7 +375,7 @@ class StashClient:
             raise _image_refused(response)
         return response.content, response.headers.get("Content-Type", "")
 
-    def _direct_pool(self):
+    def _direct_pool(self) -> DirectPool:
         if self._direct is None:
             from core.http import DirectPool
 

@@ -142,7 +142,3 @@ class ForkServer:
 
 
 FORK_SERVER = ForkServer()
-
-
-def forked_run_possible(argv: list[str], env: dict[str, str]) -> bool:
-    return FORK_SERVER.possible(argv, env)

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from tests.forkserver_client import FORK_SERVER, ForkedRun, forked_run_possible
+from tests.forkserver_client import FORK_SERVER, ForkedRun
 
 REPO = Path(__file__).resolve().parent.parent
 LEVELS = {"t": "trace", "d": "debug", "i": "info", "w": "warning", "e": "error"}
@@ -143,7 +143,7 @@ def run_plugin(
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (full_env.get("PYTHONPATH"), str(plugin_dir.parent)) if p)
     argv = build_argv(plugin_dir, exec_args, python)
     started = time.perf_counter()
-    if forked_run_possible(argv, full_env):
+    if FORK_SERVER.possible(argv, full_env):
         proc: Any = FORK_SERVER.start(argv, full_env, file_size_limit)
     else:
         proc = subprocess.Popen(

@@ -107,6 +107,17 @@ def test_a_self_signed_certificate_is_named_with_its_remedy(plugin, self_signed)
         run = plugin.task("health_check")
         assert run.output["ok"] is True, run.output
 
+        # Over https the writes go through the requests Session's own pool (core/http.py
+        # DirectPool), with the certificate setting the Session has.
+        sid = plugin.stash.add_scene(
+            title="Over TLS", files=[{"path": "/stash/media/tls.mp4", "size": 1, "duration": 60.0}]
+        )
+        rk = tls_plex.add_item(1, "/plex/media/tls.mp4", size=1, duration_ms=60000)
+        plugin.hook(plugin.stash.update_scene(sid, title="Written over TLS"))
+        plugin.wait_drained()
+        assert tls_plex.item(rk)["fields"]["title"] == "Written over TLS"
+        assert [r["method"] for r in tls_plex.upload_requests()] == ["POST"]
+
 
 # -- 9. a full or read-only disk is not a corrupt file -------------------------------------------
 def test_a_full_disk_is_named_with_its_folder_and_the_queue_is_kept(plugin):

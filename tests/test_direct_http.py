@@ -24,7 +24,7 @@ def test_a_screenshot_read_sends_what_the_session_sends(auth):
         url = f"{emu.url}/scene/{sid}/screenshot"
         data, kind = client.image(url)
         response = client._api.s.get(url, timeout=5)
-        assert client._direct.pool is not None  # the first read went the direct way
+        assert client._direct.usable  # the first read went the direct way
         assert (data, kind) == (response.content, response.headers["Content-Type"])
         direct, session = emu.screenshot_headers
         assert direct == session
@@ -47,13 +47,13 @@ def test_writes_behind_a_proxy_go_through_the_session(plex, monkeypatch):
 
     session = requests.Session()
     session.proxies = {"http": "http://proxy.invalid:3128"}
-    assert DirectPool(session, plex.url, {}).pool is None
+    assert not DirectPool(session, plex.url, {}).usable
     session.proxies = {"https": "http://proxy.invalid:3128"}  # for https only: plex_url is http
-    assert DirectPool(session, plex.url, {}).pool is not None
+    assert DirectPool(session, plex.url, {}).usable
 
     key = plex.add_item(1, "/plex/media/a.mp4", title="A")
     client = PlexClient(plex.url, plex.token, "test-client")
     client.item_states([key])
-    monkeypatch.setattr(client._direct, "pool", None)  # as behind a proxy
+    monkeypatch.setattr(type(client._direct), "usable", property(lambda self: False))  # as behind a proxy
     client.edit(key, {"title.value": "Through the session", "title.locked": 1})
     assert plex.item(key)["fields"]["title"] == "Through the session"
