@@ -157,6 +157,7 @@ class BenchStash(StashEmulator):
     def clear_request_logs(self) -> None:
         self.requests.clear()
         self.screenshot_requests.clear()
+        self.screenshot_headers.clear()
 
     def screenshot_count(self) -> int:
         return len(self.screenshot_requests)

@@ -49,7 +49,6 @@ from graphql import (
     GraphQLError,
     GraphQLSchema,
     build_ast_schema,
-    build_schema,
     execute,
     parse,
     validate,
@@ -84,8 +83,9 @@ def session_cookie_json(value: str) -> dict:
 @functools.cache
 def _schema_document() -> DocumentNode:
     """The schema's SDL, parsed and checked (by building it once) per process."""
-    build_schema(SCHEMA_PATH.read_text(encoding="utf-8"))
-    return parse(SCHEMA_PATH.read_text(encoding="utf-8"))
+    document = parse(SCHEMA_PATH.read_text(encoding="utf-8"))
+    build_ast_schema(document)  # checks the SDL; each emulator then builds with assume_valid_sdl
+    return document
 
 
 _DEFAULT_DOCUMENTS: dict[str, DocumentNode | list[GraphQLError]] = {}  # see StashEmulator._document
