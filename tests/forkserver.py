@@ -52,7 +52,7 @@ PREIMPORT = (
 ).split()
 
 
-def send_message(conn: socket.socket, message: dict, fds: list[int] = ()) -> None:
+def send_message(conn: socket.socket, message: dict, fds: tuple[int, ...] | list[int] = ()) -> None:
     data = json.dumps(message).encode()
     payload = HEADER.pack(len(data)) + data
     if fds:
