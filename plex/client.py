@@ -19,6 +19,7 @@ from plex.errors import not_plex_named, plex_errors
 
 REQUEST_TIMEOUT_S = 15.0
 LIST_PAGE_SIZE = 500
+LIST_IN_FLIGHT = 4  # listing pages read at once
 PRODUCT = "Stash2Plex"
 
 blip_retry = retry(
@@ -123,26 +124,46 @@ class PlexClient:
         return found
 
     def list_files(self, section_key: int) -> list[tuple[int, str, int | None, int | None]]:
-        """(ratingKey, file, size, duration ms) for every Part in a section, paged."""
-        rows: list[tuple[int, str, int | None, int | None]] = []
-        start = 0
-        while True:
-            root = self._list_page(section_key, start)
-            for video in root.iter("Video"):
-                key = int(video.attrib["ratingKey"])
-                for part in video.iter("Part"):
-                    rows.append(
-                        (
-                            key,
-                            part.attrib.get("file", ""),
-                            _int(part.attrib.get("size")),
-                            _int(part.attrib.get("duration") or video.attrib.get("duration")),
-                        )
-                    )
-            total = _int(root.attrib.get("totalSize")) or 0
+        """(ratingKey, file, size, duration ms) for every Part in a section, paged.
+
+        The first page says how many items there are; the other pages are then read up
+        to ``LIST_IN_FLIGHT`` at a time (a library of 20,000 files is 40 pages: read one
+        after another they kept the first write waiting for seconds). A library that grew
+        meanwhile has its further pages read afterwards.
+        """
+        rows, total = self._list_rows(section_key, 0)
+        starts = range(LIST_PAGE_SIZE, total, LIST_PAGE_SIZE)
+        if len(starts):
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=LIST_IN_FLIGHT, thread_name_prefix="plex-list") as pool:
+                pages = list(pool.map(lambda start: self._list_rows(section_key, start), starts))
+            for page, _ in pages:
+                rows.extend(page)
+            total = pages[-1][1]  # the count as the last page saw it
+        start = LIST_PAGE_SIZE * (len(starts) + 1)
+        while start < total:
+            page, total = self._list_rows(section_key, start)
+            rows.extend(page)
             start += LIST_PAGE_SIZE
-            if start >= total:
-                return rows
+        return rows
+
+    def _list_rows(self, section_key: int, start: int) -> tuple[list[tuple[int, str, int | None, int | None]], int]:
+        """One page of the listing as rows (the XML is not kept), and the section's item count."""
+        root = self._list_page(section_key, start)
+        rows = []
+        for video in root.iter("Video"):
+            key = int(video.attrib["ratingKey"])
+            for part in video.iter("Part"):
+                rows.append(
+                    (
+                        key,
+                        part.attrib.get("file", ""),
+                        _int(part.attrib.get("size")),
+                        _int(part.attrib.get("duration") or video.attrib.get("duration")),
+                    )
+                )
+        return rows, _int(root.attrib.get("totalSize")) or 0
 
     @blip_retry
     def _list_page(self, section_key: int, start: int):

@@ -10,6 +10,7 @@ has not listed for ``STALE_S``.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Protocol
 
@@ -78,6 +79,12 @@ class LibraryIndex:
         self._index: PathIndex | None = None
         self._checked_at = float("-inf")
         self._listed_at: dict[int, float] = {}
+        # Threads share one index (the page reader, the writers, a warm-up): one listing
+        # at a time, and those who waited for a first listing that failed get its error
+        # rather than each asking a Plex that just failed (or hung) once more.
+        self._lock = threading.RLock()
+        self._attempts = 0
+        self._failure: BaseException | None = None
 
     @property
     def sections(self) -> list[SectionInfo]:
@@ -85,10 +92,29 @@ class LibraryIndex:
         return self._sections
 
     def index(self) -> PathIndex:
-        if self._index is None:
-            self.refresh(force=True)
-        assert self._index is not None
-        return self._index
+        arrived = self._attempts
+        with self._lock:
+            if self._index is None:
+                if self._attempts != arrived and self._failure is not None:
+                    raise self._failure
+                try:
+                    self.refresh(force=True)
+                    self._failure = None
+                except Exception as exc:
+                    self._failure = exc
+                    raise
+                finally:
+                    self._attempts += 1
+            assert self._index is not None
+            return self._index
+
+    def warm(self) -> None:
+        """Build the index now (a task's thread, while Stash is read); a failure is left
+        to the callers waiting for it (``index``), who report it as their own."""
+        try:
+            self.index()
+        except Exception:  # raised again to the callers that waited for this listing
+            pass
 
     def refresh(self, force: bool = False, missing: bool = False) -> bool:
         """Re-check the sections' stamps; reload the changed ones. True if anything changed.
@@ -97,6 +123,10 @@ class LibraryIndex:
         process for ``STALE_S`` is listed again even with an unchanged stamp (a scan
         that ended within the same second as our last listing leaves scannedAt equal).
         """
+        with self._lock:
+            return self._refresh(force, missing)
+
+    def _refresh(self, force: bool, missing: bool) -> bool:
         now = self.clock()
         if not force and now - self._checked_at < self.min_refresh_s:
             return False
@@ -117,13 +147,14 @@ class LibraryIndex:
     def reload(self) -> None:
         """List every configured section afresh, whatever its stamp says (``reconcile``:
         Plex is the truth, and a restored database can carry an old ``scannedAt``)."""
-        sections = pick_sections(self.client.sections(), self.libraries)
-        now = self.clock()
-        for section in sections:
-            self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key))
-            self._listed_at[section.key] = now
-        self._sections, self._checked_at = sections, now
-        self._index = PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
+        with self._lock:
+            sections = pick_sections(self.client.sections(), self.libraries)
+            now = self.clock()
+            for section in sections:
+                self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key))
+                self._listed_at[section.key] = now
+            self._sections, self._checked_at = sections, now
+            self._index = PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
 
     def _files(self, sections: list[SectionInfo]):
         for section in sections:

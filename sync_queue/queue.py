@@ -228,13 +228,14 @@ class JobQueue:
         if not chosen:
             return 0
         self._mark(list(chosen.values()))
+        rows = []
         for sid, job in chosen.items():
             mark = waiting.get(sid)
             if mark is not None:  # a waiting bulk job, replaced by this interactive one
                 self._drop_row(mark[0], mark[1])
             with sqlite.corruption_named(self.path):
-                pqid = self._queue(job.priority).put(job.to_dict())
-            self._point_mark(sid, pqid)
+                rows.append((sid, self._queue(job.priority).put(job.to_dict())))
+        self._point_marks(rows)
         return len(chosen)
 
     def _waiting(self, scene_ids: list[int]) -> dict[int, tuple[str, int]]:
@@ -266,10 +267,14 @@ class JobQueue:
             )
 
     @sqlite.retry_locked
-    def _point_mark(self, scene_id: int, pqid: int) -> None:
-        """Point the scene's fresh mark at its row, unless the consumer took the row meanwhile."""
+    def _point_marks(self, rows: list[tuple[int, int]]) -> None:
+        """Point each scene's fresh mark at its row (scene id, row id), unless the consumer
+        took the row meanwhile (it deleted the mark). One transaction once every row is
+        put: until then a mark with no row counts as no waiting job, as after a crash."""
         with sqlite.write(self._side()) as conn:
-            conn.execute("UPDATE s2p_waiting SET pqid = ? WHERE scene_id = ? AND pqid IS NULL", (pqid, scene_id))
+            conn.executemany(
+                "UPDATE s2p_waiting SET pqid = ? WHERE scene_id = ? AND pqid IS NULL", [(p, s) for s, p in rows]
+            )
 
     @sqlite.retry_locked
     def _drop_row(self, priority: str, pqid: int) -> None:

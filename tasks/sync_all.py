@@ -185,8 +185,16 @@ class PageFeed:
         self._reader.join(timeout=5)
 
 
+def _list_plex_meanwhile(app) -> None:
+    """Start Plex's library listing (needed before the first write: a few requests per
+    500 files) in a thread, so that it runs while Stash's first page is read and queued."""
+    index = app.syncer().index  # the app's parts are built in this thread, not in two at once
+    threading.Thread(target=index.warm, name="plex-index", daemon=True).start()
+
+
 def _sync(app, label: str):
     app.settings()
+    _list_plex_meanwhile(app)
     marker = app.stash().newest_updated_at()  # read first: whatever changes during the run is newer
     updated_after = None
     if label == "recent":

@@ -1,0 +1,99 @@
+"""Plex's library listing (plex/client.py ``list_files``) and the index built from it
+(plex/index.py ``LibraryIndex``), against the Plex emulator over real HTTP: every page
+read, pages after the first read at once, a library that grows while it is listed, and
+one listing shared by the threads that wait for it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from core.errors import PlexUnavailable
+from plex.client import LIST_PAGE_SIZE, PlexClient
+from plex.index import LibraryIndex
+
+
+class _Cache:
+    """The index's cache (the ledger's SQLite in the product): only what it reads and writes."""
+
+    def __init__(self) -> None:
+        self.meta_values: dict[str, str] = {}
+        self.rows: dict[int, list] = {}
+
+    def meta(self, key, default=None):
+        return self.meta_values.get(key, default)
+
+    def index_rows(self, section_id):
+        return self.rows.get(section_id, [])
+
+    def replace_index(self, section_id, stamp, rows):
+        self.rows[section_id] = list(rows)
+        self.meta_values[f"index_stamp:{section_id}"] = stamp
+
+
+def _add(plex, first: int, count: int) -> list[int]:
+    return [
+        plex.add_item(1, f"/plex/media/{n:05d}.mp4", size=1000 + n, duration_ms=60000 + n)
+        for n in range(first, first + count)
+    ]
+
+
+def _listings(plex) -> list[dict]:
+    return plex.requests_matching("GET", "/library/sections/1/all")
+
+
+def test_every_page_is_read_and_the_rows_keep_plex_order(plex):
+    keys = _add(plex, 0, 2 * LIST_PAGE_SIZE + 234)
+    client = PlexClient(plex.url, plex.token, "test-client")
+    rows = client.list_files(1)
+    assert [r[0] for r in rows] == keys
+    assert rows[7] == (keys[7], "/plex/media/00007.mp4", 1007, 60007)
+    starts = sorted(int(r["headers"]["X-Plex-Container-Start"]) for r in _listings(plex))
+    assert starts == [0, LIST_PAGE_SIZE, 2 * LIST_PAGE_SIZE]
+
+
+def test_pages_after_the_first_are_read_at_once(plex):
+    _add(plex, 0, 3 * LIST_PAGE_SIZE + 1)
+    client = PlexClient(plex.url, plex.token, "test-client")
+    client.sections()  # connected before the latency starts
+    plex.latency = 0.4
+    client.list_files(1)
+    asked = sorted(r["time"] for r in _listings(plex))
+    assert len(asked) == 4
+    # One after another, each page would be asked for 0.4 s after the one before.
+    assert asked[-1] - asked[1] < 0.2, asked
+
+
+def test_a_library_that_grows_while_listed_is_read_to_its_end(plex):
+    keys = _add(plex, 0, LIST_PAGE_SIZE + 10)
+    added: list[int] = []
+
+    def grow(record: dict) -> None:
+        if record["path"].startswith("/library/sections/1/all") and not added:
+            added.extend(_add(plex, 10_000, LIST_PAGE_SIZE))  # after the first page was answered
+
+    plex.on_request = grow
+    rows = PlexClient(plex.url, plex.token, "test-client").list_files(1)
+    assert [r[0] for r in rows] == keys + added
+    assert len(_listings(plex)) == 3
+
+
+def test_threads_waiting_for_a_failed_first_listing_get_its_error(plex):
+    """A warm-up listing that fails (or hangs until its timeout) is not asked again by
+    every thread that waited for it: they get its error; a later call asks Plex anew."""
+    _add(plex, 0, 3)
+    index = LibraryIndex(PlexClient(plex.url, plex.token, "test-client"), _Cache(), ())
+    plex.fail_503, plex.latency = True, 0.5
+    warm = threading.Thread(target=index.warm)
+    warm.start()
+    time.sleep(0.1)  # the warm-up's request is in flight
+    with pytest.raises(PlexUnavailable):
+        index.index()
+    warm.join()
+    assert len(plex.requests) == 1
+
+    plex.fail_503, plex.latency = False, 0.0
+    assert [f.rating_key for f in index.index().by_path("/plex/media/00001.mp4")]
+    assert len(plex.requests) > 1
