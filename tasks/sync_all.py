@@ -8,12 +8,15 @@ desired state is unchanged since the last successful write are not even queued
 
 One continuous pipeline, bounded at every stage: a reader thread fetches the next
 page (and hashes its scenes) while the worker writes the current one; the worker
-queues the next page's changed scenes (:meth:`PageFeed.refill`) while the writers
-still have work, so Plex never waits for Stash or for the queue's bookkeeping. At
-most four pages are held in memory (never the whole library). Killing the task at
-any point loses nothing: queued jobs stay in the queue for ``process_queue`` or the
-next run. Progress (Stash's task bar, and the command line's bar with rate and time
-left) moves with every scene settled, not page by page.
+queues the changed scenes a slice at a time (:meth:`PageFeed.refill`) while the
+writers still have work, so Plex never waits for Stash or for the queue's
+bookkeeping. The first page is small (Stash answers it sooner, and the first writes
+start while the next page is read), and Plex's library listing is read in a thread
+meanwhile. At most four pages are held in memory (never the whole library). Killing
+the task at any point loses nothing: queued jobs stay in the queue for
+``process_queue``, and scenes not queued yet are checked by the next run. Progress
+(Stash's task bar, and the command line's bar with rate and time left) moves with
+every scene settled, not page by page.
 
 Pages follow the scene id (``id > last id seen``), not a page number, so scenes
 deleted or added while the task runs make no scene slip past unchecked. ``recent``
@@ -37,7 +40,9 @@ from tasks.progress import ProgressReporter
 from validation.metadata import scene_from_stash
 
 PAGE_SIZE = 500
-LOW_WATER = 150  # queued jobs of ours not taken yet: below this the next page is queued
+FIRST_PAGE_SIZE = 100  # Stash answers a small page sooner: the first writes start while the next page is read
+SLICE = 100  # jobs queued at once (a put is a SQLite transaction each: ~0.2 ms)
+LOW_WATER = 150  # queued jobs of ours not taken yet: below this the next slice is queued
 RECENT_DEFAULT_S = 24 * 3600
 
 
@@ -109,6 +114,7 @@ class PageFeed:
         self.app, self.queue, self.label = app, queue, label
         self.updated_after = updated_after
         self.prefetched: dict[int, dict] = {}  # scene data of queued bulk jobs, until taken
+        self._unqueued: list[tuple[int, dict]] = []  # the current page's changed scenes not queued yet
         self.total = self.seen = self.skipped = self.queued = self.out_of_scope = 0
         self._done = False
         self._pages: Queue = Queue(maxsize=1)
@@ -123,11 +129,13 @@ class PageFeed:
         # page is Stash's work): one page in flight, one being sorted, one handed over.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stash-page") as fetcher:
             try:
-                pending: Future | None = fetcher.submit(stash.scenes_after, 0, PAGE_SIZE, self.updated_after)
+                size = FIRST_PAGE_SIZE
+                pending: Future | None = fetcher.submit(stash.scenes_after, 0, size, self.updated_after)
                 while pending is not None and not self._stop.is_set():
                     remaining, scenes = pending.result()
                     pending = None
-                    if len(scenes) == PAGE_SIZE:
+                    if len(scenes) == size:
+                        size = PAGE_SIZE
                         last_id = max(int(s["id"]) for s in scenes)
                         pending = fetcher.submit(stash.scenes_after, last_id, PAGE_SIZE, self.updated_after)
                     if scenes:
@@ -147,18 +155,34 @@ class PageFeed:
                 continue
 
     def refill(self, force: bool) -> bool:
-        """Queue the next page's changed scenes when fewer than ``LOW_WATER`` of ours are
+        """Queue the next slice of changed scenes when fewer than ``LOW_WATER`` of ours are
         still waiting (``force``: the queue ran dry); False when every page is done.
 
-        A whole page is queued at once, so a task killed at any point leaves every
-        scene of the pages it read either done or queued for ``process_queue``.
+        A slice of ``SLICE`` jobs at a time: the thread that queues them is the one that
+        feeds the writers, and a whole page at once (500 transactions) kept it from them
+        longer than their stock of work lasts. A task killed before a page is all queued
+        leaves its other scenes to the next ``all`` or ``recent`` (``last_sync_at`` moves
+        only when a run completes); every job queued stays for ``process_queue``.
         """
-        if self._done:
-            return False
         if not force and len(self.prefetched) >= LOW_WATER:
             return True
         if force:
             self.prefetched.clear()  # the queue ran dry: what is left here collapsed into other jobs
+        if not self._unqueued and not self._next_page():
+            return False
+        now = time.time()
+        chosen, self._unqueued = self._unqueued[:SLICE], self._unqueued[SLICE:]
+        self.prefetched.update(chosen)
+        event = f"task:{self.label}"
+        self.queued += self.queue.put_many(
+            Job(scene_id=sid, priority=BULK, event=event, enqueued_at=now) for sid, _ in chosen
+        )
+        return True
+
+    def _next_page(self) -> bool:
+        """The next page from the reader thread, counted; False when every page is done."""
+        if self._done:
+            return False
         item = self._pages.get()
         if item is _END:
             self._done = True
@@ -168,16 +192,11 @@ class PageFeed:
             raise item
         self.total, scenes, changed, out_of_scope = item
         self.out_of_scope += out_of_scope
-        now = time.time()
         wanted = set(changed)
-        self.prefetched.update((int(s["id"]), s) for s in scenes if int(s["id"]) in wanted)
+        self._unqueued = [(int(s["id"]), s) for s in scenes if int(s["id"]) in wanted]
         self.seen += len(scenes)
         self.skipped += len(scenes) - len(changed)
-        _count_unchanged(self.app, len(scenes) - len(changed) - out_of_scope, now)
-        event = f"task:{self.label}"
-        self.queued += self.queue.put_many(
-            Job(scene_id=sid, priority=BULK, event=event, enqueued_at=now) for sid in changed
-        )
+        _count_unchanged(self.app, len(scenes) - len(changed) - out_of_scope, time.time())
         return True
 
     def close(self) -> None:
