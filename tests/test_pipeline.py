@@ -75,3 +75,35 @@ def test_all_moves_the_task_bar_scene_by_scene_and_respects_the_concurrency(plug
     # every request waits 50 ms in the emulator before it is answered: overlapping windows
     in_flight = max(sum(1 for s in starts if t <= s < t + 0.05) for t in starts)
     assert in_flight <= 2
+
+
+def test_all_queues_a_slice_at_a_time_and_starts_with_a_small_page(plugin):
+    """The queue never holds a whole page of the task's jobs waiting to be taken: a slice
+    is queued when fewer than LOW_WATER wait (the thread that queues them is the one
+    that feeds the writers)."""
+    import sqlite3
+
+    from tasks.sync_all import FIRST_PAGE_SIZE, LOW_WATER, PAGE_SIZE, SLICE
+
+    scenes = FIRST_PAGE_SIZE + 300  # a second page larger than LOW_WATER + SLICE
+    for n in range(scenes):
+        plugin.add_scene(n)
+    waiting: list[int] = []
+
+    def count_waiting(record: dict) -> None:
+        if record["method"] == "PUT":
+            db = sqlite3.connect(f"file:{plugin.data_dir / 'queue' / 'data.db'}?mode=ro", uri=True)
+            try:
+                waiting.append(db.execute("SELECT COUNT(*) FROM ack_queue_bulk WHERE status < 2").fetchone()[0])
+            finally:
+                db.close()
+
+    plugin.plex.on_request = count_waiting
+    plugin.stash.requests.clear()
+    run = plugin.task("all")
+    plugin.plex.on_request = None
+    assert run.error is None and run.output["synced"] == scenes, run.stderr[-3000:]
+    assert len(waiting) == scenes
+    assert max(waiting) <= LOW_WATER + SLICE < scenes - FIRST_PAGE_SIZE, max(waiting)
+    pages = plugin.stash.graphql_requests("S2PScenesAfter")
+    assert [r["variables"]["filter"]["per_page"] for r in pages] == [FIRST_PAGE_SIZE, PAGE_SIZE]
