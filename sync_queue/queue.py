@@ -129,8 +129,11 @@ def _load_without_init() -> SimpleNamespace | None:
     except ImportError:
         return None  # not the layout we know: the ordinary import instead
     finally:
-        for name in [m for m in sys.modules if m == PERSIST_QUEUE or m.startswith(PERSIST_QUEUE + ".")]:
-            del sys.modules[name]
+        # list() copies the keys at once: another thread may be importing meanwhile (a
+        # task reads Plex's listing in a thread), and a comprehension over the live dict
+        # then fails with "dictionary changed size during iteration".
+        for name in [m for m in list(sys.modules) if m == PERSIST_QUEUE or m.startswith(PERSIST_QUEUE + ".")]:
+            sys.modules.pop(name, None)
 
 
 class JobQueue:

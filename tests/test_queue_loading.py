@@ -100,3 +100,38 @@ def test_retry_locked_retries_only_locked_and_busy_up_to_six_attempts(monkeypatc
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         other()
     assert other.calls == 1
+
+
+CHURN = r"""
+import sys, threading, types
+sys.path.insert(0, sys.argv[1])
+from sync_queue.queue import _load_without_init
+stop = threading.Event()
+
+def churn():  # what a thread importing modules does to sys.modules
+    n = 0
+    while not stop.is_set():
+        name = f"_s2p_churn_{n % 50}"
+        sys.modules[name] = types.ModuleType(name)
+        sys.modules.pop(f"_s2p_churn_{(n + 25) % 50}", None)
+        n += 1
+
+sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+t = threading.Thread(target=churn)
+t.start()
+try:
+    for _ in range(20):
+        assert _load_without_init() is not None
+finally:
+    stop.set()
+    t.join()
+print("ok")
+"""
+
+
+def test_loading_persist_queue_while_another_thread_imports(tmp_path):
+    """A task reads Plex's listing in a thread (importing plexapi) while the queue adapter
+    loads persist-queue: taking its modules out of ``sys.modules`` again must not trip
+    over the other thread's imports ("dictionary changed size during iteration")."""
+    done = subprocess.run([sys.executable, "-c", CHURN, str(REPO)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
