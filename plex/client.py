@@ -7,6 +7,7 @@ short pause; a refused connection or a 503 is not: the circuit breaker owns that
 
 from __future__ import annotations
 
+import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,13 +70,16 @@ class PlexClient:
         self.client_id = client_id
         self.timeout = timeout
         self._server = None
+        self._connecting = threading.Lock()  # threads share the client: one connection is made
         self._direct: DirectPool | None = None
         self._sections: dict[int, int] = {}  # ratingKey → library section, from the last read
 
     @property
     def server(self):
         if self._server is None:
-            self._server = self._connect()
+            with self._connecting:
+                if self._server is None:
+                    self._server = self._connect()
         return self._server
 
     @blip_retry
