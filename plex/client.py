@@ -137,7 +137,7 @@ class PlexClient:
         """
         rows, total = self._list_rows(section_key, 0)
         starts = range(LIST_PAGE_SIZE, total, LIST_PAGE_SIZE)
-        if len(starts):
+        if starts:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(max_workers=LIST_IN_FLIGHT, thread_name_prefix="plex-list") as pool:

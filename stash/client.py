@@ -10,15 +10,13 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from core.errors import ConfigError, StashQueryError, StashRefused, StashUnavailable
+from core.http import DirectPool
 from core.netcause import Cause, host_of, network_cause
 from validation.plugin_input import ServerConnection
-
-if TYPE_CHECKING:
-    from core.http import DirectPool
 
 PLUGIN_ID = "Stash2Plex"
 REQUEST_TIMEOUT_S = 30.0
@@ -210,7 +208,9 @@ class StashClient:
         self._check_version(self._api.version)
         self._bound_timeouts()
         self._api.s.hooks["response"].append(self._remember)
-        self._direct: DirectPool | None = None  # for the screenshots, made on first use
+        # The screenshots' way past the Session's per-request work (built here, once: the
+        # writer threads read covers at the same time).
+        self._direct = DirectPool(self._api.s, f"{self._base.scheme}://{self._base.netloc}", {})
 
     @staticmethod
     def _check_version(version: Any) -> None:
@@ -364,7 +364,7 @@ class StashClient:
         reply the error handling reads (a refused session, a proxy's page)."""
         own = self.own_url(url)
         with stash_errors("downloading a screenshot", lambda: self._last_reply, self._api.url):
-            direct = self._direct_pool()
+            direct = self._direct
             if direct.usable:
                 target = own[len(direct.base_url) :]
                 status, data, headers = direct.send("GET", target, None, REQUEST_TIMEOUT_S, self._cookie_header())
@@ -374,13 +374,6 @@ class StashClient:
         if response.status_code != 200:
             raise _image_refused(response)
         return response.content, response.headers.get("Content-Type", "")
-
-    def _direct_pool(self) -> DirectPool:
-        if self._direct is None:
-            from core.http import DirectPool
-
-            self._direct = DirectPool(self._api.s, f"{self._base.scheme}://{self._base.netloc}", {})
-        return self._direct
 
     def _cookie_header(self) -> dict[str, str]:
         """The session's cookies as the Session would send them to Stash (read per request:

@@ -13,24 +13,7 @@ import pytest
 from core.errors import PlexUnavailable
 from plex.client import LIST_PAGE_SIZE, PlexClient
 from plex.index import LibraryIndex
-
-
-class _Cache:
-    """The index's cache (the ledger's SQLite in the product): only what it reads and writes."""
-
-    def __init__(self) -> None:
-        self.meta_values: dict[str, str] = {}
-        self.rows: dict[int, list] = {}
-
-    def meta(self, key, default=None):
-        return self.meta_values.get(key, default)
-
-    def index_rows(self, section_id):
-        return self.rows.get(section_id, [])
-
-    def replace_index(self, section_id, stamp, rows):
-        self.rows[section_id] = list(rows)
-        self.meta_values[f"index_stamp:{section_id}"] = stamp
+from sync_queue.ledger import Ledger
 
 
 def _add(plex, first: int, count: int) -> list[int]:
@@ -80,11 +63,11 @@ def test_a_library_that_grows_while_listed_is_read_to_its_end(plex):
     assert len(_listings(plex)) == 3
 
 
-def test_threads_waiting_for_a_failed_first_listing_get_its_error(plex):
+def test_threads_waiting_for_a_failed_first_listing_get_its_error(plex, tmp_path):
     """A warm-up listing that fails (or hangs until its timeout) is not asked again by
     every thread that waited for it: they get its error; a later call asks Plex anew."""
     _add(plex, 0, 3)
-    index = LibraryIndex(PlexClient(plex.url, plex.token, "test-client"), _Cache(), ())
+    index = LibraryIndex(PlexClient(plex.url, plex.token, "test-client"), Ledger(tmp_path), ())
     plex.fail_503, plex.latency = True, 0.5
     warm = threading.Thread(target=index.warm)
     warm.start()
