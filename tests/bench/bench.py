@@ -398,13 +398,23 @@ def sync_all(lab: Lab) -> dict:
     floor_a = edit_poster_floor(lab)
     lab.plex.clear_requests()
     lab.stash.clear_request_logs()
+    started = time.time()
     run = lab.task("all")
     assert run.error is None, run.stderr[-2000:]
     counts = request_counts(lab)
+    first_edit = first_edit_after(lab, started)
+    lab.plex.clear_requests()
+    started = time.time()
     floor_b = edit_poster_floor(lab)
     result = floors(run, floor_a, floor_b, counts)
+    result["first_edit"], result["floor_first_edit"] = first_edit, first_edit_after(lab, started)
     result["wire_floor"] = edit_poster_floor(lab, with_screenshot=True).wall
     return result
+
+
+def first_edit_after(lab: Lab, started: float) -> float:
+    """Seconds from a process's start to the first edit the Plex emulator received."""
+    return min(r["time"] for r in lab.plex.edit_requests()) - started
 
 
 def floors(run: Run, a: Run, b: Run, counts: dict) -> dict:
@@ -453,6 +463,14 @@ def report_all(lab: Lab, r: dict, target: str) -> None:
             "(the 3 requests a changed scene needs)",
         )
     line("  scenes synced per second", f"{synced / run.wall:.0f}/s", f"{lab.scenes / floor:.0f}/s floor", "")
+    if "first_edit" in r:
+        line(
+            "  first edit after the process started",
+            f"{r['first_edit']:.2f} s",
+            f"{r['floor_first_edit']:.2f} s the floor's",
+            ratio(r["first_edit"], r["floor_first_edit"]),
+            "(start-up: imports, settings, Plex's listing)",
+        )
     per = max(synced, 1)
     line("  Plex edits / uploads per changed scene", f"{r['edits'] / per:.2f} / {r['uploads'] / per:.2f}")
     line("  Plex detail reads (GET, 50 items each)", f"{r['plex_reads']}", "", "")
