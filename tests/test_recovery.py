@@ -113,6 +113,25 @@ def test_a_short_outage_heals_by_itself_within_seconds(real_breaker):
     assert breaker["state"] == "closed", breaker
 
 
+def test_a_probe_job_that_fails_on_its_own_does_not_hold_the_others_back(real_breaker):
+    """Issue 25.4: the first job after an outage is a scene Plex has not scanned yet. The
+    breaker's verdict is its own request, so the ten good edits behind it sync at once
+    (they waited for the 120 s probe timeout, synced 0 of 10)."""
+    plugin = real_breaker
+    files = [{"path": "/stash/media/not-scanned-yet.mp4", "size": 7, "duration": 60.0}]
+    missing = plugin.stash.add_scene(title="Not in Plex yet", files=files)
+    scenes = dict(plugin.add_scene(n) for n in range(10))
+    _open_breaker(plugin, probes=5)
+    with drainer_lock_held(plugin.data_dir):  # queued in this order; the task takes them
+        for sid in [missing, *scenes]:
+            assert plugin.hook(plugin.stash.update_scene(sid, title=f"After outage {sid}")).error is None
+    run = plugin.task("process_queue")
+    assert run.error is None, run.stderr[-3000:]
+    assert run.output["synced"] == 10, run.output
+    assert titles_match(plugin, scenes) == []
+    assert _breaker(plugin)["state"] == "closed", _breaker(plugin)
+
+
 @pytest.mark.parametrize("task", ["health_check", "reconcile"])
 def test_a_task_that_reaches_plex_closes_the_breaker(real_breaker, task):
     plugin = real_breaker

@@ -7,10 +7,11 @@ one breaker; ``CircuitBreaker`` binds store, policy and clock for callers.
 ::
 
     CLOSED --threshold consecutive failures--> OPEN
-    OPEN --probe wait passed, one caller admitted--> HALF_OPEN (that caller probes)
+    OPEN --probe wait passed, one caller admitted--> HALF_OPEN (that caller probes: one
+         request of its own, whose only purpose is the verdict, not a job)
     OPEN/HALF_OPEN --a user's task probes at once (force_probe)--> HALF_OPEN
-    HALF_OPEN --probe succeeds--> CLOSED
-    HALF_OPEN --probe fails--> OPEN (a longer probe wait, from the failure)
+    HALF_OPEN --Plex answers the probe (a 4xx too)--> CLOSED
+    HALF_OPEN --refused, no answer, 5xx--> OPEN (a longer probe wait, from the failure)
     HALF_OPEN --probe silent for probe_timeout (its process died)--> next caller probes
 
 The wait before a probe grows while the outage lasts: ``first_probe`` seconds, then
@@ -35,6 +36,7 @@ from enum import Enum
 from pathlib import Path
 
 from core.platform import file_lock
+from worker.backoff import probe_wait
 
 __all__ = [
     "BreakerPolicy",
@@ -83,8 +85,7 @@ class BreakerPolicy:
 
     def probe_wait(self, probes: int) -> float:
         """Seconds from opening (or from the last failed probe) to the next probe."""
-        first = min(self.first_probe, self.recovery)
-        return self.recovery if probes >= 32 else min(self.recovery, first * 2**probes)
+        return probe_wait(probes, min(self.first_probe, self.recovery), self.recovery)
 
 
 CLOSED = BreakerState()

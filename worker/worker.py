@@ -32,6 +32,7 @@ from core.errors import (
     Stash2PlexError,
     StashRefused,
     StashUnavailable,
+    TransientError,
 )
 from stash.timestamps import parse as parse_timestamp
 from sync_queue.job import BULK, Job, Taken
@@ -211,11 +212,30 @@ class Worker:
             self.delta.waiting(len(batch))
             return []
         self._breaker_seen = self.breaker.state()
-        if self._breaker_seen.state == State.HALF_OPEN:
-            for item in batch[1:]:
-                self.queue.postpone(item, now)
-            return batch[:1]
+        if self._breaker_seen.state == State.HALF_OPEN and not self._probe():
+            wait = max(1.0, self.breaker.seconds_until_probe())
+            for item in batch:
+                self.queue.postpone(item, now + wait)
+            self.delta.waiting(len(batch))
+            return []
         return batch
+
+    def _probe(self) -> bool:
+        """This process is the breaker's probe: one request of its own decides, not a job
+        (a job's own fate, a scene not in Plex yet or a 414, says nothing of whether Plex is
+        up, and left the breaker half-open until the probe timed out). Any answer from
+        Plex but a 5xx, a 4xx included, proves it is up; no answer keeps it open."""
+        try:
+            self.syncer.client.sections()
+        except TransientError as exc:  # refused, 503, no answer in time, reset: not up
+            self.breaker.record_failure()
+            self._breaker_seen = self.breaker.state()
+            self._say_unavailable(str(exc))
+            return False
+        except Stash2PlexError as exc:  # Plex answered (a 401), or a setting is wrong: the jobs meet it and say so
+            self.log.debug(f"the breaker's probe reached Plex: {exc}")
+        self._plex_ok()
+        return True
 
     def _scenes(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None]:
         """Each job's scene data: a bulk job may use the page its task fetched, unless a
