@@ -7,7 +7,12 @@ in Plex and nothing the user added there), and the poster's source URL and hash
 (Plex keeps every uploaded poster, so a poster is uploaded only when its bytes
 changed), and the ids of the tags, performers, studio and groups it showed (so a
 renamed, merged or deleted entity fans out to exactly the scenes whose Plex items
-show it, even after Stash has forgotten which scenes carried it). Also small key/value state (last sync time, client id) and the cached
+show it, even after Stash has forgotten which scenes carried it).
+
+Per Plex item (``items``): the fields and tags last written there and the scene they
+were written for. An item can change owner (a new scene at a deleted scene's path, two
+items exchanging files); what was written for the previous owner is then known and
+removed. Also small key/value state (last sync time, client id) and the cached
 Plex section index. Cumulative outcome counts live in ``stats.db`` (``sync_queue/stats.py``).
 """
 
@@ -48,6 +53,13 @@ CREATE TABLE IF NOT EXISTS scene_entities (
     PRIMARY KEY (kind, entity_id, scene_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS scene_entities_scene ON scene_entities (scene_id);
+CREATE TABLE IF NOT EXISTS items (
+    rating_key INTEGER PRIMARY KEY,
+    scene_id INTEGER NOT NULL,
+    fields TEXT NOT NULL DEFAULT '{}',
+    written_tags TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS scenes_rating_key ON scenes (rating_key);
 """
 
 
@@ -63,6 +75,17 @@ class SceneRecord:
     poster_hash: str | None = None
     synced_at: float | None = None
     entities: dict[str, list[int]] | None = None  # kind → ids; None: not known (not saved)
+    owner: int | None = None  # the scene the linked item was last written for (read only; None: not known)
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    """What Stash2Plex last wrote to one Plex item, and for which scene (its owner)."""
+
+    rating_key: int
+    scene_id: int
+    fields: dict[str, str] = field(default_factory=dict)
+    written_tags: dict[str, list[str]] = field(default_factory=dict)
 
 
 def entity_map(entities: dict[str, Any] | None) -> dict[str, list[int]]:
@@ -86,15 +109,26 @@ class Ledger(sqlite.Store):
             rows = (
                 self._db()
                 .execute(
-                    "SELECT scene_id, rating_key, plex_path, state_hash, fields, written_tags, "
-                    f"poster_source, poster_hash, synced_at FROM scenes WHERE scene_id IN ({','.join('?' * len(chunk))})",
+                    "SELECT s.scene_id, s.rating_key, plex_path, state_hash, s.fields, s.written_tags, "
+                    "poster_source, poster_hash, synced_at, i.scene_id "
+                    "FROM scenes s LEFT JOIN items i ON i.rating_key = s.rating_key "
+                    f"WHERE s.scene_id IN ({','.join('?' * len(chunk))})",
                     chunk,
                 )
                 .fetchall()
             )
             for row in rows:
                 found[row[0]] = SceneRecord(
-                    row[0], row[1], row[2], row[3], json.loads(row[4]), json.loads(row[5]), row[6], row[7], row[8]
+                    row[0],
+                    row[1],
+                    row[2],
+                    row[3],
+                    json.loads(row[4]),
+                    json.loads(row[5]),
+                    row[6],
+                    row[7],
+                    row[8],
+                    owner=row[9],
                 )
             held = self._db().execute(
                 f"SELECT scene_id, kind, entity_id FROM scene_entities WHERE scene_id IN ({','.join('?' * len(chunk))})",
@@ -142,6 +176,48 @@ class Ledger(sqlite.Store):
                 )
                 if record.entities is not None:
                     self._write_entities(conn, record.scene_id, record.entities)
+                if record.rating_key is not None:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?)",
+                        (
+                            record.rating_key,
+                            record.scene_id,
+                            json.dumps(record.fields, sort_keys=True),
+                            json.dumps(record.written_tags, sort_keys=True),
+                        ),
+                    )
+
+    def items(self, rating_keys: list[int]) -> dict[int, ItemRecord]:
+        """What was last written to each of these Plex items, and for which scene.
+
+        Kept per item, not only per scene: when another scene takes an item over (a new
+        scene at a deleted one's path, two items exchanging files), what was written
+        there for the previous owner is known and removed. An item written before this
+        record existed is found through the scene record that links it (the newest).
+        """
+        found: dict[int, ItemRecord] = {}
+        with self._lock:
+            db = self._db()
+            for start in range(0, len(rating_keys), 500):
+                chunk = list(rating_keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                for rk, sid, fields, tags in db.execute(
+                    f"SELECT rating_key, scene_id, fields, written_tags FROM items WHERE rating_key IN ({marks})", chunk
+                ).fetchall():
+                    found[rk] = ItemRecord(rk, sid, json.loads(fields), json.loads(tags))
+                legacy = [k for k in chunk if k not in found]
+                if legacy:
+                    rows = db.execute(
+                        "SELECT rating_key, scene_id, fields, written_tags FROM scenes "
+                        f"WHERE rating_key IN ({','.join('?' * len(legacy))}) ORDER BY synced_at",
+                        legacy,
+                    ).fetchall()
+                    for rk, sid, fields, tags in rows:  # the newest last: it wins
+                        found[rk] = ItemRecord(rk, sid, json.loads(fields), json.loads(tags))
+        return found
+
+    def item(self, rating_key: int) -> ItemRecord | None:
+        return self.items([rating_key]).get(rating_key)
 
     @staticmethod
     def _write_entities(conn, scene_id: int, entities: dict[str, list[int]]) -> None:

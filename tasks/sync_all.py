@@ -38,6 +38,7 @@ from sync_queue.stats import Delta
 from tasks.process_queue import finish, sum_done
 from tasks.progress import ProgressReporter
 from validation.metadata import scene_from_stash
+from worker.worker import READ_AT
 
 PAGE_SIZE = 500
 FIRST_PAGE_SIZE = 100  # Stash answers a small page sooner: the first writes start while the next page is read
@@ -130,14 +131,18 @@ class PageFeed:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stash-page") as fetcher:
             try:
                 size = FIRST_PAGE_SIZE
+                asked = time.time()  # a page's age, against entity events (worker.READ_AT)
                 pending: Future | None = fetcher.submit(stash.scenes_after, 0, size, self.updated_after)
                 while pending is not None and not self._stop.is_set():
                     remaining, scenes = pending.result()
-                    pending = None
+                    pending, read_at = None, asked
                     if len(scenes) == size:
                         size = PAGE_SIZE
                         last_id = max(int(s["id"]) for s in scenes)
+                        asked = time.time()
                         pending = fetcher.submit(stash.scenes_after, last_id, PAGE_SIZE, self.updated_after)
+                    for scene in scenes:
+                        scene[READ_AT] = read_at
                     if scenes:
                         self._put((seen + remaining, scenes, *sort_scenes(self.app, scenes)))
                         seen += len(scenes)

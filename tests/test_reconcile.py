@@ -79,7 +79,7 @@ def test_reconcile_repairs_a_wiped_item_a_re_added_item_a_performer_merge_and_a_
     assert drift["item_gone"] == [sb] and drift["studio"] == [sb]
     assert drift["actor"] == [sb, sc]
     assert (out["checked"], out["repaired"], out["in_line"], out["unmatched"]) == (4, 3, 1, 0)
-    assert out["plex_detail_reads"] == 1  # one read for 4 items, plus the listing
+    assert out["plex_detail_reads"] == 4  # one read for 4 items, and each item written read again before its write
     for n, key in ((0, ra), (1, rb2)):
         _in_line(plugin, key, n)
     assert plugin.plex.item(rc)["tags"]["actor"] == ["P3"]

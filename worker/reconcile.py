@@ -6,9 +6,12 @@ the index once) and one detail read per 50 items, finds for each scene the item 
 holds its file, and what differs: every synced field, its lock, the tags, the poster,
 and a ledger link that is gone (the ratingKey no longer exists), moved (the item no
 longer holds the file) or missing (a lost ledger). ``repair`` sends a scene through
-the same write step as every sync (``Syncer.sync``, which checks the item holds the
-file before writing) with the detail view already read, so a repair costs only its
-writes; a scene in line only gets its ledger record corrected.
+the same write step as every sync (``Syncer.sync``, which reads the item again and checks
+it holds the file on that read before writing: one more detail read per repair, since
+files may move between the check and the write); a scene in line only gets its
+ledger record corrected. What was written to an item is the item's (``Ledger.items``):
+when another scene's data was written there last, the item is compared against that
+and the other scene's tags, fields and poster are replaced.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from core.errors import AmbiguousMatch, PlexNotFound
 from plex.client import PlexItemState
 from plex.desired import desired_for
 from plex.plan import ItemPlan, Written, plan_item
-from sync_queue.ledger import SceneRecord, entity_map
+from sync_queue.ledger import ItemRecord, SceneRecord, entity_map
 from validation.metadata import SceneMetadata
 
 READ_CHUNK = 50
@@ -37,6 +40,7 @@ class Finding:
     rating_key: int | None = None
     how: str = ""
     state: PlexItemState | None = None
+    written: ItemRecord | None = None  # what was last written to the item, and for which scene
     plan: ItemPlan | None = None
     poster: str = "none"
     drift: list[str] = field(default_factory=list)
@@ -61,11 +65,14 @@ class Reconciler:
     def check(self, scenes: list[SceneMetadata]) -> list[Finding]:
         records = self.ledger.get_many([s.id for s in scenes])
         findings = [self._locate(scene, records.get(scene.id)) for scene in scenes]
-        states = self._read([f.rating_key for f in findings if f.rating_key is not None])
+        keys = [f.rating_key for f in findings if f.rating_key is not None]
+        states = self._read(keys)
+        written = self.ledger.items(keys)
         for finding in findings:
             if finding.rating_key is None:
                 continue
             finding.state = states.get(finding.rating_key)
+            finding.written = written.get(finding.rating_key)
             if finding.state is None:  # gone between the listing and the read
                 finding.drift.append("item_gone")
                 finding.reason = f"Plex item {finding.rating_key} vanished while being checked"
@@ -110,14 +117,23 @@ class Reconciler:
         return states
 
     def _same_item(self, finding: Finding) -> bool:
-        return finding.record is not None and finding.record.rating_key == finding.rating_key
+        """The scene's record links this item and nothing was written there for another scene since."""
+        return (
+            finding.record is not None
+            and finding.record.rating_key == finding.rating_key
+            and (finding.written is None or finding.written.scene_id == finding.scene.id)
+        )
+
+    @staticmethod
+    def _taken_over(finding: Finding) -> bool:
+        """Another scene's data was written to the item last (it changed owner)."""
+        return finding.written is not None and finding.written.scene_id != finding.scene.id
 
     def _compare(self, finding: Finding) -> None:
-        state, record = finding.state, finding.record
+        state = finding.state
         assert state is not None
-        written = (
-            Written(record.fields, record.written_tags) if record is not None and self._same_item(finding) else None
-        )
+        item = finding.written  # the item's, whichever scene it was for: another scene's is removed
+        written = Written(item.fields, item.written_tags) if item is not None else None
         desired = desired_for(finding.scene, self.syncer.choices)  # what the settings choose to write
         finding.plan = plan_item(desired, state, written, self.settings.preserve_plex_edits, relock=True)
         for change in finding.plan.fields:
@@ -134,7 +150,7 @@ class Reconciler:
         assert state is not None
         if not url or not self.settings.writes("poster"):
             return "none"
-        if "thumb" not in state.locked:
+        if "thumb" not in state.locked or self._taken_over(finding):
             return "upload"
         if not self._same_item(finding) or finding.record is None:
             return "adopt"
@@ -150,7 +166,9 @@ class Reconciler:
         if not finding.needs_write and self._same_item(finding):
             self._correct_ledger(finding)
             return None
-        self.syncer.use_states({finding.rating_key: finding.state})
+        # The sync reads the item again and checks it holds the scene's file on that read:
+        # the view read for the check is older than the decision to write (files move).
+        self.reads += 1
         return self.syncer.sync(finding.scene, self._record_for_sync(finding), scan_allowed=False, relock=True)
 
     def _record_for_sync(self, finding: Finding) -> SceneRecord:

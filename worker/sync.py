@@ -107,6 +107,8 @@ class Syncer:
         """
         if record is None or record.rating_key is None or not record.plex_path:
             return False
+        if record.owner not in (None, record.scene_id):
+            return False  # another scene's data was written there since: the item is no longer ours
         try:
             held = self.index.index().by_path(record.plex_path)
         except Stash2PlexError:
@@ -143,10 +145,6 @@ class Syncer:
             self._prefetched.pop(key, None)
             self.client.forget(key)
 
-    def use_states(self, states: dict[int, PlexItemState]) -> None:
-        """Detail views the caller has just read (``reconcile``): the next sync of these items reads none."""
-        self._prefetched.update(states)
-
     def _state(self, rating_key: int) -> PlexItemState:
         state = self._prefetched.pop(rating_key, None)
         return state if state is not None else self.client.item_state(rating_key)
@@ -178,9 +176,15 @@ class Syncer:
     def _plan(
         self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, relock: bool
     ) -> tuple[SceneRecord | None, ItemPlan, int | None]:
-        if record is not None and record.rating_key != state.rating_key:
-            record = SceneRecord(scene_id=scene.id)  # a new item: nothing of ours is on it yet
-        written = Written(record.fields, record.written_tags) if record is not None else None
+        # What was written to the item is the item's, whichever scene it was for: when the
+        # item changes owner (a new scene at a deleted one's path, two items exchanging
+        # files), everything written there for the previous owner is removed.
+        prior = self.ledger.item(state.rating_key)
+        if record is not None and (
+            record.rating_key != state.rating_key or (prior is not None and prior.scene_id != scene.id)
+        ):
+            record = SceneRecord(scene_id=scene.id)  # not this scene's item until now: no poster of its own is there
+        written = Written(prior.fields, prior.written_tags) if prior is not None else None
         desired = desired_for(scene, self.choices)
         plan, shortened = fit_plan(
             desired, state, written, self.settings.preserve_plex_edits, self._length(state), relock=relock

@@ -38,13 +38,17 @@ from stash.timestamps import parse as parse_timestamp
 from sync_queue.job import BULK, Job, Taken
 from sync_queue.ledger import entity_map
 from sync_queue.stats import Delta
-from validation.metadata import scene_from_stash
+from validation.metadata import entities_of, scene_from_stash
 from worker.backoff import probe_wait
 from worker.breaker import BreakerState, State
 from worker.pipeline import CHUNK, Pipeline
 from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, WAIT_STASH, decide
 
 NAP_MAX_S = 1.0
+# Added to a scene's Stash data: when it was asked for, in wall-clock seconds (time.time(),
+# the clock hooks stamp entity events with, in their own processes). Data asked for before
+# an entity event of one of its tags, performers, studio or groups may predate the change.
+READ_AT = "_s2p_read_at"
 
 
 class Worker:
@@ -84,6 +88,8 @@ class Worker:
         self._stash_failures = 0  # Stash outage: consecutive batches that could not reach it
         self._stop: threading.Event | None = None
         self._fetched_at: dict[int, str] = {}  # updated_at of the newest scene data fetched per scene
+        self._entity_changed: dict[tuple[str, int], float] = {}  # (kind, id) → newest event's time seen
+        self._read_at: dict[int, float] = {}  # scenes being synced → when their data was asked of Stash
 
     # -- the loop ----------------------------------------------------------------
     def run(
@@ -138,7 +144,11 @@ class Worker:
         collapse; a scene whose desired state did not change is later acked without
         a Plex request. Returns how many scenes were queued."""
         queued = 0
-        for event in self.queue.entity_events():
+        events = self.queue.entity_events()
+        for event in events:  # every older page of the scenes it touches is stale from now on
+            key = (event.kind, event.entity_id)
+            self._entity_changed[key] = max(self._entity_changed.get(key, event.queued_at), event.queued_at)
+        for event in events:
             if queued >= room:
                 break
             scenes = self.ledger.scenes_with(event.kind, event.entity_id, event.after_scene, room - queued)
@@ -240,24 +250,45 @@ class Worker:
     def _scenes(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None]:
         """Each job's scene data: a bulk job may use the page its task fetched, unless a
         newer event for that scene exists (an interactive job in this batch, or newer data
-        already fetched in this run: a user's edit is never reverted by an older page)."""
+        already fetched in this run: a user's edit is never reverted by an older page), or
+        an entity event touching the scene came after the page was read (a performer
+        destroyed or renamed while ``all`` works is never written back from its page)."""
         found: dict[int, dict | None] = {}
         interactive = {item.job.scene_id for item in batch if item.job.priority != BULK}
         need = set()
         for item in batch:
             sid = item.job.scene_id
             raw = prefetched.get(sid) if item.job.priority == BULK and sid not in interactive else None
-            if raw is not None and not self._older(sid, raw):
+            if raw is not None and not self._older(sid, raw) and not self._outdated(raw):
                 found[sid] = raw
             else:
                 need.add(sid)
         if need:
+            asked = time.time()  # before the request: whatever Stash committed earlier is in the answer
             fetched = self.stash.scenes_by_id(sorted(need))
             for sid in need:
                 raw = found[sid] = fetched.get(sid)
                 if raw is not None:
+                    raw[READ_AT] = asked
                     self._fetched_at[sid] = str(raw.get("updated_at") or "")
         return found
+
+    def _outdated(self, raw: dict) -> bool:
+        """True when an entity event of one of the scene's tags, performers, studio or
+        groups is as new as the data or newer (the data may show it as it was)."""
+        return bool(self._entity_changed) and self._changed_since(entities_of(raw), raw.get(READ_AT, 0.0))
+
+    def _changed_since(self, entities: dict, read_at: float) -> bool:
+        changed = self._entity_changed
+        return any(changed.get((kind, i), float("-inf")) >= read_at for kind, ids in entities.items() for i in ids)
+
+    def _requeue_if_outdated(self, scene, synced: bool) -> None:
+        """A sync's data predates an entity event seen while it ran: the scene is queued
+        again, and that job reads Stash afresh (the fan-out may have run before this sync
+        recorded which entities the item shows). A failed sync's retry reads Stash anyway."""
+        read_at = self._read_at.pop(scene.id, None)
+        if synced and read_at is not None and self._changed_since(scene.entities, read_at):
+            self.queue.put(Job(scene_id=scene.id, priority=BULK, event="entity changed", enqueued_at=self.clock()))
 
     def _older(self, sid: int, raw: dict) -> bool:
         """True when ``raw`` is older than data this run already fetched for the scene."""
@@ -302,6 +333,7 @@ class Worker:
                 self.delta.unchanged(self.clock())
                 self._in_sync.append(sid)
                 continue
+            self._read_at[sid] = float(raw.get(READ_AT, 0.0))
             work.append((item, scene, record))
         return work
 
@@ -417,6 +449,7 @@ class Worker:
 
     # -- outcomes ----------------------------------------------------------------
     def _report(self, item: Taken, scene, result, error) -> None:
+        self._requeue_if_outdated(scene, synced=result is not None)
         if result is None:
             return
         private = self._private
