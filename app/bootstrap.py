@@ -3,8 +3,8 @@
 Stash runs the plugin with whatever Python the user has, often inside a Docker
 image they do not control. ``main`` calls :func:`ensure_dependencies` first for
 tasks, the drainer and the command line; when everything is present it costs about a
-millisecond. A hook only calls :func:`use_local_packages`, and the full check when an
-import fails. Importing this module stays cheap (no subprocess until pip runs). Steps:
+millisecond. A hook only puts the plugin-local folder on ``sys.path`` (app/startup.py),
+and runs the full check when an import fails. Importing this module stays cheap (no subprocess until pip runs). Steps:
 
 1. The plugin-local folder ``<plugin>/deps/py<major><minor>`` (one per Python
    version, as compiled wheels differ) goes first on ``sys.path`` when it exists.
@@ -40,20 +40,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from app import startup
+from app.startup import DependencyError
 from core.platform import HeldLock, shell_command
 
 REQUIREMENTS_FILE = "requirements.txt"
-DEPS_DIR = "deps"
+DEPS_DIR = startup.DEPS_DIR
 DEP_MANAGER = "PythonDepManager"
 INSTALL_TIMEOUT_S = 900.0
 INSTALL_LOCK_PATIENCE_S = 900.0
 _LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*([^#;]*?)\s*(?:;[^#]*)?(?:#(.*))?$")
 _IMPORT_NAME = re.compile(r"import name:\s*([A-Za-z_][A-Za-z0-9_]*)")
 _CLAUSE = re.compile(r"^(>=|<=|==|!=|>|<)\s*([0-9][0-9A-Za-z.*+-]*)$")
-
-
-class DependencyError(Exception):
-    """The packages are missing and could not be installed; the message says what to run."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +110,7 @@ def satisfies(version: str, spec: str) -> bool:
 
 
 def deps_dir(plugin_dir: Path) -> Path:
-    return plugin_dir / DEPS_DIR / f"py{sys.version_info.major}{sys.version_info.minor}"
+    return Path(startup.deps_dir(str(plugin_dir)))
 
 
 def install_command(plugin_dir: Path, target: Path | None = None, quiet: bool = False) -> list[str]:
@@ -150,7 +148,7 @@ class Bootstrap:
 
     # -- checking ---------------------------------------------------------------
     def use_local_folder(self) -> None:
-        use_local_packages(self.plugin_dir)
+        startup.use_local_packages(str(self.plugin_dir))
 
     def absent(self) -> list[Requirement]:
         """Requirements that cannot be imported (looked up, not imported)."""
@@ -344,17 +342,10 @@ def _dep_manager_spec(spec: str) -> str:
     return ""
 
 
-def use_local_packages(plugin_dir: Path) -> None:
-    """Put the plugin-local package folder first on ``sys.path`` when it exists (no check)."""
-    target = deps_dir(plugin_dir)
-    if str(target) not in sys.path and target.is_dir():
-        sys.path.insert(0, str(target))
-        importlib.invalidate_caches()
-
-
 def ensure_dependencies(plugin_dir: Path, log) -> bool:
     """Make every package of ``requirements.txt`` importable, or raise DependencyError.
     True when something was missing (and is now installed)."""
+    startup.enable_site()
     boot = Bootstrap(plugin_dir, log)
     boot.use_local_folder()
     missing = boot.missing()

@@ -4,7 +4,9 @@ A hook starts it (``Stash2Plex.py drain``) with the Stash connection on stdin. I
 takes the drainer lock or exits at once (at most one drainer exists; the OS frees
 the lock of a killed drainer). The worker runs in a daemon thread; the main thread
 watches for a task asking to take over. The drainer stays while jobs wait for a
-retry, and exits when none are left. After releasing the lock it looks once more:
+retry, and lingers ``LINGER_S`` once the queue is empty, so a burst of hooks (a bulk
+edit, a scan) is written by one warm drainer instead of one started per hook. It exits
+when nothing new arrived in that time. After releasing the lock it looks once more:
 a job a hook enqueued while the drainer was finishing (that hook found the lock
 taken) is picked up by taking the lock again.
 
@@ -34,6 +36,8 @@ SETTINGS_CHECK_S = 30.0
 STASH_WAIT_MAX_S = 600.0  # a drainer that never got its settings gives up waiting for Stash
 NUDGE_MIN_GAP_S = 1.0  # a burst of hooks costs at most one settings request a second
 LOCK_PATIENCE_S = 1.0  # a look at the lock (is_locked) holds it for milliseconds; a drainer for long
+LINGER_S = 15.0  # how long an idle drainer waits for more work before it exits
+LINGER_POLL_S = 0.2
 
 
 def _worker_once_stash_answers(app, queue, stop: threading.Event, log: StashLog):
@@ -61,12 +65,26 @@ def _work(app, lock: HeldLock, stop: threading.Event, outcome: dict) -> None:
             if worker is None:
                 return
             outcome["stats"] = worker.run(stop=stop, wait_for_retries=True)
+            while worker.abort_error is None and _work_arrives(queue, stop, app.linger_s(LINGER_S)):
+                outcome["stats"] = worker.run(stop=stop, wait_for_retries=True)
         if worker.abort_error is not None:  # the token or a setting is wrong: stop, and say so
             outcome["error"] = worker.abort_error
     except Stash2PlexError as exc:
         outcome["error"] = exc
     except Exception as exc:  # logged with its type; the jobs stay queued
         outcome["error"] = exc
+
+
+def _work_arrives(queue, stop: threading.Event, linger_s: float) -> bool:
+    """Wait up to ``linger_s`` for a job (or an entity event) to be ready; False when none
+    came or the drainer was told to stop."""
+    deadline = time.monotonic() + linger_s
+    while time.monotonic() < deadline:
+        if stop.wait(min(LINGER_POLL_S, max(0.0, deadline - time.monotonic()))):
+            return False
+        if queue.ready_count():
+            return True
+    return False
 
 
 class SettingsWatch:

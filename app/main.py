@@ -104,27 +104,34 @@ def _terminal(stream) -> bool:
 
 
 def _run(plugin_input, env: dict[str, str], log, plugin_dir: Path) -> Any:
-    """Dispatch with the runtime packages in place (app/bootstrap.py)."""
-    from app.bootstrap import ensure_dependencies, use_local_packages
+    """Dispatch with the runtime packages in place (app/startup.py, app/bootstrap.py)."""
+    from app import startup
     from validation.plugin_input import HOOK_MODE
 
-    use_local_packages(plugin_dir)
-    if plugin_input.mode != HOOK_MODE:
+    hook = plugin_input.mode == HOOK_MODE
+    startup.prepare(str(plugin_dir), hook)
+    if not hook:
+        from app.bootstrap import ensure_dependencies
+
         ensure_dependencies(plugin_dir, log)
         return _dispatch(plugin_input, env, log)
     try:
         return _dispatch(plugin_input, env, log)
     except ModuleNotFoundError:
         # The hook fails before it writes anything when a package is missing (the
-        # queue loads persist-queue before opening a file): install, then once more.
-        if not ensure_dependencies(plugin_dir, log):
+        # queue loads persist-queue before opening a file): site-packages (when Python
+        # started without them), an install, then once more.
+        from app.bootstrap import ensure_dependencies
+
+        found = startup.enable_site()
+        if not ensure_dependencies(plugin_dir, log) and not found:
             raise  # every package is there: a bug, reported as one
     return _dispatch(plugin_input, env, log)
 
 
 def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log, plugin_dir: Path) -> int:
     """A run by Stash: parse stdin, dispatch, write exactly one reply."""
-    from app.bootstrap import DependencyError
+    from app.startup import DependencyError
     from core.errors import InputError, Stash2PlexError
     from validation.plugin_input import parse_plugin_input
 

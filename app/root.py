@@ -8,7 +8,6 @@ requests, plexapi or stashapi.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
@@ -67,6 +66,8 @@ def data_dir_for(connection: ServerConnection, env: dict[str, str]) -> Path:
 
 def _fingerprint(value) -> str:
     """A short hash of settings (secrets included, so it is only ever a hash)."""
+    import hashlib  # not on the hook's path
+
     text = json.dumps(value, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -306,6 +307,13 @@ class App:
             return breaker
 
         return self._part("breaker", build)
+
+    def linger_s(self, default: float) -> float:
+        """How long an idle drainer waits for more work (``STASH2PLEX_DRAINER_LINGER_S``;
+        0 exits as soon as the queue is empty)."""
+        if self.env.get("STASH2PLEX_DRAINER_LINGER_S", "").strip() in ("0", "0.0"):
+            return 0.0
+        return self._seconds("STASH2PLEX_DRAINER_LINGER_S", default)
 
     def _seconds(self, name: str, default: float) -> float:
         text = self.env.get(name) or ""

@@ -191,6 +191,9 @@ class _CurrentStderr:
 
 def pytest_configure(config):
     os.environ.setdefault("PLEXAPI_HEADER_IDENTIFIER", "stash2plex-tests")
+    # Drainers exit as soon as the queue is empty (tests wait for that); tests of the
+    # linger itself set their own value.
+    os.environ.setdefault("STASH2PLEX_DRAINER_LINGER_S", "0")
     if not hasattr(config, "workerinput"):  # once, in the controller (pytest-xdist workers skip it)
         compile_plugin()
     import stashapi.log  # noqa: F401 - installs its handler on the StashLogger logger

@@ -74,13 +74,19 @@ class ForkServer:
             # Linux only: macOS forbids much after fork() once system frameworks are loaded
             # (proxy lookup goes through them), and Windows has no fork.
             return False
-        if len(argv) < 2 or argv[0] != sys.executable or argv[1].startswith("-"):
+        if env.get("S2P_TEST_FRESH_PROCESSES"):
+            return False
+        script = argv[2:3] if argv[1:2] == ["-S"] else argv[1:2]
+        if len(argv) < 2 or argv[0] != sys.executable or not script or script[0].startswith("-"):
             return False
         base = self.env or os.environ
         return not any(env.get(key) != base.get(key) and _shapes_interpreter_start(key) for key in set(env) | set(base))
 
     def start(self, argv: list[str], env: dict[str, str], file_size_limit: int | None) -> ForkedRun:
         path = self._running()
+        # "-S" (no site, Stash2Plex.yml): the server imported site already; the child runs
+        # as a Python with site, which app/startup.py treats as site turned on.
+        argv = [argv[0], *argv[2:]] if argv[1:2] == ["-S"] else argv
         pipes = [os.pipe() for _ in range(3)]
         child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

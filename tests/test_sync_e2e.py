@@ -172,3 +172,32 @@ def test_edits_arriving_while_the_drainer_finishes_are_never_stranded(plugin):
         time.sleep(rng.uniform(0.0, 0.6))
     plugin.wait_drained()
     assert {rk: plugin.plex.item(rk)["fields"]["title"] for rk in expected} == expected
+
+
+def _lock_pid(plugin) -> str:
+    return (plugin.data_dir / "drainer.lock").read_text().strip()
+
+
+def _wait_title(plugin, rk: int, title: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while plugin.plex.item(rk)["fields"]["title"] != title:
+        assert time.monotonic() < deadline, plugin.drainer_log()[-3000:]
+        time.sleep(0.05)
+
+
+def test_an_idle_drainer_lingers_and_writes_the_next_hooks_edit(plugin):
+    """A bulk edit runs our hook once per scene, a few per second: one warm drainer writes
+    them all instead of one drainer started (and its packages imported) per hook."""
+    plugin.env["STASH2PLEX_DRAINER_LINGER_S"] = "20"
+    first, rk1 = plugin.add_scene(1)
+    second, rk2 = plugin.add_scene(2)
+    assert plugin.hook(plugin.stash.update_scene(first, title="First")).output == f"scene {first} queued"
+    _wait_title(plugin, rk1, "First")
+    time.sleep(0.5)  # the queue is empty now; the drainer waits for more
+    assert plugin.drainer_busy(), "the drainer exited at once instead of lingering"
+    pid = _lock_pid(plugin)
+    run = plugin.hook(plugin.stash.update_scene(second, title="Second"))
+    assert run.output == f"scene {second} queued" and "drainer started" not in run.stderr
+    _wait_title(plugin, rk2, "Second")
+    assert _lock_pid(plugin) == pid
+    assert plugin.drainer_log().count("drainer finished") == 0

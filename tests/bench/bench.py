@@ -51,7 +51,7 @@ from tests.runner import (  # noqa: E402
 LATENCY_S = 0.010
 CONCURRENCY = 6  # the plugin's default plex_concurrency; the floor uses the same
 SECTIONS = ("hook", "queue", "bulk", "scale", "pacing")  # the default run
-MORE_SECTIONS = ("entity", "reconcile")
+MORE_SECTIONS = ("storm", "entity", "reconcile")
 IMPORT_BASELINE = "import persistqueue, pydantic"
 
 
@@ -721,6 +721,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="SECTION",
         help=f"what to measure, any of: {', '.join(SECTIONS + MORE_SECTIONS)} (default: {' '.join(SECTIONS)})",
     )
+    parser.add_argument("--storm-saves", type=int, default=200, help="scene saves of the 'storm' run (default 200)")
     parser.add_argument("--scale-scenes", type=int, default=20000, help="scenes of the 'scale' run (default 20000)")
     parser.add_argument(
         "--huge", action="store_true", help="also run 'all' over 100,000 scenes (time ratio to the scale run)"
@@ -751,6 +752,10 @@ def main(argv: list[str]) -> int:
             scale = bench_scale(args.scale_scenes, small)
         elif section == "pacing":
             bench_pacing()
+        elif section == "storm":
+            from tests.bench.storm import bench_storm
+
+            bench_storm(launch, build_argv, Lab, line, ratio, REPO, args.storm_saves)
         elif section == "entity":
             bench_entity()
         elif section == "reconcile":

@@ -905,12 +905,45 @@ def _request_record(req: Request, status: int, started: float) -> dict:
     }
 
 
+class LoadModel:
+    """A server with a few worker threads: each request holds one for its service time.
+
+    PMS answers requests from a small pool of threads and its writes (database updates,
+    metadata writes to disk) take tens of milliseconds; requests beyond the pool wait
+    their turn, so latency grows with load. ``workers`` threads, ``write_s`` per PUT,
+    POST or DELETE, ``read_s`` per GET. Waiting is FIFO (a ``threading.Semaphore``
+    wakes waiters in order).
+    """
+
+    def __init__(self, workers: int = 4, write_s: float = 0.040, read_s: float = 0.010) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, not {workers}")
+        self.workers, self.write_s, self.read_s = workers, write_s, read_s
+        self._slots = threading.Semaphore(workers)
+        self._busy = 0
+        self._lock = threading.Lock()
+        self.peak_busy = 0
+
+    def serve(self, method: str, stopping: threading.Event) -> None:
+        """Hold a worker for this request's service time (after waiting for one)."""
+        with self._slots:
+            with self._lock:
+                self._busy += 1
+                self.peak_busy = max(self.peak_busy, self._busy)
+            try:
+                stopping.wait(self.read_s if method == "GET" else self.write_s)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+
+
 class PlexEmulator:
     """A Plex Media Server on 127.0.0.1 for tests; see the module docstring for its choices.
 
     Fault switches (``latency``, ``stall``, ``fail_401``, ``fail_503``, ``fail_uploads``,
-    ``fail_edits``, ``cut_replies``, ``tag_semantics``) are plain attributes read once per
-    request, so they may be flipped at any time. ``fail_uploads`` answers 500 to poster/art
+    ``fail_edits``, ``cut_replies``, ``tag_semantics``, ``load``) are plain attributes read
+    once per request, so they may be flipped at any time. ``load`` (a ``LoadModel``) makes
+    requests queue for a few worker threads, as a busy PMS does (benchmarks). ``fail_uploads`` answers 500 to poster/art
     uploads only; ``fail_edits`` answers its status to edits; ``cut_replies`` closes each
     connection halfway through the body. ``tls`` (an ``ssl.SSLContext``) serves HTTPS.
     ``clock`` (epoch seconds) dates items and sections and decides when scheduled items
@@ -925,6 +958,7 @@ class PlexEmulator:
         self.tag_semantics = tag_semantics
         self.latency = 0.0
         self.stall = 0.0
+        self.load: LoadModel | None = None
         self.fail_401 = False
         self.fail_503 = False
         self.fail_uploads = False
@@ -1087,6 +1121,9 @@ class PlexEmulator:
 
     def _answer(self, req: Request) -> Reply:
         """Apply fault switches in order (latency, stall, 401, 503, token, uploads, edits), then route."""
+        load = self.load
+        if load is not None:
+            load.serve(req.method, self._stopping)
         for delay in (self.latency, self.stall):
             if delay > 0:
                 self._stopping.wait(delay)
