@@ -27,7 +27,7 @@ from typing import TextIO
 
 from core.errors import Stash2PlexError, StashUnavailable
 from core.log import Redactor, StashLog, capture_library_logs
-from core.platform import HeldLock
+from core.platform import HeldLock, lower_priority
 from validation.plugin_input import ServerConnection
 from worker.backoff import probe_wait
 
@@ -167,6 +167,7 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
         log.error(f"drainer started without a valid connection on stdin: {type(exc).__name__}")
         return 2
     capture_library_logs(log)
+    lower_priority()  # the hooks Stash waits for, and Stash itself, come first
     app = App(
         connection,
         env,

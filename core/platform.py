@@ -1,9 +1,10 @@
 """Everything that differs between Linux, macOS and Windows, in one place.
 
-Two needs: an exclusive advisory lock on a file that the operating system releases
+Three needs: an exclusive advisory lock on a file that the operating system releases
 when the holder dies (so a SIGKILLed drainer never leaves a stale lock behind), and
 starting a process that is fully detached from Stash (new session, no inherited
-stdio; Stash reads our stdout to EOF and would otherwise wait for the child).
+stdio; Stash reads our stdout to EOF and would otherwise wait for the child), and a
+background process that gives way to Stash and to the hooks Stash waits for.
 
 Why the standard library and not ``filelock``/``psutil``: the plugin's runtime
 dependency list is fixed (see requirements.txt), and ``fcntl.flock`` /
@@ -152,6 +153,26 @@ def spawn_detached(argv: Sequence[str], stdin_data: bytes, log_path: Path) -> in
     finally:
         child.stdin.close()
     return child.pid
+
+
+BACKGROUND_NICENESS = 10
+
+
+def lower_priority() -> None:
+    """Run this process below normal priority: the drainer works in the background, and a
+    hook (which Stash waits for inside the user's save) or Stash itself gets the CPU first.
+    Best effort: a system that refuses leaves the priority as it is."""
+    try:
+        if IS_WINDOWS:
+            import ctypes
+
+            below_normal = 0x00004000  # BELOW_NORMAL_PRIORITY_CLASS
+            kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+            kernel32.SetPriorityClass(kernel32.GetCurrentProcess(), below_normal)
+        else:
+            os.nice(BACKGROUND_NICENESS)
+    except (OSError, AttributeError):
+        pass
 
 
 def python_executable() -> str:
