@@ -113,11 +113,6 @@ def _add_options(parser: argparse.ArgumentParser, nested: bool) -> None:
         group.add_argument(f"--{name.replace('_', '-')}", dest=name, help=argparse.SUPPRESS, **extra)
 
 
-def command_name(name: str) -> str:
-    """``process-queue`` → ``process_queue``: both spellings name the same command."""
-    return name.replace("-", "_")
-
-
 def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="Stash2Plex.py",

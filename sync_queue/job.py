@@ -77,8 +77,6 @@ class Job:
 
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Job))
 
-ENTITY_KINDS = ("tag", "performer", "studio", "group")
-
 
 @dataclass(frozen=True)
 class EntityEvent:

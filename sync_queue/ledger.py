@@ -144,9 +144,6 @@ class Ledger(sqlite.Store):
                 record.entities = entity_map(record.entities)
         return found
 
-    def state_hashes(self, scene_ids: list[int]) -> dict[int, str | None]:
-        return {sid: rec.state_hash for sid, rec in self.get_many(scene_ids).items()}
-
     def save(self, record: SceneRecord) -> None:
         self.save_many([record])
 

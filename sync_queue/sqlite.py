@@ -59,9 +59,6 @@ def is_locked(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.Error) and error_code(exc) in _BUSY_CODES
 
 
-_is_locked = is_locked
-
-
 def is_corrupt(exc: BaseException) -> bool:
     """SQLITE_CORRUPT / SQLITE_NOTADB: the file's content is damaged (or not a database)."""
     return isinstance(exc, sqlite3.Error) and error_code(exc) in _CORRUPT_CODES

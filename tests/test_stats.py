@@ -24,6 +24,7 @@ from sync_queue.stats import STATS_FILE, Delta, StatsStore, iso_local
 from tasks.queue_status import format_status
 from tests.runner import REPO, build_argv, task_document
 from worker.breaker import BreakerState
+from worker.pipeline import Pipeline
 from worker.worker import Worker
 
 NOW = 1_790_000_000.0  # a fixed wall-clock time for the worker and the store
@@ -225,6 +226,12 @@ def make_worker(tmp_path, stash: FakeStash, ticks: list[float]):
     return worker, stats
 
 
+def process_batch(worker, batch: list[Taken], prefetched: dict[int, dict]) -> None:
+    """Work through these taken jobs only (the steps ``Worker.run`` takes for each chunk)."""
+    chunks = [batch]
+    Pipeline(worker, lambda: chunks.pop() if chunks else [], None, dict(prefetched)).run()
+
+
 def taken(*ids: int) -> list[Taken]:
     return [Taken(Job(scene_id=sid, priority=INTERACTIVE), pqid=sid, table="interactive") for sid in ids]
 
@@ -239,7 +246,7 @@ def test_worker_records_each_batch_once_with_timed_plex_work(tmp_path):
     }  # 5 is gone from Stash
     # concurrency 1: scenes 1, 3, 4 reach Plex in order and take 0.2 s, 0.05 s, 0.35 s
     worker, stats = make_worker(tmp_path, FakeStash(scenes), [10.0, 10.2, 20.0, 20.05, 30.0, 30.35])
-    worker.process_batch(taken(1, 2, 3, 4, 5, 6), {})
+    process_batch(worker, taken(1, 2, 3, 4, 5, 6), {})
     assert len(stats.recorded) == 1
     assert stats.snapshot() == {
         "synced": 1,
@@ -263,7 +270,7 @@ def test_worker_records_each_batch_once_with_timed_plex_work(tmp_path):
     # the run's own counter (a task's reply) is kept as before
     assert dict(worker.stats) == {"synced": 1, "posters": 1, "unchanged": 1, "gone": 1, "failed": 2, "retrying": 1}
     assert not worker.delta  # a fresh delta for the next batch
-    worker.process_batch(taken(2), {})
+    process_batch(worker, taken(2), {})
     assert len(stats.recorded) == 2 and stats.snapshot()["unchanged"] == 2
     stats.close()
 
@@ -271,8 +278,8 @@ def test_worker_records_each_batch_once_with_timed_plex_work(tmp_path):
 def test_jobs_held_by_an_open_breaker_add_up_in_the_run_and_stay_out_of_stats_db(tmp_path):
     worker, stats = make_worker(tmp_path, FakeStash({1: raw_scene(1)}), [])
     worker.breaker = SimpleNamespace(allow=lambda: False, seconds_until_probe=lambda: 30.0)
-    worker.process_batch(taken(1, 2), {})
-    worker.process_batch(taken(3, 4, 5), {})
+    process_batch(worker, taken(1, 2), {})
+    process_batch(worker, taken(3, 4, 5), {})
     assert dict(worker.stats) == {"waiting_for_plex": 5}
     assert worker.queue.parked_count() == 5 and worker.queue.next_due() == NOW + 30  # waiting, budget kept
     assert stats.snapshot() == EMPTY
@@ -281,7 +288,7 @@ def test_jobs_held_by_an_open_breaker_add_up_in_the_run_and_stay_out_of_stats_db
 
 def test_a_batch_that_ends_early_is_recorded_too(tmp_path):
     worker, stats = make_worker(tmp_path, FakeStash({}, down=True), [])
-    worker.process_batch(taken(1, 2), {})  # Stash is down: both wait (no retry spent), no Plex work
+    process_batch(worker, taken(1, 2), {})  # Stash is down: both wait (no retry spent), no Plex work
     assert len(stats.recorded) == 1
     snap = stats.snapshot()
     assert snap["retried"] == {} and snap["failed"] == {} and snap["timed_jobs"] == 0 and snap["avg_plex_ms"] is None

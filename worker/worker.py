@@ -128,7 +128,7 @@ class Worker:
         return self.stats
 
     def _say_set_aside(self) -> None:
-        rejected = self.queue.take_rejected() if hasattr(self.queue, "take_rejected") else []
+        rejected = self.queue.take_rejected()
         if rejected:
             n = len(rejected)
             rows = "; ".join(f"{table} row {pqid}: {why[:200]}" for table, pqid, why in rejected[:5])
@@ -172,11 +172,6 @@ class Worker:
             stop.wait(pause)
         else:
             self.sleep(pause)
-
-    def process_batch(self, batch: list[Taken], prefetched: dict[int, dict]) -> None:
-        """Work through these taken jobs only (the same steps as :meth:`run`)."""
-        chunks = [batch]
-        Pipeline(self, lambda: chunks.pop() if chunks else [], None, dict(prefetched)).run()
 
     def checkpoint(self) -> None:
         """Add the outcomes since the last checkpoint to stats.db; drop old dead letters of
