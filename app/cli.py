@@ -34,6 +34,7 @@ _PLUGIN_DIR = Path(__file__).resolve().parent.parent
 ALIASES = {"status": "queue_status"}
 DRY_RUN_COMMANDS = ("all", "recent", "reconcile")
 DRY_RUN_TEXT = "write nothing, print the plan (per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why)"
+POSITIONALS = {"inspect": " <scene id>", "pin": " <scene id> <ratingKey>", "unpin": " <scene id>"}
 QUIET = ("status", "queue_status")  # their log lines repeat what stdout shows
 HELP = {
     "all": "sync every scene that differs from what was last written to Plex",
@@ -49,6 +50,8 @@ HELP = {
     "reconcile": "verify every linked Plex item against Stash and repair what differs",
     "inspect": "inspect <scene id>: the scene's paths, candidate items, ledger record and planned edit",
     "unmatched": "every scene with no Plex item, by folder, with a path_map rule when one would help",
+    "pin": "pin <scene id> <ratingKey>: sync the scene to that Plex item from now on (before any match)",
+    "unpin": "unpin <scene id>: remove the scene's pin (or Not in Plex / Skip answer); the matcher decides again",
     "demo": "run the demo against the bundled emulators (needs requirements-test.txt)",
 }
 
@@ -127,7 +130,7 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"Stash2Plex {version(plugin_dir or _PLUGIN_DIR)}")
     parser.add_argument("--dry-run", action="store_true", help=f"{', '.join(DRY_RUN_COMMANDS)}: {DRY_RUN_TEXT}")
-    parser.set_defaults(scene_id=None)
+    parser.set_defaults(scene_id=None, rating_key=None)
     _add_options(parser, nested=False)
     # No help= per command: the description above lists them, once.
     commands = parser.add_subparsers(dest="command", metavar="command", required=True, help="see the list above")
@@ -136,15 +139,17 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
         sub = commands.add_parser(
             name,
             aliases=[dashed] if dashed != name else [],
-            usage=f"Stash2Plex.py {dashed}{' <scene id>' if name == 'inspect' else ''} [options]",
+            usage=f"Stash2Plex.py {dashed}{POSITIONALS.get(name, '')} [options]",
             description=f"{text}.",
             epilog="Every option can also be set as the environment variable named beside it.",
         )
         sub.set_defaults(command=name)
         if name in DRY_RUN_COMMANDS:
             sub.add_argument("--dry-run", action="store_true", default=argparse.SUPPRESS, help=DRY_RUN_TEXT)
-        if name == "inspect":
+        if name in POSITIONALS:
             sub.add_argument("scene_id", nargs="?", help="the id of a Stash scene")
+        if name == "pin":
+            sub.add_argument("rating_key", nargs="?", help="the ratingKey of the Plex item")
         _add_options(sub, nested=True)
     return parser
 
@@ -260,14 +265,20 @@ def _options(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     """What the task is asked for beyond its name; UsageError when the combination makes no sense."""
     if args.dry_run and mode not in DRY_RUN_COMMANDS:
         raise UsageError(f"--dry-run works with {', '.join(DRY_RUN_COMMANDS)}, not {mode}")
-    if mode == "inspect":
+    if mode in POSITIONALS:
         if not (args.scene_id or "").isdigit():
-            raise UsageError(f"inspect needs a scene id (a number, e.g. inspect 42), got {args.scene_id!r}")
+            raise UsageError(f"{mode} needs a scene id (a number, e.g. {mode} 42), got {args.scene_id!r}")
     elif args.scene_id is not None:
         raise UsageError(f"{mode} takes no argument, got {args.scene_id!r}")
+    if mode == "pin" and not (args.rating_key or "").isdigit():
+        raise UsageError(
+            f"pin needs the Plex item's ratingKey after the scene id (e.g. pin 42 1234), got {args.rating_key!r}"
+        )
     options: dict[str, Any] = {"dry_run": args.dry_run, "full_reply": True}
-    if mode == "inspect":
+    if mode in POSITIONALS:
         options["scene_id"] = int(args.scene_id)
+    if mode == "pin":
+        options["rating_key"] = int(args.rating_key)
     return options
 
 

@@ -86,6 +86,11 @@ class AmbiguousMatch(PermanentError):
         self.candidates = candidates
 
 
+class PinnedItemGone(PermanentError):
+    """The Plex item a user pinned the scene to is gone (or in a library not synced); the
+    pin is dropped and the scene waits in the inbox for a new answer."""
+
+
 class ConfigError(Stash2PlexError):
     """A plugin setting is missing or malformed; the message names the setting."""
 

@@ -60,7 +60,21 @@ CREATE TABLE IF NOT EXISTS items (
     written_tags TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS scenes_rating_key ON scenes (rating_key);
+CREATE TABLE IF NOT EXISTS pins (
+    scene_id INTEGER PRIMARY KEY,
+    answer TEXT NOT NULL,
+    rating_key INTEGER,
+    pinned_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS loose_matches (
+    scene_id INTEGER PRIMARY KEY,
+    rating_key INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    matched_at REAL NOT NULL
+);
 """
+PIN_ITEM, NOT_IN_PLEX, SKIP = "item", "not_in_plex", "skip"  # a user's answers in the inbox
+ANSWERS = (PIN_ITEM, NOT_IN_PLEX, SKIP)
 
 
 @dataclass
@@ -76,6 +90,17 @@ class SceneRecord:
     synced_at: float | None = None
     entities: dict[str, list[int]] | None = None  # kind → ids; None: not known (not saved)
     owner: int | None = None  # the scene the linked item was last written for (read only; None: not known)
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A user's answer for a scene (the inbox, or ``pin``/``unpin`` on the command line):
+    ``item`` with the Plex item to write to, ``not_in_plex`` or ``skip``."""
+
+    scene_id: int
+    answer: str
+    rating_key: int | None = None
+    pinned_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -243,6 +268,72 @@ class Ledger(sqlite.Store):
     def count(self) -> int:
         with self._lock:
             return self._db().execute("SELECT COUNT(*) FROM scenes WHERE state_hash IS NOT NULL").fetchone()[0]
+
+    # -- pins: a user's answers, honoured before the matcher -----------------------
+    def pins(self, scene_ids: list[int] | None = None) -> dict[int, Pin]:
+        """The pins of these scenes (every pin when None)."""
+        query = "SELECT scene_id, answer, rating_key, pinned_at FROM pins"
+        with self._lock:
+            if scene_ids is None:
+                rows = self._db().execute(query).fetchall()
+            else:
+                rows = []
+                for start in range(0, len(scene_ids), 500):
+                    chunk = scene_ids[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    rows += self._db().execute(f"{query} WHERE scene_id IN ({marks})", chunk).fetchall()
+        return {row[0]: Pin(*row) for row in rows}
+
+    def pin_of(self, scene_id: int) -> Pin | None:
+        return self.pins([scene_id]).get(scene_id)
+
+    @sqlite.retry_locked
+    def set_pin(self, scene_id: int, answer: str, rating_key: int | None = None) -> Pin:
+        """Store the answer; the scene's loose match is settled by it."""
+        if answer not in ANSWERS:
+            raise ValueError(f"answer {answer!r} is not one of {', '.join(ANSWERS)}")
+        pin = Pin(scene_id, answer, rating_key if answer == PIN_ITEM else None, self.clock())
+        with self._lock, sqlite.write(self._db()) as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO pins VALUES (?, ?, ?, ?)",
+                (pin.scene_id, pin.answer, pin.rating_key, pin.pinned_at),
+            )
+            conn.execute("DELETE FROM loose_matches WHERE scene_id = ?", (scene_id,))
+        return pin
+
+    @sqlite.retry_locked
+    def unpin(self, scene_id: int) -> bool:
+        """Forget the scene's answer; False when it had none."""
+        with self._lock, sqlite.write(self._db()) as conn:
+            return conn.execute("DELETE FROM pins WHERE scene_id = ?", (scene_id,)).rowcount > 0
+
+    # -- matches accepted by file name only (the inbox shows them for a check) -------
+    @sqlite.retry_locked
+    def note_loose(self, scene_id: int, rating_key: int, reason: str) -> None:
+        """The scene's item was accepted by file name only (``reason`` says how)."""
+        with self._lock, sqlite.write(self._db()) as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO loose_matches VALUES (?, ?, ?, ?)", (scene_id, rating_key, reason, self.clock())
+            )
+
+    @sqlite.retry_locked
+    def settle_loose(self, scene_id: int) -> None:
+        """The scene's item was found by its exact path (or pinned) since: not loose any more."""
+        with self._lock, sqlite.write(self._db()) as conn:
+            conn.execute("DELETE FROM loose_matches WHERE scene_id = ?", (scene_id,))
+
+    def loose_ids(self) -> set[int]:
+        with self._lock:
+            return {row[0] for row in self._db().execute("SELECT scene_id FROM loose_matches").fetchall()}
+
+    def loose_matches(self) -> dict[int, tuple[int, str]]:
+        """scene → (Plex item, why it was accepted) for every match by name still linked."""
+        with self._lock:
+            rows = self._db().execute(
+                "SELECT l.scene_id, l.rating_key, l.reason FROM loose_matches l "
+                "JOIN scenes s ON s.scene_id = l.scene_id AND s.rating_key = l.rating_key"
+            )
+            return {sid: (rk, reason) for sid, rk, reason in rows.fetchall()}
 
     # -- key/value -------------------------------------------------------------
     def meta(self, key: str, default: Any = None) -> Any:

@@ -23,6 +23,8 @@ TASKS = {
 CLI_TASKS = {
     "inspect": "tasks.inspect:run",
     "unmatched": "tasks.unmatched:run",
+    "pin": "tasks.pins:pin_cli",
+    "unpin": "tasks.pins:unpin_cli",
 }
 # Operations of the plugin's page in Stash's UI (validation.plugin_input.OPERATION_MODES):
 # called with runPluginOperation; each answers JSON.
@@ -32,9 +34,11 @@ OPERATIONS = {
     "ui_retry": "tasks.ui:retry_entry",
     "ui_sync_scene": "tasks.ui:sync_scene",
     "ui_preview": "tasks.preview:run",
+    "ui_pin": "tasks.pins:pin",
+    "ui_unpin": "tasks.pins:unpin",
 }
 # modes that read further arguments (``args`` besides ``mode``) from Stash
-TAKES_ARGS = frozenset({"ui_scene", "ui_retry", "ui_sync_scene"})
+TAKES_ARGS = frozenset({"ui_scene", "ui_retry", "ui_sync_scene", "ui_pin", "ui_unpin"})
 
 
 def resolve(mode: str):

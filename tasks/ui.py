@@ -31,15 +31,23 @@ from validation.plugin_input import scene_id_arg
 
 PLEX_SEEN_KEY = "plex_seen"  # ledger meta: {"reachable": bool | None, "since": epoch seconds}
 DLQ_LIMIT = 1000
-ADVICE = {
+ADVICE = {  # a setting is named as Stash's settings page shows it, with its key (tests/test_user_messages.py)
     "PlexNotFound": (
-        "Plex has no file at the scene's mapped path. Check path_map (Health check suggests one) "
-        "or let Plex scan the folder, then Retry."
+        "Plex has no file at the scene's mapped path. Check Path map (path_map): the inbox above suggests a rule "
+        "when one fits; or let Plex scan the folder, or pin the scene to its Plex item in the inbox, then Retry."
     ),
     "AmbiguousMatch": (
-        "Several Plex items fit this scene. Remove the duplicate in Plex or turn Strict matching on, then Retry."
+        "Several Plex items fit this scene. Choose the right one in the inbox (This one), remove the duplicate "
+        "in Plex, or turn Loose matching (loose_matching) on, then Retry."
     ),
-    "PlexAuthError": ("Plex rejected the token. Set a valid token in Settings → Plugins → Stash2Plex, then Retry all."),
+    "PinnedItemGone": (
+        "The Plex item this scene was pinned to is gone (or in a library Plex libraries (plex_libraries) leaves "
+        "out). Choose its item again in the inbox."
+    ),
+    "PlexAuthError": (
+        "Plex rejected the token. Set a valid Plex token (plex_token) in Settings → Plugins → Stash2Plex, "
+        "then Retry all."
+    ),
     "InvalidMetadata": (
         "Stash holds a value Plex cannot take (named in the reason). Fix it in Stash: saving the scene queues it again."
     ),

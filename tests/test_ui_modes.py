@@ -49,7 +49,7 @@ def test_status_shows_queue_dead_letters_grouped_and_plex_down(plugin):
     groups = out["dlq"]["groups"]
     assert [g["error_class"] for g in groups] == ["PlexNotFound", "AmbiguousMatch"]
     assert sorted(s["scene_id"] for s in groups[0]["scenes"]) == [7, 8]
-    assert "path_map" in groups[0]["advice"] and "Strict matching" in groups[1]["advice"]
+    assert "path_map" in groups[0]["advice"] and "Loose matching (loose_matching)" in groups[1]["advice"]
     assert out["plex"]["reachable"] is False and out["plex"]["token"] == "unknown" and out["plex"]["since"]
     since = out["plex"]["since"]
     again = operation(plugin, mode="ui_status").output

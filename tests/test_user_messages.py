@@ -113,3 +113,25 @@ def test_a_missing_setting_is_explained_for_where_the_user_is(plugin):
     assert shell.returncode == 1
     assert "setting plex_url is not set: give it with --plex-url or STASH2PLEX_PLEX_URL" in shell.stderr
     assert "Settings → Plugins" not in shell.stderr
+
+
+def test_every_piece_of_page_advice_names_settings_that_exist_as_the_settings_page_shows_them():
+    """The page's advice (tasks/ui.py ADVICE) names each setting by Stash's label and its key:
+    a renamed setting (``strict_matching`` became ``loose_matching``) must not linger."""
+    import re
+
+    import yaml
+
+    from tasks.ui import ADVICE, DEFAULT_ADVICE
+    from tests.runner import REPO
+    from validation.config import Settings
+
+    labels = {k: v["displayName"] for k, v in yaml.safe_load((REPO / "Stash2Plex.yml").read_text())["settings"].items()}
+    named = set()
+    for text in [*ADVICE.values(), DEFAULT_ADVICE]:
+        for key in re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text):
+            assert key in Settings.model_fields, f"{key!r} is not a setting: {text}"
+            assert f"{labels[key]} ({key})" in text, f"{key} without its label {labels[key]!r}: {text}"
+            named.add(key)
+        assert "Strict matching" not in text
+    assert {"path_map", "loose_matching", "plex_token"} <= named

@@ -42,6 +42,8 @@ OPERATION_MODES = (
     "ui_retry",
     "ui_sync_scene",
     "ui_preview",
+    "ui_pin",
+    "ui_unpin",
 )
 HOOK_MODE = "hook"
 SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post")

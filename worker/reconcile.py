@@ -84,6 +84,12 @@ class Reconciler:
         finding = Finding(scene, record)
         index = self.syncer.index.index()
         holders = {f.rating_key for p in self.syncer.mapped_paths(scene) for f in index.by_path(p)}
+        pin = self.syncer.pin(scene.id)
+        if pin is not None and pin.rating_key is not None:  # the user's answer comes before any match
+            finding.rating_key, finding.how = pin.rating_key, "pinned"
+            if record is None or record.rating_key != pin.rating_key:
+                finding.drift.append("ledger_missing" if record is None else "item_moved")
+            return finding
         if record is None or record.rating_key is None:
             finding.drift.append("ledger_missing")
         elif record.rating_key in holders:

@@ -22,13 +22,13 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError, TransientError
+from core.errors import AmbiguousMatch, PinnedItemGone, PlexNotFound, Stash2PlexError, TransientError
 from plex.client import PlexClient, PlexItemState
 from plex.desired import Choices, desired_for
 from plex.index import LibraryIndex
 from plex.matcher import Confidence, PathIndex, PlexFile, SceneFile, choose, match_scene
 from plex.plan import ItemPlan, Written, edit_batches, edit_params, fit_plan, rating_change
-from sync_queue.ledger import Ledger, SceneRecord, entity_map
+from sync_queue.ledger import NOT_IN_PLEX, PIN_ITEM, SKIP, Ledger, Pin, SceneRecord, entity_map
 from validation.config import Settings
 from validation.metadata import SceneMetadata
 from validation.pathmap import map_path, normalize
@@ -81,17 +81,38 @@ class Syncer:
         self._held_saves: list[SceneRecord] | None = None  # see saves_held
         self._held_lock = threading.Lock()
         self._cover = threading.local()  # the cover this thread read ahead: (url, bytes, Content-Type)
+        self._pins: dict[int, Pin | None] = {}  # this batch's pins (load_pins); others are read when asked
+        self._loose: set[int] | None = None  # scenes whose item was accepted by name only (ledger)
 
     # -- what Stash wants ------------------------------------------------------
     def mapped_paths(self, scene: SceneMetadata) -> list[str]:
         return [map_path(f.path, self.settings.path_map, self.settings.case_insensitive_paths) for f in scene.files]
 
     def state_hash(self, scene: SceneMetadata) -> str:
-        extra = [self.mapped_paths(scene), self.settings.preserve_plex_edits]
+        extra: list = [self.mapped_paths(scene), self.settings.preserve_plex_edits]
+        pin = self.pin(scene.id)
+        if pin is not None:  # a new answer syncs the scene again; unpinned hashes are as before
+            extra.append([pin.answer, pin.rating_key])
         return desired_for(scene, self.choices).digest(extra)
+
+    # -- a user's answers (the inbox; pin/unpin) ------------------------------------
+    def load_pins(self, scene_ids: list[int]) -> None:
+        """Read the pins of a batch's scenes in one query (``pin`` answers from it)."""
+        found = self.ledger.pins(scene_ids)
+        self._pins.update({sid: found.get(sid) for sid in scene_ids})
+
+    def pin(self, scene_id: int) -> Pin | None:
+        if scene_id in self._pins:
+            return self._pins[scene_id]
+        return self.ledger.pin_of(scene_id)
 
     def out_of_scope(self, scene: SceneMetadata) -> str | None:
         """Why this scene is not synced (its Plex item is then left as it is), or None."""
+        pin = self.pin(scene.id)
+        if pin is not None and pin.answer == NOT_IN_PLEX:
+            return "marked 'Not in Plex' in the inbox (unpin it to match it again)"
+        if pin is not None and pin.answer == SKIP:
+            return "marked 'Skip this scene' in the inbox (unpin it to sync it again)"
         if self.settings.organized_only and not scene.organized:
             return "not organized (organized_only is on)"
         skipped = [t for t in scene.tags if t.casefold() in self.choices.skipped]
@@ -228,6 +249,7 @@ class Syncer:
             raise
         new.state_hash = self.state_hash(scene)
         self._save(new)
+        self._note_how(scene.id, state.rating_key, how)
         return result
 
     # -- the ledger ------------------------------------------------------------
@@ -271,7 +293,11 @@ class Syncer:
 
     # -- finding the item ------------------------------------------------------
     def _locate(self, scene: SceneMetadata, record: SceneRecord | None) -> tuple[PlexItemState, str]:
-        """The item to write, checked on its current detail view (see the module docstring)."""
+        """The item to write, checked on its current detail view (see the module docstring).
+        A pinned item comes first and needs not hold the scene's file (the user said so)."""
+        pin = self.pin(scene.id)
+        if pin is not None and pin.answer == PIN_ITEM and pin.rating_key is not None:
+            return self._pinned(scene, pin.rating_key), "pinned"
         if record is not None and record.rating_key is not None:
             linked = self._read(record.rating_key)
             problem = self._mismatch(scene, linked, record.rating_key, exact=True)
@@ -304,6 +330,37 @@ class Syncer:
                 candidates=state.files,
             )
         return state, how
+
+    def _pinned(self, scene: SceneMetadata, rating_key: int) -> PlexItemState:
+        """The pinned item, if it still exists in a library we sync; else the pin is dropped
+        and the scene goes to the dead-letter queue, back into the inbox."""
+        state = self._read(rating_key)
+        problem = None
+        if state is None:
+            problem = f"Plex item {rating_key} no longer exists"
+        elif state.section_id not in {s.key for s in self.index.sections}:
+            self.client.forget(state.rating_key)
+            problem = f"Plex item {rating_key} is in a library that plex_libraries leaves out"
+        if problem is None and state is not None:
+            return state
+        self.ledger.unpin(scene.id)
+        self._pins.pop(scene.id, None)
+        raise PinnedItemGone(
+            f"the scene was pinned to Plex item {rating_key}, but {problem}; nothing was written and the pin is "
+            "removed. Choose its Plex item again in the inbox (Stash2Plex page)."
+        )
+
+    def _note_how(self, scene_id: int, rating_key: int, how: str) -> None:
+        """Keep the ledger's list of matches by name only (the inbox shows them) current."""
+        if self._loose is None:
+            self._loose = self.ledger.loose_ids()
+        loose = how.startswith((Confidence.MEDIUM.value, Confidence.LOW.value))
+        if loose:
+            self.ledger.note_loose(scene_id, rating_key, how)
+            self._loose.add(scene_id)
+        elif scene_id in self._loose:
+            self.ledger.settle_loose(scene_id)
+            self._loose.discard(scene_id)
 
     def _read(self, rating_key: int, fresh: bool = False) -> PlexItemState | None:
         """The item's detail view (this batch's read unless ``fresh``); None when Plex has no such item."""

@@ -293,6 +293,7 @@ class Worker:
     def _triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[tuple]:
         """Settle what needs no Plex work (gone, invalid, unchanged); return the rest."""
         records = self.ledger.get_many([item.job.scene_id for item in batch])
+        self.syncer.load_pins([item.job.scene_id for item in batch])
         work = []
         seen: set[int] = set()
         for item in batch:

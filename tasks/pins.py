@@ -1,0 +1,88 @@
+"""A user's answer for a scene the matcher could not settle: pin it to a Plex item, mark it
+"Not in Plex", or "Skip this scene"; and take the answer back.
+
+The answer lives in the ledger (``pins``) beside the scene's link, so index reloads,
+``all`` and ``reconcile`` keep it; the sync honours a pin before any match, and still
+checks at write time that the pinned item exists in a library it syncs (worker/sync.py).
+After an answer the scene leaves the dead-letter queue and is queued ahead of bulk work,
+so a pin syncs at once.
+
+- ``ui_pin`` (``scene_id``, ``answer`` = item | not_in_plex | skip, ``rating_key`` for item)
+- ``ui_unpin`` (``scene_id``)
+- ``pin <scene> <ratingKey>`` and ``unpin <scene>`` on the command line.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from core.errors import InputError, PlexNotFound
+from sync_queue.job import INTERACTIVE, Job
+from sync_queue.ledger import ANSWERS, PIN_ITEM
+from validation.plugin_input import scene_id_arg
+
+
+def rating_key_arg(params: dict[str, Any]) -> int:
+    """A Plex ratingKey from ``args`` (a number, or its text)."""
+    value = params.get("rating_key")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**63:
+        raise InputError(f"args.rating_key must be the ratingKey of a Plex item (a whole number from 1), got {value!r}")
+    return value
+
+
+def _check_item(app, rating_key: int) -> dict[str, Any]:
+    """The item must exist now, in a library the settings sync (else the pin could never hold)."""
+    try:
+        state = app.plex().item_state(rating_key)
+    except PlexNotFound:
+        raise InputError(f"Plex has no item {rating_key}: choose an item Plex shows (its ratingKey)") from None
+    app.plex().forget(rating_key)
+    sections = {s.key: s.title for s in app.index().sections}
+    if state.section_id not in sections:
+        raise InputError(
+            f"Plex item {rating_key} is in a library that plex_libraries leaves out; "
+            "add that library to plex_libraries or choose another item"
+        )
+    return {"library": sections[state.section_id], "plex_path": state.files[0] if state.files else None}
+
+
+def _queue_now(app, scene_id: int, event: str) -> bool:
+    app.dlq().remove([scene_id])
+    added = app.producer_queue().put(Job(scene_id=scene_id, priority=INTERACTIVE, event=event, enqueued_at=time.time()))
+    app.ensure_drainer()
+    return added
+
+
+def pin(app, params: dict[str, Any]) -> dict[str, Any]:
+    scene_id = scene_id_arg(params)
+    answer = str(params.get("answer") or PIN_ITEM)
+    if answer not in ANSWERS:
+        raise InputError(f"args.answer must be one of {', '.join(ANSWERS)}, got {answer!r}")
+    reply: dict[str, Any] = {"scene_id": scene_id, "answer": answer, "rating_key": None}
+    if answer == PIN_ITEM:
+        reply["rating_key"] = rating_key_arg(params)
+        reply.update(_check_item(app, reply["rating_key"]))
+    app.ledger().set_pin(scene_id, answer, reply["rating_key"])
+    reply["queued"] = _queue_now(app, scene_id, f"pin: {answer}")
+    what = f"pinned to Plex item {reply['rating_key']}" if answer == PIN_ITEM else f"marked {answer}"
+    app.log.info(f"scene {scene_id}: {what}; queued to sync now")
+    return reply
+
+
+def unpin(app, params: dict[str, Any]) -> dict[str, Any]:
+    scene_id = scene_id_arg(params)
+    had = app.ledger().unpin(scene_id)
+    queued = _queue_now(app, scene_id, "unpin") if had else False
+    app.log.info(f"scene {scene_id}: {'answer removed; the matcher decides again' if had else 'had no pin'}")
+    return {"scene_id": scene_id, "unpinned": had, "queued": queued}
+
+
+def pin_cli(app) -> dict[str, Any]:
+    return pin(app, {"scene_id": app.options["scene_id"], "rating_key": app.options["rating_key"]})
+
+
+def unpin_cli(app) -> dict[str, Any]:
+    return unpin(app, {"scene_id": app.options["scene_id"]})
