@@ -134,9 +134,13 @@ class Installed(Plugin):
 
 
 @pytest.fixture
-def plugin(stash, plex, tmp_path):
+def plugin(stash, plex, tmp_path, request):
     data_dir = tmp_path / "data"
     env = {"STASH2PLEX_DATA_DIR": str(data_dir), "STASH2PLEX_BREAKER_RECOVERY_S": "2"}
+    if request.node.get_closest_marker("fresh"):
+        # What Stash runs, in every suite run: import order and lazy imports of our own
+        # modules fail here if they are wrong (a forked run has them imported already).
+        env["S2P_TEST_FRESH_PROCESSES"] = "1"
     p = Plugin(stash, plex, data_dir, env)
     p.configure()
     yield p

@@ -107,6 +107,7 @@ def test_rename_case_only_rename_merge_and_destroy_reach_exactly_the_items_that_
     _untouched(plugin, items, (3, 4))
 
 
+@pytest.mark.fresh
 def test_studio_rename_case_only_rename_and_destroy(plugin):
     items = _setup(plugin, studio="Acme Films")
     stash = plugin.stash

@@ -77,3 +77,12 @@ def test_the_drainer_a_hook_starts_runs_in_its_own_session_and_syncs(plugin, mon
         assert ("forkserver.py" in cmdline.read_text()) is not fresh
     plugin.wait_drained()
     assert plugin.plex.item(rk)["fields"]["title"] == "Detached"
+
+
+@pytest.mark.fresh
+def test_a_fresh_marked_test_runs_new_interpreters(plugin):
+    """``@pytest.mark.fresh`` tests start every plugin run as Stash does (tests/conftest.py)."""
+    from tests.forkserver_client import FORK_SERVER
+    from tests.runner import build_argv
+
+    assert not FORK_SERVER.possible(build_argv(), {**os.environ, **plugin.env})

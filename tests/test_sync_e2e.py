@@ -10,6 +10,7 @@ import pytest
 from tests.runner import drainer_lock_held
 
 
+@pytest.mark.fresh
 def test_hook_edit_reaches_plex_with_every_field_locked(plugin):
     sid, rk = plugin.add_scene(1)
     plugin.plex.clear_requests()
@@ -58,6 +59,7 @@ def test_removals_in_stash_disappear_from_plex(plugin, semantics):
     assert not item["fields"]["studio"]
 
 
+@pytest.mark.fresh
 def test_all_syncs_120_scenes_then_resync_makes_no_writes(plugin):
     for n in range(120):  # noqa: B007
         plugin.add_scene(n, tags=[f"T{n % 7}"], studio=f"Studio {n % 5}")
