@@ -1,47 +1,31 @@
-"""Notifications to a plain webhook or an Apprise-style URL, for users who are away.
+"""Notifications through Apprise: every Apprise URL works (``ntfy://``, ``gotify://``,
+``discord://``, Discord's own ``https://discord.com/api/webhooks/…`` URL, ``mailto://``, …).
 
-Why not Apprise itself: it is the well-kept library for this, but the runtime package
-list is fixed (requirements.txt: stashapi, plexapi, persist-queue, pydantic, tenacity,
-requests), so this module delivers a documented subset of Apprise's URL schemes with
-``requests``, written as Apprise reads them:
+A plain ``http(s)://`` URL that Apprise does not recognise as a service's own URL is a
+webhook, as in earlier versions: it is sent as ``json(s)://`` (the same JSON body,
+``{"version", "title", "message", "type"}``; its query parameters stay on the URL).
 
-* ``http://…`` / ``https://…``: a plain webhook; POST of the JSON
-  ``{"version": "1.0", "title", "message", "type"}`` (Apprise's ``json://`` body).
-* ``json://host[:port]/path`` / ``jsons://…``: the same body to ``http(s)://host/path``.
-* ``ntfy://topic`` (ntfy.sh), ``ntfy://host[:port]/topic`` / ``ntfys://…``: ntfy's
-  JSON publish (POST ``{"topic", "title", "message"}`` to the server's root).
-* ``gotify://host[:port][/path]/token`` / ``gotifys://…``: POST to ``…/message``
-  with the token in ``X-Gotify-Key``.
-* ``discord://webhook_id/webhook_token``: POST ``{"content"}`` to Discord's webhook.
+Apprise is imported by the thread that sends the first notification, or by the health
+check: never by a hook, never while a sync waits. Redirects are not followed
+(``AppriseAsset(http_redirects=False)``): a token in a header or a body never goes to a
+host the user did not name. A URL is a secret (tokens live in it): it is never logged,
+and Apprise's own log is kept out of Stash's; messages name ``scheme://host`` only.
 
-``user:password@`` in any of them is sent as HTTP basic authentication. A URL is a
-secret (tokens live in it): it is never logged; messages name ``scheme://host`` only.
-
-Delivery runs in daemon threads with a timeout per request; a receiver that is down,
-slow or answering errors costs one warning line and never delays or changes a sync.
-Nothing here is imported by the hook.
+Each URL is sent in a daemon thread with connect and read timeouts; a receiver that is
+down, slow or answering errors costs one warning line and never delays or changes a sync.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 TIMEOUT_S = 5.0
-SCHEMES = ("http", "https", "json", "jsons", "ntfy", "ntfys", "gotify", "gotifys", "discord")
-INFO, WARNING, FAILURE, SUCCESS = "info", "warning", "failure", "success"
-
-
-@dataclass(frozen=True)
-class Request:
-    label: str  # scheme://host[:port], safe to log
-    url: str = field(repr=False)
-    json: dict[str, Any] = field(repr=False)
-    headers: dict[str, str] = field(default_factory=dict, repr=False)
-    auth: tuple[str, str] | None = field(default=None, repr=False)
+INFO, WARNING, FAILURE, SUCCESS = "info", "warning", "failure", "success"  # Apprise's NotifyType values
+_WEBHOOK = {"http": "json", "https": "jsons"}
 
 
 def split_urls(text: str | None) -> list[str]:
@@ -50,73 +34,103 @@ def split_urls(text: str | None) -> list[str]:
 
 
 def problem(url: str, position: int) -> str | None:
-    """Why ``url`` cannot be used, without repeating it (it holds secrets), or None."""
+    """Why ``url`` is not even a URL, without repeating it (it holds secrets), or None.
+    Cheap (no Apprise): whether Apprise can use it is the health check's question."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
         return f"entry {position} is not a URL"
-    scheme = parts.scheme.lower()
-    if scheme not in SCHEMES:
-        shown = f"'{scheme}://'" if scheme else "no scheme"
-        return f"entry {position} has {shown}; use one of {', '.join(s + '://' for s in SCHEMES)}"
-    if not parts.hostname:
-        return f"entry {position} ({scheme}://) has no host"
-    if scheme == "discord" and len([p for p in parts.path.split("/") if p]) != 1:
-        return f"entry {position}: write discord://webhook_id/webhook_token"
-    if scheme.startswith("gotify") and not [p for p in parts.path.split("/") if p]:
-        return f"entry {position}: write gotify://host/token"
+    if not parts.scheme or "://" not in url:
+        return f"entry {position} has no scheme; write it as Apprise does, e.g. ntfy://my-topic"
     return None
+
+
+def label(url: str) -> str:
+    """``scheme://host[:port]``: what a message may say about a URL."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme.lower()}://{host if ':' not in host else f'[{host}]'}{port}"
 
 
 def secrets_of(url: str) -> list[str]:
     """The parts of ``url`` to redact wherever they might appear."""
     parts = urlsplit(url)
     found = [url, parts.password or ""]
-    if parts.scheme.lower() in ("ntfy", "ntfys") and parts.path in ("", "/"):
-        found.append(parts.hostname or "")  # ntfy://topic: the topic is the key
+    if parts.path in ("", "/"):
+        found.append(parts.hostname or "")  # ntfy://topic, discord://id/token …: the host may be a key
     rest = parts.path + (f"?{parts.query}" if parts.query else "")
     if len(rest) >= 8:
         found.append(rest)
-    found += [segment for segment in parts.path.split("/") if len(segment) >= 12]
-    return [s for s in found if s]
+    found += [segment for segment in parts.path.split("/") if len(segment) >= 8]
+    return [s for s in found if s and s not in ("localhost", "127.0.0.1")]
 
 
-def build(url: str, title: str, message: str, kind: str = INFO) -> Request:
-    """The HTTP request that delivers one notification to ``url`` (pure: tests assert it)."""
+def as_webhook(url: str) -> str | None:
+    """A plain ``http(s)://`` URL as Apprise's ``json(s)://`` (its query parameters as
+    Apprise's ``-name=value`` ones, which it puts back on the URL); None for other schemes.
+
+    >>> as_webhook("https://u:p@h.example:8443/x?k=1")
+    'jsons://u:p@h.example:8443/x?-k=1'
+    """
     parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = parts.hostname or ""
-    netloc = host if ":" not in host else f"[{host}]"
-    netloc += f":{parts.port}" if parts.port else ""
-    label = f"{scheme}://{netloc}"
-    auth = (unquote(parts.username or ""), unquote(parts.password or "")) if parts.username else None
-    secure = "https" if scheme in ("https", "jsons", "ntfys", "gotifys") else "http"
-    body = {"version": "1.0", "title": title, "message": message, "type": kind}
-    segments = [p for p in parts.path.split("/") if p]
-    if scheme in ("http", "https"):
-        target = url if parts.username is None else url.replace(f"{parts.netloc}", netloc, 1)
-        return Request(label, target, body, auth=auth)
-    if scheme in ("json", "jsons"):
-        query = f"?{parts.query}" if parts.query else ""
-        return Request(label, f"{secure}://{netloc}{parts.path or '/'}{query}", body, auth=auth)
-    if scheme in ("ntfy", "ntfys"):
-        if not segments:  # ntfy://topic: the public ntfy.sh server (the topic is the secret)
-            return Request(
-                "ntfy://ntfy.sh", "https://ntfy.sh/", {"topic": host, "title": title, "message": message}, auth=auth
-            )
-        base = "/".join(segments[:-1])
-        root = f"{secure}://{netloc}/{base + '/' if base else ''}"
-        return Request(label, root, {"topic": segments[-1], "title": title, "message": message}, auth=auth)
-    if scheme in ("gotify", "gotifys"):
-        base = "/".join(segments[:-1])
-        target = f"{secure}://{netloc}/{base + '/' if base else ''}message"
-        payload = {"title": title, "message": message, "priority": 8 if kind == FAILURE else 5}
-        return Request(label, target, payload, headers={"X-Gotify-Key": segments[-1]}, auth=auth)
-    if scheme == "discord":
-        target = f"https://discord.com/api/webhooks/{host}/{segments[0]}"
-        return Request("discord://webhook", target, {"content": f"**{title}**\n{message}"[:2000]})
-    raise ValueError(f"unsupported notification scheme {scheme!r}")
+    scheme = _WEBHOOK.get(parts.scheme.lower())
+    if scheme is None:
+        return None
+    query = urlencode([("-" + key, value) for key, value in parse_qsl(parts.query, keep_blank_values=True)])
+    return f"{scheme}://{parts.netloc}{parts.path}" + (f"?{query}" if query else "")
+
+
+def _apprise():
+    """Apprise, imported on first use, its log kept out of ours (it may name URLs)."""
+    import apprise
+
+    logger = logging.getLogger("apprise")
+    if not any(isinstance(h, _Reasons) for h in logger.handlers):
+        logger.addHandler(_Reasons())
+        logger.propagate = False
+    return apprise
+
+
+def service(url: str, timeout: float = TIMEOUT_S) -> Any:
+    """Apprise's plugin object for ``url`` (a plain webhook as json://), or None when
+    Apprise cannot use it. Imports Apprise."""
+    apprise = _apprise()
+    asset = apprise.AppriseAsset(http_redirects=False)
+    plugin = apprise.Apprise.instantiate(url, asset=asset)
+    if plugin is None and as_webhook(url) is not None:
+        plugin = apprise.Apprise.instantiate(as_webhook(url), asset=asset)
+    if plugin is not None:
+        plugin.socket_connect_timeout = plugin.socket_read_timeout = timeout
+    return plugin
+
+
+class _Reasons(logging.Handler):
+    """Apprise's warnings, kept per sending thread: the reason a delivery failed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: dict[int, list[str]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        lines = self.lines.get(record.thread or 0)
+        if lines is not None:
+            lines.append(record.getMessage())
+
+    @classmethod
+    def collect(cls) -> list[str]:
+        handler = next(h for h in logging.getLogger("apprise").handlers if isinstance(h, _Reasons))
+        return handler.lines.setdefault(threading.get_ident(), [])
+
+    @classmethod
+    def done(cls) -> None:
+        for h in logging.getLogger("apprise").handlers:
+            if isinstance(h, _Reasons):
+                h.lines.pop(threading.get_ident(), None)
 
 
 class Notifier:
@@ -127,51 +141,42 @@ class Notifier:
         self.log = log
         self.timeout = timeout
         self._threads: list[threading.Thread] = []
-        self._session: Any = None  # a requests.Session, made on the first delivery
-        self._lock = threading.Lock()
 
     def send(self, title: str, message: str, kind: str = INFO) -> None:
         redact = getattr(self.log, "redact", lambda text: text)
         title, message = redact(title), redact(message)
-        for url in self.urls:
-            request = build(url, title, message, kind)
-            thread = threading.Thread(target=self._deliver, args=(request,), name="s2p-notify", daemon=True)
+        for position, url in enumerate(self.urls, 1):
+            args = (position, url, title, message, kind)
+            thread = threading.Thread(target=self._deliver, args=args, name="s2p-notify", daemon=True)
             thread.start()
             self._threads.append(thread)
 
-    def _http(self):
-        with self._lock:
-            if self._session is None:
-                import requests
-
-                self._session = requests.Session()
-            return self._session
-
-    def _deliver(self, request: Request) -> None:
-        import requests
-
+    def _deliver(self, position: int, url: str, title: str, message: str, kind: str) -> None:
+        name = label(url)
         try:
-            response = self._http().post(
-                request.url,
-                json=request.json,
-                headers=request.headers,
-                auth=request.auth,
-                timeout=(self.timeout, self.timeout),
-            )
-            if response.status_code >= 400:
-                self.log.warning(f"notification to {request.label} failed: it answered {response.status_code}")
-            else:
-                self.log.debug(f"notification sent to {request.label}")
-        except requests.exceptions.Timeout:
-            self.log.warning(f"notification to {request.label} failed: no answer within {self.timeout:.0f} s")
-        except requests.exceptions.RequestException as exc:
-            self.log.warning(f"notification to {request.label} failed: {type(exc).__name__}")
+            plugin = service(url, self.timeout)
+            if plugin is None:
+                self.log.warning(
+                    f"notification entry {position} ({name}) is not a URL Apprise can use; "
+                    "check it against Apprise's documentation of that service"
+                )
+                return
+            reasons = _Reasons.collect()
+            if plugin.notify(body=message, title=title, notify_type=kind):
+                self.log.debug(f"notification sent to {name}")
+                return
+            redact = getattr(self.log, "redact", lambda text: text)
+            why = redact(" ".join(reasons)[:300]) or "Apprise reported a failure"
+            self.log.warning(f"notification to {name} failed: {why}")
+        except Exception as exc:  # a bug in a notifier must never reach the sync
+            self.log.warning(f"notification to {name} failed: {type(exc).__name__}")
+        finally:
+            _Reasons.done()
 
     def close(self, wait_s: float | None = None) -> None:
-        """Give deliveries in flight up to ``wait_s`` (default: one timeout) to finish."""
-        deadline = time.monotonic() + (self.timeout + 1.0 if wait_s is None else wait_s)
+        """Give deliveries in flight up to ``wait_s`` (default: a connect and a read
+        timeout, and Apprise's import) to finish."""
+        deadline = time.monotonic() + (2 * self.timeout + 2.0 if wait_s is None else wait_s)
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         self._threads = [t for t in self._threads if t.is_alive()]
-        if self._session is not None and not self._threads:
-            self._session.close()

@@ -74,7 +74,20 @@ def _check_stash(app, report: _Report):
         return None
     _report_settings(settings, report)
     _check_tag_names(app, settings, report)
+    _check_notify_urls(settings, report)
     return settings
+
+
+def _check_notify_urls(settings, report: _Report) -> None:
+    """Whether Apprise can use each notification URL (named by position and host only)."""
+    from core.notify import label, service
+
+    for position, url in enumerate(settings.notify_urls, 1):
+        if service(url) is None:
+            report.bad(
+                f"setting notify_urls: entry {position} ({label(url)}) is not a URL Apprise can use; "
+                "check it against Apprise's documentation of that service"
+            )
 
 
 def _report_settings(settings, report: _Report) -> None:

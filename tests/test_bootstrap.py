@@ -232,6 +232,7 @@ def test_python_dep_manager_is_used_when_present(plugin, tmp_path):
         "pydantic:pydantic>=2.6",
         "tenacity:tenacity>=8.2",
         "requests:requests>=2.31",
+        "apprise:apprise>=2.2",
     ]
     assert not (plugin_dir / "deps" / PY).exists()
     installed.wait_drained()
@@ -248,6 +249,7 @@ def test_requirements_file_is_read_with_import_names():
         ("pydantic", ">=2.6,<3", "pydantic"),
         ("tenacity", ">=8.2,<10", "tenacity"),
         ("requests", ">=2.31,<3", "requests"),
+        ("apprise", ">=2.2,<3", "apprise"),
     ]
 
 

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from core.notify import build, problem, secrets_of
+from core.notify import as_webhook, problem, secrets_of, service
 from tests.runner import create_context, drainer_lock_held
 from worker.events import SyncEvents
 
@@ -28,6 +28,7 @@ class Receiver:
     def __init__(self) -> None:
         self.received: list[dict] = []
         self.delay = 0.0
+        self.redirect_to = ""  # answer 307 to this URL instead
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,7 +37,9 @@ class Receiver:
                 time.sleep(owner.delay)
                 owner.received.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(body)})
                 try:
-                    self.send_response(200)
+                    self.send_response(307 if owner.redirect_to else 200)
+                    if owner.redirect_to:
+                        self.send_header("Location", owner.redirect_to + self.path)
                     self.end_headers()
                 except OSError:
                     pass  # the client gave up
@@ -131,7 +134,8 @@ def test_an_outage_longer_than_the_threshold_and_its_end_are_notified(plugin, re
 
 def test_a_receiver_that_is_down_or_slow_changes_nothing_about_the_sync(plugin, receiver):
     receiver.delay = 8.0  # longer than the 5 s timeout
-    plugin.configure(notify_urls=f"http://127.0.0.1:{closed_port()}{TOKEN_PATH} {receiver.url()}")
+    closed = closed_port()
+    plugin.configure(notify_urls=f"http://127.0.0.1:{closed}{TOKEN_PATH} {receiver.url()}")
     scenes = [plugin.add_scene(n) for n in range(3)]
     dead = ambiguous_scenes(plugin, 1)
     for sid, _ in scenes:
@@ -145,38 +149,70 @@ def test_a_receiver_that_is_down_or_slow_changes_nothing_about_the_sync(plugin, 
     while "failed: no answer within 5 s" not in plugin.drainer_log() and time.monotonic() < deadline:
         time.sleep(0.1)
     log = plugin.drainer_log()
-    assert "failed: ConnectionError" in log and "failed: no answer within 5 s" in log, log[-2000:]
+    down = f"notification to http://127.0.0.1:{closed} failed"
+    assert down in log and f"notification to http://127.0.0.1:{receiver.port} failed" in log, log[-2000:]
     finished = re.search(r"drainer finished: [^\n]*\b1 failed", log)
     assert finished, log[-2000:]
-    assert finished.start() < log.index("no answer within 5 s")  # the sync did not wait
+    assert finished.start() < log.index(
+        f"notification to http://127.0.0.1:{receiver.port} failed"
+    )  # the sync did not wait
     assert "tok-a1b2" not in log
 
 
+def test_dead_letters_of_many_drainer_runs_are_one_message_per_interval(plugin, receiver):
+    """Issue 25.7: a burst of hooks is many short drainer runs; each sent its own message
+    (46 in 40 s for 200 hooks). One per ten minutes; what comes sooner is told in the next."""
+    plugin.configure(notify_urls=receiver.url())
+    dead = ambiguous_scenes(plugin, 4)
+    for sid in dead[:3]:  # three drainer runs, one after the other
+        plugin.hook(create_context(sid))
+        plugin.wait_drained()
+    first = receiver.wait_for(1)[0]["json"]
+    assert first["title"] == "Stash2Plex: 1 scene moved to the dead-letter queue", first
+    health_path = plugin.data_dir / "sync_health.json"
+    health = json.loads(health_path.read_text())
+    assert health["dead_letters_held"]["AmbiguousMatch"]["count"] == 2, health
+    time.sleep(0.5)
+    assert len(receiver.received) == 1
+    health["dead_letters_notified_at"] -= 601  # ten minutes later
+    health_path.write_text(json.dumps(health))
+    plugin.hook(create_context(dead[3]))
+    plugin.wait_drained()
+    second = receiver.wait_for(2)[1]["json"]
+    assert second["title"] == "Stash2Plex: 3 scenes moved to the dead-letter queue", second
+    assert second["message"].startswith(f"3 × AmbiguousMatch (scenes {dead[1]}, {dead[2]}, {dead[3]}): ")
+
+
+def test_a_notification_redirected_elsewhere_never_carries_its_token_there(plugin, receiver):
+    """Issue 25.7: requests keeps custom headers (X-Gotify-Key) across a redirect to another
+    host. Redirects are not followed: the token goes only to the host the user named."""
+    elsewhere = Receiver()
+    try:
+        receiver.redirect_to = f"http://localhost:{elsewhere.port}"
+        plugin.configure(notify_urls=receiver.url("gotify", "/AbCdEfGhIj12345"))
+        plugin.hook(create_context(ambiguous_scenes(plugin, 1)[0]))
+        plugin.wait_drained()
+        assert receiver.wait_for(1)[0]["headers"]["X-Gotify-Key"] == "AbCdEfGhIj12345"
+        deadline = time.monotonic() + 15
+        while f"notification to gotify://127.0.0.1:{receiver.port} failed" not in plugin.drainer_log():
+            assert time.monotonic() < deadline, plugin.drainer_log()[-2000:]
+            time.sleep(0.1)
+        assert elsewhere.received == []
+        assert "AbCdEfGhIj12345" not in plugin.drainer_log()
+    finally:
+        elsewhere.close()
+
+
 # -- pure parts -----------------------------------------------------------------------------
-def test_requests_per_scheme():
-    assert build("discord://123/tok_abcdef", "T", "M").url == "https://discord.com/api/webhooks/123/tok_abcdef"
-    gotify = build("gotifys://g.lan/apps/AbCdEf123", "T", "M", "failure")
-    assert (gotify.url, gotify.headers, gotify.json["priority"]) == (
-        "https://g.lan/apps/message",
-        {"X-Gotify-Key": "AbCdEf123"},
-        8,
-    )
-    ntfy = build("ntfy://my-topic", "T", "M")
-    assert (ntfy.label, ntfy.url, ntfy.json) == (
-        "ntfy://ntfy.sh",
-        "https://ntfy.sh/",
-        {"topic": "my-topic", "title": "T", "message": "M"},
-    )
-    hook = build("https://u:p%40ss@h.example:8443/x?k=1", "T", "M")
-    assert (hook.label, hook.url, hook.auth) == (
-        "https://h.example:8443",
-        "https://h.example:8443/x?k=1",
-        ("u", "p@ss"),
-    )
-    assert problem("ftp://secret@host/x", 2) == (
-        "entry 2 has 'ftp://'; use one of http://, https://, json://, jsons://, ntfy://, ntfys://, gotify://, "
-        "gotifys://, discord://"
-    )
+def test_every_apprise_url_and_plain_webhooks():
+    """Apprise reads the URLs (no request here: Discord's server is not ours to call)."""
+    assert type(service("https://discord.com/api/webhooks/123/tok_abcdef")).__name__ == "NotifyDiscord"
+    assert type(service("discord://123/tok_abcdef")).__name__ == "NotifyDiscord"
+    assert type(service("ntfy://my-topic")).__name__ == "NotifyNtfy"
+    assert type(service("https://h.example/hook")).__name__ == "NotifyJSON"  # a plain webhook, as before
+    assert as_webhook("https://u:p%40ss@h.example:8443/x?k=1") == "jsons://u:p%40ss@h.example:8443/x?-k=1"
+    assert service("nosuchservice://host/x") is None
+    assert problem("no-scheme-at-all", 2) == "entry 2 has no scheme; write it as Apprise does, e.g. ntfy://my-topic"
     assert "my-topic" in secrets_of("ntfy://my-topic")
 
 
@@ -190,3 +226,15 @@ def test_dead_letter_text_groups_by_reason():
         "3 × PlexNotFound (scenes 3, 4, 5): not in Plex after 8 attempts\n1 × AmbiguousMatch (scenes 9): two items",
     )
     assert events.dead_letter_text() is None  # sent once
+
+
+def test_the_health_check_names_a_url_apprise_cannot_use_without_its_secret(plugin):
+    plugin.configure(notify_urls="ntfy://my-topic-7f3k nosuchservice://host.lan/secret-token-123")
+    plugin.add_scene(1)
+    run = plugin.task("health_check")
+    problems = run.output["problems"]
+    assert problems == [
+        "setting notify_urls: entry 2 (nosuchservice://host.lan) is not a URL Apprise can use; "
+        "check it against Apprise's documentation of that service"
+    ], problems
+    assert "secret-token-123" not in run.stderr and "my-topic-7f3k" not in run.stderr

@@ -7,8 +7,9 @@ refused, or a request failed), ``plex_up()`` after every successful Plex write, 
 * keeps ``sync_health.json`` true (the hook's warning): Plex down since when, and why;
 * notifies, when notification URLs are set: once when an outage has lasted
   ``down_after_s`` (the outage's start is in the file, so it spans drainers), once
-  when Plex answers again after such a notice, and once per run for the jobs that
-  entered the dead-letter queue, grouped by reason (``close()``, at the run's end).
+  when Plex answers again after such a notice, and at most once per ten minutes for
+  the jobs that entered the dead-letter queue, grouped by reason (at a run's end; what
+  comes sooner is held in the health file for the next message).
 
 A notification failing is logged by the notifier and changes nothing here.
 """
@@ -22,6 +23,7 @@ from collections import defaultdict
 from core.notify import FAILURE, SUCCESS, WARNING
 
 PLEX_DOWN = "Plex is unavailable"
+DEAD_LETTER_EVERY_S = 600.0  # at most one dead-letter message per this many seconds
 
 
 def minutes(seconds: float) -> str:
@@ -91,25 +93,57 @@ class SyncEvents:
         with self._lock:
             self._dead[error_class].append((scene_id, message))
 
-    def dead_letter_text(self) -> tuple[str, str] | None:
-        """This run's dead-lettered jobs as one (title, message), grouped by reason."""
-        with self._lock:
-            groups, self._dead = dict(self._dead), defaultdict(list)
+    def dead_letter_text(self, held: dict | None = None) -> tuple[str, str] | None:
+        """This run's dead-lettered jobs, plus those ``held`` from earlier runs, as one
+        (title, message) grouped by reason."""
+        groups = _merged(held or {}, self._take_dead())
         if not groups:
             return None
-        total = sum(len(jobs) for jobs in groups.values())
+        total = sum(group["count"] for group in groups.values())
         lines = []
-        for error_class, jobs in sorted(groups.items(), key=lambda item: -len(item[1])):
-            ids = ", ".join(str(sid) for sid, _ in jobs[:10]) + (", …" if len(jobs) > 10 else "")
-            lines.append(f"{len(jobs)} × {error_class} (scenes {ids}): {jobs[0][1][:300]}")
+        for error_class, group in sorted(groups.items(), key=lambda item: -item[1]["count"]):
+            n = group["count"]
+            ids = ", ".join(str(sid) for sid in group["scenes"]) + (", …" if n > len(group["scenes"]) else "")
+            lines.append(f"{n} × {error_class} (scenes {ids}): {group['message'][:300]}")
         title = f"Stash2Plex: {total} scene{'s' if total != 1 else ''} moved to the dead-letter queue"
         return title, "\n".join(lines)
 
-    def close(self) -> None:
-        """The run is over: send the dead-letter summary, wait briefly for deliveries."""
-        if self.notifier is None:
+    def _take_dead(self) -> dict[str, list[tuple[int, str]]]:
+        with self._lock:
+            groups, self._dead = dict(self._dead), defaultdict(list)
+        return groups
+
+    def _dead_letter_notice(self) -> None:
+        """At most one dead-letter message per ``DEAD_LETTER_EVERY_S`` for all runs together
+        (a burst of hooks is many short drainer runs): what enters the queue sooner is held
+        in the health file and told in the next message, at the end of the first run after."""
+        state = self.health.state()
+        held = _merged(state.get("dead_letters_held") or {}, self._take_dead())
+        if not held:
             return
-        text = self.dead_letter_text()
+        now = self.clock()
+        last = float(state.get("dead_letters_notified_at") or 0.0)
+        if 0.0 <= now - last < DEAD_LETTER_EVERY_S:
+            self.health.update(dead_letters_held=held)
+            return
+        text = self.dead_letter_text(held)
         if text is not None:
             self.notifier.send(*text, FAILURE)
+        self.health.update(dead_letters_held=None, dead_letters_notified_at=now)
+
+    def close(self) -> None:
+        """The run is over: send (or hold) the dead-letter summary, wait briefly for deliveries."""
+        if self.notifier is None:
+            return
+        self._dead_letter_notice()
         self.notifier.close()
+
+
+def _merged(held: dict, new: dict[str, list[tuple[int, str]]]) -> dict[str, dict]:
+    """Groups per error class: ``{"count", "scenes" (the first ten ids), "message" (the first)}``."""
+    groups = {k: dict(v) for k, v in held.items() if isinstance(v, dict) and isinstance(v.get("count"), int)}
+    for error_class, jobs in new.items():
+        group = groups.setdefault(error_class, {"count": 0, "scenes": [], "message": jobs[0][1]})
+        group["count"] += len(jobs)
+        group["scenes"] = (list(group.get("scenes") or []) + [sid for sid, _ in jobs])[:10]
+    return groups
