@@ -92,6 +92,7 @@ def _apprise():
     logger = logging.getLogger("apprise")
     if not any(isinstance(h, _Reasons) for h in logger.handlers):
         logger.addHandler(_Reasons())
+        logger.setLevel(logging.DEBUG)  # its "Socket Exception" lines name the cause
         logger.propagate = False
     return apprise
 
@@ -110,16 +111,27 @@ def service(url: str, timeout: float = TIMEOUT_S) -> Any:
 
 
 class _Reasons(logging.Handler):
-    """Apprise's warnings, kept per sending thread: the reason a delivery failed."""
+    """Apprise's log lines, kept per sending thread: the reason a delivery failed."""
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.DEBUG)
         self.lines: dict[int, list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         lines = self.lines.get(record.thread or 0)
-        if lines is not None:
+        if lines is not None and (record.levelno >= logging.WARNING or "Exception" in record.getMessage()):
             lines.append(record.getMessage())
+
+    @staticmethod
+    def summary(lines: list[str], timeout: float) -> str:
+        """The cause in our words where it is a network one (Apprise says "a connection
+        error" for all of them), else Apprise's warnings (the receiver's answer)."""
+        text = " ".join(lines)
+        if "timed out" in text or "Timeout" in text:
+            return f"no answer within {timeout:.0f} s"
+        if "Connection refused" in text or "Errno 111" in text:
+            return "connection refused"
+        return " ".join(line for line in lines if "Exception" not in line)[:300] or "Apprise reported a failure"
 
     @classmethod
     def collect(cls) -> list[str]:
@@ -166,7 +178,7 @@ class Notifier:
                 self.log.debug(f"notification sent to {name}")
                 return
             redact = getattr(self.log, "redact", lambda text: text)
-            why = redact(" ".join(reasons)[:300]) or "Apprise reported a failure"
+            why = redact(_Reasons.summary(reasons, self.timeout))
             self.log.warning(f"notification to {name} failed: {why}")
         except Exception as exc:  # a bug in a notifier must never reach the sync
             self.log.warning(f"notification to {name} failed: {type(exc).__name__}")
