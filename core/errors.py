@@ -78,6 +78,11 @@ class PlexBadRequest(PermanentError):
     """Plex rejected the request itself (400-class other than 401/403/404/429)."""
 
 
+class PlexRequestTooLong(PlexBadRequest):
+    """Plex, or a proxy in front of it, refused a request as too long (414 or 413). An
+    edit is then sent again in smaller requests; only what cannot be made smaller ends here."""
+
+
 class AmbiguousMatch(PermanentError):
     """Several Plex items could hold the scene and none is clearly right."""
 

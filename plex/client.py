@@ -14,11 +14,12 @@ from typing import Any
 
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random
 
-from core.errors import PlexNotFound, PlexUnavailable, TransientError
-from core.http import DirectPool, fixed_environment_session
+from core.errors import ConfigError, PlexNotFound, PlexUnavailable, TransientError
+from core.http import fixed_environment_session
 from plex.errors import not_plex_named, plex_errors
 
 REQUEST_TIMEOUT_S = 15.0
+MAX_REDIRECTS = 5  # hops followed from plex_url to Plex itself when connecting
 LIST_PAGE_SIZE = 500
 LIST_IN_FLIGHT = 4  # listing pages read at once
 PRODUCT = "Stash2Plex"
@@ -71,7 +72,7 @@ class PlexClient:
         self.timeout = timeout
         self._server = None
         self._connecting = threading.Lock()  # threads share the client: one connection is made
-        self._direct: DirectPool | None = None
+        self.base_url = url.rstrip("/")  # where requests go: plex_url after its redirects, once connected
         self._sections: dict[int, int] = {}  # ratingKey → library section, from the last read
 
     @property
@@ -96,12 +97,42 @@ class PlexClient:
         adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=32)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
+        with plex_errors("connecting to Plex", self.url):
+            base = self._final_url(session)
         with plex_errors("connecting to Plex", self.url), not_plex_named(self.url):
-            server = PlexServer(self.url, self._token, session=session, timeout=self.timeout)
+            server = PlexServer(base, self._token, session=session, timeout=self.timeout)
             if not server.machineIdentifier:  # a reply that parsed, but is not Plex's root MediaContainer
                 raise ET.ParseError("no machineIdentifier in the answer at /")
-        self._direct = DirectPool(session, server._baseurl, server._headers())
+        self.base_url = base
         return server
+
+    @property
+    def redirected(self) -> bool:
+        """Whether plex_url answered with a redirect when connecting (``base_url`` is then
+        where it led: every request goes there)."""
+        return self.base_url != self.url.rstrip("/")
+
+    def _final_url(self, session) -> str:
+        """plex_url after the redirects a reverse proxy in front of Plex answers (http to
+        https, another name or path), followed once, here: writes never follow one (see
+        ``_write``). Asked at ``/identity`` without the token, so the token goes only to
+        where the redirects lead, never along the way."""
+        from urllib.parse import urljoin
+
+        base = self.url.rstrip("/")
+        for _ in range(MAX_REDIRECTS):
+            response = session.get(base + "/identity", allow_redirects=False, timeout=self.timeout)
+            response.close()
+            if not response.is_redirect:
+                return base
+            target = urljoin(response.url, response.headers["Location"]).split("?")[0]
+            if not target.rstrip("/").endswith("/identity"):
+                raise ConfigError(
+                    f"setting plex_url: {self.url} answered with a redirect to {target}, which is not the same "
+                    "place on another address; set plex_url to the address of Plex itself"
+                )
+            base = target.rstrip("/")[: -len("/identity")]
+        raise ConfigError(f"setting plex_url: {self.url} redirects more than {MAX_REDIRECTS} times; is it Plex?")
 
     def version(self) -> str:
         return str(self.server.version)
@@ -215,7 +246,7 @@ class PlexClient:
             try:
                 root = self.server.query("/library/metadata/" + ",".join(map(str, sorted(asked))))
             except NotFound:
-                return {}
+                return self._split_read(sorted(asked))
         states: dict[int, PlexItemState] = {}
         for video in root:
             key = _int(video.attrib.get("ratingKey"))
@@ -223,14 +254,27 @@ class PlexClient:
                 states[key] = self._remember(_state_from_xml(video, _int(root.attrib.get("librarySectionID"))))
         return states
 
+    def _split_read(self, keys: list[int]) -> dict[int, PlexItemState]:
+        """A batch answered 404: one missing item may be enough for that, so the halves are
+        read again until the missing ones are found (a few requests per missing item);
+        only a single item's 404 says that item is gone."""
+        if len(keys) == 1:
+            return {}
+        half = len(keys) // 2
+        return {**self.item_states(keys[:half]), **self.item_states(keys[half:])}
+
     def _remember(self, state: PlexItemState) -> PlexItemState:
         self._sections[state.rating_key] = state.section_id  # where an edit of this item is sent
         return state
 
-    @staticmethod
-    def edit_target_length(state: PlexItemState, params: dict[str, Any]) -> int:
-        """Bytes of the request target of an edit (see ``_edit_target``)."""
-        return len(_edit_target(state.section_id, state.rating_key, params).encode())
+    def edit_target_length(self, state: PlexItemState, params: dict[str, Any]) -> int:
+        """Bytes of the request target of an edit as it goes on the wire: plex_url's path
+        (a reverse proxy's prefix) and ``_edit_target``, with ``[`` and ``]`` percent-encoded
+        (urllib3 encodes them in a query: util/url.py ``_encode_invalid_chars``)."""
+        from urllib.parse import urlsplit
+
+        target = _edit_target(state.section_id, state.rating_key, params)
+        return len(urlsplit(self.base_url).path) + len(target) + 2 * (target.count("[") + target.count("]"))
 
     # The writes send exactly what plexapi's item methods send, without first building
     # the item's plexapi object: that needs the item's detail view as objects, which
@@ -244,18 +288,32 @@ class PlexClient:
 
     def _write(self, method: str, key: str, body: bytes | None = None) -> None:
         """``PlexServer.query(key, method=session.put/post, data=body)``: the same request
-        and the same plexapi exceptions for a status other than 200/201/204 [plexapi
-        server.py ``PlexServer.query``], sent through the session's own connection pool
-        (``core/http.py`` ``DirectPool``: half the CPU of a request through the session)."""
+        through plexapi's session and the same plexapi exceptions for a status other than
+        200/201/204 [plexapi server.py ``PlexServer.query``], except that a redirect is not
+        followed. Through a 301 or 302, requests sends a POST again as a GET without its
+        body [requests sessions.py ``SessionRedirectMixin.rebuild_method``], which a
+        poster URL answers 200: plexapi would report an upload that never happened. A
+        write is done only when Plex itself answered it; a redirect is an error that names
+        where it leads, and the next request connects again (``_final_url``)."""
         server = self.server
-        direct = self._direct
-        if direct is None or not direct.usable:
-            send = server._session.put if method == "PUT" else server._session.post
-            server.query(key, method=send, **({} if body is None else {"data": body}))
-            return
-        status, data, _ = direct.send(method, key, body, self.timeout)
-        if status not in (200, 201, 204):
-            raise _plexapi_error(status, direct.base_url + key, data)
+        url = server.url(key)
+        response = server._session.request(
+            method, url, headers=server._headers(), data=body, timeout=self.timeout, allow_redirects=False
+        )
+        if response.is_redirect:
+            self._reconnect(server)
+            raise TransientError(
+                f"Plex's address answered a write with a redirect ({response.status_code}) to "
+                f"{_where(response, key)}; nothing was written there. Stash2Plex connects again and follows "
+                "it once; set plex_url to that address to skip the redirect"
+            )
+        if response.status_code not in (200, 201, 204):
+            raise _plexapi_error(response.status_code, url, response.content)
+
+    def _reconnect(self, server) -> None:
+        with self._connecting:
+            if self._server is server:
+                self._server = None
 
     @blip_retry
     def rate(self, rating_key: int, rating: float | None) -> None:
@@ -328,6 +386,18 @@ def _edit_target(section_id: int, rating_key: int, params: dict[str, Any]) -> st
 
     args = {**params, "type": 1, "id": str(int(rating_key))}
     return f"/library/sections/{int(section_id)}/all{joinArgs(args)}"
+
+
+def _where(response, key: str) -> str:
+    """The address a redirect leads to: its base when it keeps the request's path, never
+    the query (the edit's values)."""
+    from urllib.parse import urljoin, urlsplit
+
+    target = urlsplit(urljoin(response.url, response.headers.get("Location", "")))
+    path, asked = target.path, key.split("?")[0]
+    if path.endswith(asked):
+        path = path[: -len(asked)]
+    return f"{target.scheme}://{target.netloc}{path}"
 
 
 def _plexapi_error(status: int, url: str, body: bytes) -> Exception:

@@ -24,6 +24,7 @@ from core.errors import (
     PlexAuthError,
     PlexBadRequest,
     PlexNotFound,
+    PlexRequestTooLong,
     PlexUnavailable,
     Stash2PlexError,
     TransientError,
@@ -118,6 +119,10 @@ def _from_status(exc: BaseException, what: str) -> Stash2PlexError:
     if status == 403:
         return PlexAuthError(
             f"Plex refused access while {what} (403). The plex_token's account cannot edit this library."
+        )
+    if status in (413, 414):
+        return PlexRequestTooLong(
+            f"Plex, or a proxy in front of it, refused the request as too long ({status}) while {what}"
         )
     if status == 503:
         return PlexUnavailable(f"Plex is unavailable (503) while {what}")

@@ -10,9 +10,12 @@ an item): a case-only rename in Stash is no change at all,
 and never a removal, since removing the old spelling would remove the tag itself.
 
 Edits travel in the query string, so every edit request is kept within
-``EDIT_URL_BUDGET`` (``fit_plan``): a summary that does not fit is shortened at a
-character boundary with an ellipsis; what still does not fit is split by tag type
-(``edit_batches``). No other field is ever dropped.
+``EDIT_URL_BUDGET``: an edit that does not fit is split, the fields in one request and
+each tag type in its own (``edit_batches``), and only when the fields alone still do
+not fit is the summary shortened, at a character boundary with an ellipsis
+(``fit_plan``). No other field is ever shortened. A request refused as too long
+anyway (a proxy with a lower limit) is sent again within a smaller budget, where a tag
+list that alone does not fit keeps the tags that do (``cut_tags``).
 
 Tag lists are written so that the result is the same whether Plex replaces an
 item's tags with the listed ones or adds them: the complete wanted list is sent
@@ -35,10 +38,12 @@ from plex.client import RATING, PlexItemState
 from validation.metadata import SceneMetadata
 
 TAG_TYPES = ("genre", "actor", "collection", "label", "director")
-# Bytes of one edit's request target (path and query). PMS's own limit is not documented;
-# reverse proxies in front of it commonly stop at 8-16 KB (nginx's default
-# large_client_header_buffers is 4 × 8 KB; many proxies allow 16 KB).
-EDIT_URL_BUDGET = 15 * 1024
+# Bytes of one edit's request target (path and query, as sent). PMS's own limit is not
+# documented; the reverse proxies in front of it refuse a request line (method, target,
+# version) above 8,190 bytes by default: Apache's LimitRequestLine, and nginx's
+# large_client_header_buffers (4 × 8k, the line and its CRLF in one buffer), answer 414.
+REQUEST_LINE_LIMIT = 8190
+EDIT_URL_BUDGET = REQUEST_LINE_LIMIT - len("PUT  HTTP/1.1")
 ELLIPSIS = "…"
 
 
@@ -161,7 +166,8 @@ def plan_item(
     desired: Desired, plex: PlexItemState, written: Written | None, preserve: bool, relock: bool = False
 ) -> ItemPlan:
     """``relock`` (``reconcile``): a field or tag list already showing what Stash wants
-    but no longer locked is sent again, locked, so a Plex refresh cannot undo it."""
+    but no longer locked is sent again, locked, so a Plex refresh cannot undo it; also
+    when what Stash wants is nothing and Plex shows nothing, or a refresh could fill it."""
     written = written or Written()
     fields = []
     written_fields = dict(written.fields)
@@ -170,7 +176,7 @@ def plan_item(
         if (
             change is None
             and relock
-            and want
+            and want is not None
             and plex.fields.get(name, "") == want
             and name not in plex.locked | {RATING}
         ):
@@ -188,7 +194,7 @@ def plan_item(
         on_plex = plex.tags.get(tag_type, ())
         tag_change = _tag_change(tag_type, wanted, on_plex, written.tags.get(tag_type, []), preserve)
         relocked = {_key(t) for t in wanted} <= {_key(t) for t in on_plex}
-        if tag_change is None and relock and wanted and tag_type not in plex.locked and relocked:
+        if tag_change is None and relock and (wanted or not on_plex) and tag_type not in plex.locked and relocked:
             tag_change = TagChange(tag_type, on_plex, on_plex, ())
         if tag_change:
             tags.append(tag_change)
@@ -213,7 +219,8 @@ def edit_params(plan: ItemPlan) -> dict[str, Any]:
     for change in plan.fields:
         if change.name == RATING:
             continue
-        params[f"{change.name}.value"] = change.stash
+        if change.stash or change.plex:  # a lock alone for an empty field (an empty date is no date)
+            params[f"{change.name}.value"] = change.stash
         params[f"{change.name}.locked"] = 1
     for tag in plan.tags:
         params[f"{tag.tag_type}.locked"] = 1
@@ -242,15 +249,21 @@ def fit_plan(
     budget: int = EDIT_URL_BUDGET,
     relock: bool = False,
 ) -> tuple[ItemPlan, int | None]:
-    """The plan, with the summary shortened when the edit would not fit ``budget``.
+    """The plan, with the summary shortened when the fields' request (``edit_batches``
+    sends them apart from the tags when the whole edit does not fit) would not fit
+    ``budget``: a summary is never shortened to fit tags that go in requests of their own.
 
     ``length(params)`` is the request target's size in bytes for those edit parameters.
     Returns the plan and the summary's new length in characters (None: not shortened).
     The longest prefix that fits is found by bisection (about 15 plans for 20,000 characters).
     """
+
+    def fields_length(plan: ItemPlan) -> int:
+        return length(edit_params(dataclasses.replace(plan, tags=())))
+
     plan = plan_item(desired, plex, written, preserve, relock)
     summary = desired.fields.get("summary") or ""
-    if length(edit_params(plan)) <= budget or not any(c.name == "summary" for c in plan.fields):
+    if not any(c.name == "summary" for c in plan.fields) or fields_length(plan) <= budget:
         return plan, None
     best: tuple[ItemPlan, int] | None = None
     low, high = 0, len(summary) - 1
@@ -260,7 +273,7 @@ def fit_plan(
         trial = plan_item(
             dataclasses.replace(desired, fields={**desired.fields, "summary": cut}), plex, written, preserve, relock
         )
-        if length(edit_params(trial)) <= budget:
+        if fields_length(trial) <= budget:
             best, low = (trial, len(cut)), middle + 1
         else:
             high = middle - 1
@@ -271,13 +284,43 @@ def fit_plan(
 
 
 def edit_batches(
-    plan: ItemPlan, length: Callable[[dict[str, Any]], int], budget: int = EDIT_URL_BUDGET
+    plan: ItemPlan, length: Callable[[dict[str, Any]], int], budget: int = EDIT_URL_BUDGET, cut_tags: bool = False
 ) -> list[dict[str, Any]]:
     """The plan's edit parameters as few requests as fit ``budget``: one when it fits,
-    else the fields in one and each tag type in its own (a request that still does not fit
-    is sent as it is, and Plex's refusal names it)."""
+    else the fields first, each tag type joining the first request it still fits in,
+    else starting one of its own. A tag type's request that still does not fit is
+    sent as it is (Plex itself may take it), or with ``cut_tags`` (it was refused as too
+    long) with the first of its tags that fit: a tag list must go in one request, since an
+    indexed list replaces the item's list of that type."""
     whole = edit_params(plan)
     if length(whole) <= budget:
         return [whole]
-    parts = [dataclasses.replace(plan, tags=())] + [dataclasses.replace(plan, fields=(), tags=(t,)) for t in plan.tags]
-    return [edit_params(p) for p in parts if not p.empty]
+    parts = [dataclasses.replace(plan, tags=())]
+    for tags in plan.tags:
+        for n, part in enumerate(parts):
+            joined = dataclasses.replace(part, tags=(*part.tags, tags))
+            if length(edit_params(joined)) <= budget:
+                parts[n] = joined
+                break
+        else:
+            parts.append(dataclasses.replace(plan, fields=(), tags=(tags,)))
+    batches = [edit_params(p) for p in parts if not p.empty]
+    if cut_tags:
+        batches = [b if length(b) <= budget else _cut_tags(b, length, budget) for b in batches]
+    return batches
+
+
+def _cut_tags(params: dict[str, Any], length: Callable[[dict[str, Any]], int], budget: int) -> dict[str, Any]:
+    """``params`` of one tag type without its last indexed tags, until it fits ``budget``
+    (or no indexed tag is left)."""
+    indexed = [k for k in params if "[" in k and not k.endswith("[].tag.tag-")]
+    cut = dict(params)
+    while indexed and length(cut) > budget:
+        cut.pop(indexed.pop())
+    return cut
+
+
+def cut_count(sent: list[dict[str, Any]], plan: ItemPlan) -> int:
+    """How many of the plan's tags ``sent`` left out (``edit_batches`` with ``cut_tags``)."""
+    planned = sum(len(t.result) for t in plan.tags)
+    return planned - sum(1 for params in sent for k in params if "[" in k and not k.endswith("[].tag.tag-"))

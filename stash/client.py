@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from core.errors import ConfigError, StashQueryError, StashRefused, StashUnavailable
-from core.http import DirectPool
 from core.netcause import Cause, host_of, network_cause
 from validation.plugin_input import ServerConnection
 
@@ -208,9 +207,6 @@ class StashClient:
         self._check_version(self._api.version)
         self._bound_timeouts()
         self._api.s.hooks["response"].append(self._remember)
-        # The screenshots' way past the Session's per-request work (built here, once: the
-        # writer threads read covers at the same time).
-        self._direct = DirectPool(self._api.s, f"{self._base.scheme}://{self._base.netloc}", {})
 
     @staticmethod
     def _check_version(version: Any) -> None:
@@ -358,25 +354,12 @@ class StashClient:
     def image(self, url: str) -> tuple[bytes, str]:
         """Download a scene image through our own connection: (bytes, Content-Type).
 
-        A bulk sync reads one per changed scene, so the read skips the requests Session's
-        per-request work (``core/http.py`` ``DirectPool``: the session's own pool, headers
-        and cookies). Any answer but a 200 is asked again through the Session, whose
-        reply the error handling reads (a refused session, a proxy's page)."""
+        Through the requests Session, which sends the session's cookies (and takes a
+        renewed one), follows a redirect and decodes every ``Content-Encoding`` it
+        advertised (urllib3 asks for br or zstd only when it can decode them)."""
         own = self.own_url(url)
         with stash_errors("downloading a screenshot", lambda: self._last_reply, self._api.url):
-            direct = self._direct
-            if direct.usable:
-                target = own[len(direct.base_url) :]
-                status, data, headers = direct.send("GET", target, None, REQUEST_TIMEOUT_S, self._cookie_header())
-                if status == 200:
-                    return data, headers.get("Content-Type", "")
             response = self._api.s.get(own, timeout=REQUEST_TIMEOUT_S)
         if response.status_code != 200:
             raise _image_refused(response)
         return response.content, response.headers.get("Content-Type", "")
-
-    def _cookie_header(self) -> dict[str, str]:
-        """The session's cookies as the Session would send them to Stash (read per request:
-        a reply through the Session may have renewed one)."""
-        cookies = "; ".join(f"{c.name}={c.value}" for c in self._api.s.cookies if c.value is not None)
-        return {"Cookie": cookies} if cookies else {}

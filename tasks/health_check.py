@@ -1,8 +1,8 @@
 """``health_check``: can Stash2Plex reach both servers, and does path_map fit the files?
 
 Checks, in order: Stash (reachable, version, settings readable; the reply shows the
-effective settings and which old setting names were taken over or ignored), Plex (reachable,
-version, token accepted), the libraries (configured ones found, video libraries
+effective settings and which old setting names were taken over or ignored), Plex (reachable, where plex_url
+leads after redirects, version, token accepted), the libraries (configured ones found, video libraries
 left out), and the path map: up to ``SAMPLE_SIZE`` scenes' primary files are mapped
 with ``path_map`` and looked up by exact path in the Plex index. When fewer than
 half are found, a ``path_map`` rule is inferred from Plex files with the same name
@@ -133,6 +133,14 @@ def _check_plex(app, report: _Report) -> bool:
         return False
     info["reachable"], info["token_accepted"] = True, True
     report.good(f"Plex is reachable (version {info['version']}) and accepts the token")
+    plex = app.plex()
+    info["url"] = plex.base_url
+    if plex.redirected:
+        report.good(
+            f"plex_url {plex.url} redirects to {plex.base_url}: Stash2Plex follows it once when it connects and "
+            "sends every request there (a write answered with a redirect is never taken as done); "
+            "set plex_url to that address to skip the redirect"
+        )
     plex_answered(app)
     return True
 

@@ -107,8 +107,8 @@ def test_a_self_signed_certificate_is_named_with_its_remedy(plugin, self_signed)
         run = plugin.task("health_check")
         assert run.output["ok"] is True, run.output
 
-        # Over https the writes go through the requests Session's own pool (core/http.py
-        # DirectPool), with the certificate setting the Session has.
+        # Over https the writes (the edit, the poster upload) go through plexapi's session,
+        # with the certificate setting it has.
         sid = plugin.stash.add_scene(
             title="Over TLS", files=[{"path": "/stash/media/tls.mp4", "size": 1, "duration": 60.0}]
         )

@@ -452,7 +452,7 @@ def test_request_records_and_filters(emu, section_key, plex) -> None:
     before = time.time()
     plex.fetchItem(rk).uploadArt(filepath=b"12345")
     fetch, upload = emu.requests
-    assert set(fetch) == {"method", "path", "query", "headers", "body_len", "status", "time"}
+    assert set(fetch) == {"method", "path", "target", "query", "headers", "body_len", "status", "time"}
     assert before <= fetch["time"] <= upload["time"]
     assert (upload["method"], upload["path"], upload["body_len"]) == ("POST", f"/library/metadata/{rk}/arts", 5)
     assert emu.requests_matching("POST") == [upload] == emu.upload_requests()
@@ -521,14 +521,36 @@ def test_tag_identity_ignores_case_and_the_first_spelling_stays(emu, section_key
     assert emu.item(rk)["tags"]["genre"] == []  # removing the old spelling removes the tag itself
 
 
-def test_a_request_target_past_16_kb_is_answered_414(emu, section_key, plex) -> None:
+def test_a_request_line_past_max_url_bytes_is_answered_414(emu, section_key, plex) -> None:
     rk = emu.add_item(section_key, f"{ROOT}/long.mp4")
     item = _full_item(plex, rk)
     with pytest.raises(BadRequest, match=r"^\(414\)"):
-        item.edit(**{"summary.value": "字" * 2000})  # 9 bytes a character once encoded
+        item.edit(**{"summary.value": "字" * 950})  # 9 bytes a character once encoded: past 8,190
     assert emu.item(rk)["fields"]["summary"] == ""
+    item.edit(**{"summary.value": "字" * 850})
+    assert emu.item(rk)["fields"]["summary"] == "字" * 850
+    emu.max_url_bytes = 16 * 1024
     item.edit(**{"summary.value": "字" * 1500})
     assert emu.item(rk)["fields"]["summary"] == "字" * 1500
+
+
+def test_redirect_answers_every_request_with_its_status_and_location(emu, plex) -> None:
+    import requests
+
+    emu.redirect = (308, "https://plex.example:32400/base")
+    reply = requests.post(f"{emu.url}/library/metadata/7/posters?x=%5B1%5D", data=b"img", allow_redirects=False)
+    assert reply.status_code == 308
+    assert reply.headers["Location"] == "https://plex.example:32400/base/library/metadata/7/posters?x=%5B1%5D"
+
+
+def test_a_batch_read_with_an_unknown_id_is_404_unless_batches_are_lenient(emu, section_key, plex) -> None:
+    from plexapi.exceptions import NotFound
+
+    rk = emu.add_item(section_key, f"{ROOT}/one.mp4")
+    with pytest.raises(NotFound):
+        plex.query(f"/library/metadata/{rk},999999")
+    emu.strict_batches = False
+    assert [v.attrib["ratingKey"] for v in plex.query(f"/library/metadata/{rk},999999")] == [str(rk)]
 
 
 def test_swap_replies_answers_another_item(emu, section_key, plex) -> None:

@@ -75,7 +75,7 @@ def test_threads_waiting_for_a_failed_first_listing_get_its_error(plex, tmp_path
     with pytest.raises(PlexUnavailable):
         index.index()
     warm.join()
-    assert len(plex.requests) == 1
+    assert [r["path"] for r in plex.requests] == ["/identity", "/"]  # where plex_url leads, then Plex's root
 
     plex.fail_503, plex.latency = False, 0.0
     assert [f.rating_key for f in index.index().by_path("/plex/media/00001.mp4")]

@@ -277,4 +277,53 @@ def test_relock_sends_a_right_but_unlocked_value_again_locked_and_nothing_else()
     desired = Desired(want, {"genre": ("G",), "actor": ("P",), "collection": ()}, None)
     assert plan_item(desired, state, None, False).empty  # a sync does not touch locks
     plan = plan_item(desired, state, None, False, relock=True)
-    assert edit_params(plan) == {"title.value": "T", "title.locked": 1, "actor.locked": 1, "actor[0].tag.tag": "P"}
+    assert edit_params(plan) == {
+        "title.value": "T",
+        "title.locked": 1,
+        "actor.locked": 1,
+        "actor[0].tag.tag": "P",
+        "collection.locked": 1,  # nothing on either side, and unlocked: a refresh could fill it
+    }
+
+
+def test_a_batch_read_with_one_item_gone_finds_which_and_repairs_the_others(plugin):
+    """Plex answers 404 for ``/library/metadata/a,b,c`` when one of them is gone: the
+    batch is split until the gone one is found, and the other items are repaired."""
+    items = _scenes(plugin, 3)
+    (s0, r0), (s1, r1), (s2, r2) = (items[i] for i in range(3))
+    _wipe(plugin, r0)
+    _wipe(plugin, r2)
+    assert plugin.plex.strict_batches
+
+    def gone_after_the_listing(record: dict) -> None:
+        if record["method"] == "GET" and record["path"] == "/library/sections/1/all":
+            plugin.plex.on_request = None
+            plugin.plex.remove_item(r1)  # deleted in Plex between the listing and the detail read
+
+    plugin.plex.on_request = gone_after_the_listing
+    run = plugin.task("reconcile")
+    assert run.error is None, run.stderr[-3000:]
+    out = run.output
+    assert out["drift"]["item_gone"]["first"] == [s1]
+    assert (out["checked"], out["repaired"]) == (3, 2)
+    for n, key in ((0, r0), (2, r2)):
+        _in_line(plugin, key, n)
+
+
+def test_reconcile_locks_a_field_it_owns_that_shows_nothing_on_either_side(plugin):
+    """A scene without tags: the item's genre list is empty in Stash and Plex. The sync's
+    edit locks it too; once a user unlocks it, the next agent refresh could fill it, so
+    reconcile counts the missing lock as drift and sets it, once."""
+    sid, rk = plugin.add_scene(1, details="About one")
+    assert plugin.task("all").output["synced"] == 1
+    assert plugin.plex.item(rk)["tags"]["genre"] == [] and "genre" in plugin.plex.item(rk)["locks"]
+    _server(plugin).fetchItem(rk).edit(**{"genre.locked": 0, "collection.locked": 0})
+    plugin.plex.clear_requests()
+    run = plugin.task("reconcile")
+    assert run.error is None, run.stderr[-3000:]
+    assert set(run.output["drift"]["unlocked"]["first"]) == {sid} and run.output["repaired"] == 1
+    item = plugin.plex.item(rk)
+    assert {"genre", "actor", "collection", "title", "summary"} <= item["locks"]
+    assert item["tags"]["genre"] == [] and item["fields"]["summary"] == "About one"
+    again = plugin.task("reconcile").output
+    assert again["repaired"] == 0 and "unlocked" not in again["drift"]

@@ -192,7 +192,7 @@ def test_twenty_thousand_cjk_characters_are_shortened_and_nothing_else_is_lost(p
     assert item["fields"]["title"] == "Long one" and item["tags"]["genre"] == ["T1"]
     assert item["fields"]["studio"] == "S" and item["tags"]["collection"] == ["S"]
     summary = item["fields"]["summary"]
-    assert summary.endswith("…") and details.startswith(summary[:-1]) and len(summary) > 1000
+    assert summary.endswith("…") and details.startswith(summary[:-1]) and len(summary) > 800  # 9 bytes each in 8 KB
     assert all(r["status"] == 200 for r in plugin.plex.edit_requests())
     assert any("details shortened from 20000 to" in m for m in run.messages("info"))
     plugin.plex.clear_requests()

@@ -22,17 +22,27 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from core.errors import AmbiguousMatch, PinnedItemGone, PlexNotFound, Stash2PlexError, TransientError
+from core.errors import (
+    AmbiguousMatch,
+    PinnedItemGone,
+    PlexBadRequest,
+    PlexNotFound,
+    PlexRequestTooLong,
+    Stash2PlexError,
+    TransientError,
+)
 from plex.client import PlexClient, PlexItemState
 from plex.desired import Choices, desired_for
 from plex.index import LibraryIndex
 from plex.matcher import Confidence, PathIndex, PlexFile, SceneFile, choose, match_scene
-from plex.plan import ItemPlan, Written, edit_batches, edit_params, fit_plan, rating_change
+from plex.plan import EDIT_URL_BUDGET, ItemPlan, Written, cut_count, edit_batches, edit_params, fit_plan, rating_change
 from sync_queue.ledger import NOT_IN_PLEX, PIN_ITEM, SKIP, Ledger, Pin, SceneRecord, entity_map
 from validation.config import Settings
 from validation.metadata import SceneMetadata
 from validation.pathmap import map_path, normalize
 from worker.images import POSTER_KINDS, SVG, image_kind
+
+MIN_EDIT_BUDGET = 1024  # bytes: an edit refused as too long is made smaller down to this
 
 
 class PosterNotUpdated(TransientError):
@@ -195,7 +205,12 @@ class Syncer:
             self.client.forget(state.rating_key)
 
     def _plan(
-        self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, relock: bool
+        self,
+        scene: SceneMetadata,
+        record: SceneRecord | None,
+        state: PlexItemState,
+        relock: bool,
+        budget: int = EDIT_URL_BUDGET,
     ) -> tuple[SceneRecord | None, ItemPlan, int | None]:
         # What was written to the item is the item's, whichever scene it was for: when the
         # item changes owner (a new scene at a deleted one's path, two items exchanging
@@ -207,9 +222,10 @@ class Syncer:
             record = SceneRecord(scene_id=scene.id)  # not this scene's item until now: no poster of its own is there
         written = Written(prior.fields, prior.written_tags) if prior is not None else None
         desired = desired_for(scene, self.choices)
-        plan, shortened = fit_plan(
-            desired, state, written, self.settings.preserve_plex_edits, self._length(state), relock=relock
-        )
+        preserve, length = self.settings.preserve_plex_edits, self._length(state)
+        plan, shortened = fit_plan(desired, state, written, preserve, length, budget, relock=relock)
+        if not relock and not plan.empty:  # an edit goes anyway: it also locks what we own that is unlocked
+            plan, shortened = fit_plan(desired, state, written, preserve, length, budget, relock=True)
         return record, plan, shortened
 
     def _length(self, state: PlexItemState):
@@ -218,16 +234,12 @@ class Syncer:
     def _write(
         self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, how: str, relock: bool = False
     ) -> SyncResult:
-        record, plan, shortened = self._plan(scene, record, state, relock)
+        record, plan, shortened = self._edit(scene, record, state, relock)
         if shortened is not None:
             self.log.info(
                 f"scene {scene.id}: details shortened from {len(scene.details or '')} to {shortened} characters "
-                "for Plex (an edit must fit in one request); the other fields are written in full"
+                "for Plex (the fields must fit in one request); the other fields are written in full"
             )
-        if edit_params(plan):
-            for params in edit_batches(plan, self._length(state)):
-                if params:
-                    self.client.edit(state.rating_key, params)
         rerate, rating = rating_change(plan)
         if rerate:
             self.client.rate(state.rating_key, rating)
@@ -251,6 +263,40 @@ class Syncer:
         self._save(new)
         self._note_how(scene.id, state.rating_key, how)
         return result
+
+    def _edit(
+        self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, relock: bool
+    ) -> tuple[SceneRecord | None, ItemPlan, int | None]:
+        """Plan and send the edit within ``EDIT_URL_BUDGET``; when Plex, or a proxy in front
+        of it, refuses a request as too long, plan and send it again within half that
+        request's length (requests already answered are sent again: an edit sets values
+        and whole lists, so sending it twice changes nothing)."""
+        budget = EDIT_URL_BUDGET
+        while True:
+            planned, plan, shortened = self._plan(scene, record, state, relock, budget)
+            if not edit_params(plan):
+                return planned, plan, shortened
+            batches = edit_batches(plan, self._length(state), budget, cut_tags=budget < EDIT_URL_BUDGET)
+            try:
+                for params in batches:
+                    self.client.edit(state.rating_key, params)
+            except PlexRequestTooLong as exc:
+                longest = max(self._length(state)(b) for b in batches)
+                if budget <= MIN_EDIT_BUDGET:
+                    raise PlexBadRequest(
+                        f"{exc}, also at {longest} bytes; raise the request line limit of the proxy in front "
+                        "of Plex (nginx: large_client_header_buffers; Apache: LimitRequestLine)"
+                    ) from None
+                budget = max(MIN_EDIT_BUDGET, min(budget, longest) // 2)
+                continue
+            left_out = cut_count(batches, plan)
+            if left_out:
+                self.log.warning(
+                    f"scene {scene.id}: {left_out} of its tags were left out of Plex item {state.rating_key}: "
+                    f"Plex, or a proxy in front of it, refuses a tag list that long (at most {budget} bytes "
+                    "a request went through)"
+                )
+            return planned, plan, shortened
 
     # -- the ledger ------------------------------------------------------------
     def _save(self, record: SceneRecord) -> None:

@@ -22,8 +22,19 @@ Choices where real PMS behaviour has not been observed:
 * tag identity ignores case: PMS keeps one tag row per (type, name) and the row's
   spelling is the first one written, so a case-only change does not change what an
   item shows, and a removal of either spelling removes the tag (what users of PMS report);
-* a request target longer than ``max_url_bytes`` (16 KB: what nginx-style front ends
-  in front of PMS allow; PMS's own limit is not documented) is answered 414;
+* a request line (method, target and version) longer than ``max_url_bytes`` is answered
+  414. The default, 8,190 bytes, is what the reverse proxies in front of PMS allow by
+  default: Apache's ``LimitRequestLine`` (8190; server/protocol.c ``read_request_line``)
+  and nginx's ``large_client_header_buffers`` (4 × 8k: the line and its CRLF in one 8 KB
+  buffer; src/http/ngx_http_request.c answers ``NGX_HTTP_REQUEST_URI_TOO_LARGE``). PMS's
+  own limit is not documented, and is not lower than that in what users report;
+* ``redirect`` = (status, base URL) answers every request with that status and
+  ``Location: <base URL><request target>``, as a reverse proxy in front of PMS that
+  sends clients elsewhere does (nginx ``return 301 https://host$request_uri;``);
+* a metadata GET for several ids (``/library/metadata/1,2,3``) answers 404 when any of
+  them is unknown (``strict_batches``, the default; False: it lists the known ones and
+  answers 404 only when none is). PMS's source is closed and both have been seen
+  described; the client must read either right, and the default is the harder one;
 * ``swap_replies`` makes a metadata read answer another item (a misbehaving proxy or
   cache in front of PMS); ``move_file``/``readd_item`` play a rescan that moved
   a file (same ratingKey, new path) or re-added an item under a new ratingKey.
@@ -69,6 +80,10 @@ HTML_WEB = (  # Plex Web's index.html: HTML, not well-formed XML (void <meta>, <
 )
 HTML_414 = (
     "<html><head><title>414 Request-URI Too Large</title></head><body><h1>414 Request-URI Too Large</h1></body></html>"
+)
+HTML_301 = (  # nginx's page for a ``return 301``
+    "<html><head><title>301 Moved Permanently</title></head><body><center><h1>301 Moved Permanently</h1>"
+    "</center><hr><center>nginx</center></body></html>"
 )
 HTML_503 = "<html><head><title>Service Unavailable</title></head><body><h1>503 Service Unavailable</h1></body></html>"
 
@@ -738,10 +753,11 @@ def section_refresh(lib: Library, req: Request, key: int) -> Reply:
     return Reply()
 
 
-def metadata(lib: Library, req: Request, ids: list[int], semantics: str) -> Reply:
-    """GET returns the known ids (404 if none is known); PUT needs every id to exist."""
+def metadata(lib: Library, req: Request, ids: list[int], semantics: str, strict: bool = True) -> Reply:
+    """GET returns the known ids (404 if none is known, or with ``strict`` if any is
+    unknown); PUT needs every id to exist."""
     found = [lib.items[rk] for rk in ids if rk in lib.items]
-    if not found or (req.method == "PUT" and len(found) < len(ids)):
+    if not found or ((req.method == "PUT" or strict) and len(found) < len(ids)):
         return html_reply(404, HTML_404)
     if req.method == "PUT":
         return edit_items(lib, req, ids, semantics)
@@ -812,7 +828,7 @@ def rate(lib: Library, req: Request) -> Reply:
     return Reply()
 
 
-def route(lib: Library, req: Request, semantics: str) -> Reply:
+def route(lib: Library, req: Request, semantics: str, strict: bool = True) -> Reply:
     """Dispatch one authorised request against ``lib`` (caller holds ``lib.lock``)."""
     lib.materialize()
     segs = [s for s in req.path.split("/") if s]
@@ -825,7 +841,7 @@ def route(lib: Library, req: Request, semantics: str) -> Reply:
         return route_section(lib, req, int(segs[2]), segs[3], semantics)
     is_metadata = segs[:2] == ["library", "metadata"]
     if is_metadata and len(segs) == 3 and re.fullmatch(r"[\d,]+", segs[2]) and req.method in ("GET", "PUT"):
-        return metadata(lib, req, [int(x) for x in segs[2].split(",") if x], semantics)
+        return metadata(lib, req, [int(x) for x in segs[2].split(",") if x], semantics, strict)
     if segs[:2] == ["library", "metadata"] and len(segs) == 4 and segs[2].isdigit():
         return item_subresource(lib, req, int(segs[2]), segs[3])
     return html_reply(404, HTML_404)
@@ -893,10 +909,11 @@ class _Server(EmulatorServer):
             self.socket = emulator.tls.wrap_socket(self.socket, server_side=True)
 
 
-def _request_record(req: Request, status: int, started: float) -> dict:
+def _request_record(req: Request, status: int, started: float, target: str = "") -> dict:
     return {
         "method": req.method,
         "path": req.path,
+        "target": target,  # as it came on the request line, still percent-encoded
         "query": req.query,
         "headers": dict(req.headers),
         "body_len": len(req.body),
@@ -965,7 +982,9 @@ class PlexEmulator:
         self.fail_edits = 0  # a status (e.g. 400) answered to every PUT edit
         self.cut_replies = False
         self.tls = tls  # an ssl.SSLContext: serve HTTPS
-        self.max_url_bytes = 16 * 1024
+        self.max_url_bytes = 8190  # of the request line (see the module docstring)
+        self.redirect: tuple[int, str] | None = None  # (status, base URL): a reverse proxy sending clients there
+        self.strict_batches = True
         self.swap_replies: dict[int, int] = {}
         # called with each request's record after its reply is computed, before it is
         # sent: a test plays what happens on the server meanwhile (a rescan, say)
@@ -1111,8 +1130,14 @@ class PlexEmulator:
     def _serve(self, handler: _Handler) -> None:
         started = time.time()
         req = parse_request(handler)
-        reply = html_reply(414, HTML_414) if len(handler.path) > self.max_url_bytes else self._answer(req)
-        record = _request_record(req, reply.status, started)
+        if len(handler.requestline.encode("latin-1")) > self.max_url_bytes:
+            reply = html_reply(414, HTML_414)
+        elif self.redirect is not None:
+            status, base = self.redirect
+            reply = Reply(status, HTML_301.encode(), HTML_TYPE, {"Location": base.rstrip("/") + handler.path})
+        else:
+            reply = self._answer(req)
+        record = _request_record(req, reply.status, started, handler.path)
         with self._log_lock:  # recorded before the reply leaves, so clients never race the log
             self.requests.append(record)
         if self.on_request is not None:
@@ -1143,7 +1168,7 @@ class PlexEmulator:
         req = self._swapped(req)
         with self._lib.lock:
             try:
-                return route(self._lib, req, self.tag_semantics)
+                return route(self._lib, req, self.tag_semantics, self.strict_batches)
             except ValueError:  # e.g. a non-integer paging header or id
                 return html_reply(400, HTML_400)
 
