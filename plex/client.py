@@ -119,9 +119,12 @@ class PlexClient:
         where the redirects lead, never along the way."""
         from urllib.parse import urljoin
 
+        import plexapi
+
+        headers = {k: v for k, v in plexapi.BASE_HEADERS.items() if v is not None}  # who asks; no token
         base = self.url.rstrip("/")
         for _ in range(MAX_REDIRECTS):
-            response = session.get(base + "/identity", allow_redirects=False, timeout=self.timeout)
+            response = session.get(base + "/identity", headers=headers, allow_redirects=False, timeout=self.timeout)
             response.close()
             if not response.is_redirect:
                 return base

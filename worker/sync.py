@@ -222,10 +222,9 @@ class Syncer:
             record = SceneRecord(scene_id=scene.id)  # not this scene's item until now: no poster of its own is there
         written = Written(prior.fields, prior.written_tags) if prior is not None else None
         desired = desired_for(scene, self.choices)
-        preserve, length = self.settings.preserve_plex_edits, self._length(state)
-        plan, shortened = fit_plan(desired, state, written, preserve, length, budget, relock=relock)
-        if not relock and not plan.empty:  # an edit goes anyway: it also locks what we own that is unlocked
-            plan, shortened = fit_plan(desired, state, written, preserve, length, budget, relock=True)
+        plan, shortened = fit_plan(
+            desired, state, written, self.settings.preserve_plex_edits, self._length(state), budget, relock=relock
+        )
         return record, plan, shortened
 
     def _length(self, state: PlexItemState):
@@ -272,6 +271,8 @@ class Syncer:
         request's length (requests already answered are sent again: an edit sets values
         and whole lists, so sending it twice changes nothing)."""
         budget = EDIT_URL_BUDGET
+        if not relock:  # an edit that goes anyway also locks what we own that is unlocked
+            relock = not self._plan(scene, record, state, relock)[1].empty
         while True:
             planned, plan, shortened = self._plan(scene, record, state, relock, budget)
             if not edit_params(plan):
