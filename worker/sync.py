@@ -15,6 +15,7 @@ naming both paths.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import ntpath
 import posixpath
@@ -43,6 +44,11 @@ from validation.pathmap import map_path, normalize
 from worker.images import POSTER_KINDS, SVG, image_kind
 
 MIN_EDIT_BUDGET = 1024  # bytes: an edit refused as too long is made smaller down to this
+
+
+def _locks_only(plan: ItemPlan) -> bool:
+    """Whether every change of ``plan`` sends what Plex shows already (only its lock)."""
+    return all(c.plex == c.stash for c in plan.fields) and all(not t.removed and t.result == t.plex for t in plan.tags)
 
 
 class PosterNotUpdated(TransientError):
@@ -271,10 +277,12 @@ class Syncer:
         request's length (requests already answered are sent again: an edit sets values
         and whole lists, so sending it twice changes nothing)."""
         budget = EDIT_URL_BUDGET
-        if not relock:  # an edit that goes anyway also locks what we own that is unlocked
-            relock = not self._plan(scene, record, state, relock)[1].empty
         while True:
-            planned, plan, shortened = self._plan(scene, record, state, relock, budget)
+            # Planned with relock: an edit that goes anyway also locks what we own that is
+            # unlocked; locks alone are not worth an edit (reconcile asks for them).
+            planned, plan, shortened = self._plan(scene, record, state, True, budget)
+            if not relock and _locks_only(plan):
+                plan = dataclasses.replace(plan, fields=(), tags=())
             if not edit_params(plan):
                 return planned, plan, shortened
             batches = edit_batches(plan, self._length(state), budget, cut_tags=budget < EDIT_URL_BUDGET)
