@@ -40,6 +40,13 @@ SYNCED_INPUT_FIELDS = frozenset(
     }
 )
 
+# Stash's bulk scene editor (bulkSceneUpdate) fires Scene.Update.Post for each scene with
+# the *bulk* input, BulkSceneUpdateInput [S:internal/api/resolver_mutation_scene.go
+# `BulkSceneUpdate`]: the keys of SceneUpdateInput (values as {ids, mode}) except a
+# scene's groups, which it names group_ids (v0.27 on) and movie_ids (every release).
+# These are the SceneUpdateInput keys they stand for.
+BULK_INPUT_KEYS = {"group_ids": "groups", "movie_ids": "movies"}
+
 
 # Entity update keys whose change can alter what Plex shows (name; a studio's parent
 # and a tag's parents/children, for settings that write or filter by them).
@@ -81,7 +88,7 @@ def job_for(context: HookContext, now: float) -> Job | None:
         return Job(scene_id=context.id, priority=BULK, event=context.type, enqueued_at=now)
     fields = context.inputFields
     if fields is not None:
-        synced = sorted(SYNCED_INPUT_FIELDS.intersection(fields))
+        synced = sorted(SYNCED_INPUT_FIELDS.intersection(BULK_INPUT_KEYS.get(f, f) for f in fields))
         if not synced:
             return None
         return Job(scene_id=context.id, priority=INTERACTIVE, event=context.type, fields=tuple(synced), enqueued_at=now)

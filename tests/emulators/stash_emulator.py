@@ -631,6 +631,8 @@ class StashEmulator:
             ]
         if "tag_ids" in update:
             new["_tag_ids"] = [self._lookup(self._tags, i, "tag") for i in update["tag_ids"] or []]
+        if "groups" in update:  # SceneUpdateInput.groups: [SceneGroupInput {group_id, scene_index}]
+            new["_group_ids"] = [self._lookup(self._groups, g["group_id"], "group") for g in update["groups"] or []]
         if "cover_image" in update:
             new["_cover"] = _decode_data_url(update["cover_image"])
             new["_has_cover"] = new["_cover"] is not None
@@ -691,6 +693,7 @@ class StashEmulator:
                 (self._job_view(j) for j in self.jobs if str(j.get("id")) == str(input["id"])), None
             ),
             "sceneUpdate": self._resolve_scene_update,
+            "bulkSceneUpdate": self._resolve_bulk_scene_update,
             "configurePlugin": self._resolve_configure_plugin,
         }
 
@@ -742,6 +745,54 @@ class StashEmulator:
             {"id": scene_id, "type": "Scene.Update.Post", "input": hook_input, "inputFields": list(input)}
         )
         return new
+
+    def _resolve_bulk_scene_update(self, _info: Any, input: dict) -> list[dict]:
+        """``bulkSceneUpdate`` as Stash's ``BulkSceneUpdate`` does it
+        [S:internal/api/resolver_mutation_scene.go `BulkSceneUpdate`]: one partial update
+        applied to every scene in one transaction (an error leaves every scene as it was),
+        then, outside it, ``Scene.Update.Post`` for each scene with the *bulk* input itself
+        and the keys the caller sent as inputFields (``ExecutePostHooks(ctx, scene.ID,
+        hook.SceneUpdatePost, input, translator.getFields())``). The input is gqlgen's
+        generated ``BulkSceneUpdateInput`` marshalled to JSON, whose nullable fields carry
+        ``omitempty`` (gqlgen modelgen's default since PR #2436): only keys with a value
+        appear. ``group_ids`` wins over ``movie_ids`` (``translator.hasField("group_ids")``).
+        """
+        ids = [int(self._lookup(self._scenes, i, "scene")) for i in input.get("ids") or []]  # type: ignore[arg-type]
+        with self._lock:
+            before = dict(self._scenes)
+            try:
+                for sid in ids:
+                    self._apply(self._bulk_as_update(self._scenes[sid], input), sid)
+            except GraphQLError:
+                self._scenes = before  # the transaction is rolled back
+                raise
+        given = _omit_empty(input)
+        contexts = [{"id": sid, "type": "Scene.Update.Post", "input": given, "inputFields": list(input)} for sid in ids]
+        self.hook_contexts.extend(contexts)
+        return [self._scenes[sid] for sid in ids]
+
+    def _bulk_as_update(self, scene: dict, bulk: dict) -> dict:
+        """One scene's SceneUpdateInput-shaped change for a BulkSceneUpdateInput: ``{ids, mode}``
+        values applied to what the scene has (SET replaces, ADD appends the missing ones,
+        REMOVE drops; pkg/models/update.go ``RelationshipUpdateMode``)."""
+        update = {k: bulk[k] for k in ("title", "code", "details", "director", "date", "rating100") if k in bulk}
+        if "organized" in bulk:
+            update["organized"] = bulk["organized"]
+        if "studio_id" in bulk:
+            update["studio_id"] = bulk["studio_id"]
+        if bulk.get("urls") is not None:
+            update["urls"] = _bulk_values(scene["urls"], bulk["urls"]["mode"], bulk["urls"].get("values") or [])
+        for key, table, kind in (("performer_ids", self._performers, "performer"), ("tag_ids", self._tags, "tag")):
+            if bulk.get(key) is not None:
+                given = [self._lookup(table, i, kind) for i in bulk[key].get("ids") or []]
+                update[key] = [str(i) for i in _bulk_values(scene[f"_{kind}_ids"], bulk[key]["mode"], given)]
+        groups = bulk.get("group_ids") if "group_ids" in bulk else bulk.get("movie_ids")
+        if groups is not None:
+            given = [self._lookup(self._groups, i, "group") for i in groups.get("ids") or []]
+            update["groups"] = [{"group_id": str(i)} for i in _bulk_values(scene["_group_ids"], groups["mode"], given)]
+        if (bulk.get("gallery_ids") or {}).get("ids"):
+            raise GraphQLError("gallery with id %s not found" % bulk["gallery_ids"]["ids"][0])  # no galleries here
+        return update
 
     def _resolve_find_scenes(
         self,
@@ -940,6 +991,24 @@ def _decode_data_url(value: str | None) -> bytes | None:
         return base64.b64decode(match.group(1), validate=True)
     except binascii.Error:
         raise GraphQLError("cover_image: invalid base64") from None
+
+
+def _bulk_values(current: list, mode: str, given: list) -> list:
+    """A bulk ``{ids|values, mode}`` change applied to a scene's list."""
+    if mode == "SET":
+        return list(dict.fromkeys(given))
+    if mode == "ADD":
+        return current + [v for v in dict.fromkeys(given) if v not in current]
+    return [v for v in current if v not in given]
+
+
+def _omit_empty(value: Any) -> Any:
+    """A GraphQL input as Go's encoding/json writes a struct whose nullable fields are
+    ``omitempty``: nil pointers and empty slices are left out, at every depth (an empty
+    string behind a pointer stays)."""
+    if isinstance(value, dict):
+        return {k: _omit_empty(v) for k, v in value.items() if v is not None and v != []}
+    return value
 
 
 def _search_text(s: dict) -> str:
