@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -196,7 +197,9 @@ class StashClient:
             conn["ApiKey"] = connection.ApiKey
         if logger is not None:
             conn["Logger"] = LibraryLog(logger)
-        self._last_reply = None
+        # Stash's last reply to each thread: a call's own reply, whatever other threads
+        # (the writer pool reading covers, a task's listing thread) receive meanwhile.
+        self._replies = threading.local()
         with stash_errors("connecting", lambda: self._probe(connection), connection.base_url):
             # force_api_key: when Stash has an API key, use it instead of the session
             # cookie, which stops authenticating about an hour after Stash issued it
@@ -222,8 +225,12 @@ class StashClient:
             )
 
     def _remember(self, response, *args, **kwargs):
-        self._last_reply = response
+        """requests runs response hooks in the thread that sent the request."""
+        self._replies.last = response
         return response
+
+    def _last_reply(self):
+        return getattr(self._replies, "last", None)
 
     @staticmethod
     def _probe(connection: ServerConnection):
@@ -257,8 +264,8 @@ class StashClient:
         session.request = request
 
     def _call(self, query: str, variables: dict[str, Any], what: str) -> dict[str, Any]:
-        self._last_reply = None
-        with stash_errors(what, lambda: self._last_reply, self._api.url):
+        self._replies.last = None
+        with stash_errors(what, self._last_reply, self._api.url):
             data = self._api.call_GQL(query, variables)
         if not isinstance(data, dict):
             raise StashUnavailable(f"Stash answered without data while {what}")
@@ -358,7 +365,8 @@ class StashClient:
         renewed one), follows a redirect and decodes every ``Content-Encoding`` it
         advertised (urllib3 asks for br or zstd only when it can decode them)."""
         own = self.own_url(url)
-        with stash_errors("downloading a screenshot", lambda: self._last_reply, self._api.url):
+        self._replies.last = None
+        with stash_errors("downloading a screenshot", self._last_reply, self._api.url):
             response = self._api.s.get(own, timeout=REQUEST_TIMEOUT_S)
         if response.status_code != 200:
             raise _image_refused(response)
