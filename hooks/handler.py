@@ -16,29 +16,13 @@ import time
 
 from core.log import StashLog
 from sync_queue.job import BULK, INTERACTIVE, EntityEvent, Job
+from validation.fields import SYNCED_INPUTS
 from validation.plugin_input import HookContext
 
 # Keys of Stash's SceneUpdateInput (graphql/schema/types/scene.graphql), which a
-# Scene.Update.Post hook receives as its input, whose change can alter what Plex shows
-# (with the settings that choose fields and scenes: rating, director, code, groups, organized).
-SYNCED_INPUT_FIELDS = frozenset(
-    {
-        "title",
-        "details",
-        "date",
-        "studio_id",
-        "performer_ids",
-        "tag_ids",
-        "cover_image",
-        "primary_file_id",
-        "rating100",
-        "director",
-        "code",
-        "groups",
-        "movies",
-        "organized",
-    }
-)
+# Scene.Update.Post hook receives as its input, whose change can alter what Plex shows:
+# derived from the table of synced fields.
+SYNCED_INPUT_FIELDS = SYNCED_INPUTS
 
 # Stash's bulk scene editor (bulkSceneUpdate) fires Scene.Update.Post for each scene with
 # the *bulk* input, BulkSceneUpdateInput [S:internal/api/resolver_mutation_scene.go

@@ -17,6 +17,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random
 from core.errors import ConfigError, PlexNotFound, PlexUnavailable, TransientError
 from core.http import fixed_environment_session
 from plex.errors import not_plex_named, plex_errors
+from validation.fields import PLEX_FIELDS, RATING, TAG_TYPES, rating_text
 
 REQUEST_TIMEOUT_S = 15.0
 MAX_REDIRECTS = 5  # hops followed from plex_url to Plex itself when connecting
@@ -52,14 +53,6 @@ class PlexItemState:
     tags: dict[str, tuple[str, ...]]
     locked: frozenset[str] = field(default_factory=frozenset)
     parts: tuple[tuple[str, int | None, int | None], ...] = ()  # (file, size, duration ms) per Part
-
-
-RATING = "userRating"  # written through plexapi's rate(), not edit()
-
-
-def rating_text(value: float | None) -> str:
-    """A Plex user rating (0-10) as the text plans compare; empty for none."""
-    return "" if value is None else f"{float(value):.1f}"
 
 
 class PlexClient:
@@ -348,6 +341,29 @@ class PlexClient:
         self._sections.pop(rating_key, None)
 
 
+# A tag type's element in a detail view [plexapi video.py ``Movie._loadData``: Role is an actor].
+_TAG_ELEMENTS = {
+    "genre": "Genre",
+    "actor": "Role",
+    "collection": "Collection",
+    "label": "Label",
+    "director": "Director",
+    "writer": "Writer",
+    "producer": "Producer",
+    "country": "Country",
+}
+
+
+def _fields_of(attrs: dict[str, str]) -> dict[str, str]:
+    """Every synced Plex field (validation/fields.py) as the plans compare it: a Video's
+    attribute as it is, but for the three Plex shows differently from how it is written."""
+    fields = {key: attrs.get(key, "") for key in PLEX_FIELDS}
+    fields["originallyAvailableAt"] = fields["originallyAvailableAt"][:10]
+    fields["titleSort"] = attrs.get("titleSort", attrs.get("title", ""))  # plexapi: titleSort defaults to title
+    fields[RATING] = rating_text(float(attrs[RATING])) if attrs.get(RATING) else ""
+    return fields
+
+
 def _state_from_xml(video, section_id: int | None) -> PlexItemState:
     """A ``PlexItemState`` from one ``<Video>`` of a detail view (the attributes plexapi reads)."""
     attrs = video.attrib
@@ -356,23 +372,8 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
         rating_key=int(attrs["ratingKey"]),
         section_id=_int(attrs.get("librarySectionID")) or section_id or 0,
         files=tuple(p.get("file", "") for p in parts),
-        fields={
-            "title": attrs.get("title", ""),
-            "summary": attrs.get("summary", ""),
-            "studio": attrs.get("studio", ""),
-            "originallyAvailableAt": attrs.get("originallyAvailableAt", "")[:10],
-            "titleSort": attrs.get("titleSort", attrs.get("title", "")),  # plexapi: titleSort defaults to title
-            "tagline": attrs.get("tagline", ""),
-            "contentRating": attrs.get("contentRating", ""),
-            RATING: rating_text(float(attrs["userRating"])) if attrs.get("userRating") else "",
-        },
-        tags={
-            "genre": tuple(t.attrib.get("tag", "") for t in video.findall("Genre")),
-            "actor": tuple(t.attrib.get("tag", "") for t in video.findall("Role")),
-            "collection": tuple(t.attrib.get("tag", "") for t in video.findall("Collection")),
-            "label": tuple(t.attrib.get("tag", "") for t in video.findall("Label")),
-            "director": tuple(t.attrib.get("tag", "") for t in video.findall("Director")),
-        },
+        fields=_fields_of(attrs),
+        tags={t: tuple(e.attrib.get("tag", "") for e in video.findall(_TAG_ELEMENTS[t])) for t in TAG_TYPES},
         locked=frozenset(f.attrib.get("name", "") for f in video.findall("Field") if f.attrib.get("locked") == "1"),
         parts=tuple(
             (p.get("file", ""), _int(p.get("size")), _int(p.get("duration") or attrs.get("duration"))) for p in parts

@@ -1,37 +1,25 @@
 """What a scene should look like in Plex under the user's choices (``Desired``).
 
-``desired_from`` (plex/plan.py) maps a scene to the fields Stash2Plex always had;
-this module applies the settings on top: the fields left out (``skip_fields``), the
-rating, director, content rating and tagline, tags as genres or labels minus hidden
-tags, the collection sources, and the title templates. Everything that shapes what
-is written is in the returned value, so its digest (the ledger's state hash) changes
-exactly for the scenes a changed setting affects.
+One value function per Plex field and tag type of the table of synced fields
+(validation/fields.py ``SYNCED``): each reads the scene and the settings (the rating,
+director, content rating and tagline, tags as genres or labels minus hidden tags, the
+collection sources, the title templates); ``desired_for`` leaves out what
+``skip_fields`` names. Everything that shapes what is written is in the returned value,
+so its digest (the ledger's state hash) changes exactly for the scenes a changed setting
+affects.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from plex.client import RATING, rating_text
-from plex.plan import Desired, desired_from
+from plex.plan import Desired
 from validation.config import Settings
-from validation.fields import render_template
+from validation.fields import FIELD, RATING, SYNCED, TAGS, rating_text, render_template
 from validation.metadata import MAX_TITLE, SceneMetadata
-
-# skip_fields name -> the Plex field or tag type it covers
-_FIELD_KEYS = {
-    "title": "title",
-    "sort_title": "titleSort",
-    "summary": "summary",
-    "tagline": "tagline",
-    "date": "originallyAvailableAt",
-    "studio": "studio",
-    "content_rating": "contentRating",
-    "rating": RATING,
-}
-_TAG_KEYS = {"performers": ("actor",), "director": ("director",), "tags": ("genre", "label")}
 
 
 @dataclass(frozen=True)
@@ -102,50 +90,58 @@ def _collections(scene: SceneMetadata, sources: tuple[str, ...]) -> tuple[str, .
     return tuple(dict.fromkeys(names))
 
 
-def _fields(scene: SceneMetadata, settings: Settings, base: dict[str, str | None]) -> dict[str, str | None]:
-    values = template_values(scene)
-    out = dict(base)
-    if settings.title_template:
-        out["title"] = render_template(settings.title_template, values)[:MAX_TITLE] or None
-    out["titleSort"] = (
-        render_template(settings.sort_title_template, values)[:MAX_TITLE] or None
-        if settings.sort_title_template
-        else None
-    )
-    out["tagline"] = scene.code if settings.tagline_from_code else None
-    out["contentRating"] = settings.content_rating or None
-    out[RATING] = half_stars(scene.rating100)
-    for name, key in _FIELD_KEYS.items():
-        if not settings.writes(name):
-            out[key] = None
-    return out
+def _templated(template: str, scene: SceneMetadata) -> str | None:
+    return render_template(template, template_values(scene))[:MAX_TITLE] or None
 
 
-def _tags(scene: SceneMetadata, choices: Choices, base: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-    settings = choices.settings
-    tags = tuple(t for t in scene.tags if t.casefold() not in choices.hidden)
-    out = {
-        "genre": tags if settings.tags_as in ("genres", "both") else (),
-        "label": tags if settings.tags_as in ("labels", "both") else (),
-        "actor": base["actor"],
-        "director": tuple(dict.fromkeys(d.strip() for d in scene.director.split(",") if d.strip())),
-        "collection": _collections(scene, settings.collections),
-    }
-    if not settings.writes("collections"):
-        del out["collection"]
-    for name, keys in _TAG_KEYS.items():
-        if not settings.writes(name):
-            for key in keys:
-                del out[key]
-    return out
+def _title(scene: SceneMetadata, choices: Choices) -> str | None:
+    template = choices.settings.title_template
+    return _templated(template, scene) if template else scene.title or None
+
+
+def _sort_title(scene: SceneMetadata, choices: Choices) -> str | None:
+    template = choices.settings.sort_title_template
+    return _templated(template, scene) if template else None
+
+
+def _tags_as(scene: SceneMetadata, choices: Choices, kind: str) -> tuple[str, ...]:
+    if choices.settings.tags_as not in (kind, "both"):
+        return ()
+    return tuple(t for t in scene.tags if t.casefold() not in choices.hidden)
+
+
+# Plex field → its value (None: Stash2Plex leaves the field alone; "": Stash has nothing).
+FIELD_VALUES: dict[str, Callable[[SceneMetadata, Choices], str | None]] = {
+    "title": _title,
+    "titleSort": _sort_title,
+    "summary": lambda scene, _: scene.details,
+    "tagline": lambda scene, choices: scene.code if choices.settings.tagline_from_code else None,
+    "originallyAvailableAt": lambda scene, _: scene.date,
+    "studio": lambda scene, _: scene.studio,
+    "contentRating": lambda _, choices: choices.settings.content_rating or None,
+    RATING: lambda scene, _: half_stars(scene.rating100),
+}
+# Plex tag type → the tags it should hold.
+TAG_VALUES: dict[str, Callable[[SceneMetadata, Choices], tuple[str, ...]]] = {
+    "actor": lambda scene, _: scene.performers,
+    "director": lambda scene, _: tuple(dict.fromkeys(d.strip() for d in scene.director.split(",") if d.strip())),
+    "genre": lambda scene, choices: _tags_as(scene, choices, "genres"),
+    "label": lambda scene, choices: _tags_as(scene, choices, "labels"),
+    "collection": lambda scene, choices: _collections(scene, choices.settings.collections),
+}
 
 
 def desired_for(scene: SceneMetadata, choices: Choices) -> Desired:
     """The Plex item this scene should show under ``choices``."""
-    base = desired_from(scene)
-    poster = base.poster_url if choices.settings.writes("poster") else None
+    writes = choices.settings.writes
     return Desired(
-        fields=_fields(scene, choices.settings, base.fields),
-        tags=_tags(scene, choices, base.tags),
-        poster_url=poster,
+        fields={
+            row.plex: FIELD_VALUES[row.plex](scene, choices) if writes(row.name) else None
+            for row in SYNCED
+            if row.kind == FIELD
+        },
+        tags={
+            row.plex: TAG_VALUES[row.plex](scene, choices) for row in SYNCED if row.kind == TAGS and writes(row.name)
+        },
+        poster_url=scene.screenshot if writes("poster") else None,
     )

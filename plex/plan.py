@@ -34,10 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from plex.client import RATING, PlexItemState
-from validation.metadata import SceneMetadata
+from plex.client import PlexItemState
+from validation.fields import RATING, TAG_TYPES
 
-TAG_TYPES = ("genre", "actor", "collection", "label", "director")
 # Bytes of one edit's request target (path and query, as sent). PMS's own limit is not
 # documented; the reverse proxies in front of it refuse a request line (method, target,
 # version) above 8,190 bytes by default: Apache's LimitRequestLine, and nginx's
@@ -101,23 +100,6 @@ class ItemPlan:
             if change.removed:
                 lines.append(f"{change.tag_type} -{', '.join(change.removed)}")
         return lines
-
-
-def desired_from(scene: SceneMetadata) -> Desired:
-    return Desired(
-        fields={
-            "title": scene.title or None,
-            "summary": scene.details,
-            "studio": scene.studio,
-            "originallyAvailableAt": scene.date,
-        },
-        tags={
-            "genre": scene.tags,
-            "actor": scene.performers,
-            "collection": (scene.studio,) if scene.studio else (),
-        },
-        poster_url=scene.screenshot,
-    )
 
 
 def _field_change(name: str, want: str | None, plex: str, wrote: str | None, preserve: bool) -> FieldChange | None:

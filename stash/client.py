@@ -16,15 +16,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 from core.errors import ConfigError, StashQueryError, StashRefused, StashUnavailable
 from core.netcause import Cause, host_of, network_cause
+from validation.fields import SCENE_SELECTION
 from validation.plugin_input import ServerConnection
 
 PLUGIN_ID = "Stash2Plex"
 REQUEST_TIMEOUT_S = 30.0
-SCENE_FIELDS = (
-    "id title details date code director urls updated_at organized rating100 "
-    "studio { id name parent_studio { name } } performers { id name } tags { id name } groups { group { id name } } "
-    "files { path size duration } paths { screenshot }"
-)
+SCENE_FIELDS = SCENE_SELECTION  # what the synced fields read (validation/fields.py)
 _FIND_BY_IDS = (
     "query S2PScenesById($ids: [ID!], $filter: FindFilterType) {"
     " findScenes(ids: $ids, filter: $filter) { count scenes { %s } } }" % SCENE_FIELDS

@@ -7,7 +7,8 @@ sync adds and removes, and the poster verdict, from the same plan the sync execu
 page in Stash's UI shows it as a table before the user confirms with Sync all. At most
 ``PREVIEW_LIMIT`` scenes are planned (``more`` says there are others); a scene that cannot
 be planned (not in Plex, ambiguous) is listed with the reason; Plex down or a rejected
-token fails the whole preview with that error.
+token fails the whole preview with that error. ``labels`` names each field and tag type as
+the page shows it (validation/fields.py ``LABELS``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from core.errors import PlexAuthError, PlexUnavailable, Stash2PlexError
 from tasks.sync_all import may_differ  # the same "differs from what was written" test as Sync all
+from validation.fields import LABELS
 from validation.metadata import scene_from_stash
 from worker.preview import plan_entry, unmatched_entry, writes
 
@@ -26,7 +28,7 @@ PREVIEW_PAGE = 500
 def run(app) -> dict[str, Any]:
     app.settings()
     stash, syncer, ledger = app.stash(), app.syncer(), app.ledger()
-    result: dict[str, Any] = {"checked": 0, "changes": [], "failed": [], "more": False}
+    result: dict[str, Any] = {"checked": 0, "changes": [], "failed": [], "more": False, "labels": LABELS}
     page = 1
     while not result["more"]:
         total, scenes = stash.scenes_page(page, PREVIEW_PAGE)

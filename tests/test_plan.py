@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from plex.client import PlexItemState
-from plex.plan import Desired, FieldChange, TagChange, Written, desired_from, edit_params, plan_item
-from validation.metadata import scene_from_stash
+from plex.plan import Desired, FieldChange, TagChange, Written, edit_params, plan_item
 
 
 def item(fields: dict[str, str] | None = None, **tags: tuple[str, ...]) -> PlexItemState:
@@ -16,27 +15,6 @@ def item(fields: dict[str, str] | None = None, **tags: tuple[str, ...]) -> PlexI
 
 def want(title: str | None = "New", **tags: tuple[str, ...]) -> Desired:
     return Desired(fields={"title": title}, tags=tags, poster_url=None)
-
-
-def test_desired_from_a_scene():
-    scene = scene_from_stash(
-        {
-            "id": "7",
-            "title": "T",
-            "details": "D",
-            "date": "2024-05-06",
-            "studio": {"name": "S"},
-            "performers": [{"name": "P1"}, {"name": "P2"}],
-            "tags": [{"name": "G"}],
-            "files": [{"path": "/stash/a.mp4"}],
-            "paths": {"screenshot": "http://stash/scene/7/screenshot"},
-        }
-    )
-    assert desired_from(scene) == Desired(
-        fields={"title": "T", "summary": "D", "studio": "S", "originallyAvailableAt": "2024-05-06"},
-        tags={"genre": ("G",), "actor": ("P1", "P2"), "collection": ("S",)},
-        poster_url="http://stash/scene/7/screenshot",
-    )
 
 
 # -- fields ---------------------------------------------------------------------------------

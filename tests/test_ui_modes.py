@@ -12,6 +12,7 @@ from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import BULK, Job
 from sync_queue.queue import JobQueue
 from tests.runner import drainer_lock_held, run_plugin
+from validation.fields import LABELS
 
 
 def operation(plugin, **args):
@@ -137,6 +138,7 @@ def test_preview_lists_per_field_changes_writes_nothing_and_matches_the_sync(plu
     assert fields == {"title": ("scene-00001", "Scene 1"), "studio": ("", "Studio A")}
     tags = {t["type"]: (t["added"], t["removed"]) for t in change["tags"]}
     assert tags == {"genre": (["Tag1", "Tag2"], []), "collection": (["Studio A"], [])}
+    assert run.output["labels"] == LABELS  # the page names every field from the table
     assert plugin.task("all").error is None
     plugin.wait_drained()
     item = plugin.plex.item(rk)

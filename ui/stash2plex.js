@@ -42,15 +42,6 @@
   `;
   // Verify (reconcile) is a task of the plugin menu; the button shows once the plugin has one.
   const VERIFY_TASK = /verify|reconcile/i;
-  const FIELD_NAMES = {
-    title: "Title",
-    summary: "Details",
-    studio: "Studio",
-    originallyAvailableAt: "Date",
-    genre: "Tags",
-    actor: "Performers",
-    collection: "Studio collection",
-  };
 
   function client() {
     return api.utils.StashService.getClient();
@@ -305,6 +296,8 @@
 
   function PreviewTable(props) {
     const p = props.preview;
+    // the plugin names each field and tag type (validation/fields.py LABELS)
+    const nameOf = (key) => (p.labels && p.labels[key]) || key;
     const rows = [];
     p.changes.forEach((scene) => {
       const label = h(Link, { to: "/scenes/" + scene.scene_id }, scene.title || "Scene " + scene.scene_id);
@@ -321,7 +314,7 @@
         rows.push(
           row(
             f.field,
-            FIELD_NAMES[f.field] || f.field,
+            nameOf(f.field),
             h("td", { className: "s2p-plan-current" }, f.current || "(empty)"),
             h("td", { className: "s2p-plan-new" }, f.new || "(empty)")
           )
@@ -331,7 +324,7 @@
         rows.push(
           row(
             t.type,
-            FIELD_NAMES[t.type] || t.type,
+            nameOf(t.type),
             h("td", { className: "s2p-plan-removed" }, t.removed.map((n) => "−" + n).join(", ")),
             h("td", { className: "s2p-plan-added" }, t.added.map((n) => "+" + n).join(", "))
           )
@@ -341,7 +334,7 @@
         rows.push(
           row(
             "poster",
-            "Poster",
+            nameOf("poster"),
             h("td", { className: "s2p-plan-current" }, "Plex's poster"),
             h("td", { className: "s2p-plan-new" }, "Stash's cover")
           )

@@ -1,30 +1,101 @@
-"""What Stash2Plex can write, and the settings that choose it, checked once.
+"""What Stash2Plex writes to Plex, and the settings that choose it, checked once.
 
-``FIELDS`` are the names ``skip_fields`` accepts. Title templates name scene values
-in braces (``{studio} - {title}``); ``TEMPLATE_FIELDS`` are the names they may use.
+``SYNCED`` is the one table of what is written: each row names the ``skip_fields`` name,
+the Plex field or tag type, the page's label, the Stash scene fields it reads (GraphQL
+selections) and the ``SceneUpdateInput`` keys whose change can alter it. The Stash
+query, the hook's field filter, the planner's Plex keys, the reader of Plex's state, the
+``skip_fields`` names and the page's labels are derived from it; the value of each row
+is computed in ``plex/desired.py`` (one function per Plex key). Title templates name
+scene values in braces (``{studio} - {title}``); ``TEMPLATE_FIELDS`` are the names they
+may use. Imported by the hook: the standard library only.
 """
 
 from __future__ import annotations
 
 import re
 import string
+from dataclasses import dataclass
 
-FIELDS = (
-    "title",
-    "sort_title",
-    "summary",
-    "tagline",
-    "date",
-    "studio",
-    "content_rating",
-    "rating",
-    "performers",
-    "director",
-    "tags",
-    "collections",
-    "poster",
+FIELD, TAGS, POSTER = "field", "tags", "poster"
+RATING = "userRating"  # Plex takes it through plexapi's rate(), not edit()
+STUDIO = "studio { id name parent_studio { name } }"
+FILES = "files { path size duration }"
+
+
+@dataclass(frozen=True)
+class Synced:
+    """One thing written to a Plex item."""
+
+    name: str  # the skip_fields name
+    plex: str  # the Plex field (edit key) or tag type; "poster" for the poster
+    label: str  # what the page in Stash's UI calls it
+    stash: tuple[str, ...] = ()  # the scene's GraphQL selections its value reads
+    inputs: tuple[str, ...] = ()  # SceneUpdateInput keys whose change can alter it
+    kind: str = FIELD
+
+
+SYNCED = (
+    Synced("title", "title", "Title", ("title",), ("title",)),
+    Synced("sort_title", "titleSort", "Sort title"),  # from sort_title_template: TEMPLATE_SOURCES
+    Synced("summary", "summary", "Details", ("details",), ("details",)),
+    Synced("tagline", "tagline", "Tagline", ("code",), ("code",)),
+    Synced("date", "originallyAvailableAt", "Date", ("date",), ("date",)),
+    Synced("studio", "studio", "Studio", (STUDIO,), ("studio_id",)),
+    Synced("content_rating", "contentRating", "Content rating"),  # a setting, the same for every scene
+    Synced("rating", RATING, "Rating", ("rating100",), ("rating100",)),
+    Synced("performers", "actor", "Performers", ("performers { id name }",), ("performer_ids",), TAGS),
+    Synced("director", "director", "Directors", ("director",), ("director",), TAGS),
+    Synced("tags", "genre", "Genres", ("tags { id name }",), ("tag_ids",), TAGS),
+    Synced("tags", "label", "Labels", ("tags { id name }",), ("tag_ids",), TAGS),
+    Synced(
+        "collections",
+        "collection",
+        "Collections",
+        (STUDIO, "groups { group { id name } }"),
+        ("studio_id", "groups", "movies"),
+        TAGS,
+    ),
+    Synced("poster", "poster", "Poster", ("paths { screenshot }",), ("cover_image",), POSTER),
 )
-TEMPLATE_FIELDS = ("title", "studio", "parent_studio", "date", "year", "code", "director", "performers", "file_name")
+# Template name → (the GraphQL selection it reads, the SceneUpdateInput key that changes it)
+TEMPLATE_SOURCES = {
+    "title": ("title", "title"),
+    "studio": (STUDIO, "studio_id"),
+    "parent_studio": (STUDIO, "studio_id"),
+    "date": ("date", "date"),
+    "year": ("date", "date"),
+    "code": ("code", "code"),
+    "director": ("director", "director"),
+    "performers": ("performers { id name }", "performer_ids"),
+    "file_name": (FILES, "primary_file_id"),
+}
+# What decides whether and where a scene is synced: its files (and which is primary),
+# organized_only, skip_tags (its tags), and when Stash last changed it.
+SCOPE_SOURCES = ("id", "updated_at", "organized", FILES, "tags { id name }")
+SCOPE_INPUTS = ("primary_file_id", "organized", "tag_ids")
+
+FIELDS = tuple(dict.fromkeys(row.name for row in SYNCED))  # the names skip_fields accepts
+TEMPLATE_FIELDS = tuple(TEMPLATE_SOURCES)
+PLEX_FIELDS = tuple(row.plex for row in SYNCED if row.kind == FIELD)
+TAG_TYPES = tuple(row.plex for row in SYNCED if row.kind == TAGS)
+LABELS = {row.plex: row.label for row in SYNCED}
+# The scene's GraphQL selection: everything any row, template or scope rule reads.
+SCENE_SELECTION = " ".join(
+    dict.fromkeys(
+        (*SCOPE_SOURCES, *(s for row in SYNCED for s in row.stash), *(s for s, _ in TEMPLATE_SOURCES.values()))
+    )
+)
+# SceneUpdateInput keys whose change can alter what Plex shows (the hook's filter).
+SYNCED_INPUTS = frozenset(
+    (*SCOPE_INPUTS, *(k for row in SYNCED for k in row.inputs), *(k for _, k in TEMPLATE_SOURCES.values()))
+)
+
+
+def rating_text(value: float | None) -> str:
+    """A Plex user rating (0-10) as the text plans compare; empty for none."""
+    return "" if value is None else f"{float(value):.1f}"
+
+
 TAGS_AS = ("genres", "labels", "both")
 COLLECTION_SOURCES = ("studio", "parent_studio", "groups")
 NO_COLLECTIONS = "none"
