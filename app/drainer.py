@@ -14,7 +14,9 @@ A drainer never outlives its settings: the main thread compares the settings sav
 in Stash with its own (a hash; one small request) every ``SETTINGS_CHECK_S`` and
 whenever a hook nudges it (``drainer.nudge``), between batches and while it waits;
 when they changed, the worker stops at the next job and the drainer starts over
-with the new settings (a changed plex_url or plex_token also resets the breaker).
+with the new settings (a changed plex_url or plex_token also resets the breaker). A
+run stopped by a wrong setting or token waits up to ten minutes for the fix, comparing
+the saved settings every few seconds (saving them in Stash runs no hook).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from core.errors import Stash2PlexError, StashUnavailable
+from core.errors import ConfigError, PlexAuthError, Stash2PlexError, StashUnavailable
 from core.log import Redactor, StashLog, capture_library_logs
 from core.platform import HeldLock, lower_priority
 from validation.plugin_input import ServerConnection
@@ -38,6 +40,8 @@ NUDGE_MIN_GAP_S = 1.0  # a burst of hooks costs at most one settings request a s
 LOCK_PATIENCE_S = 1.0  # a look at the lock (is_locked) holds it for milliseconds; a drainer for long
 LINGER_S = 15.0  # how long an idle drainer waits for more work before it exits
 LINGER_POLL_S = 0.2
+FIX_CHECK_S = 3.0  # after a wrong setting stopped the run: how often the saved settings are compared
+FIX_WAIT_S = 600.0  # and for how long
 
 
 def _worker_once_stash_answers(app, queue, stop: threading.Event, log: StashLog):
@@ -134,6 +138,8 @@ def drain_once(app, log: StashLog, lock: HeldLock) -> bool | None:
 
         reason = str(error) if isinstance(error, Stash2PlexError) else f"{type(error).__name__}: {error}"
         app.health().failing(log.redact(reason), fix_for(error, app.surface))
+        if isinstance(error, (ConfigError, PlexAuthError)) and _settings_fixed(app, log):
+            return None
         return False
     from tasks.progress import counts_text
 
@@ -141,6 +147,26 @@ def drain_once(app, log: StashLog, lock: HeldLock) -> bool | None:
     _remember_error(app, None)  # a clean run: an old reason would only mislead queue_status
     app.health().ok()
     return True
+
+
+def _settings_fixed(app, log: StashLog) -> bool:
+    """After a wrong setting or token stopped the run, watch the saved settings (one small
+    request every ``FIX_CHECK_S``, for at most ``FIX_WAIT_S``): saving the fix in Stash
+    runs no hook, and the queued jobs should not wait for the next edit. False when time
+    ran out or another drainer or a task took the lock meanwhile (this one does not hold
+    it while it waits: a hook or a task starts over as usual)."""
+    if app.fix_wait_s(FIX_WAIT_S) == 0:
+        return False
+    log.info(f"the queued jobs wait for the fix; the settings are checked every {FIX_CHECK_S:.0f} s")
+    deadline = time.monotonic() + app.fix_wait_s(FIX_WAIT_S)
+    while time.monotonic() < deadline:
+        time.sleep(FIX_CHECK_S)
+        if app.drainer_running():
+            return False
+        if app.settings_changed():
+            log.info("the plugin settings changed; the drainer starts over with them")
+            return True
+    return False
 
 
 def _remember_error(app, text: str | None) -> None:

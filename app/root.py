@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from core.errors import ConfigError, Stash2PlexError
+from core.errors import ConfigError, DataFileError, Stash2PlexError
 from core.log import StashLog
 from core.platform import HeldLock, is_locked, python_executable, spawn_detached
 from sync_queue.queue import JobQueue
@@ -64,6 +64,17 @@ def data_dir_for(connection: ServerConnection, env: dict[str, str]) -> Path:
     return Path(env.get("STASH2PLEX_DATA_DIR") or Path(connection.PluginDir) / "data")
 
 
+def check_data_dir(path: Path, env: dict[str, str]) -> None:
+    """A data folder that exists as something else than a folder is named with the remedy
+    (every data file would fail with a confusing disk error, or a traceback)."""
+    if path.exists() and not path.is_dir():
+        where = "STASH2PLEX_DATA_DIR" if env.get("STASH2PLEX_DATA_DIR") else "the plugin's data folder"
+        raise DataFileError(
+            f"{where} ({path}) is a file, not a folder: point STASH2PLEX_DATA_DIR at a folder "
+            "(or move that file away); nothing was queued or changed"
+        )
+
+
 def _fingerprint(value) -> str:
     """A short hash of settings (secrets included, so it is only ever a hash)."""
     import hashlib  # not on the hook's path
@@ -88,6 +99,7 @@ class App:
         self.log = log
         self.settings_overrides = dict(settings_overrides or {})  # the command line's flags and variables
         self.data_dir = data_dir or data_dir_for(connection, env)
+        check_data_dir(self.data_dir, env)
         self.queue_dir = self.data_dir / "queue"
         self.lock_path = self.data_dir / "drainer.lock"
         # A task asking the drainer to hand over holds this lock while it waits: the
@@ -314,6 +326,13 @@ class App:
         if self.env.get("STASH2PLEX_DRAINER_LINGER_S", "").strip() in ("0", "0.0"):
             return 0.0
         return self._seconds("STASH2PLEX_DRAINER_LINGER_S", default)
+
+    def fix_wait_s(self, default: float) -> float:
+        """How long a drainer stopped by a wrong setting waits for the fix
+        (``STASH2PLEX_DRAINER_FIX_WAIT_S``; 0 exits at once)."""
+        if self.env.get("STASH2PLEX_DRAINER_FIX_WAIT_S", "").strip() in ("0", "0.0"):
+            return 0.0
+        return self._seconds("STASH2PLEX_DRAINER_FIX_WAIT_S", default)
 
     def _seconds(self, name: str, default: float) -> float:
         text = self.env.get(name) or ""

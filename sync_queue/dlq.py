@@ -90,12 +90,16 @@ class DeadLetterQueue(sqlite.Store):
         return dict(zip(_ENTRY_KEYS, row)) if row else None
 
     def job(self, scene_id: int) -> Job | None:
-        row = self._db().execute("SELECT job FROM dlq WHERE scene_id = ?", (scene_id,)).fetchone()
-        return Job.from_dict(json.loads(row[0])) if row else None
+        row = self._db().execute("SELECT scene_id, job FROM dlq WHERE scene_id = ?", (scene_id,)).fetchone()
+        return _job(*row)[0] if row else None
 
-    def jobs(self) -> list[Job]:
-        rows = self._db().execute("SELECT job FROM dlq ORDER BY failed_at").fetchall()
-        return [Job.from_dict(json.loads(r[0])) for r in rows]
+    def jobs(self) -> tuple[list[Job], list[int]]:
+        """Every entry's job, and the scenes whose stored job could not be read: those are
+        rebuilt from the scene id (a sync reads everything else afresh), so one bad row
+        never stops the others."""
+        rows = self._db().execute("SELECT scene_id, job FROM dlq ORDER BY failed_at").fetchall()
+        read = [_job(scene_id, text) for scene_id, text in rows]
+        return [job for job, _ in read], [job.scene_id for job, ok in read if not ok]
 
     @sqlite.retry_locked
     def remove(self, scene_ids: list[int]) -> None:
@@ -109,3 +113,11 @@ class DeadLetterQueue(sqlite.Store):
             if older_than is None:
                 return conn.execute("DELETE FROM dlq").rowcount
             return conn.execute("DELETE FROM dlq WHERE failed_at < ?", (older_than,)).rowcount
+
+
+def _job(scene_id: int, text: str) -> tuple[Job, bool]:
+    """The stored job, or one rebuilt from the scene id when it is unreadable (False)."""
+    try:
+        return Job.from_dict(json.loads(text)), True
+    except (ValueError, TypeError):
+        return Job(scene_id=int(scene_id), event="dead_letter"), False

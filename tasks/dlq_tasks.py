@@ -34,7 +34,13 @@ def purge_dlq(app) -> str:
 def retry_dlq(app) -> str:
     """Every DLQ entry back into the queue with a fresh retry budget."""
     dlq = app.dlq()
-    jobs = dlq.jobs()
+    jobs, rebuilt = dlq.jobs()
+    if rebuilt:
+        shown = ", ".join(str(sid) for sid in rebuilt[:10]) + (", …" if len(rebuilt) > 10 else "")
+        app.log.warning(
+            f"{len(rebuilt)} dead-letter entr{'y' if len(rebuilt) == 1 else 'ies'} could not be read "
+            f"(scenes {shown}); queued again by scene id, every other entry as it was"
+        )
     now = time.time()
     fresh = [dataclasses.replace(j.fresh(), priority=INTERACTIVE, enqueued_at=now) for j in jobs]
     app.producer_queue().put_many(fresh)

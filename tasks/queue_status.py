@@ -20,7 +20,7 @@ def run(app) -> dict[str, Any]:
         "pending": counts["pending"],
         "interactive": counts["interactive"],
         "bulk": counts["bulk"],
-        "in_flight": counts["in_flight"],
+        "in_flight": counts["in_flight"] if app.drainer_running() else 0,  # no consumer: they only wait
         "set_aside": counts["set_aside"],
         "retrying": counts["retrying"],
         "next_retry_at": iso_local(counts["next_retry_at"]),

@@ -62,19 +62,20 @@ DEFAULT_ADVICE = "See the reason; Retry once it is fixed."
 def status(app) -> dict[str, Any]:
     counts = app.producer_queue().counts()
     ledger = app.ledger()
-    entries = app.dlq().entries(DLQ_LIMIT)
+    dlq = app.dlq()
+    entries, by_reason = dlq.entries(DLQ_LIMIT), dlq.summary(newest=0)["by_reason"]
     return {
         "plex": plex_state(app),
         "queue": {
             "interactive": counts["interactive"],
             "bulk": counts["bulk"],
             "pending": counts["pending"],
-            "in_flight": counts["in_flight"],
+            "in_flight": counts["in_flight"] if app.drainer_running() else 0,  # no consumer: they only wait
             "retrying": counts["retrying"],
             "next_retry_at": iso_local(counts["next_retry_at"]),
         },
         "drainer_running": app.drainer_running(),
-        "dlq": {"count": len(entries), "groups": dlq_groups(entries)},
+        "dlq": {"count": sum(by_reason.values()), "shown": len(entries), "groups": dlq_groups(entries, by_reason)},
         "last_sync": ledger.meta("last_sync_at"),
         "synced_scenes": ledger.count(),
         "stats": app.stats().snapshot(),
@@ -82,9 +83,10 @@ def status(app) -> dict[str, Any]:
     }
 
 
-def dlq_groups(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Entries grouped by error class (largest group first), each with what to do."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+def dlq_groups(entries: list[dict[str, Any]], by_reason: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Entries grouped by error class (largest group first), each with what to do. A group's
+    ``count`` is the queue's (``by_reason``), not the entries shown (the newest ``DLQ_LIMIT``)."""
+    groups: dict[str, list[dict[str, Any]]] = {name: [] for name in by_reason or {}}
     for entry in entries:
         groups.setdefault(entry["error_class"], []).append(
             {
@@ -95,9 +97,10 @@ def dlq_groups(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "failed_at": iso_local(entry["failed_at"]),
             }
         )
-    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    counts = {name: (by_reason or {}).get(name, len(scenes)) for name, scenes in groups.items()}
+    ordered = sorted(groups.items(), key=lambda kv: (-counts[kv[0]], kv[0]))
     return [
-        {"error_class": name, "count": len(scenes), "advice": ADVICE.get(name, DEFAULT_ADVICE), "scenes": scenes}
+        {"error_class": name, "count": counts[name], "advice": ADVICE.get(name, DEFAULT_ADVICE), "scenes": scenes}
         for name, scenes in ordered
     ]
 

@@ -198,6 +198,8 @@ def pytest_configure(config):
     # Drainers exit as soon as the queue is empty (tests wait for that); tests of the
     # linger itself set their own value.
     os.environ.setdefault("STASH2PLEX_DRAINER_LINGER_S", "0")
+    # A drainer stopped by a wrong setting exits at once instead of waiting for the fix.
+    os.environ.setdefault("STASH2PLEX_DRAINER_FIX_WAIT_S", "0")
     if not hasattr(config, "workerinput"):  # once, in the controller (pytest-xdist workers skip it)
         compile_plugin()
     import stashapi.log  # noqa: F401 - installs its handler on the StashLogger logger

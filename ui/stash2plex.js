@@ -213,7 +213,15 @@
         h(
           Card,
           { key: g.error_class, className: "s2p-card s2p-dlq-group", "data-reason": g.error_class },
-          h(Card.Header, null, h("strong", null, g.error_class), " — ", g.count, g.count === 1 ? " scene" : " scenes"),
+          h(
+            Card.Header,
+            null,
+            h("strong", null, g.error_class),
+            " — ",
+            g.count,
+            g.count === 1 ? " scene" : " scenes",
+            g.scenes.length < g.count ? ` (the newest ${g.scenes.length} listed)` : ""
+          ),
           h(
             Card.Body,
             null,
