@@ -2,9 +2,11 @@
 tests/bench/convergence.py.
 
 A seeded random sequence of what users and servers do (scene edits of every synced
-field, covers, case-only and ordinary renames, deletions, Plex rescans that move files
-or re-add items, a new file taking a moved file's path, bulk tasks with edits arriving
-mid-way), each through the real plugin process and the emulators. Then the plugin's
+field, hundreds of tags at once, covers, case-only and ordinary renames, deletions, Plex
+rescans that move files or re-add items, a new file taking a moved file's path, a new
+scene saved at a deleted scene's path (the same Plex item), two items exchanging files
+(also while ``reconcile`` runs), bulk tasks with edits and entity renames or deletions
+arriving mid-way), each through the real plugin process and the emulators. Then the plugin's
 tasks run until the queue is empty, and every live scene's Plex item must show what
 Stash holds, and no item may carry another scene's data.
 """
@@ -25,6 +27,8 @@ PERFORMERS = ("john doe", "John Doe", "Jane Roe", "ann lee")
 STUDIOS = ("acme films", "Acme Films", "Beta", None)
 DATES = ("2024-01-02", "2023-06-30", "2020-02-29")
 TITLE = re.compile(r"^S(\d+) ")
+MANY_TAGS = tuple(f"many tag {n:03d}" for n in range(500))  # a scene with hundreds of tags
+KINDS = {"tag": "tags", "performer": "performers", "studio": "studio"}
 
 
 @dataclass
@@ -35,6 +39,7 @@ class World:
     live: set[int] = field(default_factory=set)
     version: int = 0
     log: list[str] = field(default_factory=list)
+    orphaned: set[str] = field(default_factory=set)  # Plex paths of deleted scenes' files
 
     @property
     def stash(self):
@@ -49,7 +54,14 @@ class World:
         sid = self.stash.add_scene(
             title="pending", files=[{"path": f"/stash/media/{name}", "size": size, "duration": 60.0}]
         )
-        self.stash.update_scene(sid, title=f"S{sid} v0")
+        rng = self.rng
+        self.stash.update_scene(
+            sid,
+            title=f"S{sid} v0",
+            tags=rng.sample(TAGS, rng.randint(0, 2)),
+            performers=rng.sample(PERFORMERS, rng.randint(0, 1)),
+            studio=rng.choice(STUDIOS),
+        )
         self.plex.add_item(1, f"/plex/media/{name}", size=size, duration_ms=60000)
         self.history[sid] = {f"/plex/media/{name}"}
         self.live.add(sid)
@@ -88,6 +100,8 @@ class World:
                 changes["studio"] = rng.choice(STUDIOS)
             elif name == "performers":
                 changes["performers"] = rng.sample(PERFORMERS, rng.randint(0, 2))
+            elif rng.random() < 0.15:
+                changes["tags"] = rng.sample(MANY_TAGS, rng.randint(150, 400))
             else:
                 changes["tags"] = rng.sample(TAGS, rng.randint(0, 3))
         self.log.append(f"edit {sid} {sorted(changes)}")
@@ -127,6 +141,7 @@ class World:
         path = self.stash.scene(sid)["files"][0]["path"]
         self.stash.delete_scene(sid)
         self.live.discard(sid)
+        self.orphaned.add(path.replace("/stash/media", "/plex/media"))
         self.log.append(f"delete {sid} ({path})")  # Stash2Plex has no Destroy hook: jobs find it gone
 
     def move(self, new_at_old_path: bool = False) -> None:
@@ -153,6 +168,91 @@ class World:
             self.log.append(f"new scene {fresh} at the old path of {sid}")
             self.hook({"id": fresh, "type": "Scene.Create.Post", "input": None})
 
+    def reuse(self) -> None:
+        """A scene deleted, and a new scene saved at its file's path: Plex keeps the same item."""
+        sid = self.pick()
+        if sid is None or len(self.live) < 3:
+            return
+        file = self.stash.scene(sid)["files"][0]
+        self.stash.delete_scene(sid)
+        self.live.discard(sid)
+        fresh = self.stash.add_scene(title="pending", files=[{k: file[k] for k in ("path", "size", "duration")}])
+        title = self.next_title(fresh)
+        tags = self.rng.sample(TAGS, self.rng.randint(0, 2))
+        self.stash.update_scene(fresh, title=title, tags=tags, performers=self.rng.sample(PERFORMERS, 1))
+        self.history[fresh] = {file["path"].replace("/stash/media", "/plex/media")}
+        self.live.add(fresh)
+        self.log.append(f"scene {fresh} at the path of deleted {sid}")
+        self.hook({"id": fresh, "type": "Scene.Create.Post", "input": None})
+
+    def _pair(self) -> tuple[dict, dict] | None:
+        """The Plex items of two live scenes, each at its scene's path."""
+        if len(self.live) < 2:
+            return None
+        a, b = self.rng.sample(sorted(self.live), 2)
+        items = [
+            self.item_at(self.stash.scene(s)["files"][0]["path"].replace("/stash/media", "/plex/media")) for s in (a, b)
+        ]
+        if items[0] is None or items[1] is None:
+            return None
+        return items[0], items[1]
+
+    def _exchange(self, first: dict, second: dict) -> None:
+        """A rescan finds each item's file at the other's path (both ratingKeys stay)."""
+        a, b = first["ratingKey"], second["ratingKey"]
+        self.plex.move_file(a, "/plex/media/exchange.tmp")
+        self.plex.move_file(b, first["files"][0])
+        self.plex.move_file(a, second["files"][0])
+
+    def exchange(self) -> None:
+        pair = self._pair()
+        if pair is not None:
+            self._exchange(*pair)
+            self.log.append(f"exchange items {pair[0]['ratingKey']} and {pair[1]['ratingKey']}")
+
+    def reconcile(self) -> None:
+        """``reconcile``; sometimes two items exchange files after its check read them."""
+        pair = self._pair() if self.rng.random() < 0.7 else None
+        done = []
+
+        def meanwhile(record):
+            if pair is not None and not done and record["method"] == "GET":
+                if record["path"].startswith("/library/metadata/"):
+                    done.append(True)
+                    self._exchange(*pair)
+
+        self.plex.on_request = meanwhile
+        try:
+            with self.unlocked():
+                run = self.plugin.task("reconcile")
+        finally:
+            self.plex.on_request = None
+        swapped = f", items {pair[0]['ratingKey']} and {pair[1]['ratingKey']} exchanged meanwhile" if done else ""
+        self.log.append(f"task reconcile{swapped}")
+        assert run.error is None, run.stderr[-2000:]
+
+    def entity(self) -> None:
+        """A tag, performer or studio renamed or deleted in Stash: only its entity hook fires."""
+        kind = self.rng.choice(sorted(KINDS))
+        names = set()
+        for sid in self.live:
+            scene = self.stash.scene(sid)
+            names.update(scene[KINDS[kind]] if kind != "studio" else [scene["studio"]] if scene["studio"] else [])
+        if not names:
+            return
+        old = self.rng.choice(sorted(names))
+        entity = self.stash.entity_id(kind, old)
+        if self.rng.random() < 0.4:
+            self.log.append(f"destroy {kind} {old!r}")
+            self.hook(self.stash.destroy_entity(kind, entity))
+            return
+        new = old.swapcase() if self.rng.random() < 0.5 else f"{old} y"
+        with contextlib.suppress(KeyError):
+            self.stash.entity_id(kind, new)
+            return  # a name another entity has
+        self.log.append(f"rename {kind} {old!r} -> {new!r}")
+        self.hook(self.stash.rename_entity(kind, entity, new))
+
     def readd(self) -> None:
         sid = self.pick()
         if sid is None:
@@ -164,13 +264,15 @@ class World:
             self.log.append(f"readd {sid}")
 
     def bulk(self, mode: str) -> None:
-        """A bulk task; while it runs (after its first page was read) a user edits."""
+        """A bulk task; while it runs (after its first page was read) a user edits, or
+        renames or deletes a tag, performer or studio."""
         done = []
+        change = self.edit if self.rng.random() < 0.5 else self.entity
 
         def meanwhile(record):
             if record["operation"] == "S2PScenesAfter" and not done:
                 done.append(True)
-                self.edit()
+                change()
 
         self.stash.on_graphql = meanwhile if self.rng.random() < 0.7 else None
         try:
@@ -178,7 +280,7 @@ class World:
                 run = self.plugin.task(mode)
         finally:
             self.stash.on_graphql = None
-        self.log.append(f"task {mode}")
+        self.log.append(f"task {mode}" + (" (while it ran: the operation before)" if done else ""))
         assert run.error is None, run.stderr[-2000:]
 
     def step(self) -> None:
@@ -190,6 +292,10 @@ class World:
             (self.move, 1),
             (lambda: self.move(new_at_old_path=True), 1),
             (self.readd, 1),
+            (self.reuse, 2),
+            (self.exchange, 2),
+            (self.reconcile, 2),
+            (self.entity, 1),
             (lambda: self.bulk("all"), 2),
             (lambda: self.bulk("recent"), 1),
         ]
@@ -233,7 +339,13 @@ class World:
         items = self.plex.items()
         for sid in sorted(self.live):
             problems += self._check_scene(sid, items)
+        held = {self.stash.scene(s)["files"][0]["path"].replace("/stash/media", "/plex/media") for s in self.live}
         for item in items:
+            if item["files"][0] in self.orphaned - held:
+                # The video of a deleted scene: no scene writes it any more, and it keeps what
+                # it showed. After an exchange of files that can be the other scene's data
+                # (issue 25: known limitation, an item is not cleared when its scene leaves it).
+                continue
             owner = TITLE.match(item["fields"]["title"] or "")
             if owner and item["files"][0] not in self.history.get(int(owner.group(1)), set()):
                 problems.append(f"item {item['ratingKey']} at {item['files'][0]} shows {item['fields']['title']!r}")

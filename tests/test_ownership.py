@@ -149,3 +149,17 @@ def test_a_performer_destroyed_while_all_runs_is_not_written_back_from_the_page_
     plugin.wait_drained()
     for item in plugin.plex.items():
         assert item["fields"]["title"].startswith("Retitled") and item["tags"]["actor"] == ["Stays"], item
+
+
+def test_reconcile_names_an_item_written_for_another_scene_since_and_gives_it_back(plugin):
+    (sa, ka), (sb, kb) = _two_scenes(plugin)
+    _exchange(plugin.plex, ka, kb)
+    assert plugin.hook(plugin.stash.update_scene(sa, title="Only A was edited")).error is None
+    plugin.wait_drained()  # A's data went to kb (it holds A's file); B's record still links kb
+    _shows(plugin, kb, sa)
+    _exchange(plugin.plex, kb, ka)  # and back: B's file is in kb again, written for A meanwhile
+    out = plugin.task("reconcile").output
+    assert out["drift"]["owner_changed"]["first"] == [sb] and out["repaired"] == 2, out
+    _shows(plugin, ka, sa)
+    _shows(plugin, kb, sb)
+    assert plugin.task("all").output["queued"] == 0

@@ -73,6 +73,8 @@ class Reconciler:
                 continue
             finding.state = states.get(finding.rating_key)
             finding.written = written.get(finding.rating_key)
+            if finding.how == "linked" and self._taken_over(finding):
+                finding.drift.append("owner_changed")  # the scene's item was written for another scene since
             if finding.state is None:  # gone between the listing and the read
                 finding.drift.append("item_gone")
                 finding.reason = f"Plex item {finding.rating_key} vanished while being checked"
