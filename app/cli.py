@@ -52,6 +52,7 @@ HELP = {
     "unmatched": "every scene with no Plex item, by folder, with a path_map rule when one would help",
     "pin": "pin <scene id> <ratingKey>: sync the scene to that Plex item from now on (before any match)",
     "unpin": "unpin <scene id>: remove the scene's pin (or Not in Plex / Skip answer); the matcher decides again",
+    "watch": "stay running and listen to Plex's notifications (a side-car: Docker, a service)",
     "demo": "run the demo against the bundled emulators (needs requirements-test.txt)",
 }
 
@@ -292,6 +293,10 @@ def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: Ter
         app = _app(args, env, log, plugin_dir)
         app.options.update(options)
         capture_library_logs(log)
+        if mode == "watch":
+            from app.watch import run as watch
+
+            return watch(app)
         output = resolve(mode)(app)
     except UsageError as exc:
         log.error(str(exc))

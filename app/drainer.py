@@ -51,7 +51,7 @@ def _worker_once_stash_answers(app, queue, stop: threading.Event, log: StashLog)
     failures, started = 0, time.monotonic()
     while True:
         try:
-            return app.worker(queue)
+            return app.worker(queue, listen=True)
         except StashUnavailable as exc:
             if time.monotonic() - started > STASH_WAIT_MAX_S:
                 raise  # the jobs stay queued; the next hook or task starts a drainer again

@@ -390,8 +390,43 @@ class App:
 
         return self._part("choices", build)
 
-    def worker(self, queue: JobQueue, probe_now: bool = False):
-        """The worker; ``probe_now`` for a task the user started (Plex is probed at once)."""
+    def waits(self):
+        """The jobs waiting for Plex to have their file; the first one starts the listener."""
+        from worker.listen import WakeWaitingJobs
+        from worker.waits import PlexWaits
+
+        def build():
+            waits = PlexWaits(self.settings().case_insensitive_paths)
+            waits.on_wait = self.plex_listener(
+                WakeWaitingJobs(self.plex(), self.index(), waits, self.log)
+            ).ensure_started
+            return waits
+
+        return self._part("waits", build)
+
+    def plex_listener(self, handle):
+        """Plex's notification websocket, kept open (``worker/listen.py``); ``handle(event)``
+        acts on each event. Started by its first user; closed with the App."""
+        from functools import partial
+
+        from plex.notifications import start_listener
+        from worker.listen import PlexListener
+
+        return self._part(
+            "listener", lambda: PlexListener(partial(start_listener, self.plex()), handle, self.log, self.breaker())
+        )
+
+    def watch_handler(self):
+        """What the resident ``watch`` process does with each Plex event."""
+
+        def handle(event) -> None:
+            self.log.debug(f"Plex event: {event}")
+
+        return handle
+
+    def worker(self, queue: JobQueue, probe_now: bool = False, listen: bool = False):
+        """The worker; ``probe_now`` for a task the user started (Plex is probed at once);
+        ``listen``: jobs waiting for Plex to have their file go when Plex announces it (the drainer)."""
         from worker.worker import Worker
 
         concurrency = self.settings().plex_concurrency
@@ -407,7 +442,16 @@ class App:
             events=self.events(),
             concurrency=concurrency,
             probe_now=probe_now,
+            waits=self.waits() if listen else None,
+            rng=self._rng(),
         )
+
+    def _rng(self):
+        """The retries' randomness; ``STASH2PLEX_RANDOM_SEED`` makes it repeatable (tests)."""
+        import random
+
+        seed = self.env.get("STASH2PLEX_RANDOM_SEED")
+        return random.Random(int(seed)) if seed and seed.isdigit() else None
 
     def events(self):
         """Outages and dead-lettered jobs: the health file and, when URLs are set, notifications."""

@@ -144,6 +144,13 @@ class LibraryIndex:
             self._index = PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
         return changed
 
+    def expect(self, section_key: int) -> None:
+        """Plex announced a new item in this section: the next look for a scene not found
+        checks the stamps at once and lists this section again, however recent its listing."""
+        with self._lock:
+            self._checked_at = float("-inf")
+            self._listed_at.pop(section_key, None)
+
     def reload(self) -> None:
         """List every configured section afresh, whatever its stamp says (``reconcile``:
         Plex is the truth, and a restored database can carry an old ``scannedAt``)."""

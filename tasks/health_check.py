@@ -45,6 +45,7 @@ def run(app) -> dict[str, Any]:
     report = _Report(app.log)
     settings = _check_stash(app, report)
     if settings is not None and _check_plex(app, report):
+        _check_notifications(app, report)
         if _check_libraries(app, settings, report):
             _check_path_map(app, settings, report)
             _count_unmatched(app, report)
@@ -143,6 +144,23 @@ def _check_plex(app, report: _Report) -> bool:
         )
     plex_answered(app)
     return True
+
+
+def _check_notifications(app, report: _Report) -> None:
+    """Whether Plex's notification websocket opens (the listener's connection)."""
+    from plex.notifications import probe
+
+    try:
+        probe(app.plex())
+    except Stash2PlexError as exc:
+        report.data["plex"]["notifications"] = False
+        report.bad(
+            f"Plex's notifications cannot be read: {exc}. New files then wait for timed retries "
+            "(a proxy in front of Plex must pass websockets through)"
+        )
+        return
+    report.data["plex"]["notifications"] = True
+    report.good("Plex's notification websocket connects (new items are synced as Plex adds them)")
 
 
 def plex_answered(app) -> None:

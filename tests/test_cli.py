@@ -93,7 +93,7 @@ def _saved_nothing(plugin) -> None:
 def test_help_lists_every_command_setting_and_variable(plugin):
     from tasks import CLI_TASKS
 
-    assert set(HELP) == set(TASK_MODES) | set(CLI_TASKS) | {"status", "demo"}
+    assert set(HELP) == set(TASK_MODES) | set(CLI_TASKS) | {"status", "demo", "watch"}
     done = cli(plugin, "--help")
     assert done.returncode == 0
     for command in HELP:

@@ -27,6 +27,7 @@ from core.errors import (
     ConfigError,
     InvalidMetadata,
     PlexAuthError,
+    PlexNotFound,
     PlexUnavailable,
     RunStopped,
     Stash2PlexError,
@@ -70,6 +71,7 @@ class Worker:
         rng: random.Random | None = None,
         timer=time.perf_counter,
         probe_now: bool = False,
+        waits=None,
     ) -> None:
         self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
         self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats_store, log
@@ -90,6 +92,7 @@ class Worker:
         self._fetched_at: dict[int, str] = {}  # updated_at of the newest scene data fetched per scene
         self._entity_changed: dict[tuple[str, int], float] = {}  # (kind, id) → newest event's time seen
         self._read_at: dict[int, float] = {}  # scenes being synced → when their data was asked of Stash
+        self.waits = waits  # worker/waits.py: jobs parked until Plex has their file; an event wakes them
 
     # -- the loop ----------------------------------------------------------------
     def run(
@@ -111,12 +114,17 @@ class Worker:
         tried: set[int] = set()
         self._stop = stop
         early = (lambda item: item.pqid not in tried) if retry_waiting_now else None
+        if self.waits is not None:
+            early = _or_woken(self.waits, early)
 
         def take():
             self.fan_out(CHUNK)
             batch = self.queue.take(CHUNK, early=early)
             self._say_set_aside()
             tried.update(item.pqid for item in batch)
+            if self.waits is not None:
+                for item in batch:
+                    self.waits.forget((item.table, item.pqid))
             return batch
 
         while True:
@@ -484,6 +492,8 @@ class Worker:
             job = dataclasses.replace(decision.job, last_error=self.log.redact(decision.job.last_error or ""))
             self.queue.retry_later(item, job)
             self.delta.retried(type(error).__name__, self.log.redact(str(error)), self.clock())
+            if self.waits is not None and isinstance(error, PlexNotFound):
+                self.waits.wait_for((item.table, item.pqid), error.looked_for)
         elif decision.action == HOLD:
             self.queue.postpone(item, decision.until)  # stays unacked: the next consumer gets it back
             if not isinstance(error, RunStopped):
@@ -505,6 +515,15 @@ class Worker:
         """Stop taking jobs: every further job would fail the same way (token, settings)."""
         if self.abort_error is None:
             self.abort_error = error
+
+
+def _or_woken(waits, early):
+    """``early``, and also every job an event woke (Plex has its file now)."""
+
+    def woken_or_early(item: Taken) -> bool:
+        return waits.woken((item.table, item.pqid)) or (early is not None and early(item))
+
+    return woken_or_early
 
 
 def _instant(stamp: str) -> float:

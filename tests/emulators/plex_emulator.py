@@ -58,6 +58,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
+from tests.emulators import plex_notify
 from tests.emulators.serving import EmulatorServer, TrackedHandler
 
 MACHINE_ID = "5f1c0ffee0ddba11ab1ec0de5eed1dea11e1ba5e"
@@ -351,6 +352,7 @@ class Library:
         self.tag_ids: dict[tuple[str, str], int] = {}
         self.tag_names: dict[tuple[str, str], str] = {}  # (type, casefolded) -> the row's spelling
         self.next_key = 101
+        self.notify: Callable[[dict], Any] = lambda message: None  # the notification websocket
 
     def now(self) -> int:
         return int(self.clock())
@@ -400,11 +402,16 @@ class Library:
         self.canonical_tags(item)
         self.items[rk] = item
         section.scanned(now)
+        title = fields["title"]
+        self.notify(plex_notify.timeline(rk, section_key, 0, title, now, metadataState="created"))
+        self.notify(plex_notify.timeline(rk, section_key, 5, title, now))
         return rk
 
     def remove_item(self, rating_key: int) -> None:
         item = self.items.pop(rating_key)
         self.sections[item.section].scanned(self.now())
+        title = item.fields["title"] or ""
+        self.notify(plex_notify.timeline(rating_key, item.section, 9, title, self.now(), metadataState="deleted"))
 
     def tag_id(self, ttype: str, name: str) -> int:
         """Tags are server-wide entities: one id per (type, case-folded name)."""
@@ -437,6 +444,7 @@ class Library:
             self.canonical_tags(item)
             item.updated_at = now
             self.sections[item.section].touch(now)
+            self.notify(plex_notify.timeline(rk, item.section, 5, item.fields["title"] or "", now))
 
     def canonical_tags(self, item: Item) -> None:
         """Give every tag of ``item`` its tag row's spelling.
@@ -990,7 +998,9 @@ class PlexEmulator:
         # sent: a test plays what happens on the server meanwhile (a rescan, say)
         self.on_request: Callable[[dict], None] | None = None
         self.requests: list[dict] = []
+        self.notifications = plex_notify.Notifications()
         self._lib = Library()
+        self._lib.notify = self.notifications.publish
         self._log_lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -1130,6 +1140,9 @@ class PlexEmulator:
     def _serve(self, handler: _Handler) -> None:
         started = time.time()
         req = parse_request(handler)
+        if req.method == "GET" and req.path in plex_notify.PATHS:
+            self._listen_websocket(handler, req, started)
+            return
         if len(handler.requestline.encode("latin-1")) > self.max_url_bytes:
             reply = html_reply(414, HTML_414)
         elif self.redirect is not None:
@@ -1143,6 +1156,17 @@ class PlexEmulator:
         if self.on_request is not None:
             self.on_request(record)
         handler.send_reply(reply)
+
+    def _listen_websocket(self, handler: _Handler, req: Request, started: float) -> None:
+        """The notification websocket: 401 for a wrong token, as at any other path (the
+        handshake is a GET), else the connection stays with ``notifications``."""
+        refused = self.fail_401 or req.plex_value("X-Plex-Token") != self.token
+        with self._log_lock:
+            self.requests.append(_request_record(req, 401 if refused else 101, started, handler.path))
+        if refused:
+            handler.send_reply(html_reply(401, HTML_401))
+            return
+        self.notifications.serve(handler)
 
     def _answer(self, req: Request) -> Reply:
         """Apply fault switches in order (latency, stall, 401, 503, token, uploads, edits), then route."""

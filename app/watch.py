@@ -1,0 +1,49 @@
+"""``Stash2Plex.py watch``: listen to Plex for as long as the process lives (a side-car).
+
+Stash starts the plugin per event and keeps nothing running, so the drainer listens
+only while it has jobs waiting for Plex. People who run a side-car (Docker, a
+service) can keep one process listening instead, the way PlexTraktSync's ``watch``
+does: it keeps the connection open (``worker/listen.py``: reconnects with backoff,
+respects the shared circuit breaker) and acts on what Plex announces (``App.watch_handler``).
+SIGTERM or Ctrl-C ends it; a SIGKILL loses nothing (everything it applied is recorded first).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+from core.errors import Stash2PlexError
+
+STATUS_EVERY_S = 600.0  # one line in the log while nothing happens
+
+
+def run(app, stop: threading.Event | None = None) -> int:
+    stop = stop or threading.Event()
+    try:
+        listener = app.plex_listener(app.watch_handler())
+    except Stash2PlexError as exc:
+        app.log.error(str(exc))
+        return 1
+    previous = _on_sigterm(stop)
+    listener.ensure_started()
+    app.log.info("watching Plex (Ctrl-C or SIGTERM stops)")
+    try:
+        while not stop.wait(STATUS_EVERY_S):
+            state = "connected" if listener.status.connected else f"not connected ({listener.status.last_error})"
+            app.log.info(f"Plex notifications: {state}; {listener.status.events} event(s) so far")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        listener.close()
+    app.log.info("stopped watching Plex")
+    return 0
+
+
+def _on_sigterm(stop: threading.Event):
+    """SIGTERM (docker stop, systemd) ends the watch cleanly; None off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())

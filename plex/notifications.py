@@ -1,0 +1,195 @@
+"""Plex's notification websocket: plexapi's ``AlertListener`` and the events we read.
+
+PMS pushes ``{"NotificationContainer": {"type": ..., <Array>: [...]}}`` frames on
+``/:/websockets/notifications``; plexapi's ``AlertListener`` (plexapi/alert.py) opens
+it and hands each container to a callback. Its ``run`` is replaced here by one that
+also reports the open and the close and sends pings: plexapi's sends none, so a
+half-open connection (a PMS host that vanished) would never be noticed, and a clean
+close ends the thread without any callback. It never reconnects either: the caller
+watches ``is_alive()`` (``worker/listen.py``). websocket-client is imported only here
+and only when a listener starts (the hook never imports it).
+
+What the frames mean (``shared/contracts/plex-events.md`` §1, from plexapi
+``alert.py``'s state table, Tautulli ``activity_handler.py`` and PlexTraktSync
+``watch/events.py``): a ``timeline`` entry of the library with ``state`` 5 and no
+``metadataState`` is an item Plex finished processing (a new item, or one whose
+metadata changed); state 9 is a deletion; ``playing`` entries carry a session's
+``ratingKey``, ``state`` and ``viewOffset`` (ms), never the user.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import PlexAuthError, PlexUnavailable, Stash2PlexError
+from plex.errors import plex_errors
+
+LIBRARY = "com.plexapp.plugins.library"
+PROCESSED, DELETED = 5, 9
+PING_S = 30.0  # a silent peer is noticed after PING_S + PING_TIMEOUT_S
+PING_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class ItemProcessed:
+    """Plex finished processing an item: it was added, or its metadata changed."""
+
+    item_id: int
+    section_id: int
+
+
+@dataclass(frozen=True)
+class PlaybackState:
+    """A playback session's state (``playing``, ``paused``, ``buffering``, ``stopped``)."""
+
+    rating_key: int
+    state: str
+    view_offset_ms: int
+
+
+Event = ItemProcessed | PlaybackState
+
+
+def _int(value: Any) -> int | None:
+    """PMS sends ids as strings and sometimes ints (Tautulli casts ``sectionID``)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_events(container: dict) -> list[Event]:
+    """The events we act on in one ``NotificationContainer`` (every entry of its array:
+    PMS may batch several). Anything else, or anything malformed, is skipped.
+
+    >>> read_events({"type": "timeline", "size": 2, "TimelineEntry": [
+    ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": "1", "state": 0, "metadataState": "created"},
+    ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": 1, "state": 5}]})
+    [ItemProcessed(item_id=7, section_id=1)]
+    >>> read_events({"type": "playing", "PlaySessionStateNotification": [
+    ...     {"ratingKey": "7", "state": "stopped", "viewOffset": 61000, "sessionKey": "3"}]})
+    [PlaybackState(rating_key=7, state='stopped', view_offset_ms=61000)]
+    >>> read_events({"type": "timeline", "TimelineEntry": [{"identifier": "tv.plex.grabbers", "itemID": "7",
+    ...     "sectionID": "1", "state": 5}]})
+    []
+    """
+    kind = container.get("type")
+    if kind == "timeline":
+        return [e for e in map(_timeline, _entries(container, "TimelineEntry")) if e is not None]
+    if kind == "playing":
+        return [e for e in map(_playing, _entries(container, "PlaySessionStateNotification")) if e is not None]
+    return []
+
+
+def _entries(container: dict, array: str) -> list[dict]:
+    entries = container.get(array) or container.get("_children") or []
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def _timeline(entry: dict) -> ItemProcessed | None:
+    if entry.get("identifier") != LIBRARY or _int(entry.get("state")) != PROCESSED or "metadataState" in entry:
+        return None
+    item, section = _int(entry.get("itemID")), _int(entry.get("sectionID"))
+    return ItemProcessed(item, section) if item is not None and section is not None else None
+
+
+def _playing(entry: dict) -> PlaybackState | None:
+    key, offset, state = _int(entry.get("ratingKey")), _int(entry.get("viewOffset")), entry.get("state")
+    if key is None or not isinstance(state, str):
+        return None
+    return PlaybackState(key, state, offset or 0)
+
+
+def connection_error(error: BaseException) -> Stash2PlexError:
+    """Our error for what websocket-client raised (its messages carry no URL, hence no token)."""
+    status = getattr(error, "status_code", None)
+    if status in (401, 403):
+        return PlexAuthError(f"Plex refused the token on its notification websocket ({status})")
+    if status is not None:
+        return PlexUnavailable(f"Plex answered {status} to the notification websocket")
+    return PlexUnavailable(f"Plex's notification websocket: {type(error).__name__}: {error}")
+
+
+def _ws_url(server, key: str) -> str:
+    return server.url(key).replace("http", "ws", 1)
+
+
+def _headers(server) -> dict[str, str]:
+    """plexapi's headers (our client identity, and the token: as a header, so it is never
+    part of a URL that a library might log; Tautulli ``web_socket.py`` sends it so too)."""
+    return dict(server._headers())
+
+
+def _alert_listener_class():
+    from plexapi.alert import AlertListener
+
+    class Listener(AlertListener):
+        """plexapi's listener with open/close reported, pings, the token in a header, and no
+        reconnect of its own."""
+
+        def __init__(self, server, callback, on_error, on_open, on_close) -> None:
+            super().__init__(server, callback, on_error)
+            self._on_open, self._on_close = on_open, on_close
+            self._stopping = threading.Event()
+
+        def run(self) -> None:
+            import websocket
+
+            ws = websocket.WebSocketApp(
+                _ws_url(self._server, self.key),
+                header=_headers(self._server),
+                on_open=lambda ws: self._on_open(),
+                on_message=self._onMessage,
+                on_error=self._onError,
+                on_close=lambda ws, code, reason: self._on_close(code),
+            )
+            self._ws = ws  # type: ignore[assignment]  # plexapi declares it None until run()
+            if not self._stopping.is_set():
+                ws.run_forever(ping_interval=PING_S, ping_timeout=PING_TIMEOUT_S, reconnect=0)
+
+        def stop(self) -> None:
+            self._stopping.set()
+            if self._ws is not None:
+                self._ws.close()
+
+    return Listener
+
+
+def start_listener(
+    client,
+    on_message: Callable[[dict], None],
+    on_error: Callable[[BaseException], None],
+    on_open: Callable[[], None],
+    on_close: Callable[[int | None], None],
+):
+    """A started listener thread on ``client``'s server (connecting to Plex first, so a
+    wrong token or a Plex that is down raises here, translated)."""
+    try:
+        import websocket  # noqa: F401 - plexapi's thread would only log its absence, then end
+    except ImportError:
+        raise Stash2PlexError(
+            "the package websocket-client is missing (requirements.txt); Plex's notifications are not read"
+        ) from None
+    server = client.server  # raises our errors when Plex cannot be reached
+    listener = _alert_listener_class()(server, on_message, on_error, on_open, on_close)
+    listener.start()
+    return listener
+
+
+def probe(client, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Open the notification websocket once and close it; raises our error when it cannot."""
+    import websocket
+
+    with plex_errors("connecting to Plex", client.url):
+        server = client.server
+    try:
+        ws = websocket.create_connection(
+            _ws_url(server, "/:/websockets/notifications"), timeout=timeout, header=_headers(server)
+        )
+    except Exception as exc:  # websocket-client raises its own, socket's and ssl's errors
+        raise connection_error(exc) from None
+    ws.close()

@@ -1,0 +1,125 @@
+"""The listener's supervision and the waiting jobs' registry (pure parts: fake listener
+threads, waits recorded instead of slept; the real websocket is in test_listener_e2e)."""
+
+from __future__ import annotations
+
+import io
+import threading
+
+from core.errors import PlexUnavailable
+from core.log import StashLog
+from plex.notifications import ItemProcessed
+from worker.backoff import probe_wait
+from worker.breaker import BreakerState, State
+from worker.listen import PlexListener
+from worker.waits import PlexWaits
+
+
+class FakeConnection:
+    """A listener thread that opens (or not) and ends when told."""
+
+    def __init__(self, opens: bool, on_open) -> None:
+        self.ended = threading.Event()
+        self.stopped = False
+        if opens:
+            on_open()
+
+    def is_alive(self) -> bool:
+        return not self.ended.is_set()
+
+    def join(self, timeout: float) -> None:
+        self.ended.wait(timeout)
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.ended.set()
+
+
+class Script:
+    """Each start either raises, or opens a connection that ends at once, or stays open."""
+
+    def __init__(self, steps: list[str]) -> None:
+        self.steps, self.started, self.done = list(steps), 0, threading.Event()
+        self.open: FakeConnection | None = None
+
+    def __call__(self, on_message, on_error, on_open, on_close):
+        self.started += 1
+        step = self.steps.pop(0) if self.steps else "stay"
+        if step == "refused":
+            raise PlexUnavailable("Plex refused the connection")
+        conn = FakeConnection(step != "silent", on_open)
+        if step == "stay":
+            self.open = conn
+            self.done.set()
+        else:
+            conn.ended.set()  # opened (or not), then closed by Plex
+        return conn
+
+
+def run_until_stays(script: Script, breaker=None) -> tuple[PlexListener, list[float]]:
+    waits: list[float] = []
+    listener = PlexListener(script, lambda e: None, StashLog(io.StringIO()), breaker, sleep=waits.append)
+    listener.ensure_started()
+    assert script.done.wait(5)
+    return listener, waits
+
+
+def test_failed_connections_back_off_and_an_open_one_that_closed_reconnects_at_once():
+    script = Script(["refused", "refused", "refused", "open", "silent", "stay"])
+    listener, waits = run_until_stays(script)
+    listener.close()
+    assert waits == [probe_wait(0), probe_wait(1), probe_wait(2), 0.0, probe_wait(0)]
+    assert script.started == 6 and script.open is not None and script.open.stopped
+    assert listener.status.connects == 2 and listener.status.connected is False
+
+
+class OpenBreaker:
+    def __init__(self, opens_for: int) -> None:
+        self.looks = 0
+        self.opens_for = opens_for
+
+    def state(self) -> BreakerState:
+        self.looks += 1
+        return BreakerState(State.OPEN if self.looks <= self.opens_for else State.CLOSED)
+
+    def seconds_until_probe(self) -> float:
+        return 7.5
+
+
+def test_the_listener_waits_for_the_breakers_probe_while_plex_is_down():
+    script = Script(["stay"])
+    listener, waits = run_until_stays(script, OpenBreaker(opens_for=2))
+    listener.close()
+    assert waits == [7.5, 7.5] and script.started == 1
+
+
+def test_events_are_handled_on_their_own_thread_in_order():
+    seen: list = []
+    done = threading.Event()
+
+    def handle(event):
+        seen.append((event, threading.current_thread().name))
+        if len(seen) == 2:
+            done.set()
+
+    listener = PlexListener(Script([]), handle, StashLog(io.StringIO()), sleep=lambda s: None)
+    listener.ensure_started()
+    entries = [
+        {"identifier": "com.plexapp.plugins.library", "itemID": str(k), "sectionID": "1", "state": 5} for k in (7, 8)
+    ]
+    listener._on_message({"type": "timeline", "size": 2, "TimelineEntry": entries})
+    assert done.wait(5)
+    listener.close()
+    assert seen == [(ItemProcessed(7, 1), "s2p-plex-events"), (ItemProcessed(8, 1), "s2p-plex-events")]
+
+
+def test_waits_wake_only_the_jobs_looking_for_that_path_and_forget_taken_ones():
+    started = []
+    waits = PlexWaits(case_insensitive=True, on_wait=lambda: started.append(1))
+    waits.wait_for(("interactive", 1), ["/plex/A.mp4", "/plex/a-copy.mp4"])
+    waits.wait_for(("bulk", 2), ["/plex/b.mp4"])
+    assert waits.wake(["/PLEX/a.mp4", "/plex/other.mp4"]) == 1
+    assert waits.woken(("interactive", 1)) and not waits.woken(("bulk", 2))
+    waits.forget(("interactive", 1))
+    assert not waits.woken(("interactive", 1)) and len(waits) == 1 and started == [1, 1]
+    assert waits.wake(["/plex/A.mp4"]) == 0

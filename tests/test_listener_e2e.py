@@ -1,0 +1,124 @@
+"""Listening to Plex, end to end: the real plugin process against the emulators, whose
+Plex serves the notification websocket (``tests/emulators/plex_notify.py``)."""
+
+from __future__ import annotations
+
+import time
+
+from tests.conftest import POLL_S
+from tests.runner import create_context
+
+SIZE, DURATION_S = 4242, 60.0
+# The first not-found retry of seed 2 falls 28.7 s later (backoff's 30 s window): any
+# Plex request before the event would be the listener's doing, not a timed retry.
+SEED = "2"
+
+
+def until(check, timeout: float, what: str, plugin=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(POLL_S)
+    raise AssertionError(f"not within {timeout} s: {what}\n{plugin.drainer_log() if plugin else ''}")
+
+
+def add_scene(plugin, path: str, title: str) -> int:
+    return plugin.stash.add_scene(title=title, files=[{"path": path, "size": SIZE, "duration": DURATION_S}])
+
+
+def plex_requests(plugin) -> list[dict]:
+    """Every request to Plex but the notification websocket's handshakes."""
+    return [r for r in plugin.plex.requests if not r["path"].startswith("/:/websocket")]
+
+
+def test_an_item_plex_adds_is_written_at_once_without_timed_retries(plugin):
+    plugin.env["STASH2PLEX_RANDOM_SEED"] = SEED
+    sid = add_scene(plugin, "/stash/media/new/fresh.mp4", "Fresh Scene")
+    plugin.hook(create_context(sid))
+    until(lambda: plugin.plex.notifications.listening == 1, 15, "the drainer listens", plugin)
+    until(lambda: plugin.status()["retrying"] == 1, 10, "the job waits for Plex")
+    before = len(plex_requests(plugin))
+    time.sleep(0.5)  # the drainer idles: nothing asks Plex while the job waits
+    assert len(plex_requests(plugin)) == before
+
+    added = time.monotonic()
+    rk = plugin.plex.add_item(1, "/plex/media/new/fresh.mp4", size=SIZE, duration_ms=60_000)
+    until(lambda: plugin.plex.item(rk)["fields"]["title"] == "Fresh Scene", 5, "written", plugin)
+    assert time.monotonic() - added < 5
+    assert "1 waiting job(s) go now" in plugin.drainer_log()
+    until(lambda: not plugin.drainer_busy(), 10, "the drainer leaves once nothing waits")
+    status = plugin.status()
+    assert status["pending"] == 0 and status["dlq"] == 0
+
+
+def test_a_job_is_not_held_hostage_when_plex_sends_no_event(plugin):
+    """The listener is connected but Plex announces nothing: the timed retry still runs."""
+    plugin.env["STASH2PLEX_RANDOM_SEED"] = "8"  # first retry 6.8 s later
+    sid = add_scene(plugin, "/stash/media/quiet.mp4", "Quiet")
+    plugin.hook(create_context(sid))
+    until(lambda: plugin.plex.notifications.listening == 1, 15, "the drainer listens")
+    plugin.plex.notifications.muted = True
+    rk = plugin.plex.add_item(1, "/plex/media/quiet.mp4", size=SIZE, duration_ms=60_000)
+    until(lambda: plugin.plex.item(rk)["fields"]["title"] == "Quiet", 15, "written", plugin)
+    assert "go now" not in plugin.drainer_log()
+
+
+def test_the_listener_connects_again_after_plex_closes_or_drops_it(plugin):
+    plugin.env["STASH2PLEX_RANDOM_SEED"] = SEED
+    sid = add_scene(plugin, "/stash/media/later.mp4", "Later")
+    plugin.hook(create_context(sid))
+    notes = plugin.plex.notifications
+    until(lambda: notes.connections == 1 and notes.listening == 1, 15, "the drainer listens")
+    notes.close_all()  # a clean close: plexapi's thread just ends
+    until(lambda: notes.connections == 2 and notes.listening == 1, 10, "listening again", plugin)
+    notes.drop_all()  # the TCP connection cut (a PMS restart)
+    until(lambda: notes.connections == 3 and notes.listening == 1, 10, "listening again", plugin)
+    rk = plugin.plex.add_item(1, "/plex/media/later.mp4", size=SIZE, duration_ms=60_000)
+    until(lambda: plugin.plex.item(rk)["fields"]["title"] == "Later", 5, "written", plugin)
+
+
+def test_health_check_says_whether_the_notification_websocket_connects(plugin):
+    run = plugin.task("health_check")
+    assert run.output["plex"]["notifications"] is True, run.stderr
+    plugin.plex.notifications.refuse = True  # e.g. a proxy that does not pass websockets
+    run = plugin.task("health_check")
+    assert run.output["plex"]["notifications"] is False
+    assert any("notifications cannot be read" in p and "503" in p for p in run.output["problems"])
+
+
+def test_watch_stays_connected_until_sigterm(plugin):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import STASH_API_KEY
+    from tests.runner import REPO
+
+    env = {**os.environ, **plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url}
+    env["STASH2PLEX_STASH_API_KEY"] = STASH_API_KEY
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "Stash2Plex.py"), "watch"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        notes = plugin.plex.notifications
+        until(lambda: notes.listening == 1 or proc.poll() is not None, 20, "watch listens")
+        assert proc.poll() is None
+        notes.drop_all()
+        until(lambda: notes.connections == 2 and notes.listening == 1, 10, "watch listens again")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "listening to Plex's notifications" in err and "stopped watching Plex" in err
+    assert notes.listening == 0

@@ -1,0 +1,183 @@
+"""Keeping a Plex notification listener alive, and what its events do.
+
+plexapi's listener thread simply ends when its connection closes, and never tries
+again (``plex/notifications.py``). ``PlexListener`` watches the thread and starts a
+new one: at once after a connection that was open, else after ``probe_wait`` (2, 4,
+8 … 60 s, the backoff the drainer uses for a server that is down), and never while
+the shared circuit breaker is open (the jobs' probe decides when Plex is back; the
+listener then waits for that probe time). Events go through a queue to a thread of
+their own, so a handler's Plex request never delays the socket's reads.
+
+Events are triggers, never the only path: a job waiting for Plex keeps its timed
+retry, so a listener that is down or an event Plex never sent holds nothing back.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from core.errors import PlexNotFound, Stash2PlexError
+from plex.notifications import Event, ItemProcessed, read_events
+from worker.backoff import probe_wait
+from worker.breaker import State
+
+WATCH_S = 0.25  # how often the supervisor looks whether the listener thread still runs
+
+
+@dataclass
+class ListenerStatus:
+    connected: bool = False
+    connects: int = 0  # connections opened so far
+    last_error: str = ""
+    events: int = 0
+
+
+class PlexListener:
+    """``start_listener(on_message, on_error, on_open, on_close) -> thread-like`` opens one
+    connection (raising our errors); ``handle(event)`` acts on each event; ``breaker`` is
+    the shared circuit breaker (``state()``, ``seconds_until_probe()``) or None."""
+
+    def __init__(
+        self,
+        start_listener: Callable,
+        handle: Callable[[Event], None],
+        log,
+        breaker=None,
+        sleep: Callable[[float], object] | None = None,
+    ) -> None:
+        self._start_listener, self._handle, self.log, self.breaker = start_listener, handle, log, breaker
+        self.status = ListenerStatus()
+        self._stop = threading.Event()
+        self._sleep = sleep or self._stop.wait  # tests record the waits instead
+        self._events: queue.Queue[Event | None] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._opened = threading.Event()
+
+    # -- life ----------------------------------------------------------------------
+    def ensure_started(self) -> None:
+        with self._lock:
+            if self._threads or self._stop.is_set():
+                return
+            for target, name in ((self._supervise, "s2p-plex-listener"), (self._dispatch, "s2p-plex-events")):
+                thread = threading.Thread(target=target, name=name, daemon=True)
+                thread.start()
+                self._threads.append(thread)
+
+    @property
+    def started(self) -> bool:
+        return bool(self._threads)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._events.put(None)
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def wait_connected(self, timeout: float) -> bool:
+        return self._opened.wait(timeout)
+
+    # -- the supervisor ----------------------------------------------------------------
+    def _supervise(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            hold = self._breaker_hold()
+            if hold > 0:
+                self._sleep(hold)
+                continue
+            was_open = self._listen_once()
+            if self._stop.is_set():
+                return
+            failures = 0 if was_open else failures + 1
+            wait = 0.0 if was_open else probe_wait(failures - 1)
+            if was_open:
+                self.log.info("the Plex notification connection closed; connecting again")
+            self._sleep(wait)
+
+    def _breaker_hold(self) -> float:
+        if self.breaker is None:
+            return 0.0
+        try:
+            if self.breaker.state().state is State.CLOSED:
+                return 0.0
+            return max(1.0, self.breaker.seconds_until_probe())
+        except Stash2PlexError:
+            return 0.0
+
+    def _listen_once(self) -> bool:
+        """One connection, until it ends; True when it was open."""
+        self._opened.clear()
+        try:
+            listener = self._start_listener(self._on_message, self._on_error, self._on_open, self._on_close)
+        except Stash2PlexError as exc:
+            self._failed(str(exc))
+            return False
+        while listener.is_alive() and not self._stop.is_set():
+            listener.join(WATCH_S)
+        if self._stop.is_set():
+            try:
+                listener.stop()
+            except AttributeError:  # plexapi's stop() before its socket exists
+                pass
+        self.status.connected = False
+        return self._opened.is_set()
+
+    def _failed(self, reason: str) -> None:
+        if reason != self.status.last_error:
+            self.log.warning(f"cannot listen to Plex's notifications ({reason}); timed retries carry on")
+        self.status.last_error = reason
+
+    # -- callbacks (on the listener's thread: keep them short) ---------------------------
+    def _on_open(self) -> None:
+        self.status.connected, self.status.last_error = True, ""
+        self.status.connects += 1
+        self._opened.set()
+        self.log.info("listening to Plex's notifications")
+
+    def _on_close(self, code) -> None:
+        self.status.connected = False
+
+    def _on_error(self, error: BaseException) -> None:
+        from plex.notifications import connection_error
+
+        self._failed(str(connection_error(error)))
+
+    def _on_message(self, container: dict) -> None:
+        for event in read_events(container):
+            self._events.put(event)
+
+    def _dispatch(self) -> None:
+        while True:
+            event = self._events.get()
+            if event is None or self._stop.is_set():
+                return
+            self.status.events += 1
+            try:
+                self._handle(event)
+            except Stash2PlexError as exc:  # one event lost; the timed paths cover it
+                self.log.info(f"a Plex event was not acted on: {exc}")
+
+
+class WakeWaitingJobs:
+    """An item Plex finished, in a section we sync, at a path jobs wait for: those jobs go
+    now (``waits.wake``), and the section is listed again before they look (``index.expect``)."""
+
+    def __init__(self, plex, index, waits, log) -> None:
+        self.plex, self.index, self.waits, self.log = plex, index, waits, log
+
+    def __call__(self, event: Event) -> None:
+        if not isinstance(event, ItemProcessed) or not self.waits.waiting():
+            return
+        if event.section_id not in {s.key for s in self.index.sections}:
+            return
+        try:
+            state = self.plex.item_state(event.item_id)
+        except PlexNotFound:  # deleted again meanwhile
+            return
+        self.index.expect(event.section_id)
+        woken = self.waits.wake(state.files)
+        if woken:
+            self.log.info(f"Plex added item {event.item_id}: {woken} waiting job(s) go now")
