@@ -233,6 +233,7 @@ def test_python_dep_manager_is_used_when_present(plugin, tmp_path):
         "tenacity:tenacity>=8.2",
         "requests:requests>=2.31",
         "apprise:apprise>=2.2",
+        "websocket:websocket-client>=1.6",
     ]
     assert not (plugin_dir / "deps" / PY).exists()
     installed.wait_drained()
@@ -250,6 +251,7 @@ def test_requirements_file_is_read_with_import_names():
         ("tenacity", ">=8.2,<10", "tenacity"),
         ("requests", ">=2.31,<3", "requests"),
         ("apprise", ">=2.2,<3", "apprise"),
+        ("websocket-client", ">=1.6,<2", "websocket"),
     ]
 
 
