@@ -16,7 +16,7 @@ def fixed_environment_session(session, url: str):
 
     session.proxies.update(requests.utils.get_environ_proxies(url))
     bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-    if bundle and url.lower().startswith("https:"):
+    if bundle and url.lower().startswith("https:") and session.verify is True:  # never over a chosen False
         # Only for TLS: with a path in ``verify`` requests stats it on every request
         # (adapters._urllib3_request_context: os.path.isdir), 14% of a bulk sync's
         # CPU time over plain http (py-spy), where no certificate is ever checked.

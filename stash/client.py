@@ -8,6 +8,7 @@ own exception tree is seen.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import re
 import threading
 from collections.abc import Iterator
@@ -177,12 +178,69 @@ class LibraryLog:
         pass
 
 
+def _verifies(connection: ServerConnection) -> bool:
+    """Whether Stash's TLS certificate is checked: always, except on this machine's loopback.
+
+    Stash gives plugins its bind host, by default ``0.0.0.0``, which we reach as
+    ``127.0.0.1``; its certificate names the server's real name (or is self-signed), so
+    the hostname check (or the chain) fails there for every Stash with TLS. Skipping the
+    check on loopback is safe: the connection never leaves this machine, so there is no
+    network to attack, and only a process on this machine can listen on 127.0.0.1, which
+    is exactly what a plain-http Stash (the default) already trusts. Any other host
+    (the command line's ``--stash-url https://stash.example.lan``) is checked as usual.
+    """
+    if connection.Scheme.lower() != "https":
+        return True
+    host = connection.host_for_client.strip("[]")
+    if host.lower() == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
+
+
+def _quiet_unverified(host: str) -> None:
+    """urllib3 warns on every unverified request, on stderr, which Stash logs as errors."""
+    import warnings
+
+    from urllib3.exceptions import InsecureRequestWarning
+
+    warnings.filterwarnings(
+        "ignore",
+        message=f"Unverified HTTPS request is being made to host '{re.escape(host)}'",
+        category=InsecureRequestWarning,
+    )
+
+
+def _interface(verify: bool) -> Any:
+    """stashapi's ``StashInterface``; without verification, one whose Session ignores the
+    environment from its first request. requests lets ``REQUESTS_CA_BUNDLE`` (set on many
+    systems) override a Session's ``verify=False`` while ``trust_env`` is on
+    (``Session.merge_environment_settings``), and stashapi's constructor sends three
+    requests before we see its Session. The class below sits between ``StashInterface``
+    and the ``GQLWrapper`` that makes the Session, so it runs before them."""
+    from stashapi.classes import GQLWrapper
+    from stashapi.stashapp import StashInterface
+
+    if verify:
+        return StashInterface
+
+    class _Untrusting(GQLWrapper):
+        def __init__(self) -> None:
+            super().__init__()
+            self.s.trust_env = False  # fixed_environment_session sets the proxies later
+
+    class _Interface(StashInterface, _Untrusting):
+        pass
+
+    return _Interface
+
+
 class StashClient:
     """The few Stash queries Stash2Plex needs."""
 
     def __init__(self, connection: ServerConnection, logger: Any = None) -> None:
-        from stashapi.stashapp import StashInterface
-
         conn: dict[str, Any] = {
             "Scheme": connection.Scheme,
             "Host": connection.host_for_client,
@@ -197,11 +255,13 @@ class StashClient:
         # Stash's last reply to each thread: a call's own reply, whatever other threads
         # (the writer pool reading covers, a task's listing thread) receive meanwhile.
         self._replies = threading.local()
+        if not _verifies(connection):
+            _quiet_unverified(connection.host_for_client.strip("[]"))
         with stash_errors("connecting", lambda: self._probe(connection), connection.base_url):
             # force_api_key: when Stash has an API key, use it instead of the session
             # cookie, which stops authenticating about an hour after Stash issued it
             # (a drainer waiting on retries can live longer than that).
-            self._api = StashInterface(conn, force_api_key=True)
+            self._api = _interface(_verifies(connection))(conn, verify_ssl=_verifies(connection), force_api_key=True)
         self.api_key = self._api.s.headers.get("ApiKey") or None
         self._base = urlsplit(self._api.url)
         self._check_version(self._api.version)
@@ -243,6 +303,7 @@ class StashClient:
                 cookies=cookies,
                 headers=headers,
                 timeout=REQUEST_TIMEOUT_S,
+                verify=_verifies(connection),
             )
         except requests.exceptions.RequestException:
             return None

@@ -260,6 +260,10 @@ class StashEmulator:
         self.tz: tzinfo | None = None
         self.version = VERSION["version"]  # e.g. "v0.24.3" to play an older server
         self.external_host = ""  # Stash's `external_host` setting: paths.* then point there
+        # (certificate file, key file): serve https, as Stash does when both are configured
+        # (internal/manager/config/config.go ``HasTLSConfig``); server_connection then says
+        # Scheme https [S:pkg/plugin/plugins.go `makeServerConnection`]
+        self.tls: tuple[str, str] | None = None
         self.images_login_page = False  # a login portal answers image requests with HTML and 200
         # called with each GraphQL request's record after its reply is computed, before it
         # is sent: a test plays what a user does meanwhile (an edit, a deletion)
@@ -298,9 +302,16 @@ class StashEmulator:
 
     def start(self) -> StashEmulator:
         server = EmulatorServer(self.port, _Handler, self)
+        if self.tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            # the handshake in each connection's own thread, not in the accepting one
+            server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
         self._server = server
         self.port = server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{self.scheme}://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="stash-emulator", daemon=True)
         self._thread.start()
         return self
@@ -320,12 +331,16 @@ class StashEmulator:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls is not None else "http"
+
     def server_connection(self, plugin_dir: str, host: str = "0.0.0.0") -> dict:
         """The `server_connection` object Stash writes on a plugin's stdin
         (pkg/plugin/plugins.go ``makeServerConnection``)."""
         cookie = session_cookie_json(self.session_cookie)
         return {
-            "Scheme": "http",
+            "Scheme": self.scheme,
             "Host": host,
             "Port": self.port,
             "SessionCookie": cookie,
@@ -1101,7 +1116,7 @@ class _Handler(TrackedHandler):
         if not isinstance(body, dict):
             return 400, {"errors": [{"message": "json request body must be an object"}], "data": None}
         host = self.headers.get("Host") or emu.url.split("://", 1)[1]
-        return emu.execute(body, f"http://{host}")
+        return emu.execute(body, f"{emu.scheme}://{host}")
 
     def do_GET(self) -> None:
         emu = self.emu
