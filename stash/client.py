@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from core.errors import ConfigError, StashQueryError, StashRefused, StashUnavailable
 from core.netcause import Cause, host_of, network_cause
+from stash.releases import as_groups, refusal, spelled
 from validation.fields import SCENE_SELECTION
 from validation.plugin_input import ServerConnection
 
@@ -42,12 +43,11 @@ _NEWEST = (
     'query S2PNewest { findScenes(filter: {per_page: 1, sort: "updated_at", direction: DESC})'
     " { scenes { updated_at } } }"
 )
-# findScenes(ids:) and configuration.plugins(include:) first appear in v0.25.0.
-MIN_STASH_VERSION = (0, 25)
 # Stash's SceneStore.FindMany fails the whole findScenes(ids:) query with this message
 # for the first id that no longer exists [S:pkg/sqlite/scene.go `FindMany`].
 _MISSING_SCENE = re.compile(r"scene with id (\d+) not found")
 _PLUGIN_CONFIG = "query S2PConfig($include: [ID!]) { configuration { plugins(include: $include) } }"
+_VERSION = "query S2PVersion { version { version } }"
 
 
 def describe_reply(response: Any) -> str | None:
@@ -264,22 +264,19 @@ class StashClient:
             self._api = _interface(_verifies(connection))(conn, verify_ssl=_verifies(connection), force_api_key=True)
         self.api_key = self._api.s.headers.get("ApiKey") or None
         self._base = urlsplit(self._api.url)
-        self._check_version(self._api.version)
+        self.release = self._check_version(self._api.version)
         self._bound_timeouts()
         self._api.s.hooks["response"].append(self._remember)
 
     @staticmethod
-    def _check_version(version: Any) -> None:
-        """Once per process, from the version stashapi read when it connected (no extra request)."""
+    def _check_version(version: Any) -> tuple[int, int, int]:
+        """Once per process, from the version stashapi read when it connected (no extra
+        request): the release whose queries this client sends (``stash/releases.py``)."""
         found = (getattr(version, "major", 0), getattr(version, "minor", 0), getattr(version, "patch", 0))
-        if found == (0, 0, 0):
-            return  # a build that does not say its version: let the queries decide
-        if found[:2] < MIN_STASH_VERSION:
-            need = ".".join(map(str, MIN_STASH_VERSION))
-            raise ConfigError(
-                f"Stash2Plex needs Stash {need} or later; this server is {'.'.join(map(str, found))}. "
-                "Update Stash (Settings → About shows its version)."
-            )
+        refused = refusal(found)
+        if refused:
+            raise ConfigError(refused)
+        return found
 
     def _remember(self, response, *args, **kwargs):
         """requests runs response hooks in the thread that sent the request."""
@@ -324,9 +321,12 @@ class StashClient:
     def _call(self, query: str, variables: dict[str, Any], what: str) -> dict[str, Any]:
         self._replies.last = None
         with stash_errors(what, self._last_reply, self._api.url):
-            data = self._api.call_GQL(query, variables)
+            data = self._api.call_GQL(spelled(query, self.release), variables)
         if not isinstance(data, dict):
             raise StashUnavailable(f"Stash answered without data while {what}")
+        found = data.get("findScenes")
+        if isinstance(found, dict) and isinstance(found.get("scenes"), list):  # one shape for every release
+            found["scenes"] = [as_groups(s) if isinstance(s, dict) else s for s in found["scenes"]]
         return data
 
     def plugin_settings(self) -> dict[str, Any]:
@@ -400,7 +400,7 @@ class StashClient:
         }
 
     def version(self) -> str:
-        data = self._call("query S2PVersion { version { version } }", {}, "reading the version")
+        data = self._call(_VERSION, {}, "reading the version")
         return (data.get("version") or {}).get("version") or "unknown"
 
     def own_url(self, url: str) -> str:

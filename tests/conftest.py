@@ -13,6 +13,7 @@ import pytest
 
 from core.log import StashLog
 from core.platform import is_locked
+from stash.releases import MIN_STASH_VERSION, NEWEST_TESTED
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
 from tests.runner import REPO, compile_plugin, hook_document, kill_lock_holder, run_plugin, task_document
@@ -32,9 +33,18 @@ def plex():
         yield emulator
 
 
+# The oldest and the newest Stash release the plugin supports (stash/releases.py): the
+# end-to-end core runs against both with ``@pytest.mark.parametrize("stash", EDGE_RELEASES,
+# indirect=True)``; tests/test_stash_releases.py covers every release between.
+EDGE_RELEASES = tuple(f"v{'.'.join(map(str, v))}" for v in (MIN_STASH_VERSION, NEWEST_TESTED))
+
+
 @pytest.fixture
-def stash():
-    with StashEmulator(session_cookie=STASH_COOKIE, api_key=STASH_API_KEY) as emulator:
+def stash(request):
+    """The Stash emulator; as a given release (``shared/stash-schema/versions/<tag>``) when
+    parametrized indirectly with its tag."""
+    release = getattr(request, "param", None)
+    with StashEmulator(session_cookie=STASH_COOKIE, api_key=STASH_API_KEY, release=release) as emulator:
         yield emulator
 
 

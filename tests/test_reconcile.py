@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qsl
 
+import pytest
+
+from tests.conftest import EDGE_RELEASES
 from tests.runner import run_plugin, task_document
 from tests.test_cli import cli
 
@@ -55,6 +58,7 @@ def _edited_keys(plugin) -> set[int]:
     return keys
 
 
+@pytest.mark.parametrize("stash", EDGE_RELEASES, indirect=True)  # the oldest and newest Stash we support
 def test_reconcile_repairs_a_wiped_item_a_re_added_item_a_performer_merge_and_a_lost_ledger(plugin):
     items = _scenes(plugin)
     (sa, ra), (sb, rb), (sc, rc), (sd, rd) = (items[i] for i in range(4))

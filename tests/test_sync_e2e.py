@@ -7,12 +7,15 @@ import time
 
 import pytest
 
+from tests.conftest import EDGE_RELEASES
 from tests.runner import drainer_lock_held
 
 
 @pytest.mark.fresh
+@pytest.mark.parametrize("stash", EDGE_RELEASES, indirect=True)  # the oldest and newest Stash we support
 def test_hook_edit_reaches_plex_with_every_field_locked(plugin):
-    sid, rk = plugin.add_scene(1)
+    plugin.configure(collections="studio, groups")
+    sid, rk = plugin.add_scene(1, groups=["Series G"])
     plugin.plex.clear_requests()
     context = plugin.stash.update_scene(
         sid,
@@ -37,7 +40,7 @@ def test_hook_edit_reaches_plex_with_every_field_locked(plugin):
     assert item["fields"]["originallyAvailableAt"] == "2024-02-29"
     assert sorted(item["tags"]["genre"]) == ["Tag1", "Tag2"]
     assert sorted(item["tags"]["actor"]) == ["Alice", "Bob"]
-    assert item["tags"]["collection"] == ["Studio A"]
+    assert sorted(item["tags"]["collection"]) == ["Series G", "Studio A"]
     assert {"title", "summary", "studio", "originallyAvailableAt", "genre", "actor", "collection"} <= set(item["locks"])
     assert item["uploads"] == 1
     assert len(plugin.plex.edit_requests()) == 1, plugin.drainer_log()
@@ -60,6 +63,7 @@ def test_removals_in_stash_disappear_from_plex(plugin, semantics):
 
 
 @pytest.mark.fresh
+@pytest.mark.parametrize("stash", EDGE_RELEASES, indirect=True)
 def test_all_syncs_120_scenes_then_resync_makes_no_writes(plugin):
     for n in range(120):  # noqa: B007
         plugin.add_scene(n, tags=[f"T{n % 7}"], studio=f"Studio {n % 5}")

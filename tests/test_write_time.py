@@ -264,11 +264,3 @@ def test_recent_across_a_dst_change_and_another_time_zone_misses_nothing(plugin)
     run = plugin.task("recent")
     assert run.error is None, run.stderr[-2000:]
     assert run.output["synced"] == 1 and _title(plugin, rk) == "After the change"
-
-
-# -- 10. minimum Stash version -------------------------------------------------------
-def test_an_older_stash_gets_a_clear_message(plugin):
-    plugin.stash.version = "v0.24.3"
-    run = plugin.task("all")
-    assert run.error and "Stash2Plex needs Stash 0.25 or later; this server is 0.24.3" in run.error
-    assert not plugin.stash.graphql_requests("findScenes") and plugin.plex.requests == []

@@ -49,7 +49,10 @@ HOOK_MODE = "hook"
 SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post")
 # Stash's entity hooks (pkg/plugin/hook/hooks.go): the trigger → the kind of entity its
 # hookContext.id names. There is no Performer/Studio/Group merge hook (performerMerge
-# fires none), and the deprecated Movie.* hooks fire together with Group.*.
+# fires none). A group is a movie before Stash v0.27, which fires Movie.* only; from
+# v0.27 Stash fires Group.* and then Movie.* for the same change, with the same id
+# (internal/api/resolver_mutation_group.go `GroupUpdate`): both record the same one
+# entity event (the queue keeps one row per entity), so the second costs one hook run.
 ENTITY_HOOKS = {
     "Tag.Update.Post": "tag",
     "Tag.Merge.Post": "tag",
@@ -60,6 +63,8 @@ ENTITY_HOOKS = {
     "Studio.Destroy.Post": "studio",
     "Group.Update.Post": "group",
     "Group.Destroy.Post": "group",
+    "Movie.Update.Post": "group",
+    "Movie.Destroy.Post": "group",
 }
 HOOK_TRIGGERS = SCENE_HOOKS + tuple(ENTITY_HOOKS)
 

@@ -11,6 +11,11 @@ plugin settings only when stored, screenshot URLs of the form
 `<base>/scene/<id>/screenshot?t=<updated_at unix seconds>`
 (internal/api/urlbuilders/scene.go ``GetScreenshotURL``).
 
+``StashEmulator(release="v0.25.0")`` plays one Stash release
+(tests/emulators/stash_releases.py): that release's full schema, ``version`` answer,
+hooks (``Movie.*`` before v0.27, ``Group.*`` then ``Movie.*`` after) and date rules
+(partial dates only from v0.30). Without a release it plays v0.30.1 on the subset schema.
+
 ``serve_ui()`` makes it Stash's web server too (tests/emulators/stash_ui.py): the
 real prebuilt UI, the plugin UI routes, the subscriptions websocket, and plugin runs
 for ``runPluginOperation`` / ``runPluginTask``, against Stash's full schema.
@@ -46,14 +51,17 @@ from urllib.parse import parse_qs, urlsplit
 
 from graphql import (
     DocumentNode,
+    FieldNode,
     GraphQLError,
     GraphQLSchema,
+    OperationDefinitionNode,
     build_ast_schema,
     execute,
     parse,
     validate,
 )
 
+from tests.emulators import stash_releases
 from tests.emulators.serving import EmulatorServer, TrackedHandler
 
 SCHEMA_PATH = Path(__file__).with_name("stash_schema.graphql")
@@ -88,7 +96,8 @@ def _schema_document() -> DocumentNode:
     return document
 
 
-_DEFAULT_DOCUMENTS: dict[str, DocumentNode | list[GraphQLError]] = {}  # see StashEmulator._document
+# per release (None: the subset schema), see StashEmulator._document
+_DEFAULT_DOCUMENTS: dict[str | None, dict[str, DocumentNode | list[GraphQLError]]] = {}
 
 VERSION = {"version": "v0.30.1", "hash": "cf3489ef", "build_time": "2025-12-21 10:00:00"}
 HOOK_INPUT_KEYS = (
@@ -246,7 +255,15 @@ class StashEmulator:
     the ApiKey header / `apikey` parameter. `clock` and `tz` are injectable.
     """
 
-    def __init__(self, session_cookie: str = "stash-test-cookie-secret", api_key: str = "", port: int = 0) -> None:
+    def __init__(
+        self,
+        session_cookie: str = "stash-test-cookie-secret",
+        api_key: str = "",
+        port: int = 0,
+        release: str | None = None,
+    ) -> None:
+        self.release = release  # a tag of shared/stash-schema/versions, e.g. "v0.25.0"
+        self._triggers = stash_releases.triggers(release) if release else None
         self.session_cookie = session_cookie
         self.api_key = api_key
         self.port = port
@@ -258,7 +275,7 @@ class StashEmulator:
         self.fail_401 = False
         self.clock: Callable[[], float] = time.time
         self.tz: tzinfo | None = None
-        self.version = VERSION["version"]  # e.g. "v0.24.3" to play an older server
+        self.version = release or VERSION["version"]  # e.g. "v0.24.3" to play an older server
         self.external_host = ""  # Stash's `external_host` setting: paths.* then point there
         # (certificate file, key file): serve https, as Stash does when both are configured
         # (internal/manager/config/config.go ``HasTLSConfig``); server_connection then says
@@ -274,6 +291,7 @@ class StashEmulator:
         self.screenshot_requests: list[int] = []
         self.screenshot_headers: list[dict[str, str]] = []  # each screenshot request's headers
         self.hook_contexts: list[dict] = []
+        self.last_hooks: list[dict] = []  # every hookContext the last change fired, in order
         self._lock = threading.RLock()
         self._scenes: dict[int, dict] = {}
         self._studios: dict[int, dict] = {}
@@ -372,6 +390,9 @@ class StashEmulator:
         `files=None` gives one file `/data/scenes/scene-<id>.mp4`; `files=[]`
         none. Every scene starts with a generated cover (`cover_version` 1).
         """
+        refused = stash_releases.partial_date_refused(date, self._played())
+        if refused:
+            raise ValueError(refused)
         with self._lock:
             sid = scene_id if scene_id is not None else self._next["scene"]
             if sid in self._scenes:
@@ -419,7 +440,7 @@ class StashEmulator:
             raise TypeError(f"unknown scene fields: {sorted(unknown)}")
         if scene_id not in self._scenes:
             raise KeyError(scene_id)
-        hook_input = dict.fromkeys(HOOK_INPUT_KEYS)
+        hook_input = dict.fromkeys(self._hook_input_keys())
         hook_input["id"] = str(scene_id)
         fields = ["id"]
         for key, value in changes.items():
@@ -433,6 +454,7 @@ class StashEmulator:
         else:
             context = {"id": scene_id, "type": "Scene.Update.Post", "input": hook_input, "inputFields": fields}
         self.hook_contexts.append(context)
+        self.last_hooks = [context]
         return context
 
     def set_tag_parents(self, name: str, parents: list[str]) -> None:
@@ -572,12 +594,34 @@ class StashEmulator:
             self._scenes[sid] = {**scene, key: ids}
 
     def _entity_hook(self, kind: str, op: str, entity_id: int, given: dict, fields: list[str] | None) -> dict:
-        trigger = f"{kind.capitalize()}.{op}.Post"
-        context: dict[str, Any] = {"id": entity_id, "type": trigger, "input": given}
-        if fields:
-            context["inputFields"] = fields
-        self.hook_contexts.append(context)
-        return context
+        """Append the hookContexts Stash fires for this change (``last_hooks``) and return
+        the first. A group's change fires ``Movie.*`` alone before v0.27 and ``Group.*`` then
+        ``Movie.*`` from v0.27 (``stash_releases.group_hook_kinds``)."""
+        names = [kind.capitalize()]
+        if kind == "group":
+            names = list(stash_releases.group_hook_kinds(self._played(), self._triggers))
+        contexts: list[dict] = []
+        for name in names:
+            context: dict[str, Any] = {"id": entity_id, "type": f"{name}.{op}.Post", "input": given}
+            if fields:
+                context["inputFields"] = fields
+            contexts.append(context)
+        self.hook_contexts.extend(contexts)
+        self.last_hooks = contexts
+        return contexts[0]
+
+    def _played(self) -> stash_releases.Version:
+        """The release this emulator plays (its ``version`` answer decides)."""
+        return stash_releases.version_of(self.version)
+
+    def _hook_input_keys(self) -> tuple[str, ...]:
+        return stash_releases.hook_input_keys(HOOK_INPUT_KEYS, self._played())
+
+    def _stored_date(self, value: Any) -> str | None:
+        try:
+            return stash_releases.stored_date(value, self._played())
+        except ValueError as exc:
+            raise GraphQLError(str(exc)) from None
 
     # -- internals: mutation ------------------------------------------------
 
@@ -631,9 +675,11 @@ class StashEmulator:
         if old is None:
             raise GraphQLError(f"scene with id {scene_id} not found")
         new = dict(old)
-        for key in ("title", "code", "details", "director", "date", "rating100"):
+        for key in ("title", "code", "details", "director", "rating100"):
             if key in update:
                 new[key] = update[key]
+        if "date" in update:
+            new["date"] = self._stored_date(update["date"])
         if "organized" in update:
             new["organized"] = bool(update["organized"])
         if "urls" in update:
@@ -676,14 +722,20 @@ class StashEmulator:
     def _build_schema(self) -> GraphQLSchema:
         # A schema of its own (the resolvers below are this emulator's), from the SDL parsed
         # and checked once per process: the suite starts hundreds of emulators.
-        schema = build_ast_schema(_schema_document(), assume_valid_sdl=True)
+        document = stash_releases.schema_document(self.release) if self.release else _schema_document()
+        schema = build_ast_schema(document, assume_valid_sdl=True)
         scene = schema.type_map["Scene"].fields  # type: ignore[union-attr]
         scene["studio"].resolve = lambda s, _i: self._studios.get(s["_studio_id"])
         scene["performers"].resolve = lambda s, _i: [self._performers[i] for i in s["_performer_ids"]]
         scene["tags"].resolve = lambda s, _i: [self._tags[i] for i in s["_tag_ids"]]
-        scene["groups"].resolve = lambda s, _i: [
-            {"group": self._groups[i], "scene_index": None} for i in s["_group_ids"]
-        ]
+        # Scene.groups from v0.27; Scene.movies (deprecated from v0.27) in every release: the
+        # same rows, as the v0.27 migration renamed movies to groups keeping their ids
+        # (pkg/sqlite/migrations/65_movie_group_rename.up.sql).
+        for field, key in (("groups", "group"), ("movies", "movie")):
+            if field in scene:
+                scene[field].resolve = lambda s, _i, key=key: [
+                    {key: self._groups[i], "scene_index": None} for i in s["_group_ids"]
+                ]
         scene["paths"].resolve = self._resolve_paths
         studio = schema.type_map["Studio"].fields  # type: ignore[union-attr]
         studio["parent_studio"].resolve = lambda s, _i: self._studios.get(s["_parent_id"])
@@ -754,11 +806,11 @@ class StashEmulator:
         scene_id = self._lookup(self._scenes, input["id"], "scene")
         with self._lock:
             new = self._apply(input, scene_id)  # type: ignore[arg-type]
-        hook_input = dict.fromkeys(HOOK_INPUT_KEYS)
+        hook_input = dict.fromkeys(self._hook_input_keys())
         hook_input.update(input)
-        self.hook_contexts.append(
-            {"id": scene_id, "type": "Scene.Update.Post", "input": hook_input, "inputFields": list(input)}
-        )
+        context = {"id": scene_id, "type": "Scene.Update.Post", "input": hook_input, "inputFields": list(input)}
+        self.hook_contexts.append(context)
+        self.last_hooks = [context]
         return new
 
     def _resolve_bulk_scene_update(self, _info: Any, input: dict) -> list[dict]:
@@ -944,7 +996,7 @@ class StashEmulator:
         the default schema the result is shared by every emulator of the process: their
         schemas come from the same SDL and differ only in resolvers, which validation does
         not look at (the suite starts hundreds of emulators that send the same queries)."""
-        documents = self._documents if self.ui is not None else _DEFAULT_DOCUMENTS
+        documents = self._documents if self.ui is not None else _DEFAULT_DOCUMENTS.setdefault(self.release, {})
         cached = documents.get(query)
         if cached is None:
             try:
@@ -971,13 +1023,18 @@ class StashEmulator:
         doc = self._document(query)
         if isinstance(doc, list):
             return 422, {"errors": [e.formatted for e in doc], "data": None}
+        key = ("ui" if self.ui is not None else self.release, query)
+        if key in _INTROSPECTIONS and not body.get("variables"):
+            return 200, _INTROSPECTIONS[key]
         root = self._root()
         extra: dict[str, Any] = {}
-        if self.ui is not None:
+        if self.ui is not None or self.release:
+            # the full schema: fields the emulator does not model answer their zero value
             from tests.emulators.stash_ui import defaulting_resolver
 
-            root.update(self.ui.root())
             extra["field_resolver"] = defaulting_resolver
+        if self.ui is not None:
+            root.update(self.ui.root())
         result = execute(
             self._active_schema(),
             doc,
@@ -993,7 +1050,24 @@ class StashEmulator:
             if result.data is None and all(e.path is None for e in result.errors):
                 return 422, {"errors": payload["errors"], "data": None}
         payload["data"] = result.data
+        if not result.errors and not body.get("variables") and _introspection_only(doc):
+            _INTROSPECTIONS[key] = payload  # the schema's own description: the same for every emulator of it
         return 200, payload
+
+
+# Introspection answers per (release or "ui", query text): stashapi introspects the whole
+# schema each time it connects, which takes graphql-core longer than the rest of a run.
+_INTROSPECTIONS: dict[tuple[str | None, str], dict] = {}
+
+
+def _introspection_only(doc: DocumentNode) -> bool:
+    """Whether every operation of ``doc`` selects only ``__schema``/``__type`` (no data)."""
+    operations = [d for d in doc.definitions if isinstance(d, OperationDefinitionNode)]
+    return bool(operations) and all(
+        isinstance(sel, FieldNode) and sel.name.value.startswith("__")
+        for op in operations
+        for sel in op.selection_set.selections
+    )
 
 
 def _decode_data_url(value: str | None) -> bytes | None:
