@@ -836,6 +836,7 @@ class StashEmulator:
         given = _omit_empty(input)
         contexts = [{"id": sid, "type": "Scene.Update.Post", "input": given, "inputFields": list(input)} for sid in ids]
         self.hook_contexts.extend(contexts)
+        self.last_hooks = contexts
         return [self._scenes[sid] for sid in ids]
 
     def _bulk_as_update(self, scene: dict, bulk: dict) -> dict:
