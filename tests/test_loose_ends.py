@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import Job
-from tests.runner import run_plugin
+from tests.runner import drainer_lock_held, run_plugin
 from tests.test_reliability import wait_for
 
 
@@ -73,3 +75,21 @@ def test_one_unreadable_dead_letter_row_never_stops_retry_all(plugin):
     assert f"1 dead-letter entry could not be read (scenes {broken})" in run.stderr
     plugin.wait_drained()
     assert [plugin.plex.item(rk)["fields"]["title"] for rk in scenes.values()] == [f"Retried {sid}" for sid in scenes]
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "says"),
+    [
+        ("plex_url", "http://127.0.0.1:324000", "has a port that is not a number from 1 to 65535"),
+        ("content_rating", "R" * 100_000, "must be at most 64 characters, a rating such as R or TV-MA"),
+    ],
+)
+def test_a_setting_out_of_range_is_named_where_it_is_read_and_nothing_is_dead_lettered(plugin, setting, value, says):
+    sid, _ = plugin.add_scene(1)
+    plugin.configure(**{setting: value})
+    with drainer_lock_held(plugin.data_dir):
+        assert plugin.hook(plugin.stash.update_scene(sid, title="Held")).error is None
+    run = plugin.task("process_queue")
+    assert run.error is not None and f"setting {setting}" in run.error and says in run.error, run.error
+    status = plugin.status()
+    assert status["pending"] == 1 and status["dlq"] == 0, status

@@ -46,6 +46,9 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+MAX_CONTENT_RATING = 64  # Plex's ratings are short (R, TV-MA, de/16); a long one made every edit's URL too long
+
+
 class Settings(BaseModel):
     """The validated settings. ``plex_token`` is a secret: never log this object."""
 
@@ -130,6 +133,17 @@ class Settings(BaseModel):
         value = value.strip().rstrip("/")
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"must start with http:// or https:// (e.g. http://192.168.1.10:32400), got {value!r}")
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for a port out of range
+        except ValueError:
+            raise ValueError(
+                f"has a port that is not a number from 1 to 65535 (Plex listens on 32400), got {_no_login(value)!r}"
+            ) from None
+        if not parts.hostname:
+            raise ValueError(f"has no host name (e.g. http://192.168.1.10:32400), got {_no_login(value)!r}")
         return value
 
     @field_validator("plex_token")
@@ -204,7 +218,13 @@ class Settings(BaseModel):
     @field_validator("content_rating", mode="before")
     @classmethod
     def _content_rating(cls, value: Any) -> str:
-        return " ".join(_text(value).split())
+        value = " ".join(_text(value).split())
+        if len(value) > MAX_CONTENT_RATING:
+            raise ValueError(
+                f"must be at most {MAX_CONTENT_RATING} characters, a rating such as R or TV-MA "
+                f"(got {len(value)} characters)"
+            )
+        return value
 
     @field_validator("skip_tags", "hide_tags", mode="before")
     @classmethod
@@ -230,6 +250,13 @@ def boolean(value: Any) -> bool:
     if isinstance(value, (int, float)) and value in (0, 1):
         return bool(value)
     raise ValueError(f"must be true or false, got {value!r}")
+
+
+def _no_login(url: str) -> str:
+    """``url`` without a ``user:password@`` (a message must not repeat a password)."""
+    scheme, sep, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
 
 
 def _in_stash(name: str) -> str:
