@@ -111,12 +111,16 @@ def _tags_as(scene: SceneMetadata, choices: Choices, kind: str) -> tuple[str, ..
 
 
 # Plex field → its value (None: Stash2Plex leaves the field alone; "": Stash has nothing).
+# A month or a year (Stash v0.30+ partial dates) is a year and no day: Plex's date is then
+# what Stash has nothing for (the day Stash2Plex wrote before is cleared, one the user put
+# in Plex stays), never a made-up first of the month.
 FIELD_VALUES: dict[str, Callable[[SceneMetadata, Choices], str | None]] = {
     "title": _title,
     "titleSort": _sort_title,
     "summary": lambda scene, _: scene.details,
     "tagline": lambda scene, choices: scene.code if choices.settings.tagline_from_code else None,
-    "originallyAvailableAt": lambda scene, _: scene.date,
+    "originallyAvailableAt": lambda scene, _: scene.date if len(scene.date) == len("YYYY-MM-DD") else "",
+    "year": lambda scene, _: scene.date[:4],
     "studio": lambda scene, _: scene.studio,
     "contentRating": lambda _, choices: choices.settings.content_rating or None,
     RATING: lambda scene, _: half_stars(scene.rating100),

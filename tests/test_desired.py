@@ -50,6 +50,7 @@ def test_defaults():
         "summary": "Sum",
         "studio": "Studio A",
         "originallyAvailableAt": "2024-01-02",
+        "year": "2024",
         "titleSort": None,
         "tagline": None,
         "contentRating": None,
@@ -160,3 +161,28 @@ def test_a_hook_for_a_newly_written_field_queues_the_scene(field):
     context = HookContext(id=3, type="Scene.Update.Post", input={"id": "3", field: None}, inputFields=("id", field))
     job = job_for(context, 0.0)
     assert job is not None and job.fields == (field,)
+
+
+@pytest.mark.parametrize(
+    ("stash", "day", "year", "warned"),
+    [
+        ("2021-03-15", "2021-03-15", "2021", False),
+        ("2021-03", "", "2021", False),  # Stash v0.30+: a month, no made-up day
+        ("2021", "", "2021", False),  # a year
+        ("2021-13", "", "", True),
+        ("0000", "", "", True),
+        ("March 2021", "", "", True),
+        (None, "", "", False),
+    ],
+)
+def test_partial_dates_give_a_year_and_never_a_made_up_day(stash, day, year, warned):
+    s = scene(date=stash)
+    d = desired_for(s, Choices.build(load_settings({**REQUIRED, "title_template": "{title} ({year}) {date}"})))
+    assert (d.fields["originallyAvailableAt"], d.fields["year"]) == (day, year)
+    assert d.fields["title"] == " ".join(f"Alpha ({year}) {s.date}".replace("()", "").split()).strip()
+    assert any("is not YYYY-MM-DD, YYYY-MM or YYYY" in w for w in s.warnings) == warned
+
+
+def test_skip_fields_year_leaves_the_year_alone_and_writes_the_date():
+    d = desired(skip_fields="year")
+    assert (d.fields["originallyAvailableAt"], d.fields["year"]) == ("2024-01-02", None)

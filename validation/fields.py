@@ -40,6 +40,7 @@ SYNCED = (
     Synced("summary", "summary", "Details", ("details",), ("details",)),
     Synced("tagline", "tagline", "Tagline", ("code",), ("code",)),
     Synced("date", "originallyAvailableAt", "Date", ("date",), ("date",)),
+    Synced("year", "year", "Year", ("date",), ("date",)),
     Synced("studio", "studio", "Studio", (STUDIO,), ("studio_id",)),
     Synced("content_rating", "contentRating", "Content rating"),  # a setting, the same for every scene
     Synced("rating", RATING, "Rating", ("rating100",), ("rating100",)),

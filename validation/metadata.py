@@ -1,9 +1,10 @@
 """A Stash scene as Stash2Plex will write it: validated, sanitised, capped.
 
 Control characters are removed (the line breaks and tabs of ``details`` are kept),
-text is capped at lengths Plex handles comfortably, an invalid date is dropped with
-a warning rather than sent (plexapi passes date strings through unvalidated), and a
-scene without files cannot be synced (there is nothing to find in Plex).
+text is capped at lengths Plex handles comfortably, a date that is not a day, a month
+or a year is dropped with a warning rather than sent (plexapi passes date strings
+through unvalidated), and a scene without files cannot be synced (there is nothing to
+find in Plex).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ MAX_NAME = 255
 MAX_TAGS = 500
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\ufeff]")
 _CONTROL_NO_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b\ufeff]")
+_PARTIAL_DATE = re.compile(r"\d{4}(-(0[1-9]|1[0-2]))?")  # Stash's month and year precision
 
 
 def clean_line(text: Any, limit: int = MAX_NAME) -> str:
@@ -63,7 +65,7 @@ class SceneMetadata(BaseModel):
     id: int
     title: str = ""
     details: str = ""
-    date: str = ""
+    date: str = ""  # YYYY-MM-DD, or YYYY-MM / YYYY (Stash v0.30+); empty for none
     studio: str = ""
     parent_studio: str = ""
     performers: tuple[str, ...] = ()
@@ -101,13 +103,20 @@ def _names(items: Any, what: str, warnings: list[str]) -> tuple[str, ...]:
 
 
 def _date(value: Any, warnings: list[str]) -> str:
+    """A day ``YYYY-MM-DD``, or from Stash v0.30 a month ``YYYY-MM`` or a year ``YYYY``, as
+    Stash answers them (pkg/models/date.go ``Date.String``: the format of the date's
+    precision); anything else is dropped with a warning."""
     if not value:
         return ""
+    text = str(value)
     try:
-        return dt.date.fromisoformat(str(value)[:10]).isoformat()
+        return dt.date.fromisoformat(text[:10]).isoformat()
     except ValueError:
-        warnings.append(f"date {str(value)[:40]!r} is not YYYY-MM-DD; the date is not written")
-        return ""
+        pass
+    if _PARTIAL_DATE.fullmatch(text) and text[:4] != "0000":
+        return text
+    warnings.append(f"date {text[:40]!r} is not YYYY-MM-DD, YYYY-MM or YYYY; the date is not written")
+    return ""
 
 
 def _ids(items: Any) -> tuple[int, ...]:
