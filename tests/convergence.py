@@ -368,6 +368,11 @@ class World:
             "actor": (_folded(item["tags"]["actor"]), _folded(scene["performers"])),
             "collection": (_folded(item["tags"]["collection"]), _folded([scene["studio"]] if scene["studio"] else [])),
         }
+        genres, tags = expect["genre"]
+        if len(tags) >= 150 and genres and set(genres) < set(tags):
+            # A tag list longer than a request line can carry keeps the tags that fit
+            # (plex/plan.py ``cut_tags``; the emulator refuses request lines over 8190 bytes).
+            del expect["genre"]
         wrong += [f"{k}: Plex {got!r}, Stash {want!r}" for k, (got, want) in expect.items() if got != want]
         if summary != details and not (summary.endswith("…") and details.startswith(summary[:-1])):
             wrong.append(f"summary: Plex {summary[:60]!r}, Stash {details[:60]!r}")
