@@ -8,6 +8,7 @@ from sync_queue.job import BULK, Job
 from sync_queue.queue import JobQueue
 from tests.runner import drainer_lock_held, plugin_config
 from tests.test_ui_modes import closed_port, dead_letter, three_scene_states
+from validation.fields import LABELS
 
 VERIFY_TASK = "Verify Plex against Stash"  # the task the page's Verify button runs (Stash2Plex.yml)
 
@@ -166,6 +167,7 @@ def test_disabled_plugin_and_unconfigured_plex_give_clear_messages(stash_ui, ui_
 def test_preview_table_equals_what_the_sync_then_writes(stash_ui, ui_page):
     first, rk1 = stash_ui.add_scene(1, studio="Studio A", tags=["Tag1", "Tag2"])
     second, rk2 = stash_ui.add_scene(2, performers=["Alice"], date="2024-02-29")
+    stash_ui.configure(content_rating="XXX", sort_title_template="{title}")  # every field has a change
     before = {rk: stash_ui.plex.item(rk) for rk in (rk1, rk2)}
     page = ui_page.page
     ui_page.goto("/stash2plex")
@@ -177,7 +179,9 @@ def test_preview_table_equals_what_the_sync_then_writes(stash_ui, ui_page):
     for i in range(rows.count()):
         row = rows.nth(i)
         key = (int(row.get_attribute("data-scene-id")), row.get_attribute("data-field"))
-        shown[key] = [c.strip() for c in row.locator("td").all_inner_texts()[2:]]
+        cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+        shown[key] = cells[2:]
+        assert cells[1] == LABELS[key[1]]  # named from the table of synced fields, never a raw key
     page.locator(".s2p-confirm").click()
     stash_ui.ui.wait_for_run("all")  # the click's mutation may reach Stash after this line starts
     stash_ui.wait_drained()
@@ -185,8 +189,11 @@ def test_preview_table_equals_what_the_sync_then_writes(stash_ui, ui_page):
     for sid, rk in ((first, rk1), (second, rk2)):
         after = stash_ui.plex.item(rk)
         for name, value in after["fields"].items():
-            if value != before[rk]["fields"].get(name):
-                written[(sid, name)] = [before[rk]["fields"].get(name) or "(empty)", value or "(empty)"]
+            old = before[rk]["fields"].get(name)
+            if name == "titleSort":  # without one, Plex sorts by (and plexapi reads) the title
+                old = old or before[rk]["fields"]["title"]
+            if value != old:
+                written[(sid, name)] = [old or "(empty)", value or "(empty)"]
         for tag_type, names in after["tags"].items():
             old = before[rk]["tags"].get(tag_type, [])
             added = [n for n in names if n not in old]
@@ -196,7 +203,16 @@ def test_preview_table_equals_what_the_sync_then_writes(stash_ui, ui_page):
         if any(r["path"] == f"/library/metadata/{rk}/posters" for r in stash_ui.plex.upload_requests()):
             written[(sid, "poster")] = ["Plex's poster", "Stash's cover"]
     assert shown == written
-    assert {key[1] for key in shown} >= {"title", "studio", "genre", "actor", "originallyAvailableAt"}
+    assert {key[1] for key in shown} >= {
+        "title",
+        "titleSort",
+        "contentRating",
+        "studio",
+        "genre",
+        "actor",
+        "originallyAvailableAt",
+        "year",
+    }
 
 
 def test_verify_runs_the_verify_task_as_a_stash_job_and_repairs_plex(stash_ui, ui_page):
