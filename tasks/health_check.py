@@ -67,8 +67,8 @@ def _check_stash(app, report: _Report):
     except StashUnavailable as exc:
         report.bad(f"Stash is not reachable: {exc}")
         return None
-    except ConfigError as exc:
-        report.bad(f"the plugin settings are not usable: {exc}")
+    except ConfigError as exc:  # before the version was read: a Stash too old (stash/releases.py)
+        report.bad(str(exc) if info["version"] is None else f"the plugin settings are not usable: {exc}")
         return None
     except Stash2PlexError as exc:
         report.bad(f"Stash check failed: {exc}")

@@ -35,6 +35,7 @@ from tests.runner import REPO
 from validation.plugin_input import ENTITY_HOOKS, HOOK_TRIGGERS, SCENE_HOOKS, ServerConnection
 
 SUPPORTED = [tag for tag in releases() if MIN_STASH_VERSION <= version_of(tag)]
+MIN_RELEASE = SUPPORTED[0]
 
 
 @functools.cache
@@ -238,3 +239,18 @@ def test_an_older_stash_gets_one_clear_error_per_run_no_dead_letters_no_writes(p
     assert (status["pending"], status["dlq"]) == (1, 0)  # the edit waits for a Stash that can answer
     assert not [r for r in plugin.stash.requests if "findScenes" in r["query"]]
     assert plugin.plex.edit_requests() == [] and plugin.plex.upload_requests() == []
+
+
+@pytest.mark.parametrize("stash, version", [(MIN_RELEASE, "v0.24.3"), (MIN_RELEASE, MIN_RELEASE)], indirect=["stash"])
+def test_health_check_names_a_stash_too_old_and_passes_the_oldest_supported(plugin, version):
+    plugin.add_scene(1)
+    plugin.stash.version = version
+    run = plugin.task("health_check")
+    problems = run.output["problems"]
+    if version == MIN_RELEASE:
+        assert problems == [] and run.output["stash"]["version"] == version
+    else:
+        assert problems == [
+            "Stash2Plex needs Stash 0.25.0 or later; this server is 0.24.3. Update Stash to 0.25.0 or later "
+            "(Settings → About shows its version); until then nothing is synced and queued jobs wait."
+        ]
