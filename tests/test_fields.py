@@ -143,3 +143,32 @@ def test_every_field_written_reads_back_the_same_so_it_is_never_drift():
         again = client.item_state(rk)
         assert {key: again.fields[key] for key in PLEX_FIELDS} == {key: desired.fields[key] for key in PLEX_FIELDS}
         assert plan_item(desired, again, Written(plan.written_fields, plan.written_tags), preserve=False).empty
+
+
+def test_the_metadata_model_reads_every_field_the_query_asks_for():
+    """Each top-level field of the scene query changes the validated scene (``updated_at``
+    is the worker's, read from the reply itself): a field added to the table reaches the
+    model or this fails."""
+    query = parse("{ s { %s } }" % SCENE_SELECTION)
+    asked = [f.name.value for f in query.definitions[0].selection_set.selections[0].selection_set.selections]
+    full = {
+        "id": 7,
+        "title": "T",
+        "details": "D",
+        "date": "2021-03",
+        "code": "C",
+        "director": "Dir",
+        "rating100": 40,
+        "organized": True,
+        "studio": {"id": "3", "name": "S", "parent_studio": {"name": "N"}},
+        "performers": [{"id": "4", "name": "P"}],
+        "tags": [{"id": "5", "name": "G"}],
+        "groups": [{"group": {"id": "6", "name": "Gr"}}],
+        "files": [{"path": "/a.mp4", "size": 1, "duration": 1.0}],
+        "paths": {"screenshot": "http://stash/scene/7/screenshot"},
+        "updated_at": "2024-01-01T00:00:00Z",
+    }
+    assert set(asked) == set(full)
+    whole = scene_from_stash(full)
+    for name in set(asked) - {"id", "files", "updated_at"}:
+        assert scene_from_stash({k: v for k, v in full.items() if k != name}) != whole, name

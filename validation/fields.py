@@ -13,7 +13,6 @@ may use. Imported by the hook: the standard library only.
 from __future__ import annotations
 
 import re
-import string
 from dataclasses import dataclass
 
 FIELD, TAGS, POSTER = "field", "tags", "poster"
@@ -141,6 +140,8 @@ def check_collections(text: str) -> tuple[str, ...]:
 
 def check_template(text: str) -> str:
     """A template whose every ``{name}`` is a known field (no formats, no attributes)."""
+    import string  # here: the hook imports this module and never checks a template
+
     try:
         parts = list(string.Formatter().parse(text))
     except ValueError as exc:
