@@ -32,7 +32,7 @@ ENV_PREFIX = "STASH2PLEX_"
 DEFAULT_STASH_URL = "http://localhost:9999"
 _PLUGIN_DIR = Path(__file__).resolve().parent.parent
 ALIASES = {"status": "queue_status"}
-DRY_RUN_COMMANDS = ("all", "recent", "reconcile")
+DRY_RUN_COMMANDS = ("all", "recent", "reconcile", "import_plays")
 DRY_RUN_TEXT = "write nothing, print the plan (per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why)"
 POSITIONALS = {"inspect": " <scene id>", "pin": " <scene id> <ratingKey>", "unpin": " <scene id>"}
 QUIET = ("status", "queue_status")  # their log lines repeat what stdout shows
@@ -52,6 +52,7 @@ HELP = {
     "unmatched": "every scene with no Plex item, by folder, with a path_map rule when one would help",
     "pin": "pin <scene id> <ratingKey>: sync the scene to that Plex item from now on (before any match)",
     "unpin": "unpin <scene id>: remove the scene's pin (or Not in Plex / Skip answer); the matcher decides again",
+    "import_plays": "add Plex's watch history of synced scenes to Stash's play history (each play once)",
     "watch": "stay running and listen to Plex's notifications (a side-car: Docker, a service)",
     "demo": "run the demo against the bundled emulators (needs requirements-test.txt)",
 }

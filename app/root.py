@@ -416,13 +416,28 @@ class App:
             "listener", lambda: PlexListener(partial(start_listener, self.plex()), handle, self.log, self.breaker())
         )
 
+    def play_journal(self):
+        from sync_queue.plays import PlayJournal
+
+        return self._part("play_journal", lambda: PlayJournal(self.data_dir))
+
+    def play_import(self):
+        """Plex plays into Stash's play history, each once (``worker/plays.py``)."""
+        from worker.plays import PlayImport
+
+        return self._part(
+            "play_import",
+            lambda: PlayImport(
+                self.plex(), self.stash(), self.ledger(), self.play_journal(), self.data_dir / "plays.lock", self.log
+            ),
+        )
+
     def watch_handler(self):
-        """What the resident ``watch`` process does with each Plex event."""
+        """What the resident ``watch`` process does with each Plex event: a stopped playback
+        reads the watch history (with ``import_plays``)."""
+        from worker.watching import Watching
 
-        def handle(event) -> None:
-            self.log.debug(f"Plex event: {event}")
-
-        return handle
+        return self._part("watching", lambda: Watching(self.settings(), self.play_import, self.log))
 
     def worker(self, queue: JobQueue, probe_now: bool = False, listen: bool = False):
         """The worker; ``probe_now`` for a task the user started (Plex is probed at once);

@@ -16,22 +16,29 @@ import threading
 from core.errors import Stash2PlexError
 
 STATUS_EVERY_S = 600.0  # one line in the log while nothing happens
+POLL_S = 60.0  # Plex's history and item state are read this often besides the events
 
 
 def run(app, stop: threading.Event | None = None) -> int:
     stop = stop or threading.Event()
     try:
-        listener = app.plex_listener(app.watch_handler())
+        handler = app.watch_handler()
+        listener = app.plex_listener(handler)
     except Stash2PlexError as exc:
         app.log.error(str(exc))
         return 1
     previous = _on_sigterm(stop)
     listener.ensure_started()
     app.log.info("watching Plex (Ctrl-C or SIGTERM stops)")
+    polls = 0
     try:
-        while not stop.wait(STATUS_EVERY_S):
-            state = "connected" if listener.status.connected else f"not connected ({listener.status.last_error})"
-            app.log.info(f"Plex notifications: {state}; {listener.status.events} event(s) so far")
+        handler.poll()  # what happened while nothing watched
+        while not stop.wait(POLL_S):
+            handler.poll()
+            polls += 1
+            if polls % int(STATUS_EVERY_S // POLL_S) == 0:
+                state = "connected" if listener.status.connected else f"not connected ({listener.status.last_error})"
+                app.log.info(f"Plex notifications: {state}; {listener.status.events} event(s) so far")
     except KeyboardInterrupt:
         pass
     finally:

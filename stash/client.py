@@ -158,6 +158,10 @@ def _network_text(cause: Cause, url: str) -> str:
     }.get(cause, f"cannot connect to Stash at {host}")
 
 
+_PLAY_HISTORY = "query S2PPlays($id: ID!) { findScene(id: $id) { id play_history } }"
+_ADD_PLAY = "mutation S2PAddPlay($id: ID!, $times: [Timestamp!]) { sceneAddPlay(id: $id, times: $times) { count } }"
+
+
 class LibraryLog:
     """What stashapi logs, at debug level only, marked as its own.
 
@@ -388,6 +392,19 @@ class StashClient:
         data = self._call(_FIND_PAGE, variables, f"fetching page {page} of scenes")
         result = data.get("findScenes") or {}
         return int(result.get("count") or 0), list(result.get("scenes") or [])
+
+    def play_history(self, scene_id: int) -> list[str]:
+        """The scene's plays, as Stash gives them (``Scene.play_history``, RFC3339, newest first)."""
+        data = self._call(_PLAY_HISTORY, {"id": scene_id}, f"reading scene {scene_id}'s play history")
+        scene = data.get("findScene")
+        if scene is None:
+            return []
+        return list(scene.get("play_history") or [])
+
+    def add_play(self, scene_id: int, when: str) -> None:
+        """One play at ``when`` (RFC3339). Not idempotent (``sceneAddPlay`` adds a row per
+        time, internal/api/resolver_mutation_scene.go): callers check ``play_history`` first."""
+        self._call(_ADD_PLAY, {"id": scene_id, "times": [when]}, f"adding a play to scene {scene_id}")
 
     def tag_parents(self) -> dict[str, list[str]]:
         """Every tag's name and its parents' names (one request), for tag filters that cover children."""

@@ -18,6 +18,7 @@ TASKS = {
     "retry_dlq": "tasks.dlq_tasks:retry_dlq",
     "health_check": "tasks.health_check:run",
     "reconcile": "tasks.reconcile:run",
+    "import_plays": "tasks.import_plays:run",
 }
 # Command line only: a Stash task takes no argument, and these answer a person at a terminal.
 CLI_TASKS = {

@@ -122,3 +122,93 @@ def test_watch_stays_connected_until_sigterm(plugin):
     assert proc.returncode == 0, err
     assert "listening to Plex's notifications" in err and "stopped watching Plex" in err
     assert notes.listening == 0
+
+
+# -- plays -------------------------------------------------------------------------------------
+def start_watch(plugin, log_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import STASH_API_KEY
+    from tests.runner import REPO
+
+    env = {**os.environ, **plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url}
+    env["STASH2PLEX_STASH_API_KEY"] = STASH_API_KEY
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, str(REPO / "Stash2Plex.py"), "watch"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+
+
+def synced_scene(plugin, n: int = 1) -> tuple[int, int]:
+    sid, rk = plugin.add_scene(n)
+    plugin.hook(plugin.stash.update_scene(sid, title=f"Synced {n}"))
+    plugin.wait_drained()
+    return sid, rk
+
+
+def test_plex_plays_reach_stash_exactly_once_across_a_sigkill_of_watch(plugin, tmp_path):
+    plugin.configure(import_plays=True)
+    sid, rk = synced_scene(plugin)
+    log = tmp_path / "watch.log"
+    watch = start_watch(plugin, log)
+    try:
+        until(lambda: "go to Stash from now on" in log.read_text(), 20, "the first pass", None)
+        until(lambda: plugin.plex.notifications.listening == 1, 10, "watch listens")
+        start = int(time.time()) + 1
+        for i in range(5):
+            plugin.plex.play(rk, viewed_at=start + i)
+        until(lambda: plugin.stash.play_writes >= 2, 10, f"plays arrive {log.read_text()}")
+        watch.kill()  # SIGKILL, wherever it is
+        watch.wait()
+        for i in range(5, 10):
+            plugin.plex.play(rk, viewed_at=start + i)
+        watch = start_watch(plugin, log)
+        until(lambda: len(plugin.stash.scene_plays(sid)) >= 10, 20, "every play in Stash")
+        until(lambda: plugin.plex.notifications.listening == 1, 10, "listening again")
+        writes = plugin.stash.play_writes
+        plugin.plex.notifications.publish(plex_stopped(rk))  # a re-read of the same history
+        plugin.plex.play(rk, viewed_at=start + 10)  # … and one more play to know it was read
+        until(lambda: len(plugin.stash.scene_plays(sid)) >= 11, 10, "the last play")
+    finally:
+        watch.kill()
+        watch.wait()
+    assert plugin.stash.scene_plays(sid) == list(range(start, start + 11))
+    assert plugin.stash.play_writes == writes + 1
+
+
+def plex_stopped(rk: int) -> dict:
+    from tests.emulators.plex_notify import playing
+
+    return playing("99", rk, 1000, "stopped")
+
+
+def task(plugin, mode: str, **extra: str):
+    from tests.runner import run_plugin, task_document
+
+    return run_plugin(task_document(plugin.connection, mode, **extra), env=plugin.env)
+
+
+def test_the_import_task_brings_older_plays_once_and_previews_them_first(plugin):
+    sid, rk = synced_scene(plugin)
+    plugin.plex.add_item(1, "/plex/media/not-ours.mp4")  # no scene: its plays are left alone
+    for t in (1_600_000_000, 1_600_000_100):
+        plugin.plex.play(rk, viewed_at=t)
+    plugin.plex.play(rk, account_id=7, viewed_at=1_600_000_200)  # another Plex user
+    run = task(plugin, "import_plays", dry_run="true")
+    assert run.output["plays_to_add"] == 2 and run.output["accounts"] == [1], run.stderr
+    assert plugin.stash.scene_plays(sid) == []
+    run = plugin.task("import_plays")
+    assert run.output["plays_added"] == 2, run.stderr
+    assert plugin.stash.scene_plays(sid) == [1_600_000_000, 1_600_000_100]
+    run = plugin.task("import_plays")
+    assert run.output["plays_added"] == 0 and run.output["plays_known"] == 2
+    plugin.configure(plays_accounts="1, 7")
+    run = plugin.task("import_plays")
+    assert run.output["plays_added"] == 1 and run.output["accounts"] == [1, 7]
+    assert plugin.stash.scene_plays(sid) == [1_600_000_000, 1_600_000_100, 1_600_000_200]

@@ -43,6 +43,8 @@ DEFAULTS: dict[str, Any] = {
     "skip_tags": "",
     "hide_tags": "",
     "organized_only": False,
+    "import_plays": False,
+    "plays_accounts": "",
 }
 
 
@@ -98,6 +100,8 @@ class Settings(BaseModel):
     skip_tags: tuple[str, ...] = ()
     hide_tags: tuple[str, ...] = ()
     organized_only: bool = DEFAULTS["organized_only"]
+    import_plays: bool = DEFAULTS["import_plays"]
+    plays_accounts: tuple[int, ...] = ()
     _adopted: Adopted = PrivateAttr(default_factory=Adopted)
 
     def writes(self, field: str) -> bool:
@@ -189,11 +193,28 @@ class Settings(BaseModel):
         "tagline_from_code",
         "organized_only",
         "private_logs",
+        "import_plays",
         mode="before",
     )
     @classmethod
     def _boolean(cls, value: Any) -> bool:
         return boolean(value)
+
+    @field_validator("plays_accounts", mode="before")
+    @classmethod
+    def _accounts(cls, value: Any) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        parts = [p.strip() for p in _text(value).split(",") if p.strip()]
+        bad = [p for p in parts if not p.isdigit()]
+        if bad:
+            raise ValueError(f"must be Plex account ids separated by commas (1 is the server owner), got {bad[0]!r}")
+        return tuple(int(p) for p in parts)
+
+    @property
+    def play_accounts(self) -> tuple[int, ...]:
+        """Whose Plex plays count: ``plays_accounts``, or the server owner (account 1)."""
+        return self.plays_accounts or (1,)
 
     @field_validator("skip_fields", mode="before")
     @classmethod

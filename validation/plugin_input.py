@@ -33,6 +33,7 @@ TASK_MODES = (
     "retry_dlq",
     "health_check",
     "reconcile",
+    "import_plays",
 )
 # Plain modes that are not tasks of the menu: the plugin's page in Stash's UI calls
 # them through runPluginOperation (tasks/ui.py) and reads the JSON in ``output``.

@@ -58,7 +58,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from tests.emulators import plex_notify
+from tests.emulators import plex_history, plex_notify
 from tests.emulators.serving import EmulatorServer, TrackedHandler
 
 MACHINE_ID = "5f1c0ffee0ddba11ab1ec0de5eed1dea11e1ba5e"
@@ -353,6 +353,7 @@ class Library:
         self.tag_names: dict[tuple[str, str], str] = {}  # (type, casefolded) -> the row's spelling
         self.next_key = 101
         self.notify: Callable[[dict], Any] = lambda message: None  # the notification websocket
+        self.history = plex_history.History()
 
     def now(self) -> int:
         return int(self.clock())
@@ -624,6 +625,7 @@ def render_video(lib: Library, item: Item, full: bool) -> ET.Element:
     )
     if item.rated_at is not None:
         attrs["lastRatedAt"] = str(item.rated_at)
+    attrs.update(lib.history.item_attrs(rk))
     video = ET.Element("Video", attrs)
     _render_media(video, item)
     for ttype in TAG_TYPES:
@@ -842,6 +844,10 @@ def route(lib: Library, req: Request, semantics: str, strict: bool = True) -> Re
     segs = [s for s in req.path.split("/") if s]
     if segs == [":", "rate"] and req.method == "PUT":
         return rate(lib, req)
+    if req.path == "/status/sessions/history/all" and req.method == "GET":
+        rows = lib.history.select(req.query)
+        start, size = _page_bounds(req, len(rows))
+        return xml_reply(plex_history.render_rows(rows, start, size, _container))
     top = TOP_LEVEL.get("/" + "/".join(segs))
     if top is not None and req.method == "GET":
         return xml_reply(top(lib))
@@ -1205,6 +1211,18 @@ class PlexEmulator:
             return req
         keys = [str(self.swap_replies.get(int(k), k)) for k in segs[3].split(",") if k]
         return dataclasses.replace(req, path="/library/metadata/" + ",".join(keys))
+
+    # -- plays
+    def play(self, rating_key: int, account_id: int = plex_history.OWNER, viewed_at: int | None = None) -> int:
+        """A playback that reached the end: a watch-history row, the item's viewCount and
+        lastViewedAt, and the session's ``stopped`` notification. Returns the history id."""
+        with self._lib.lock:
+            item = self._lib.items[rating_key]
+            when = viewed_at if viewed_at is not None else self._lib.now()
+            row = self._lib.history.play(rating_key, item.section, item.fields["title"] or "", when, account_id)
+        session = str(row.history_id)
+        self.notifications.publish(plex_notify.playing(session, rating_key, item.duration_ms, "stopped"))
+        return row.history_id
 
     # -- rescans
     def move_file(self, rating_key: int, new_file: str) -> None:

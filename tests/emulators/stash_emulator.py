@@ -43,7 +43,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from datetime import datetime, tzinfo
+from datetime import datetime, timezone, tzinfo
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
@@ -292,6 +292,8 @@ class StashEmulator:
         self.screenshot_headers: list[dict[str, str]] = []  # each screenshot request's headers
         self.hook_contexts: list[dict] = []
         self.last_hooks: list[dict] = []  # every hookContext the last change fired, in order
+        self.play_writes = 0  # sceneAddPlay requests answered
+        self.activity_writes = 0  # sceneSaveActivity requests answered
         self._lock = threading.RLock()
         self._scenes: dict[int, dict] = {}
         self._studios: dict[int, dict] = {}
@@ -483,6 +485,10 @@ class StashEmulator:
         view["groups"] = [self._groups[i]["name"] for i in s["_group_ids"]]
         view["cover_version"] = s["_cover_version"]
         return view
+
+    def scene_plays(self, scene_id: int) -> list[int]:
+        """The scene's play history as epoch seconds, oldest first."""
+        return sorted(self._scenes[scene_id].get("_plays", ()))
 
     def screenshot_bytes(self, scene_id: int) -> bytes:
         """What `GET /scene/<id>/screenshot` serves for this scene now."""
@@ -737,6 +743,15 @@ class StashEmulator:
                     {key: self._groups[i], "scene_index": None} for i in s["_group_ids"]
                 ]
         scene["paths"].resolve = self._resolve_paths
+        # play_count = COUNT, last_played_at = MAX, play_history = every date, newest first
+        # (the scene loaders over viewHistoryTable, pkg/sqlite/history.go), stored in UTC.
+        scene["play_history"].resolve = lambda s, _i: [
+            rfc3339(t, timezone.utc) for t in sorted(s.get("_plays", ()), reverse=True)
+        ]
+        scene["play_count"].resolve = lambda s, _i: len(s.get("_plays", ()))
+        scene["last_played_at"].resolve = lambda s, _i: (
+            rfc3339(max(s["_plays"]), timezone.utc) if s.get("_plays") else None
+        )
         studio = schema.type_map["Studio"].fields  # type: ignore[union-attr]
         studio["parent_studio"].resolve = lambda s, _i: self._studios.get(s["_parent_id"])
         # Tag.parents / Tag.children: the direct ones only (internal/api/resolver_model_tag.go
@@ -762,7 +777,45 @@ class StashEmulator:
             "sceneUpdate": self._resolve_scene_update,
             "bulkSceneUpdate": self._resolve_bulk_scene_update,
             "configurePlugin": self._resolve_configure_plugin,
+            "sceneAddPlay": self._resolve_scene_add_play,
+            "sceneSaveActivity": self._resolve_scene_save_activity,
         }
+
+    def _resolve_scene_add_play(self, _info: Any, id: str, times: list[str] | None = None) -> dict:
+        """``sceneAddPlay`` as Stash v0.25-v0.30 does it (internal/api/resolver_mutation_scene.go
+        ``SceneAddPlay`` → ``viewHistoryTable.addDates``, pkg/sqlite/history.go): one row per
+        time, whole seconds, no unique key, so the same time twice is two plays; no times is
+        one play now. Fires no plugin hook."""
+        scene_id = self._lookup(self._scenes, id, "scene")
+        stamps = []
+        for text in times or []:
+            value = parse_timestamp(text)
+            if value is None or "T" not in text:
+                raise GraphQLError(f"invalid time: {text}")
+            stamps.append(int(value))
+        with self._lock:
+            old = self._scenes[scene_id]  # type: ignore[index]
+            plays = list(old.get("_plays", ())) + (stamps or [int(time.time())])
+            self._scenes[scene_id] = {**old, "_plays": plays}  # type: ignore[index]
+            self.play_writes += 1
+        history = [rfc3339(t, timezone.utc) for t in sorted(plays, reverse=True)]
+        return {"count": len(plays), "history": history}
+
+    def _resolve_scene_save_activity(
+        self, _info: Any, id: str, resume_time: float | None = None, playDuration: float | None = None
+    ) -> bool:
+        """``sceneSaveActivity`` (SceneStore.SaveActivity, pkg/sqlite/scene.go): resume_time is
+        set when given; play_duration grows by playDuration (not idempotent). No plugin hook."""
+        scene_id = self._lookup(self._scenes, id, "scene")
+        with self._lock:
+            new = dict(self._scenes[scene_id])  # type: ignore[index]
+            if resume_time is not None:
+                new["resume_time"] = resume_time
+            if playDuration is not None:
+                new["play_duration"] = (new.get("play_duration") or 0.0) + playDuration
+            self._scenes[scene_id] = new  # type: ignore[index]
+            self.activity_writes += 1
+        return True
 
     def _job_view(self, job: dict) -> dict:
         view = dict.fromkeys(("subTasks", "progress", "startTime", "endTime", "error"))

@@ -1,0 +1,116 @@
+"""Plex plays into Stash's play history, each exactly once.
+
+Stash's ``sceneAddPlay`` adds a row per call (the same time twice is two plays), so
+every Plex watch-history entry goes through three steps, under one OS lock for all
+processes (``plays.lock``: a ``watch`` side-car and a task never interleave them):
+
+1. skip it when the journal (``sync_queue/plays.py``) has its ``historyKey``;
+2. read the scene's ``play_history``; when Stash already holds more plays at that
+   second than the journal applied there (our write landed, then the process died
+   before step 3), only record it;
+3. else add the play at Plex's time, then record it.
+
+A restart, a re-read of the same history, a kill between steps 2 and 3, or two
+processes at once therefore never count a play twice. Only items Stash2Plex wrote
+(the ledger's owner of the item) are mapped to scenes; plays of other items are
+left alone. Plays made before ``import_plays`` was turned on are left to the
+explicit task (``from_start``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections import Counter
+from pathlib import Path
+
+from core.platform import file_lock
+from plex.history import Play, read_history
+from stash.timestamps import parse as parse_timestamp
+
+OVERLAP_S = 300  # each read starts this much before the newest play seen (late rows; inclusive or not)
+
+
+def stash_time(epoch: int) -> str:
+    """Plex's ``viewedAt`` as the RFC3339 text ``sceneAddPlay`` takes (UTC, whole seconds).
+
+    >>> stash_time(1700000000)
+    '2023-11-14T22:13:20Z'
+    """
+    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _epochs(history: list[str]) -> Counter[int]:
+    found: Counter[int] = Counter()
+    for text in history:
+        value = parse_timestamp(text)
+        if value is not None:
+            found[int(value.timestamp())] += 1
+    return found
+
+
+class PlayImport:
+    def __init__(self, plex, stash, ledger, journal, lock_path: Path, log, clock=time.time) -> None:
+        self.plex, self.stash, self.ledger, self.journal = plex, stash, ledger, journal
+        self.lock_path, self.log, self.clock = lock_path, log, clock
+
+    def run(self, accounts: tuple[int, ...], from_start: bool = False, dry_run: bool = False) -> Counter[str]:
+        """One pass over the accounts' history. ``from_start``: all of it (the explicit task),
+        else from where the last pass got to; the first pass only notes where to start."""
+        counts: Counter[str] = Counter()
+        with file_lock(self.lock_path):
+            for account in accounts:
+                counts += self._account(account, from_start, dry_run)
+        return counts
+
+    def _account(self, account: int, from_start: bool, dry_run: bool) -> Counter[str]:
+        mark = self.journal.since(account)
+        if mark is None and not from_start:
+            now = int(self.clock())
+            self.journal.set_since(account, now, now)  # plays from now on; older ones are the task's
+            self.log.info(
+                f"Plex plays of account {account} go to Stash from now on "
+                "(older ones: the task 'Import Plex watch history')"
+            )
+            return Counter()
+        if from_start:
+            plays = read_history(self.plex, account, None)
+        else:
+            assert mark is not None
+            newest, floor = mark
+            plays = [p for p in read_history(self.plex, account, newest - OVERLAP_S) if p.viewed_at >= floor]
+        counts = self._apply(plays, dry_run)
+        if mark is not None and plays and not dry_run:
+            self.journal.set_since(account, max([p.viewed_at for p in plays] + [mark[0]]), mark[1])
+        return counts
+
+    def _apply(self, plays: list[Play], dry_run: bool) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        done = self.journal.applied([p.history_key for p in plays])
+        owners = self.ledger.items(sorted({p.rating_key for p in plays}))
+        in_stash: dict[int, Counter[int]] = {}
+        for play in plays:
+            record = owners.get(play.rating_key)
+            if record is None:
+                counts["plays_not_synced"] += 1
+                continue
+            if play.history_key in done:
+                counts["plays_known"] += 1
+                continue
+            scene = record.scene_id
+            if scene not in in_stash:
+                in_stash[scene] = _epochs(self.stash.play_history(scene))
+            held = in_stash[scene][play.viewed_at]
+            written = held <= self.journal.count_at(scene, play.viewed_at)
+            if dry_run:
+                counts["plays_to_add" if written else "plays_in_stash"] += 1
+                continue
+            if written:
+                self.stash.add_play(scene, stash_time(play.viewed_at))
+                in_stash[scene][play.viewed_at] += 1
+            self.journal.record(play.history_key, scene, play.rating_key, play.viewed_at, play.account_id, written)
+            done.add(play.history_key)
+            counts["plays_added" if written else "plays_in_stash"] += 1
+        if counts["plays_added"]:
+            self.log.info(f"{counts['plays_added']} Plex play(s) added to Stash's play history")
+        return counts
