@@ -197,10 +197,11 @@ class App:
 
     # -- the full set -------------------------------------------------------------
     def stash(self):
-        from stash.client import StashClient
+        from stash.client import IMAGE_DEADLINE_S, StashClient
 
         def build():
-            client = StashClient(self.connection, logger=self.log)
+            deadline = self._seconds("STASH2PLEX_COVER_DEADLINE_S", IMAGE_DEADLINE_S)
+            client = StashClient(self.connection, logger=self.log, image_deadline_s=deadline)
             self.log.redact.add(client.api_key)
             return client
 

@@ -44,6 +44,10 @@ class StashQueryError(TransientError):
     """Stash answered, but with GraphQL errors: retried on the transient schedule."""
 
 
+class SlowDownload(TransientError):
+    """A screenshot did not arrive within the download's overall deadline (it trickled in)."""
+
+
 class StashRefused(Stash2PlexError):
     """Stash refused the plugin's session or API key (401/403). The run stops; the jobs
     stay queued with their budget intact (the next hook or task brings a fresh session)."""

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from core.errors import ConfigError, StashQueryError, StashRefused, StashUnavailable
+from core.errors import ConfigError, SlowDownload, StashQueryError, StashRefused, StashUnavailable
 from core.netcause import Cause, host_of, network_cause
 from stash.releases import as_groups, refusal, spelled
 from validation.fields import SCENE_SELECTION
@@ -23,6 +23,7 @@ from validation.plugin_input import ServerConnection
 
 PLUGIN_ID = "Stash2Plex"
 REQUEST_TIMEOUT_S = 30.0
+IMAGE_DEADLINE_S = 60.0  # a whole screenshot download: the read timeout never ends a trickle
 SCENE_FIELDS = SCENE_SELECTION  # what the synced fields read (validation/fields.py)
 _FIND_BY_IDS = (
     "query S2PScenesById($ids: [ID!], $filter: FindFilterType) {"
@@ -131,6 +132,48 @@ def _translate(exc: BaseException, what: str, response: Any, url: str) -> Except
     if status is not None and (status >= 500 or (status < 300 and not _is_json(response))):
         return StashUnavailable(f"{detail or f'Stash answered {status}'} (while {what})")
     return StashQueryError(f"{detail or f'Stash answered with an error: {exc}'} (while {what})")
+
+
+def _read_within(response: Any, seconds: float) -> bytes:
+    """The body of a streamed reply, or StashUnavailable once ``seconds`` have passed: a
+    timer closes the connection then (a per-read timeout restarts with every byte, so a
+    server that sends one byte every few seconds would otherwise hold the sync for ever)."""
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        _shut(response)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        content = response.content
+    except Exception:
+        if not expired.is_set():
+            raise
+        content = b""
+    finally:
+        timer.cancel()
+    if expired.is_set():
+        raise SlowDownload(
+            f"Stash took longer than {seconds:.0f} s to send a screenshot (it came in too slowly); "
+            "the download was stopped"
+        )
+    return content
+
+
+def _shut(response: Any) -> None:
+    """End a download in flight from another thread: shutting the socket down wakes the
+    blocked read at once (closing it alone waits for the next byte)."""
+    import socket
+
+    sock = getattr(getattr(getattr(response, "raw", None), "_connection", None), "sock", None)
+    with contextlib.suppress(OSError, AttributeError):
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(Exception):
+        response.close()
 
 
 def _image_refused(response: Any) -> Exception:
@@ -244,7 +287,10 @@ def _interface(verify: bool) -> Any:
 class StashClient:
     """The few Stash queries Stash2Plex needs."""
 
-    def __init__(self, connection: ServerConnection, logger: Any = None) -> None:
+    def __init__(
+        self, connection: ServerConnection, logger: Any = None, image_deadline_s: float = IMAGE_DEADLINE_S
+    ) -> None:
+        self.image_deadline_s = image_deadline_s
         conn: dict[str, Any] = {
             "Scheme": connection.Scheme,
             "Host": connection.host_for_client,
@@ -442,7 +488,8 @@ class StashClient:
         own = self.own_url(url)
         self._replies.last = None
         with stash_errors("downloading a screenshot", self._last_reply, self._api.url):
-            response = self._api.s.get(own, timeout=REQUEST_TIMEOUT_S)
+            response = self._api.s.get(own, timeout=REQUEST_TIMEOUT_S, stream=True)
+            content = _read_within(response, self.image_deadline_s)
         if response.status_code != 200:
             raise _image_refused(response)
-        return response.content, response.headers.get("Content-Type", "")
+        return content, response.headers.get("Content-Type", "")

@@ -6,6 +6,7 @@ costs nothing to the others."""
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import pytest
 
@@ -93,3 +94,23 @@ def test_a_setting_out_of_range_is_named_where_it_is_read_and_nothing_is_dead_le
     assert run.error is not None and f"setting {setting}" in run.error and says in run.error, run.error
     status = plugin.status()
     assert status["pending"] == 1 and status["dlq"] == 0, status
+
+
+def test_a_cover_that_trickles_in_is_given_up_at_the_download_deadline(plugin):
+    """Issue 25.7: one byte every few seconds never trips a per-read timeout (a cover at one
+    byte per 5 s kept process_queue busy 301 s). The download has an overall deadline: the
+    fields are written, the poster is retried later."""
+    plugin.env["STASH2PLEX_COVER_DEADLINE_S"] = "2"
+    sid, rk = plugin.add_scene(1)
+    plugin.stash.image_trickle_s = 0.5
+    with drainer_lock_held(plugin.data_dir):
+        assert plugin.hook(plugin.stash.update_scene(sid, title="Fields first")).error is None
+    started = time.monotonic()
+    run = plugin.task("process_queue", timeout=60)
+    took = time.monotonic() - started
+    assert run.error is None, run.stderr[-2000:]
+    assert plugin.plex.item(rk)["fields"]["title"] == "Fields first"
+    assert run.output["retrying"] == 1, run.output
+    assert "took longer than 2 s to send a screenshot" in run.stderr, run.stderr[-2000:]
+    assert plugin.stash.screenshot_requests == [sid], plugin.stash.screenshot_requests  # read once, not twice
+    assert took < 30, took

@@ -29,6 +29,7 @@ from core.errors import (
     PlexBadRequest,
     PlexNotFound,
     PlexRequestTooLong,
+    SlowDownload,
     Stash2PlexError,
     TransientError,
 )
@@ -502,8 +503,12 @@ class Syncer:
         """
         url = scene.screenshot if self.settings.writes("poster") else None
         if url and (record is None or url != record.poster_source):
-            with contextlib.suppress(Stash2PlexError):
+            try:
                 self._cover.read = (url, *self.stash.image(url))
+            except SlowDownload as exc:  # read again, it would take as long: the sync reports it
+                self._cover.read = (url, exc, "")
+            except Stash2PlexError:
+                pass
         try:
             yield
         finally:
@@ -513,6 +518,8 @@ class Syncer:
         read = getattr(self._cover, "read", None)
         if read is not None and read[0] == url:
             self._cover.read = None
+            if isinstance(read[1], SlowDownload):
+                raise read[1]
             return read[1], read[2]
         return self.stash.image(url)
 

@@ -249,6 +249,7 @@ class StashEmulator:
     """An in-process Stash: scenes, studios, performers, tags, settings and jobs.
 
     Fault switches (read per request): `latency` seconds before answering;
+    `image_trickle_s` sends a screenshot one byte per that many seconds;
     `fail_html` answers 200 with an HTML page; `fail_graphql_errors` answers
     200 `{"errors":[{"message":"database is locked"}],"data":null}`; `fail_401`
     answers 401. `auth_required` (default True) demands the session cookie or
@@ -282,6 +283,7 @@ class StashEmulator:
         # Scheme https [S:pkg/plugin/plugins.go `makeServerConnection`]
         self.tls: tuple[str, str] | None = None
         self.images_login_page = False  # a login portal answers image requests with HTML and 200
+        self.image_trickle_s = 0.0  # > 0: a screenshot's body is sent one byte per this many seconds
         # called with each GraphQL request's record after its reply is computed, before it
         # is sent: a test plays what a user does meanwhile (an edit, a deletion)
         self.on_graphql: Callable[[dict], None] | None = None
@@ -1268,7 +1270,25 @@ class _Handler(TrackedHandler):
             except KeyError:
                 self._send(404, b"Not Found\n", "text/plain; charset=utf-8")
                 return
-            self._send(200, data, image_type(data))
+            if emu.image_trickle_s:
+                self._trickle(data, image_type(data), emu.image_trickle_s)
+            else:
+                self._send(200, data, image_type(data))
+
+    def _trickle(self, body: bytes, content_type: str, pause_s: float) -> None:
+        """A slow link, or a server that stalls mid-reply: one byte per ``pause_s``; stops
+        when the client hangs up."""
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            for at in range(len(body)):
+                self.wfile.write(body[at : at + 1])
+                self.wfile.flush()
+                time.sleep(pause_s)
+        except OSError:
+            self.close_connection = True
 
     def _authorised(self) -> bool:
         emu = self.emu
