@@ -185,7 +185,7 @@ def remote_stash():
 class Lab:
     """Both emulators with a library of n scenes whose paths differ by a prefix."""
 
-    def __init__(self, scenes: int, latency: float = LATENCY_S, common_tag: str | None = None) -> None:
+    def __init__(self, scenes: int, latency: float | None = None, common_tag: str | None = None) -> None:
         self.scenes = scenes
         self.stash, self._stash_process = remote_stash()
         self.plex = PlexEmulator().start()
@@ -214,7 +214,7 @@ class Lab:
                 }
             }
         )
-        self.plex.latency = latency
+        self.plex.latency = LATENCY_S if latency is None else latency
         self.tmp = tempfile.TemporaryDirectory()
         self.data_dir = str(Path(self.tmp.name) / "data")
         self.connection = self.stash.server_connection(str(REPO))
@@ -724,6 +724,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--storm-saves", type=int, default=200, help="scene saves of the 'storm' run (default 200)")
     parser.add_argument("--scale-scenes", type=int, default=20000, help="scenes of the 'scale' run (default 20000)")
     parser.add_argument(
+        "--plex-latency-ms",
+        type=float,
+        default=LATENCY_S * 1000,
+        help=f"the Plex emulator's latency per request (default {LATENCY_S * 1000:.0f}; a real Plex: 20-100)",
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the 'bulk' run (default 5)")
+    parser.add_argument(
         "--huge", action="store_true", help="also run 'all' over 100,000 scenes (time ratio to the scale run)"
     )
     args = parser.parse_args(argv)
@@ -734,7 +741,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
+    global LATENCY_S
     args = parse_args(argv)
+    LATENCY_S = args.plex_latency_ms / 1000
     sections = args.sections or list(SECTIONS)
     compile_plugin()  # as after the plugin's first run in a real install
     print(f"Stash2Plex benchmarks on {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} cores")
@@ -747,7 +756,7 @@ def main(argv: list[str]) -> int:
         elif section == "queue":
             bench_queue()
         elif section == "bulk":
-            small = bench_bulk()
+            small = bench_bulk(rounds=args.rounds)
         elif section == "scale":
             scale = bench_scale(args.scale_scenes, small)
         elif section == "pacing":
