@@ -53,6 +53,7 @@ class PlexItemState:
     tags: dict[str, tuple[str, ...]]
     locked: frozenset[str] = field(default_factory=frozenset)
     parts: tuple[tuple[str, int | None, int | None], ...] = ()  # (file, size, duration ms) per Part
+    thumb: str = ""  # the poster's path on the server (``/library/metadata/<key>/thumb/<stamp>``)
 
 
 class PlexClient:
@@ -337,6 +338,27 @@ class PlexClient:
         with plex_errors(f"asking Plex to scan {folder}", self.url):
             self.server.library.sectionByID(int(section_key)).update(path=folder)
 
+    @blip_retry
+    def thumbnail(self, rating_key: int, width: int = 240, height: int = 135) -> bytes:
+        """The item's poster, scaled by Plex's photo transcoder (a PNG): one detail read for its
+        current ``thumb``, one image request [plexapi server.py ``transcodeImage``: the same
+        path and parameters, sent with the token as a header, never in a URL we hand out].
+        Raises PlexNotFound when the item or its poster is gone."""
+        from plexapi.utils import joinArgs
+
+        state = self.item_state(rating_key)
+        self.forget(rating_key)
+        if not state.thumb:
+            raise PlexNotFound(f"Plex item {rating_key} has no poster")
+        params = {"url": state.thumb, "height": height, "width": width, "minSize": 1, "upscale": 1, "format": "png"}
+        key = f"/photo/:/transcode{joinArgs(params)}"
+        server = self.server
+        with plex_errors(f"reading the poster of Plex item {rating_key}", self.url):
+            response = server._session.get(server.url(key), headers=server._headers(), timeout=self.timeout)
+            if response.status_code != 200:
+                raise _plexapi_error(response.status_code, server.url(key), response.content)
+        return response.content
+
     def forget(self, rating_key: int) -> None:
         self._sections.pop(rating_key, None)
 
@@ -378,6 +400,7 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
         parts=tuple(
             (p.get("file", ""), _int(p.get("size")), _int(p.get("duration") or attrs.get("duration"))) for p in parts
         ),
+        thumb=attrs.get("thumb", ""),
     )
 
 

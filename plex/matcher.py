@@ -112,6 +112,11 @@ class PathIndex:
         """Every Plex file whose file name equals ``name`` (a bare name or a path's last part)."""
         return list(self._by_name.get(self._norm(basename(name) or name), ()))
 
+    def files(self) -> Iterable[PlexFile]:
+        """Every file the index holds."""
+        for files in self._by_path.values():
+            yield from files
+
     def rating_keys(self) -> set[int]:
         """Every item the index holds."""
         return {f.rating_key for files in self._by_path.values() for f in files}

@@ -70,6 +70,7 @@ CREATE TABLE IF NOT EXISTS loose_matches (
     scene_id INTEGER PRIMARY KEY,
     rating_key INTEGER NOT NULL,
     reason TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
     matched_at REAL NOT NULL
 );
 """
@@ -309,11 +310,12 @@ class Ledger(sqlite.Store):
 
     # -- matches accepted by file name only (the inbox shows them for a check) -------
     @sqlite.retry_locked
-    def note_loose(self, scene_id: int, rating_key: int, reason: str) -> None:
+    def note_loose(self, scene_id: int, rating_key: int, reason: str, title: str = "") -> None:
         """The scene's item was accepted by file name only (``reason`` says how)."""
         with self._lock, sqlite.write(self._db()) as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO loose_matches VALUES (?, ?, ?, ?)", (scene_id, rating_key, reason, self.clock())
+                "INSERT OR REPLACE INTO loose_matches VALUES (?, ?, ?, ?, ?)",
+                (scene_id, rating_key, reason, title, self.clock()),
             )
 
     @sqlite.retry_locked
@@ -326,14 +328,14 @@ class Ledger(sqlite.Store):
         with self._lock:
             return {row[0] for row in self._db().execute("SELECT scene_id FROM loose_matches").fetchall()}
 
-    def loose_matches(self) -> dict[int, tuple[int, str]]:
-        """scene → (Plex item, why it was accepted) for every match by name still linked."""
+    def loose_matches(self) -> dict[int, tuple[int, str, str]]:
+        """scene → (Plex item, why it was accepted, title) for every match by name still linked."""
         with self._lock:
             rows = self._db().execute(
-                "SELECT l.scene_id, l.rating_key, l.reason FROM loose_matches l "
+                "SELECT l.scene_id, l.rating_key, l.reason, l.title FROM loose_matches l "
                 "JOIN scenes s ON s.scene_id = l.scene_id AND s.rating_key = l.rating_key"
             )
-            return {sid: (rk, reason) for sid, rk, reason in rows.fetchall()}
+            return {sid: (rk, reason, title) for sid, rk, reason, title in rows.fetchall()}
 
     # -- key/value -------------------------------------------------------------
     def meta(self, key: str, default: Any = None) -> Any:

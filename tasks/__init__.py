@@ -37,9 +37,13 @@ OPERATIONS = {
     "ui_preview": "tasks.preview:run",
     "ui_pin": "tasks.pins:pin",
     "ui_unpin": "tasks.pins:unpin",
+    "ui_inbox": "tasks.inbox:run",
+    "ui_path_help": "tasks.inbox:path_help",
+    "ui_recheck": "tasks.inbox:recheck",
+    "ui_thumb": "tasks.inbox:thumb",
 }
 # modes that read further arguments (``args`` besides ``mode``) from Stash
-TAKES_ARGS = frozenset({"ui_scene", "ui_retry", "ui_sync_scene", "ui_pin", "ui_unpin"})
+TAKES_ARGS = frozenset({"ui_scene", "ui_retry", "ui_sync_scene", "ui_pin", "ui_unpin", "ui_inbox", "ui_thumb"})
 
 
 def resolve(mode: str):

@@ -45,6 +45,10 @@ OPERATION_MODES = (
     "ui_preview",
     "ui_pin",
     "ui_unpin",
+    "ui_inbox",
+    "ui_path_help",
+    "ui_recheck",
+    "ui_thumb",
 )
 HOOK_MODE = "hook"
 SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post")

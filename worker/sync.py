@@ -267,7 +267,7 @@ class Syncer:
             raise
         new.state_hash = self.state_hash(scene)
         self._save(new)
-        self._note_how(scene.id, state.rating_key, how)
+        self._note_how(scene, state.rating_key, how)
         return result
 
     def _edit(
@@ -406,17 +406,16 @@ class Syncer:
             "removed. Choose its Plex item again in the inbox (Stash2Plex page)."
         )
 
-    def _note_how(self, scene_id: int, rating_key: int, how: str) -> None:
+    def _note_how(self, scene: SceneMetadata, rating_key: int, how: str) -> None:
         """Keep the ledger's list of matches by name only (the inbox shows them) current."""
         if self._loose is None:
             self._loose = self.ledger.loose_ids()
-        loose = how.startswith((Confidence.MEDIUM.value, Confidence.LOW.value))
-        if loose:
-            self.ledger.note_loose(scene_id, rating_key, how)
-            self._loose.add(scene_id)
-        elif scene_id in self._loose:
-            self.ledger.settle_loose(scene_id)
-            self._loose.discard(scene_id)
+        if how.startswith((Confidence.MEDIUM.value, Confidence.LOW.value)):
+            self.ledger.note_loose(scene.id, rating_key, how, scene.title or "")
+            self._loose.add(scene.id)
+        elif scene.id in self._loose:
+            self.ledger.settle_loose(scene.id)
+            self._loose.discard(scene.id)
 
     def _read(self, rating_key: int, fresh: bool = False) -> PlexItemState | None:
         """The item's detail view (this batch's read unless ``fresh``); None when Plex has no such item."""

@@ -49,9 +49,11 @@ import hashlib
 import posixpath
 import re
 import socket
+import struct
 import threading
 import time
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -809,6 +811,32 @@ def item_subresource(lib: Library, req: Request, rk: int, sub: str) -> Reply:
     return html_reply(404, HTML_404)
 
 
+def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A solid-colour PNG (the emulator's stand-in for a transcoded poster)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def transcode_photo(lib: Library, req: Request) -> Reply:
+    """``GET /photo/:/transcode?url=<thumb path>&width=&height=&format=png`` (what plexapi's
+    ``PlexServer.transcodeImage`` builds): the item's poster scaled. The source must be an
+    item's current ``thumb``; only ``format=png`` is modelled (Plex's default is JPEG)."""
+    found = re.fullmatch(r"/library/metadata/(\d+)/thumb/\d+", req.param("url") or "")
+    item = lib.items.get(int(found.group(1))) if found else None
+    if item is None or item.thumb != req.param("url"):
+        return html_reply(404, HTML_404)
+    if req.param("format") != "png":
+        return html_reply(400, HTML_400)
+    width, height = (min(int(req.param(k) or 0) or 240, 1000) for k in ("width", "height"))
+    shade = hashlib.sha1(f"{item.rating_key}:{item.thumb}".encode()).digest()[:3]
+    return Reply(200, png(width, height, (shade[0], shade[1], shade[2])), "image/png")
+
+
 TOP_LEVEL: dict[str, Callable[[Library], ET.Element]] = {
     "/": lambda lib: render_root(),
     "/identity": lambda lib: render_identity(),
@@ -848,6 +876,8 @@ def route(lib: Library, req: Request, semantics: str, strict: bool = True) -> Re
         rows = lib.history.select(req.query)
         start, size = _page_bounds(req, len(rows))
         return xml_reply(plex_history.render_rows(rows, start, size, _container))
+    if segs == ["photo", ":", "transcode"] and req.method == "GET":
+        return transcode_photo(lib, req)
     top = TOP_LEVEL.get("/" + "/".join(segs))
     if top is not None and req.method == "GET":
         return xml_reply(top(lib))

@@ -1,0 +1,214 @@
+"""The match inbox of the Stash2Plex page: every scene the matcher could not settle.
+
+A scene is in the inbox when its dead-letter entry says no Plex item was found
+(``PlexNotFound``, ``PinnedItemGone``) or several fit (``AmbiguousMatch``), or when its
+item was accepted by file name only (``loose_matches`` in the ledger); a scene the user
+answered (``pins``) is not. The list comes from the plugin's own files (no Stash or Plex
+request), so it opens at once however long it is; only the page shown is read from
+Stash (its files) and matched against the cached Plex index (its candidates).
+
+- ``ui_inbox`` (``page``, ``per_page``, ``query``): one page, searchable by title, reason
+  or scene id.
+- ``ui_path_help``: the ``path_map`` rule that would fix most unmatched scenes, and how
+  many it fixes (health check's ``suggest_path_map``, over every unmatched scene).
+- ``ui_recheck``: every unmatched or ambiguous scene queued again (after a new rule).
+- ``ui_thumb`` (``rating_key``): a Plex item's poster, scaled by Plex, as a ``data:`` URL
+  (the page never sees the Plex token or Plex's address).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import time
+from typing import Any
+
+from core.errors import InputError, InvalidMetadata, PlexNotFound
+from plex.matcher import PlexFile, SceneFile, match_scene
+from sync_queue.job import BULK, Job
+from tasks.pins import rating_key_arg
+from validation.metadata import scene_from_stash
+from validation.pathmap import map_path, parse_path_map, suggest_path_map
+
+KINDS = {"AmbiguousMatch": "ambiguous", "PlexNotFound": "unmatched", "PinnedItemGone": "unmatched"}
+ORDER = {"ambiguous": 0, "unmatched": 1, "loose": 2}
+PER_PAGE, MAX_PER_PAGE = 25, 100
+MAX_CANDIDATES = 6
+THUMB_TYPES = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/jpeg", b"RIFF": "image/webp"}
+
+
+def _int_arg(params: dict[str, Any], key: str, default: int, top: int) -> int:
+    value = params.get(key, default)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+        raise InputError(f"args.{key} must be a whole number from 1 to {top}, got {value!r}")
+    return value
+
+
+def entries(app) -> list[dict[str, Any]]:
+    """Every scene of the inbox (scene id, title, kind, reason), most pressing first."""
+    pinned = set(app.ledger().pins())
+    found: dict[int, dict[str, Any]] = {}
+    for entry in app.dlq().entries(limit=1_000_000):
+        kind = KINDS.get(entry["error_class"])
+        if kind is not None and entry["scene_id"] not in pinned:
+            found[entry["scene_id"]] = {
+                "scene_id": entry["scene_id"],
+                "title": entry["title"] or "",
+                "kind": kind,
+                "reason": entry["reason"],
+                "linked": None,
+            }
+    for sid, (rk, reason, title) in app.ledger().loose_matches().items():
+        if sid not in pinned and sid not in found:
+            found[sid] = {"scene_id": sid, "title": title, "kind": "loose", "reason": reason, "linked": rk}
+    return sorted(found.values(), key=lambda e: (ORDER[e["kind"]], e["scene_id"]))
+
+
+def _matches(entry: dict[str, Any], words: list[str]) -> bool:
+    text = f"{entry['scene_id']} {entry['title']} {entry['reason']}".casefold()
+    return all(word in text for word in words)
+
+
+def run(app, params: dict[str, Any]) -> dict[str, Any]:
+    per_page = _int_arg(params, "per_page", PER_PAGE, MAX_PER_PAGE)
+    page = _int_arg(params, "page", 1, 2**31)
+    query = str(params.get("query") or "").strip()
+    everything = entries(app)
+    counts = {kind: 0 for kind in ORDER}
+    for entry in everything:
+        counts[entry["kind"]] += 1
+    words = query.casefold().split()
+    shown = [e for e in everything if _matches(e, words)] if words else everything
+    start = (page - 1) * per_page
+    return {
+        "total": len(shown),
+        "counts": counts,
+        "page": page,
+        "per_page": per_page,
+        "query": query,
+        "scenes": _details(app, shown[start : start + per_page]),
+    }
+
+
+# -- one page: Stash's files beside Plex's candidates ------------------------------------
+def _details(app, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not page:
+        return []
+    raw = app.stash().scenes_by_id([e["scene_id"] for e in page])
+    settings = app.settings()
+    index = app.index()
+    libraries = {s.key: s.title for s in index.sections}
+    paths = index.index()
+    by_size: dict[int, list[PlexFile]] | None = None
+    shown = []
+    for entry in page:
+        item = {**entry, "files": [], "candidates": [], "screenshot": None}
+        scene_raw = raw.get(entry["scene_id"])
+        if scene_raw is None:
+            item["reason"] = f"scene {entry['scene_id']} is not in Stash any more"
+            shown.append(item)
+            continue
+        try:
+            scene = scene_from_stash(scene_raw)
+        except InvalidMetadata as exc:
+            item["reason"] = str(exc)
+            shown.append(item)
+            continue
+        item["title"] = scene.title or entry["title"]
+        files = SceneFile.of(scene.files)
+        rules, ci = settings.path_map, settings.case_insensitive_paths
+        item["files"] = [
+            {"path": f.path, "mapped_path": map_path(f.path, rules, ci), "size": f.size, "duration": f.duration_s}
+            for f in files
+        ]
+        candidates = list(match_scene(files, paths, rules, ci).candidates)
+        if not candidates and files and files[0].size:
+            if by_size is None:
+                by_size = {}
+                for plex_file in paths.files():
+                    if plex_file.size:
+                        by_size.setdefault(plex_file.size, []).append(plex_file)
+            candidates = by_size.get(files[0].size, [])
+        item["candidates"] = [_candidate(c, libraries, files) for c in _first(candidates, entry["linked"])]
+        shown.append(item)
+    return shown
+
+
+def _first(candidates: list[PlexFile], linked: int | None) -> list[PlexFile]:
+    """One per item, the linked item first, at most ``MAX_CANDIDATES``."""
+    seen: dict[int, PlexFile] = {}
+    for c in sorted(candidates, key=lambda c: (c.rating_key != linked, c.path)):
+        seen.setdefault(c.rating_key, c)
+    return list(seen.values())[:MAX_CANDIDATES]
+
+
+def _candidate(c: PlexFile, libraries: dict[int, str], files: list[SceneFile]) -> dict[str, Any]:
+    first = files[0] if files else None
+    duration = None if c.duration_ms is None else c.duration_ms / 1000.0
+    return {
+        "rating_key": c.rating_key,
+        "library": libraries.get(c.section_id, str(c.section_id)),
+        "path": c.path,
+        "size": c.size,
+        "duration": duration,
+        "same_size": None if first is None or first.size is None or c.size is None else first.size == c.size,
+        "same_duration": None
+        if first is None or first.duration_s is None or duration is None
+        else abs(first.duration_s - duration) <= 1.0,
+    }
+
+
+# -- path_map help --------------------------------------------------------------------------
+def path_help(app) -> dict[str, Any]:
+    """The rule that would fix the most scenes of the inbox (a match by name only included:
+    the rule makes it exact), and how many."""
+    unmatched = [e["scene_id"] for e in entries(app)]
+    answer: dict[str, Any] = {"unmatched": len(unmatched), "rule": None, "fixes": 0, "path_map": None}
+    if not unmatched:
+        return answer
+    settings = app.settings()
+    index, rules, ci = app.index().index(), settings.path_map, settings.case_insensitive_paths
+    stash_paths = []
+    for start in range(0, len(unmatched), 500):
+        for raw in app.stash().scenes_by_id(unmatched[start : start + 500]).values():
+            first = (raw.get("files") or [{}])[0].get("path")
+            if first:
+                stash_paths.append(first)
+    pairs = [(p, f.path) for p in stash_paths for f in index.by_name(map_path(p, rules, ci))]
+    rule = suggest_path_map(pairs, ci)
+    if rule is None:
+        return answer
+    combined = parse_path_map(rule) + tuple(rules)
+    fixed = sum(1 for p in stash_paths if index.by_path(map_path(p, combined, ci)))
+    current = app.stash().plugin_settings().get("path_map") or ""
+    answer.update(rule=rule, fixes=fixed, path_map=f"{rule};{current}" if current.strip() else rule)
+    return answer
+
+
+def recheck(app) -> dict[str, Any]:
+    """Every scene of the inbox queued again (a dead-letter entry with a fresh budget)."""
+    dlq, jobs = app.dlq(), []
+    for entry in entries(app):
+        job = dlq.job(entry["scene_id"]) or Job(scene_id=entry["scene_id"], event="inbox recheck")
+        jobs.append(dataclasses.replace(job.fresh(), priority=BULK, enqueued_at=time.time()))
+    if jobs:
+        app.producer_queue().put_many(jobs)
+        dlq.remove([j.scene_id for j in jobs])
+        app.ensure_drainer()
+    app.log.info(f"inbox: {len(jobs)} scenes queued to be matched again")
+    return {"queued": len(jobs)}
+
+
+# -- a Plex item's poster as image data --------------------------------------------------
+def thumb(app, params: dict[str, Any]) -> dict[str, Any]:
+    rating_key = rating_key_arg(params)
+    try:
+        image = app.plex().thumbnail(rating_key)
+    except PlexNotFound:
+        return {"rating_key": rating_key, "image": None}
+    kind = next((t for magic, t in THUMB_TYPES.items() if image.startswith(magic)), None)
+    if kind is None:  # never hand the page anything but a picture
+        return {"rating_key": rating_key, "image": None}
+    return {"rating_key": rating_key, "image": f"data:{kind};base64,{base64.b64encode(image).decode('ascii')}"}
