@@ -40,10 +40,10 @@ OPERATIONS = {
     "ui_inbox": "tasks.inbox:run",
     "ui_path_help": "tasks.inbox:path_help",
     "ui_recheck": "tasks.inbox:recheck",
-    "ui_thumb": "tasks.inbox:thumb",
+    "ui_thumbs": "tasks.inbox:thumbs",
 }
 # modes that read further arguments (``args`` besides ``mode``) from Stash
-TAKES_ARGS = frozenset({"ui_scene", "ui_retry", "ui_sync_scene", "ui_pin", "ui_unpin", "ui_inbox", "ui_thumb"})
+TAKES_ARGS = frozenset({"ui_scene", "ui_retry", "ui_sync_scene", "ui_pin", "ui_unpin", "ui_inbox", "ui_thumbs"})
 
 
 def resolve(mode: str):

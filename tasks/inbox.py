@@ -12,8 +12,8 @@ Stash (its files) and matched against the cached Plex index (its candidates).
 - ``ui_path_help``: the ``path_map`` rule that would fix most unmatched scenes, and how
   many it fixes (health check's ``suggest_path_map``, over every unmatched scene).
 - ``ui_recheck``: every unmatched or ambiguous scene queued again (after a new rule).
-- ``ui_thumb`` (``rating_key``): a Plex item's poster, scaled by Plex, as a ``data:`` URL
-  (the page never sees the Plex token or Plex's address).
+- ``ui_thumbs`` (``rating_keys``, comma-separated): Plex items' posters, scaled by Plex,
+  as ``data:`` URLs (the page never sees the Plex token or Plex's address).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ KINDS = {"AmbiguousMatch": "ambiguous", "PlexNotFound": "unmatched", "PinnedItem
 ORDER = {"ambiguous": 0, "unmatched": 1, "loose": 2}
 PER_PAGE, MAX_PER_PAGE = 25, 100
 MAX_CANDIDATES = 6
+MAX_THUMBS = MAX_PER_PAGE * MAX_CANDIDATES
 THUMB_TYPES = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/jpeg", b"RIFF": "image/webp"}
 
 
@@ -117,6 +118,7 @@ def _details(app, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
             shown.append(item)
             continue
         item["title"] = scene.title or entry["title"]
+        item["screenshot"] = scene.screenshot  # Stash's own URL: the browser reads it from Stash
         files = SceneFile.of(scene.files)
         rules, ci = settings.path_map, settings.case_insensitive_paths
         item["files"] = [
@@ -201,14 +203,28 @@ def recheck(app) -> dict[str, Any]:
     return {"queued": len(jobs)}
 
 
-# -- a Plex item's poster as image data --------------------------------------------------
-def thumb(app, params: dict[str, Any]) -> dict[str, Any]:
-    rating_key = rating_key_arg(params)
-    try:
-        image = app.plex().thumbnail(rating_key)
-    except PlexNotFound:
-        return {"rating_key": rating_key, "image": None}
-    kind = next((t for magic, t in THUMB_TYPES.items() if image.startswith(magic)), None)
-    if kind is None:  # never hand the page anything but a picture
-        return {"rating_key": rating_key, "image": None}
-    return {"rating_key": rating_key, "image": f"data:{kind};base64,{base64.b64encode(image).decode('ascii')}"}
+# -- Plex items' posters as image data -----------------------------------------------------
+def _keys_arg(params: dict[str, Any]) -> list[int]:
+    raw = params.get("rating_keys")
+    parts = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else None
+    if not parts or len(parts) > MAX_THUMBS:
+        raise InputError(f'args.rating_keys must list 1 to {MAX_THUMBS} Plex ratingKeys (e.g. "12,34"), got {raw!r}')
+    return [rating_key_arg({"rating_key": p}) for p in parts]
+
+
+def thumbs(app, params: dict[str, Any]) -> dict[str, Any]:
+    """``rating_keys`` → each item's poster as a ``data:`` URL (None when it has none):
+    one plugin run for a page's candidates."""
+    images: dict[str, str | None] = {}
+    for rating_key in dict.fromkeys(_keys_arg(params)):
+        try:
+            image = app.plex().thumbnail(rating_key)
+        except PlexNotFound:
+            images[str(rating_key)] = None
+            continue
+        kind = next((t for magic, t in THUMB_TYPES.items() if image.startswith(magic)), None)
+        # never hand the page anything but a picture
+        images[str(rating_key)] = (
+            None if kind is None else f"data:{kind};base64,{base64.b64encode(image).decode('ascii')}"
+        )
+    return {"images": images}

@@ -95,10 +95,11 @@ def test_path_help_suggests_the_rule_that_fixes_most_and_recheck_shrinks_the_inb
     assert dead(plugin) == {odd: "AmbiguousMatch"}
 
 
-def test_thumb_is_plex_poster_as_image_data_without_the_token(plugin):
+def test_thumbs_are_plex_posters_as_image_data_without_the_token(plugin):
     _, rk = plugin.add_scene(1)
-    out = operation(plugin, mode="ui_thumb", rating_key=str(rk)).output
-    head, data = out["image"].split(",", 1)
+    out = operation(plugin, mode="ui_thumbs", rating_keys=f"{rk},99999").output
+    head, data = out["images"][str(rk)].split(",", 1)
     assert head == "data:image/png;base64" and base64.b64decode(data).startswith(b"\x89PNG\r\n\x1a\n")
-    assert plugin.plex.token not in out["image"]
-    assert operation(plugin, mode="ui_thumb", rating_key=99999).output == {"rating_key": 99999, "image": None}
+    assert out["images"]["99999"] is None and plugin.plex.token not in str(out)
+    bad = operation(plugin, mode="ui_thumbs", rating_keys="")
+    assert bad.error == "args.rating_keys must list 1 to 600 Plex ratingKeys (e.g. \"12,34\"), got ''"

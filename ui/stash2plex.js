@@ -492,6 +492,7 @@
         h(QueueCard, { queue: s.queue, drainer: s.drainer_running }),
         h(StatsCard, { status: s })
       ),
+      window.Stash2Plex && window.Stash2Plex.Inbox ? h(window.Stash2Plex.Inbox, { onChange: () => setStarted(Date.now()) }) : null,
       h("h3", null, "Dead-letter queue ", h(Badge, { variant: s.dlq.count ? "danger" : "secondary", className: "s2p-dlq-count" }, s.dlq.count)),
       h(DeadLetters, { dlq: s.dlq, act: act, busy: busy })
     );
@@ -569,6 +570,10 @@
       )
     );
   }
+
+  // Shared with the other files of `ui:` (ui/inbox.js): run after this one, looked up at render time.
+  const shared = (window.Stash2Plex = window.Stash2Plex || {});
+  Object.assign(shared, { client: client, operation: operation, errorText: errorText, Message: Message });
 
   // -- wiring into Stash's UI ----------------------------------------------------------
   api.register.route(ROUTE, Stash2PlexPage);

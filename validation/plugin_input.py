@@ -48,7 +48,7 @@ OPERATION_MODES = (
     "ui_inbox",
     "ui_path_help",
     "ui_recheck",
-    "ui_thumb",
+    "ui_thumbs",
 )
 HOOK_MODE = "hook"
 SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post")

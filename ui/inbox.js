@@ -1,0 +1,324 @@
+// The match inbox on the Stash2Plex page: every scene the matcher could not settle, its
+// Stash file(s) beside the Plex candidates, and one click to settle it (tasks/inbox.py,
+// tasks/pins.py). Runs after ui/stash2plex.js (Stash2Plex.yml `ui:`), whose helpers it
+// uses through window.Stash2Plex. Everything from a server is shown as text: React
+// escapes it; no HTML is ever built from it, and only `data:image/` thumbnails and
+// http(s) screenshot URLs reach an <img>.
+(function () {
+  "use strict";
+
+  const api = window.PluginApi;
+  const shared = window.Stash2Plex;
+  if (!api || !shared) return;
+  const React = api.React;
+  const h = React.createElement;
+  const { Badge, Button, Card, Form, Spinner, Table } = api.libraries.Bootstrap;
+  const { Link } = api.libraries.ReactRouterDOM;
+  const { gql } = api.libraries.Apollo;
+  const { operation, errorText, Message, client } = shared;
+
+  const PLUGIN_ID = "Stash2Plex";
+  const PER_PAGE = 10;
+  const KIND = {
+    ambiguous: ["warning", "Several Plex items fit"],
+    unmatched: ["danger", "Not found in Plex"],
+    loose: ["info", "Matched by file name only"],
+  };
+  const PLUGIN_SETTINGS = gql`
+    query Stash2PlexSettings($include: [ID!]) {
+      configuration {
+        plugins(include: $include)
+      }
+    }
+  `;
+  const CONFIGURE = gql`
+    mutation Stash2PlexConfigure($plugin_id: ID!, $input: Map!) {
+      configurePlugin(plugin_id: $plugin_id, input: $input)
+    }
+  `;
+
+  function size(bytes) {
+    if (bytes == null) return "size unknown";
+    const units = ["B", "KB", "MB", "GB", "TB"];
+    let n = Number(bytes);
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) {
+      n /= 1024;
+      i += 1;
+    }
+    return (i ? n.toFixed(1) : String(n)) + " " + units[i];
+  }
+
+  function duration(seconds) {
+    if (seconds == null) return "duration unknown";
+    const s = Math.round(Number(seconds));
+    const mm = Math.floor(s / 60);
+    return mm + ":" + String(s % 60).padStart(2, "0");
+  }
+
+  function safeImage(url, kind) {
+    if (typeof url !== "string") return null;
+    if (kind === "data") return /^data:image\/(png|jpeg|webp);base64,[A-Za-z0-9+/=]+$/.test(url) ? url : null;
+    return /^https?:\/\//i.test(url) || /^\/[^/]/.test(url) ? url : null;
+  }
+
+  // A Plex item's poster, read by the plugin for the whole page (the token never reaches the page).
+  function PlexThumb(props) {
+    const src = safeImage(props.images[String(props.ratingKey)], "data");
+    return src
+      ? h("img", { className: "s2p-thumb", src: src, alt: "Plex item " + props.ratingKey })
+      : h("div", { className: "s2p-thumb s2p-thumb-empty" });
+  }
+
+  function Evidence(props) {
+    const c = props.candidate;
+    const mark = (same) => (same === true ? " ✓" : same === false ? " ✗" : "");
+    return h(
+      "span",
+      { className: "s2p-evidence" },
+      size(c.size) + mark(c.same_size) + " · " + duration(c.duration) + mark(c.same_duration)
+    );
+  }
+
+  function InboxScene(props) {
+    const s = props.scene;
+    const kind = KIND[s.kind] || ["secondary", s.kind];
+    const name = s.title || "Scene " + s.scene_id;
+    const shot = safeImage(s.screenshot, "url");
+    const answer = (label, args, done) => props.act(label, () => operation("ui_pin", Object.assign({ scene_id: String(s.scene_id) }, args)), done);
+    return h(
+      Card,
+      { className: "s2p-card s2p-inbox-scene", "data-scene-id": s.scene_id, "data-kind": s.kind },
+      h(
+        Card.Header,
+        null,
+        h(Link, { to: "/scenes/" + s.scene_id, className: "s2p-inbox-title" }, name),
+        " ",
+        h(Badge, { variant: kind[0], className: "s2p-kind" }, kind[1])
+      ),
+      h(
+        Card.Body,
+        null,
+        h("p", { className: "s2p-reason" }, s.reason),
+        h(
+          "div",
+          { className: "s2p-inbox-sides" },
+          h(
+            "div",
+            { className: "s2p-inbox-stash" },
+            h("h6", null, "In Stash"),
+            shot ? h("img", { className: "s2p-thumb", src: shot, alt: name }) : null,
+            s.files.map((f, i) =>
+              h(
+                "div",
+                { key: i, className: "s2p-stash-file" },
+                h("div", { className: "s2p-path" }, f.path),
+                h("div", { className: "s2p-mapped" }, "looked for in Plex as " + f.mapped_path),
+                h("div", { className: "s2p-evidence" }, size(f.size) + " · " + duration(f.duration))
+              )
+            )
+          ),
+          h(
+            "div",
+            { className: "s2p-inbox-plex" },
+            h("h6", null, "Plex candidates"),
+            s.candidates.length
+              ? h(
+                  Table,
+                  { size: "sm", responsive: true, className: "s2p-candidates" },
+                  h(
+                    "tbody",
+                    null,
+                    s.candidates.map((c) =>
+                      h(
+                        "tr",
+                        { key: c.rating_key, className: "s2p-candidate", "data-rating-key": c.rating_key },
+                        h("td", null, h(PlexThumb, { ratingKey: c.rating_key, images: props.images })),
+                        h(
+                          "td",
+                          null,
+                          h("div", { className: "s2p-library" }, c.library + " · #" + c.rating_key + (c.rating_key === s.linked ? " · linked now" : "")),
+                          h("div", { className: "s2p-path" }, c.path),
+                          h(Evidence, { candidate: c })
+                        ),
+                        h(
+                          "td",
+                          null,
+                          h(
+                            Button,
+                            {
+                              size: "sm",
+                              className: "s2p-this-one",
+                              disabled: props.busy,
+                              onClick: () => answer("This one", { answer: "item", rating_key: String(c.rating_key) }, name + " is pinned to Plex item #" + c.rating_key + " and syncs now."),
+                            },
+                            "This one"
+                          )
+                        )
+                      )
+                    )
+                  )
+                )
+              : h("p", { className: "s2p-no-candidates" }, "Plex has no file of this name or size.")
+          )
+        ),
+        h(
+          "div",
+          { className: "s2p-actions" },
+          h(Button, { size: "sm", variant: "secondary", className: "s2p-not-in-plex", disabled: props.busy, onClick: () => answer("Not in Plex", { answer: "not_in_plex" }, name + " is marked Not in Plex.") }, "Not in Plex"),
+          h(Button, { size: "sm", variant: "secondary", className: "s2p-skip", disabled: props.busy, onClick: () => answer("Skip this scene", { answer: "skip" }, name + " is skipped: it is not synced.") }, "Skip this scene")
+        )
+      )
+    );
+  }
+
+  // The path_map rule that fixes most of the inbox, saved through configurePlugin.
+  function PathHelp(props) {
+    const help = props.help;
+    if (!help || !help.rule || !help.unmatched || help.fixes * 2 < help.unmatched) return null;
+    const share = Math.round((100 * help.fixes) / help.unmatched);
+    async function save() {
+      const current = await client().query({ query: PLUGIN_SETTINGS, variables: { include: [PLUGIN_ID] }, fetchPolicy: "network-only" });
+      const settings = Object.assign({}, (current.data.configuration.plugins || {})[PLUGIN_ID] || {}, { path_map: help.path_map });
+      await client().mutate({ mutation: CONFIGURE, variables: { plugin_id: PLUGIN_ID, input: settings } });
+      await operation("ui_recheck");
+    }
+    return h(
+      Message,
+      { variant: "info" },
+      h(
+        "div",
+        { className: "s2p-path-help" },
+        "Most of these scenes are looked for in a folder Plex does not have. The Path map (path_map) rule ",
+        h("code", { className: "s2p-rule" }, help.rule),
+        " fixes ",
+        h("strong", { className: "s2p-fixes" }, help.fixes + " of " + help.unmatched),
+        " (" + share + "%). ",
+        h(Button, { size: "sm", className: "s2p-save-rule", disabled: props.busy, onClick: () => props.act("Save path_map", save, "Path map saved; the inbox's scenes are matched again.") }, "Save to Path map and re-check")
+      )
+    );
+  }
+
+  function Inbox(props) {
+    const [query, setQuery] = React.useState("");
+    const [typed, setTyped] = React.useState("");
+    const [page, setPage] = React.useState(1);
+    const [tick, setTick] = React.useState(0);
+    const [data, setData] = React.useState(null);
+    const [help, setHelp] = React.useState(null);
+    const [images, setImages] = React.useState({});
+    const [error, setError] = React.useState(null);
+    const [busy, setBusy] = React.useState(false);
+    const [notice, setNotice] = React.useState(null);
+    const [until, setUntil] = React.useState(0);
+
+    React.useEffect(() => {
+      const timer = setTimeout(() => {
+        setQuery(typed.trim());
+        setPage(1);
+      }, 300);
+      return () => clearTimeout(timer);
+    }, [typed]);
+
+    React.useEffect(() => {
+      let live = true;
+      let timer = null;
+      operation("ui_inbox", { page: String(page), per_page: String(PER_PAGE), query: query })
+        .then((d) => {
+          if (!live) return;
+          setData(d);
+          setError(null);
+          if (Date.now() < until) timer = setTimeout(() => live && setTick((t) => t + 1), 2000);
+        })
+        .catch((err) => live && setError(errorText(err)));
+      return () => {
+        live = false;
+        if (timer) clearTimeout(timer);
+      };
+    }, [page, query, tick, until]);
+
+    const keys = data ? [...new Set(data.scenes.flatMap((s) => s.candidates.map((c) => c.rating_key)))].join(",") : "";
+    React.useEffect(() => {
+      let live = true;
+      if (keys) {
+        operation("ui_thumbs", { rating_keys: keys })
+          .then((r) => live && setImages((old) => Object.assign({}, old, (r && r.images) || {})))
+          .catch(() => undefined);
+      }
+      return () => {
+        live = false;
+      };
+    }, [keys]);
+
+    React.useEffect(() => {
+      let live = true;
+      operation("ui_path_help")
+        .then((d) => live && setHelp(d))
+        .catch(() => undefined);
+      return () => {
+        live = false;
+      };
+    }, [until]);
+
+    async function act(label, fn, done) {
+      setBusy(true);
+      setNotice(null);
+      try {
+        await fn();
+        setNotice({ variant: "success", text: done });
+        setUntil(Date.now() + 20000); // follow the sync for a while: answered scenes leave the list
+        if (props.onChange) props.onChange();
+      } catch (err) {
+        setNotice({ variant: "danger", text: label + " failed: " + errorText(err) });
+      } finally {
+        setBusy(false);
+      }
+    }
+
+    const counts = data ? data.counts : { ambiguous: 0, unmatched: 0, loose: 0 };
+    const all = counts.ambiguous + counts.unmatched + counts.loose;
+    const pages = data ? Math.max(1, Math.ceil(data.total / data.per_page)) : 1;
+    return h(
+      "div",
+      { className: "s2p-inbox" },
+      h(
+        "h3",
+        null,
+        "Match inbox ",
+        h(Badge, { variant: all ? "warning" : "secondary", className: "s2p-inbox-count" }, all)
+      ),
+      error ? h(Message, { variant: "danger" }, "The inbox could not be read: " + error) : null,
+      notice ? h(Message, { variant: notice.variant }, notice.text) : null,
+      h(PathHelp, { help: help, act: act, busy: busy }),
+      !data && !error ? h(Spinner, { animation: "border", size: "sm" }) : null,
+      data && !all
+        ? h("p", { className: "s2p-inbox-empty" }, "Nothing to settle: every scene has a Plex item found by its path, or an answer.")
+        : null,
+      data && all
+        ? h(
+            "div",
+            { className: "s2p-inbox-bar" },
+            h("span", { className: "s2p-inbox-counts" }, counts.ambiguous + " ambiguous · " + counts.unmatched + " not found · " + counts.loose + " by name only"),
+            h(Form.Control, {
+              className: "s2p-inbox-search",
+              size: "sm",
+              type: "search",
+              placeholder: "Search title, path or reason",
+              value: typed,
+              onChange: (e) => setTyped(e.target.value),
+            }),
+            h(
+              "span",
+              { className: "s2p-pager" },
+              h(Button, { size: "sm", variant: "secondary", className: "s2p-prev", disabled: page <= 1, onClick: () => setPage(page - 1) }, "‹"),
+              h("span", { className: "s2p-page-of" }, " " + data.page + " / " + pages + " "),
+              h(Button, { size: "sm", variant: "secondary", className: "s2p-next", disabled: page >= pages, onClick: () => setPage(page + 1) }, "›")
+            )
+          )
+        : null,
+      data ? data.scenes.map((s) => h(InboxScene, { key: s.scene_id, scene: s, images: images, act: act, busy: busy })) : null
+    );
+  }
+
+  shared.Inbox = Inbox;
+})();
