@@ -206,7 +206,7 @@ def recheck(app) -> dict[str, Any]:
 # -- Plex items' posters as image data -----------------------------------------------------
 def _keys_arg(params: dict[str, Any]) -> list[int]:
     raw = params.get("rating_keys")
-    parts = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else None
+    parts = [p for p in raw.split(",") if p.strip()] if isinstance(raw, str) else raw if isinstance(raw, list) else None
     if not parts or len(parts) > MAX_THUMBS:
         raise InputError(f'args.rating_keys must list 1 to {MAX_THUMBS} Plex ratingKeys (e.g. "12,34"), got {raw!r}')
     return [rating_key_arg({"rating_key": p}) for p in parts]
