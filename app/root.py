@@ -387,7 +387,7 @@ class App:
         def build():
             settings = self.settings()
             filters = settings.hide_tags or settings.skip_tags
-            return Choices.build(settings, self.stash().tag_parents() if filters else None)
+            return Choices.from_tree(settings, self.stash().tag_tree() if filters else None)
 
         return self._part("choices", build)
 

@@ -47,9 +47,19 @@ def entity_events_for(context: HookContext, now: float) -> list[EntityEvent]:
     ids = [context.id]
     if context.type == "Tag.Merge.Post" and isinstance(context.input, dict):
         # The sources are gone from Stash; only the ledger still knows their scenes.
-        sources = context.input.get("source")
-        ids += [int(s) for s in sources if str(s).isdigit()] if isinstance(sources, list) else []
+        ids += _ids(context.input.get("source"))
+    if kind == "tag" and isinstance(context.input, dict):
+        # Tags given new parents here (tagUpdate's child_ids list, bulkTagUpdate's {ids, mode}):
+        # the ledger knows their scenes by the tags they carry and those tags' ancestors,
+        # which did not include this tag until now. A tag's own parents changing, or a
+        # child leaving, is this tag's event: its scenes and its descendants' record it.
+        children = context.input.get("child_ids")
+        ids += _ids(children.get("ids") if isinstance(children, dict) else children)
     return [EntityEvent(kind, i, context.type, now) for i in dict.fromkeys(ids)]
+
+
+def _ids(values) -> list[int]:
+    return [int(v) for v in values if str(v).isdigit()] if isinstance(values, list) else []
 
 
 def handle_entity(context: HookContext, app, log: StashLog) -> str:

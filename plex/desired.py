@@ -30,6 +30,26 @@ class Choices:
     settings: Settings
     hidden: frozenset[str] = field(default_factory=frozenset)
     skipped: frozenset[str] = field(default_factory=frozenset)
+    # tag id → the ids of all its ancestors, read with the filters (empty without them)
+    ancestors: dict[int, frozenset[int]] = field(default_factory=dict)
+
+    @classmethod
+    def from_tree(cls, settings: Settings, tree: dict[int, tuple[str, tuple[int, ...]]] | None) -> Choices:
+        """``tree``: every Stash tag, id → (name, parent ids) (``StashClient.tag_tree``)."""
+        tree = tree or {}
+        parents = {name: [tree[p][0] for p in ids if p in tree] for name, ids in tree.values()}
+        built = cls.build(settings, parents)
+        return cls(built.settings, built.hidden, built.skipped, ancestors_of({t: ids for t, (_, ids) in tree.items()}))
+
+    def depends_on(self, scene: SceneMetadata) -> dict[str, tuple[int, ...]]:
+        """The entities a scene's item depends on, kind → ids: the scene's own (its studio's
+        parent included) and, while tag filters are set, its tags' ancestors, whose move in
+        the tree can hide or skip the scene's tags."""
+        entities = dict(scene.entities)
+        tags = entities.get("tag", ())
+        if self.ancestors and tags:
+            entities["tag"] = tuple(sorted(set(tags).union(*(self.ancestors.get(t, ()) for t in tags))))
+        return entities
 
     @classmethod
     def build(cls, settings: Settings, tag_parents: dict[str, list[str]] | None = None) -> Choices:
@@ -54,6 +74,25 @@ def with_descendants(names: tuple[str, ...], tag_parents: dict[str, list[str]]) 
                 found.add(child)
                 todo.append(child)
     return frozenset(found)
+
+
+def ancestors_of(parents: dict[int, tuple[int, ...]]) -> dict[int, frozenset[int]]:
+    """Each tag's ancestors from each tag's parents (cycles are harmless).
+
+    >>> ancestors_of({1: (), 2: (1,), 3: (2,), 4: (3, 1)})[4] == {1, 2, 3}
+    True
+    """
+    found: dict[int, frozenset[int]] = {}
+    for tag in parents:
+        seen: set[int] = set()
+        todo = list(parents[tag])
+        while todo:
+            up = todo.pop()
+            if up not in seen and up != tag:
+                seen.add(up)
+                todo.extend(parents.get(up, ()))
+        found[tag] = frozenset(seen)
+    return found
 
 
 def half_stars(rating100: int | None) -> str:

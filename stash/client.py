@@ -34,7 +34,7 @@ _FIND_PAGE = (
     " findScenes(filter: $filter, scene_filter: $scene_filter) { count scenes { %s } } }" % SCENE_FIELDS
 )
 _TAG_TREE = (
-    "query S2PTagTree($filter: FindFilterType) { findTags(filter: $filter) { count tags { name parents { name } } } }"
+    "query S2PTagTree($filter: FindFilterType) { findTags(filter: $filter) { count tags { id name parents { id } } } }"
 )
 _FIND_AFTER = (
     "query S2PScenesAfter($filter: FindFilterType, $scene_filter: SceneFilterType) {"
@@ -452,15 +452,21 @@ class StashClient:
         time, internal/api/resolver_mutation_scene.go): callers check ``play_history`` first."""
         self._call(_ADD_PLAY, {"id": scene_id, "times": [when]}, f"adding a play to scene {scene_id}")
 
-    def tag_parents(self) -> dict[str, list[str]]:
-        """Every tag's name and its parents' names (one request), for tag filters that cover children."""
+    def tag_tree(self) -> dict[int, tuple[str, tuple[int, ...]]]:
+        """Every tag: id → (name, its parents' ids), in one request, for the tag filters
+        (a filter covers a tag's descendants) and the tags a scene's item depends on."""
         data = self._call(_TAG_TREE, {"filter": {"per_page": -1}}, "reading the tag hierarchy")
-        tags = (data.get("findTags") or {}).get("tags") or []
-        return {
-            str(t.get("name")): [str(p.get("name")) for p in t.get("parents") or [] if isinstance(p, dict)]
-            for t in tags
-            if isinstance(t, dict) and t.get("name")
-        }
+        tree: dict[int, tuple[str, tuple[int, ...]]] = {}
+        for t in (data.get("findTags") or {}).get("tags") or []:
+            if isinstance(t, dict) and t.get("name") and str(t.get("id")).isdigit():
+                parents = [str(p.get("id")) for p in t.get("parents") or [] if isinstance(p, dict)]
+                tree[int(t["id"])] = (str(t["name"]), tuple(int(p) for p in parents if p.isdigit()))
+        return tree
+
+    def tag_parents(self) -> dict[str, list[str]]:
+        """Every tag's name and its parents' names (one request)."""
+        tree = self.tag_tree()
+        return {name: [tree[p][0] for p in parents if p in tree] for name, parents in tree.values()}
 
     def version(self) -> str:
         data = self._call(_VERSION, {}, "reading the version")

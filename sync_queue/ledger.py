@@ -256,6 +256,12 @@ class Ledger(sqlite.Store):
         with self._lock, sqlite.write(self._db()) as conn:
             self._write_entities(conn, scene_id, entities)
 
+    def set_entities_many(self, entities: dict[int, dict[str, list[int]]]) -> None:
+        """``set_entities`` for many scenes, in one transaction."""
+        with self._lock, sqlite.write(self._db()) as conn:
+            for scene_id, found in entities.items():
+                self._write_entities(conn, scene_id, found)
+
     def scenes_with(self, kind: str, entity_id: int, after: int = 0, limit: int = 100) -> list[int]:
         """Scenes whose Plex item shows the entity, in id order after ``after`` (one page)."""
         with self._lock:

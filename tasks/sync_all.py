@@ -71,12 +71,15 @@ def may_differ(app, scenes: list[dict]) -> list[int]:
     return sort_scenes(app, scenes)[0]
 
 
-def sort_scenes(app, scenes: list[dict]) -> tuple[list[int], int]:
+def sort_scenes(app, scenes: list[dict], note_skipped: bool = False) -> tuple[list[int], int]:
     """The scenes that may differ (``may_differ``), and how many are out of scope
-    (filtered out: not queued, their Plex items left as they are)."""
+    (filtered out: not queued, their Plex items left as they are). ``note_skipped``: the
+    ledger records what the out-of-scope scenes depend on (a tag leaving a skipped tag
+    brings its scenes back through the entity event)."""
     syncer = app.syncer()
     records = app.ledger().get_many([int(s["id"]) for s in scenes])
     changed, out_of_scope = [], 0
+    skipped: dict[int, dict[str, list[int]]] = {}
     for raw in scenes:
         sid = int(raw["id"])
         try:
@@ -86,11 +89,14 @@ def sort_scenes(app, scenes: list[dict]) -> tuple[list[int], int]:
             continue
         if syncer.out_of_scope(scene) is not None:
             out_of_scope += 1
+            skipped[sid] = syncer.depends_on(scene)
         else:
             record = records.get(sid)
             stale = record is None or record.state_hash != syncer.state_hash(scene)
             if stale or not syncer.link_current(record):  # a rescan may have re-added the file
                 changed.append(sid)
+    if note_skipped and skipped:
+        app.ledger().set_entities_many(skipped)
     return changed, out_of_scope
 
 
@@ -144,7 +150,7 @@ class PageFeed:
                     for scene in scenes:
                         scene[READ_AT] = read_at
                     if scenes:
-                        self._put((seen + remaining, scenes, *sort_scenes(self.app, scenes)))
+                        self._put((seen + remaining, scenes, *sort_scenes(self.app, scenes, note_skipped=True)))
                         seen += len(scenes)
             except BaseException as exc:  # handed to the caller's thread, which raises it
                 self._put(exc)

@@ -7,6 +7,7 @@ emulator fires it as Stash does and the hooks run through the real plugin proces
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,87 @@ def test_a_bulk_edit_of_groups_only_reaches_plex(plugin, key):
         sid: ["Series A"] for sid in ids
     }
     assert len(plugin.plex.edit_requests()) == 2
+
+
+# -- hierarchy: a parent's change fires a hook for the parent only ------------------------------
+DEADLINE_S = 20.0
+
+
+def _fire(plugin, context: dict, done) -> None:
+    """Fire an entity hook, then wait (no task run) until ``done()`` holds and nothing is pending."""
+    run = plugin.hook(context)
+    assert run.error is None and run.output.endswith("queued"), run.output
+    deadline = time.monotonic() + DEADLINE_S
+    while not (done() and plugin.status()["pending"] == 0):
+        assert time.monotonic() < deadline, f"not in line within {DEADLINE_S} s:\n{plugin.drainer_log()[-3000:]}"
+        time.sleep(0.05)
+
+
+def test_a_parent_studios_rename_reaches_its_child_studios_scenes(plugin):
+    plugin.configure(collections="parent_studio", title_template="{parent_studio}: {title}")
+    stash = plugin.stash
+    items = {n: plugin.add_scene(n, studio="Child A" if n < 2 else "Other") for n in range(3)}
+    stash.set_studio_parent("Child A", "Network")
+    assert plugin.task("all").output["synced"] == 3
+    network = stash.entity_id("studio", "Network")
+
+    def shown(n):
+        fields = plugin.plex.item(items[n][1])
+        return fields["fields"]["title"], fields["tags"]["collection"]
+
+    assert shown(0) == ("Network: Scene 0", ["Network"])
+    plugin.plex.clear_requests()
+    _fire(plugin, stash.rename_entity("studio", network, "Network Two"), lambda: shown(1)[1] == ["Network Two"])
+    assert [shown(n) for n in range(3)] == [
+        ("Network Two: Scene 0", ["Network Two"]),
+        ("Network Two: Scene 1", ["Network Two"]),
+        ("Scene 2", []),
+    ]
+    edited = [r["query"]["id"][0] for r in plugin.plex.edit_requests()]
+    assert sorted(map(str, edited)) == sorted(str(items[n][1]) for n in (0, 1)), edited
+
+
+def test_a_tag_moving_under_a_hidden_tag_hides_it_and_its_descendants_in_a_running_drainer(plugin):
+    plugin.configure(hide_tags="Private")
+    plugin.env["STASH2PLEX_DRAINER_LINGER_S"] = "30"  # one drainer sees both moves: it reads the tree again
+    stash = plugin.stash
+    stash.set_tag_parents("Leaf", ["Mid"])
+    items = {n: plugin.add_scene(n, tags=[("Leaf", "Mid", "Other")[n]]) for n in range(3)}
+    stash.set_tag_parents("Private", [])
+    assert plugin.task("all").output["synced"] == 3
+
+    def genres():
+        return [plugin.plex.item(items[n][1])["tags"]["genre"] for n in range(3)]
+
+    assert genres() == [["Leaf"], ["Mid"], ["Other"]]
+    _fire(plugin, stash.set_tag_parents("Mid", ["Private"]), lambda: genres() == [[], [], ["Other"]])
+    assert plugin.drainer_busy()  # still lingering: the next move reaches the same drainer
+    _fire(plugin, stash.set_tag_parents("Mid", []), lambda: genres() == [["Leaf"], ["Mid"], ["Other"]])
+
+
+def test_a_skipped_scene_is_synced_once_its_tag_leaves_the_skipped_tag(plugin):
+    plugin.configure(skip_tags="Skip")
+    stash = plugin.stash
+    stash.set_tag_parents("Leaf", ["Skip"])
+    sid, rk = plugin.add_scene(0, tags=["Leaf"])
+    other, _ = plugin.add_scene(1)
+    run = plugin.task("all")
+    assert run.output["synced"] == 1 and plugin.plex.item(rk)["fields"]["title"] != "Scene 0", run.output
+    _fire(plugin, stash.set_tag_parents("Leaf", []), lambda: plugin.plex.item(rk)["fields"]["title"] == "Scene 0")
+    assert plugin.plex.item(rk)["tags"]["genre"] == ["Leaf"]
+
+
+@pytest.mark.parametrize(
+    "given, fields",
+    [
+        ({"id": "5", "child_ids": ["7", "8"]}, ["id", "child_ids"]),  # tagUpdate: the new list
+        ({"ids": ["5"], "child_ids": {"ids": ["7", "8"], "mode": "ADD"}}, ["ids", "child_ids"]),  # bulkTagUpdate
+    ],
+)
+def test_tags_given_a_new_parent_get_events_of_their_own(given, fields):
+    """The ledger finds a scene by its tags and their ancestors: a tag that becomes a child here
+    did not have this tag among them, so it needs its own event."""
+    from hooks.handler import entity_events_for
+
+    context = HookContext.parse({"id": 5, "type": "Tag.Update.Post", "input": given, "inputFields": fields})
+    assert [(e.kind, e.entity_id) for e in entity_events_for(context, 0.0)] == [("tag", 5), ("tag", 7), ("tag", 8)]

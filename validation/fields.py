@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 FIELD, TAGS, POSTER = "field", "tags", "poster"
 RATING = "userRating"  # Plex takes it through plexapi's rate(), not edit()
-STUDIO = "studio { id name parent_studio { name } }"
+STUDIO = "studio { id name parent_studio { id name } }"
 FILES = "files { path size duration }"
 
 

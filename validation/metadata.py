@@ -129,13 +129,15 @@ def _ids(items: Any) -> tuple[int, ...]:
 
 
 def entities_of(raw: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-    """kind → sorted ids of the scene's tags, performers, studio and groups (no empty kinds)."""
+    """kind → sorted ids of the scene's tags, performers, studio (and its parent, whose name
+    collections and templates show) and groups (no empty kinds)."""
     groups = [g.get("group") for g in raw.get("groups") or [] if isinstance(g, dict)]
     studio = raw.get("studio")
+    studios = [studio, studio.get("parent_studio")] if isinstance(studio, dict) else []
     found = {
         "tag": _ids(raw.get("tags")),
         "performer": _ids(raw.get("performers")),
-        "studio": _ids([studio] if isinstance(studio, dict) else []),
+        "studio": _ids([s for s in studios if isinstance(s, dict)]),
         "group": _ids(groups),
     }
     return {kind: ids for kind, ids in found.items() if ids}

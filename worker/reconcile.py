@@ -23,7 +23,7 @@ from core.errors import AmbiguousMatch, PlexNotFound
 from plex.client import PlexItemState
 from plex.desired import desired_for
 from plex.plan import ItemPlan, Written, plan_item
-from sync_queue.ledger import ItemRecord, SceneRecord, entity_map
+from sync_queue.ledger import ItemRecord, SceneRecord
 from validation.metadata import SceneMetadata
 
 READ_CHUNK = 50
@@ -197,6 +197,6 @@ class Reconciler:
         record = finding.record
         assert record is not None
         digest = self.syncer.state_hash(finding.scene)
-        entities = entity_map(finding.scene.entities)
+        entities = self.syncer.depends_on(finding.scene)
         if record.state_hash != digest or record.entities != entities:
             self.ledger.save(dataclasses.replace(record, state_hash=digest, entities=entities))

@@ -112,6 +112,17 @@ class Syncer:
             extra.append([pin.answer, pin.rating_key])
         return desired_for(scene, self.choices).digest(extra)
 
+    def depends_on(self, scene: SceneMetadata) -> dict[str, list[int]]:
+        """The entities the scene's item depends on, in the ledger's form (``scene_entities``):
+        an entity event finds the scene by any of them."""
+        return entity_map(self.choices.depends_on(scene))
+
+    def tags_changed(self) -> None:
+        """A tag moved in Stash's tree (or was merged or deleted): with tag filters set, the
+        tags they cover and the tags' ancestors are read again before its scenes are synced."""
+        if self.settings.hide_tags or self.settings.skip_tags:
+            self.choices = Choices.from_tree(self.settings, self.stash.tag_tree())
+
     # -- a user's answers (the inbox; pin/unpin) ------------------------------------
     def load_pins(self, scene_ids: list[int]) -> None:
         """Read the pins of a batch's scenes in one query (``pin`` answers from it)."""
@@ -257,7 +268,7 @@ class Syncer:
             written_tags=plan.written_tags,
             poster_source=record.poster_source if record else None,
             poster_hash=record.poster_hash if record else None,
-            entities=entity_map(scene.entities),
+            entities=self.depends_on(scene),
         )
         result = SyncResult(scene.id, state.rating_key, plan, "none", how, list(scene.warnings))
         try:

@@ -37,7 +37,6 @@ from core.errors import (
 )
 from stash.timestamps import parse as parse_timestamp
 from sync_queue.job import BULK, Job, Taken
-from sync_queue.ledger import entity_map
 from sync_queue.stats import Delta
 from validation.metadata import entities_of, scene_from_stash
 from worker.backoff import probe_wait
@@ -156,6 +155,8 @@ class Worker:
         for event in events:  # every older page of the scenes it touches is stale from now on
             key = (event.kind, event.entity_id)
             self._entity_changed[key] = max(self._entity_changed.get(key, event.queued_at), event.queued_at)
+        if self.syncer is not None and any(e.kind == "tag" and e.after_scene == 0 for e in events):
+            self.syncer.tags_changed()  # before any of its scenes is synced
         for event in events:
             if queued >= room:
                 break
@@ -325,14 +326,16 @@ class Worker:
             why = self.syncer.out_of_scope(scene)
             if why is not None:  # filtered out: its Plex item is left as it is
                 self.log.info(f"scene {sid} is not synced: {why}; its Plex item is left as it is")
+                self.ledger.set_entities(sid, self.syncer.depends_on(scene))  # a tag's move may bring it back
                 self.queue.ack(item)
                 self.stats["out_of_scope"] += 1
                 continue
             record = records.get(sid)
             unchanged = record is not None and record.state_hash == self.syncer.state_hash(scene)
             if record is not None and unchanged and self.syncer.link_current(record):
-                if record.entities != entity_map(scene.entities):  # e.g. merged into a same-named tag
-                    self.ledger.set_entities(sid, entity_map(scene.entities))
+                depends = self.syncer.depends_on(scene)
+                if record.entities != depends:  # e.g. merged into a same-named tag, or a tag moved
+                    self.ledger.set_entities(sid, depends)
                 self.queue.ack(item)
                 self.delta.unchanged(self.clock())
                 self._in_sync.append(sid)

@@ -461,16 +461,29 @@ class StashEmulator:
         self.last_hooks = [context]
         return context
 
-    def set_tag_parents(self, name: str, parents: list[str]) -> None:
-        """Make ``parents`` the parent tags of tag ``name`` (each created when new)."""
-        with self._lock:
-            tag = self._tags[self._named("tag", name)]
-            tag["_parent_ids"] = [self._named("tag", p) for p in parents]
+    def set_tag_parents(self, name: str, parents: list[str]) -> dict:
+        """``tagUpdate`` of tag ``name`` with ``parent_ids`` (parents created when new).
 
-    def set_studio_parent(self, name: str, parent: str | None) -> None:
+        Returns the hookContext Stash fires: ``Tag.Update.Post`` for that tag only, with the
+        input and the keys sent (resolver_mutation_tag.go ``TagUpdate``). The input is the
+        generated ``TagUpdateInput`` as JSON: empty and null fields are left out (``omitempty``).
+        """
         with self._lock:
-            studio = self._studios[self._named("studio", name)]
+            tid = self._named("tag", name)
+            self._tags[tid]["_parent_ids"] = [self._named("tag", p) for p in parents]
+            given = {"id": str(tid), "parent_ids": [str(i) for i in self._tags[tid]["_parent_ids"]]}
+        return self._entity_hook("tag", "Update", tid, _omit_empty(given), ["id", "parent_ids"])
+
+    def set_studio_parent(self, name: str, parent: str | None) -> dict:
+        """``studioUpdate`` of studio ``name`` with ``parent_id``; returns the
+        ``Studio.Update.Post`` hookContext (resolver_mutation_studio.go ``StudioUpdate``), fired
+        for that studio only."""
+        with self._lock:
+            sid = self._named("studio", name)
+            studio = self._studios[sid]
             studio["_parent_id"] = self._named("studio", parent) if parent else None
+            given = {"id": str(sid), "parent_id": str(studio["_parent_id"]) if parent else None}
+        return self._entity_hook("studio", "Update", sid, _omit_empty(given), ["id", "parent_id"])
 
     def delete_scene(self, scene_id: int) -> None:
         with self._lock:
