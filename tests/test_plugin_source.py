@@ -120,7 +120,7 @@ def test_installed_from_the_zip_the_plugin_syncs_end_to_end(source, plugin, tmp_
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     installed = Installed(plugin, _install_like_stash(*source, plugins))
-    assert build_argv(installed.plugin_dir)[1] == str(plugins / "Stash2Plex" / "Stash2Plex.py")
+    assert build_argv(installed.plugin_dir)[-1] == str(plugins / "Stash2Plex" / "Stash2Plex.py")
     scenes = [installed.add_scene(n, studio=f"Studio {n % 2}", tags=[f"Tag {n}"]) for n in range(1, 6)]
     installed.configure()  # plex_url, plex_token, path_map saved in the emulated Stash
 

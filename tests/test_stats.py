@@ -157,6 +157,9 @@ class FakeSyncer:
     def out_of_scope(self, scene):
         return None
 
+    def load_pins(self, scene_ids):
+        pass
+
     def prefetch(self, work):
         pass
 
