@@ -438,7 +438,16 @@ class App:
         reads the watch history (with ``import_plays``)."""
         from worker.watching import Watching
 
-        return self._part("watching", lambda: Watching(self.settings(), self.play_import, self.log))
+        return self._part("watching", lambda: Watching(self.settings(), self.play_import, self.ratings_back, self.log))
+
+    def ratings_back(self):
+        """Plex ratings and resume points into Stash (``worker/ratings.py``)."""
+        from worker.ratings import RatingsBack
+
+        return self._part(
+            "ratings_back",
+            lambda: RatingsBack(self.plex(), self.stash(), self.ledger(), self.index(), self.play_journal(), self.log),
+        )
 
     def worker(self, queue: JobQueue, probe_now: bool = False, listen: bool = False):
         """The worker; ``probe_now`` for a task the user started (Plex is probed at once);

@@ -16,11 +16,12 @@ import threading
 from core.errors import Stash2PlexError
 
 STATUS_EVERY_S = 600.0  # one line in the log while nothing happens
-POLL_S = 60.0  # Plex's history and item state are read this often besides the events
+POLL_S = 60.0  # Plex's history and ratings are read this often besides the events
 
 
 def run(app, stop: threading.Event | None = None) -> int:
     stop = stop or threading.Event()
+    poll_s = float(app.env.get("STASH2PLEX_WATCH_POLL_S") or POLL_S)
     try:
         handler = app.watch_handler()
         listener = app.plex_listener(handler)
@@ -33,10 +34,10 @@ def run(app, stop: threading.Event | None = None) -> int:
     polls = 0
     try:
         handler.poll()  # what happened while nothing watched
-        while not stop.wait(POLL_S):
+        while not stop.wait(poll_s):
             handler.poll()
             polls += 1
-            if polls % int(STATUS_EVERY_S // POLL_S) == 0:
+            if polls % max(1, int(STATUS_EVERY_S // poll_s)) == 0:
                 state = "connected" if listener.status.connected else f"not connected ({listener.status.last_error})"
                 app.log.info(f"Plex notifications: {state}; {listener.status.events} event(s) so far")
     except KeyboardInterrupt:

@@ -50,3 +50,41 @@ def _play(node) -> Play | None:
         return Play(a["historyKey"], int(a["ratingKey"]), int(a["viewedAt"]), int(a.get("accountID") or 1))
     except (KeyError, ValueError):
         return None
+
+
+@dataclass(frozen=True)
+class Rated:
+    rating_key: int
+    user_rating: float | None  # 0-10; None: no rating (cleared)
+    rated_at: int
+
+
+def rated_since(client, section_key: int, since: int) -> list[Rated]:
+    """The section's items rated at or after ``since`` (``lastRatedAt>>=``, a date filter of
+    the section listing: plexapi library.py ``LibrarySection._manualFields``), with the
+    token user's (the owner's) rating. Plex sends no notification for ratings: this is polled."""
+    query = f"/library/sections/{int(section_key)}/all?type=1&lastRatedAt>>={int(since)}"
+    found: list[Rated] = []
+    start = 0
+    while True:
+        headers = {"X-Plex-Container-Start": str(start), "X-Plex-Container-Size": str(PAGE)}
+        with plex_errors("reading Plex ratings", client.url):
+            root = client.server.query(query, headers=headers)
+        rows = list(root)
+        for node in rows:
+            a = node.attrib
+            if a.get("ratingKey") and a.get("lastRatedAt"):
+                rating = float(a["userRating"]) if a.get("userRating") else None
+                found.append(Rated(int(a["ratingKey"]), rating, int(a["lastRatedAt"])))
+        start += len(rows)
+        if not rows or start >= int(root.attrib.get("totalSize") or root.attrib.get("size") or 0):
+            return found
+
+
+def view_offset(client, rating_key: int) -> int:
+    """The token user's (the owner's) resume point of an item, in ms (0: none, or watched)."""
+    with plex_errors("reading an item's resume point", client.url):
+        root = client.server.query(f"/library/metadata/{int(rating_key)}")
+    for node in root:
+        return int(node.attrib.get("viewOffset") or 0)
+    return 0

@@ -202,6 +202,9 @@ def _network_text(cause: Cause, url: str) -> str:
 
 
 _PLAY_HISTORY = "query S2PPlays($id: ID!) { findScene(id: $id) { id play_history } }"
+_ACTIVITY = "query S2PActivity($id: ID!) { findScene(id: $id) { id resume_time rating100 updated_at } }"
+_SAVE_RESUME = "mutation S2PResume($id: ID!, $t: Float) { sceneSaveActivity(id: $id, resume_time: $t) }"
+_SET_RATING = "mutation S2PRate($id: ID!, $r: Int) { sceneUpdate(input: {id: $id, rating100: $r}) { id } }"
 _ADD_PLAY = "mutation S2PAddPlay($id: ID!, $times: [Timestamp!]) { sceneAddPlay(id: $id, times: $times) { count } }"
 
 
@@ -451,6 +454,19 @@ class StashClient:
         """One play at ``when`` (RFC3339). Not idempotent (``sceneAddPlay`` adds a row per
         time, internal/api/resolver_mutation_scene.go): callers check ``play_history`` first."""
         self._call(_ADD_PLAY, {"id": scene_id, "times": [when]}, f"adding a play to scene {scene_id}")
+
+    def scene_state(self, scene_id: int) -> dict[str, Any] | None:
+        """``resume_time`` (s), ``rating100`` and ``updated_at`` of a scene; None when it is gone."""
+        return self._call(_ACTIVITY, {"id": scene_id}, f"reading scene {scene_id}").get("findScene")
+
+    def save_resume(self, scene_id: int, seconds: float) -> None:
+        """``sceneSaveActivity`` with ``resume_time`` only: setting it is idempotent; the
+        play duration (which it adds to) is never sent."""
+        self._call(_SAVE_RESUME, {"id": scene_id, "t": seconds}, f"saving scene {scene_id}'s resume point")
+
+    def set_rating(self, scene_id: int, rating100: int | None) -> None:
+        """``sceneUpdate`` of ``rating100`` only (it fires the scene's update hook)."""
+        self._call(_SET_RATING, {"id": scene_id, "r": rating100}, f"rating scene {scene_id}")
 
     def tag_tree(self) -> dict[int, tuple[str, tuple[int, ...]]]:
         """Every tag: id → (name, its parents' ids), in one request, for the tag filters

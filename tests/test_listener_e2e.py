@@ -212,3 +212,59 @@ def test_the_import_task_brings_older_plays_once_and_previews_them_first(plugin)
     run = plugin.task("import_plays")
     assert run.output["plays_added"] == 1 and run.output["accounts"] == [1, 7]
     assert plugin.stash.scene_plays(sid) == [1_600_000_000, 1_600_000_100, 1_600_000_200]
+
+
+# -- ratings and resume points -------------------------------------------------------------------
+def rate_in_plex(plugin, rk: int, rating: float) -> None:
+    import requests
+
+    url = f"{plugin.plex.url}/:/rate"
+    params = {"key": rk, "identifier": "com.plexapp.plugins.library", "rating": rating}
+    requests.put(url, params=params, headers={"X-Plex-Token": plugin.plex.token}, timeout=5).raise_for_status()
+
+
+def test_a_rating_set_on_each_side_in_turn_ends_equal_on_both_without_a_write_loop(plugin, tmp_path):
+    plugin.configure(import_ratings=True)
+    plugin.env["STASH2PLEX_WATCH_POLL_S"] = "0.3"
+    sid, rk = synced_scene(plugin)
+    log = tmp_path / "watch.log"
+    watch = start_watch(plugin, log)
+    try:
+        until(lambda: plugin.plex.notifications.listening == 1, 20, "watch listens")
+        time.sleep(1.1)  # Plex dates ratings in whole seconds: after the sync's Stash update
+        rate_in_plex(plugin, rk, 8)  # the user rates in Plex …
+        until(lambda: plugin.stash.scene(sid)["rating100"] == 80, 10, f"in Stash {log.read_text()}")
+        plugin.hook(plugin.stash.hook_contexts[-1])  # … our sceneUpdate fired the scene hook
+        plugin.wait_drained()
+        rates_before = len(plugin.plex.rate_requests())  # the test's own one: the hook wrote nothing back
+        assert rates_before == 1
+        time.sleep(1.1)
+        plugin.hook(plugin.stash.update_scene(sid, rating100=40))  # then in Stash
+        plugin.wait_drained()
+        until(lambda: plugin.plex.item(rk)["fields"]["userRating"] == "4", 10, "in Plex")
+        time.sleep(1.5)  # several polls see Plex's new lastRatedAt
+    finally:
+        watch.kill()
+        watch.wait()
+    assert plugin.stash.scene(sid)["rating100"] == 40 and plugin.plex.item(rk)["fields"]["userRating"] == "4"
+    assert len(plugin.plex.rate_requests()) == rates_before + 1  # the Stash rating, once
+    assert len(plugin.stash.graphql_requests("S2PRate")) == 1  # the Plex rating, once
+
+
+def test_a_stopped_playback_brings_the_owners_resume_point_to_stash(plugin, tmp_path):
+    from tests.emulators.plex_notify import playing
+
+    plugin.configure(import_resume=True)
+    sid, rk = synced_scene(plugin)
+    watch = start_watch(plugin, tmp_path / "watch.log")
+    try:
+        until(lambda: plugin.plex.notifications.listening == 1, 20, "watch listens")
+        plugin.plex.set_view_offset(rk, 125_000)
+        plugin.plex.notifications.publish(playing("5", rk, 125_000, "stopped"))
+        until(lambda: plugin.stash.scene(sid).get("resume_time") == 125.0, 10, "resume point in Stash")
+        plugin.plex.play(rk)  # watched to the end: Plex forgets the resume point, so does Stash
+        until(lambda: plugin.stash.scene(sid).get("resume_time") == 0.0, 10, "resume point cleared")
+    finally:
+        watch.kill()
+        watch.wait()
+    assert plugin.stash.activity_writes == 2

@@ -45,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     "organized_only": False,
     "import_plays": False,
     "plays_accounts": "",
+    "import_resume": False,
+    "import_ratings": False,
 }
 
 
@@ -102,6 +104,8 @@ class Settings(BaseModel):
     organized_only: bool = DEFAULTS["organized_only"]
     import_plays: bool = DEFAULTS["import_plays"]
     plays_accounts: tuple[int, ...] = ()
+    import_resume: bool = DEFAULTS["import_resume"]
+    import_ratings: bool = DEFAULTS["import_ratings"]
     _adopted: Adopted = PrivateAttr(default_factory=Adopted)
 
     def writes(self, field: str) -> bool:
@@ -194,6 +198,8 @@ class Settings(BaseModel):
         "organized_only",
         "private_logs",
         "import_plays",
+        "import_resume",
+        "import_ratings",
         mode="before",
     )
     @classmethod

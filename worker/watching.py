@@ -1,10 +1,11 @@
-"""What the resident ``watch`` process does with Plex's events.
+"""What the resident ``watch`` process does with Plex's events, and on its timer.
 
 A playback that stopped may have become a watch-history entry (PMS scrobbles at the
-end; the websocket says nothing of it): with ``import_plays`` the history is read
-then, and on a timer (``poll``), since the websocket is a trigger and never the only
-path (an event lost while the process was down or killed is caught up by the next
-read: the history itself is the source).
+end; the websocket says nothing of it) and has moved the item's resume point: with
+``import_plays`` the history is read then, with ``import_resume`` the resume point. The
+timer (``poll``) reads the history again and, with ``import_ratings``, Plex's ratings
+(Plex announces none): the websocket is a trigger, never the only path, so what happened
+while the process was down or killed is caught up by the next read.
 """
 
 from __future__ import annotations
@@ -16,18 +17,27 @@ from plex.notifications import Event, PlaybackState
 
 
 class Watching:
-    def __init__(self, settings, play_import: Callable, log) -> None:
-        self.settings, self.play_import, self.log = settings, play_import, log
+    def __init__(self, settings, play_import: Callable, ratings: Callable, log) -> None:
+        self.settings, self.play_import, self.ratings, self.log = settings, play_import, ratings, log
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, PlaybackState) and event.state == "stopped":
-            self.poll()
+            self._guarded("plays", self._plays)
+            if self.settings.import_resume:
+                self._guarded("resume point", lambda: self.ratings().resume(event.rating_key))
 
     def poll(self) -> None:
         """Read what Plex recorded since the last look (each setting that is on)."""
-        if not self.settings.import_plays:
-            return
-        try:
+        self._guarded("plays", self._plays)
+        if self.settings.import_ratings:
+            self._guarded("ratings", lambda: self.ratings().run())
+
+    def _plays(self) -> None:
+        if self.settings.import_plays:
             self.play_import().run(self.settings.play_accounts)
+
+    def _guarded(self, what: str, step: Callable[[], object]) -> None:
+        try:
+            step()
         except Stash2PlexError as exc:  # tried again at the next event or poll
-            self.log.warning(f"Plex plays not imported this time: {exc}")
+            self.log.warning(f"Plex {what} not brought to Stash this time: {exc}")

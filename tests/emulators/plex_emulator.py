@@ -713,6 +713,9 @@ def section_all(lib: Library, req: Request, key: int) -> Reply:
     items = [] if wanted_type not in (None, "1", "movie") else lib.section_items(key)
     needle = (req.param("title") or "").lower()
     items = [i for i in items if needle in (i.fields["title"] or "").lower()]
+    rated_after = req.param("lastRatedAt>>")  # "lastRatedAt>>=N" (plexapi's date filter): rated at N or later
+    if rated_after is not None:
+        items = [i for i in items if i.rated_at is not None and i.rated_at >= int(rated_after)]
     if req.param("limit"):
         items = items[: int(req.param("limit"))]
     start, size = _page_bounds(req, len(items))
@@ -1253,6 +1256,10 @@ class PlexEmulator:
         session = str(row.history_id)
         self.notifications.publish(plex_notify.playing(session, rating_key, item.duration_ms, "stopped"))
         return row.history_id
+
+    def set_view_offset(self, rating_key: int, offset_ms: int, account_id: int = plex_history.OWNER) -> None:
+        """A playback stopped part-way: the account's resume point (``/:/timeline`` reports)."""
+        self._lib.history.set_offset(rating_key, offset_ms, account_id)
 
     # -- rescans
     def move_file(self, rating_key: int, new_file: str) -> None:

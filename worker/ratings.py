@@ -1,0 +1,97 @@
+"""Plex ratings and resume points back into Stash (the owner's only: the owner's token
+sees only the owner's ``userRating`` and ``viewOffset``).
+
+Ratings: Plex sends no notification for them, so the synced sections are read for items
+rated since the last look (``lastRatedAt``). No ping-pong with the Stash → Plex sync,
+which writes ``rating100`` as Plex's ``userRating`` (and a ``sceneUpdate`` of ours fires
+the scene hook, so it comes back that way):
+
+* a Plex rating equal to what Stash2Plex last wrote to the item (the ledger) is ours, never
+  the user's: it is not read back;
+* a Plex rating that Stash already shows (within 5 of 100, half a star) changes nothing;
+* otherwise the newer change wins: Plex's ``lastRatedAt`` against the scene's Stash
+  ``updated_at`` (Stash keeps no time per field). Stash newer: left to the Stash → Plex
+  sync. Plex newer: ``rating100 = round(userRating × 10)``; the hook it fires plans
+  Plex's own value, so nothing is written back.
+
+Resume points: a stopped playback's item is read for the owner's ``viewOffset``; when it
+differs from the scene's ``resume_time`` by 5 s or more it is saved (``sceneSaveActivity``
+with ``resume_time`` only). A watched item has none, so it resets Stash's too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from plex.history import rated_since, view_offset
+from stash.timestamps import parse as parse_timestamp
+from validation.fields import RATING, rating_text
+
+OVERLAP_S = 120
+RESUME_TOLERANCE_S = 5.0
+RATING_TOLERANCE = 5
+
+
+def to_rating100(user_rating: float | None) -> int | None:
+    """Plex's 0-10 as Stash's 1-100; no rating (or 0) is none.
+
+    >>> to_rating100(7.5), to_rating100(None), to_rating100(0.0)
+    (75, None, None)
+    """
+    return round(user_rating * 10) if user_rating else None
+
+
+def agrees(rating100: int | None, user_rating: float | None) -> bool:
+    want = to_rating100(user_rating)
+    if want is None or rating100 is None:
+        return want is None and not rating100
+    return abs(rating100 - want) <= RATING_TOLERANCE
+
+
+class RatingsBack:
+    def __init__(self, plex, stash, ledger, index, journal, log, clock=time.time) -> None:
+        self.plex, self.stash, self.ledger, self.index = plex, stash, ledger, index
+        self.journal, self.log, self.clock = journal, log, clock
+
+    def run(self) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        mark = self.journal.since(RATINGS_MARK)
+        now = int(self.clock())
+        since = now if mark is None else mark[0] - OVERLAP_S
+        for section in self.index.sections:
+            for rated in rated_since(self.plex, section.key, since):
+                counts[self._one(rated)] += 1
+        self.journal.set_since(RATINGS_MARK, now, now if mark is None else mark[1])
+        if counts["ratings_to_stash"]:
+            self.log.info(f"{counts['ratings_to_stash']} Plex rating(s) written to Stash")
+        return counts
+
+    def _one(self, rated) -> str:
+        record = self.ledger.item(rated.rating_key)
+        if record is None:
+            return "ratings_not_synced"
+        if rating_text(rated.user_rating) == record.fields.get(RATING, ""):
+            return "ratings_ours"
+        scene = self.stash.scene_state(record.scene_id)
+        if scene is None or agrees(scene.get("rating100"), rated.user_rating):
+            return "ratings_agree"
+        changed = parse_timestamp(scene.get("updated_at") or "")
+        if changed is not None and changed.timestamp() >= rated.rated_at:
+            return "ratings_stash_newer"
+        self.stash.set_rating(record.scene_id, to_rating100(rated.user_rating))
+        return "ratings_to_stash"
+
+    def resume(self, rating_key: int) -> str:
+        record = self.ledger.item(rating_key)
+        if record is None:
+            return "resume_not_synced"
+        seconds = view_offset(self.plex, rating_key) / 1000
+        scene = self.stash.scene_state(record.scene_id)
+        if scene is None or abs((scene.get("resume_time") or 0.0) - seconds) < RESUME_TOLERANCE_S:
+            return "resume_same"
+        self.stash.save_resume(record.scene_id, seconds)
+        return "resume_to_stash"
+
+
+RATINGS_MARK = -1  # the journal's "since" row for ratings (account ids are >= 1)
