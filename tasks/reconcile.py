@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
-from tasks.dry_run import PlanReport
 from tasks.health_check import plex_answered
+from tasks.preview import PlanReport, publish
 from tasks.progress import ProgressReporter
 from validation.metadata import scene_from_stash
 from worker.preview import plan_entry, unmatched_entry
@@ -63,7 +63,7 @@ def run(app) -> dict[str, Any]:
     settings = app.settings()
     stash = app.stash()
     report = DriftReport()
-    plan = PlanReport(app, "reconcile") if dry else None
+    plan = PlanReport("reconcile") if dry else None
     with app.consumer():  # no drainer writes to Plex or the ledger meanwhile
         app.index().reload()  # asks Plex at once, whatever the breaker says (the user clicked)
         plex_answered(app)
@@ -84,7 +84,7 @@ def run(app) -> dict[str, Any]:
     for line in report.lines():
         app.log.info(line)
     if plan is not None:
-        result.update(plan.finish(checked=report.counts["checked"]))
+        result.update(publish(app, plan.finish(checked=report.counts["checked"])))
     return result
 
 

@@ -31,13 +31,13 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Full, Queue
 
-from core.errors import InvalidMetadata
 from stash.timestamps import recent_since
 from sync_queue.job import BULK, Job
 from sync_queue.stats import Delta
+from tasks.changed import sort_scenes
+from tasks.preview import run_dry
 from tasks.process_queue import finish, sum_done
 from tasks.progress import ProgressReporter
-from validation.metadata import scene_from_stash
 from worker.worker import READ_AT
 
 PAGE_SIZE = 500
@@ -49,55 +49,16 @@ RECENT_DEFAULT_S = 24 * 3600
 
 def run_all(app):
     if app.options.get("dry_run"):
-        from tasks.dry_run import run_preview
-
-        return run_preview(app, updated_after=None, label="all")
+        return run_dry(app, "all")
     return _sync(app, label="all")
 
 
 def run_recent(app):
     if app.options.get("dry_run"):
-        from tasks.dry_run import run_preview
-
         since = recent_since(app.ledger().meta("last_sync_at"), app.stash().newest_updated_at(), RECENT_DEFAULT_S)
         app.log.info(f"syncing scenes updated after {since}")
-        return run_preview(app, updated_after=since, label="recent")
+        return run_dry(app, "recent", updated_after=since)
     return _sync(app, label="recent")
-
-
-def may_differ(app, scenes: list[dict]) -> list[int]:
-    """Scenes whose desired state differs from what was last written (or is unknown);
-    scenes out of scope (filtered out by the settings) are never among them."""
-    return sort_scenes(app, scenes)[0]
-
-
-def sort_scenes(app, scenes: list[dict], note_skipped: bool = False) -> tuple[list[int], int]:
-    """The scenes that may differ (``may_differ``), and how many are out of scope
-    (filtered out: not queued, their Plex items left as they are). ``note_skipped``: the
-    ledger records what the out-of-scope scenes depend on (a tag leaving a skipped tag
-    brings its scenes back through the entity event)."""
-    syncer = app.syncer()
-    records = app.ledger().get_many([int(s["id"]) for s in scenes])
-    changed, out_of_scope = [], 0
-    skipped: dict[int, dict[str, list[int]]] = {}
-    for raw in scenes:
-        sid = int(raw["id"])
-        try:
-            scene = scene_from_stash(raw)
-        except InvalidMetadata:
-            changed.append(sid)  # queue it: the worker records why it cannot be synced
-            continue
-        if syncer.out_of_scope(scene) is not None:
-            out_of_scope += 1
-            skipped[sid] = syncer.depends_on(scene)
-        else:
-            record = records.get(sid)
-            stale = record is None or record.state_hash != syncer.state_hash(scene)
-            if stale or not syncer.link_current(record):  # a rescan may have re-added the file
-                changed.append(sid)
-    if note_skipped and skipped:
-        app.ledger().set_entities_many(skipped)
-    return changed, out_of_scope
 
 
 def _count_unchanged(app, n: int, now: float) -> None:

@@ -86,3 +86,54 @@ def test_only_the_entry_script_and_app_import_app_or_tasks():
             assert not imported_packages(path.read_text(encoding="utf-8")) & {"app"}, path
     entry = imported_packages((ROOT / "Stash2Plex.py").read_text(encoding="utf-8"))
     assert "app" in entry
+
+
+def module_imports(root: Path) -> dict[str, set[str]]:
+    """Each of our modules (``pkg.mod``) and the modules of ours it imports, anywhere in it."""
+    modules = {
+        ".".join(path.relative_to(root).with_suffix("").parts): path
+        for package in ALLOWED
+        for path in (root / package).rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that import each other, directly or round a circle (sorted).
+
+    >>> import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})
+    [['a', 'b', 'c']]
+    """
+    reach = {m: set(graph[m]) for m in graph}
+    changed = True
+    while changed:  # the transitive closure: a few hundred modules, a few passes
+        changed = False
+        for seen in reach.values():
+            more = set().union(*(reach[n] for n in seen)) - seen if seen else set()
+            if more:
+                seen |= more
+                changed = True
+    groups = {tuple(sorted({m} | {n for n in reach[m] if m in reach[n]})) for m in graph if m in reach[m]}
+    return sorted(list(g) for g in groups)
+
+
+def test_no_two_of_our_modules_import_each_other():
+    assert import_cycles(module_imports(ROOT)) == []
+
+
+def test_a_planted_import_circle_is_caught(tmp_path):
+    for name in ALLOWED:
+        (tmp_path / name).mkdir()
+    (tmp_path / "tasks" / "one.py").write_text("from tasks.two import x\n")
+    (tmp_path / "tasks" / "two.py").write_text("def f():\n    from tasks import one\n")
+    assert import_cycles(module_imports(tmp_path)) == [["tasks.one", "tasks.two"]]

@@ -11,7 +11,8 @@ import socket
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import BULK, Job
 from sync_queue.queue import JobQueue
-from tests.runner import drainer_lock_held, run_plugin
+from tests.runner import drainer_lock_held, run_plugin, task_document
+from tests.test_cli import cli
 from validation.fields import LABELS
 
 
@@ -132,7 +133,7 @@ def test_preview_lists_per_field_changes_writes_nothing_and_matches_the_sync(plu
     run = operation(plugin, mode="ui_preview")
     assert run.error is None, run.stderr
     assert plugin.plex.edit_requests() == []  # a preview writes nothing
-    [change] = run.output["changes"]
+    [change] = run.output["scenes"]
     assert change["scene_id"] == sid and change["rating_key"] == rk and run.output["checked"] == 1
     fields = {f["field"]: (f["current"], f["new"]) for f in change["fields"]}
     assert fields == {"title": ("scene-00001", "Scene 1"), "studio": ("", "Studio A")}
@@ -145,4 +146,26 @@ def test_preview_lists_per_field_changes_writes_nothing_and_matches_the_sync(plu
     for name, (_, new) in fields.items():
         assert item["fields"][name] == new
     assert sorted(item["tags"]["genre"]) == ["Tag1", "Tag2"] and item["tags"]["collection"] == ["Studio A"]
-    assert operation(plugin, mode="ui_preview").output["changes"] == []
+    assert operation(plugin, mode="ui_preview").output["scenes"] == []
+
+
+def test_the_page_the_command_line_and_the_task_answer_one_plan_shape(plugin):
+    """One planner (tasks/preview.py): the page, ``all --dry-run`` and the task "Preview
+    sync" answer the same keys and the same entries (docs/usage.md, the preview's reply)."""
+    sid, rk = plugin.add_scene(1, studio="Studio A")
+    lonely = plugin.stash.add_scene(
+        title="Lonely", files=[{"path": "/stash/media/lonely.mp4", "size": 9, "duration": 1.0}]
+    )
+    page = operation(plugin, mode="ui_preview")
+    assert page.error is None, page.stderr
+    done = cli(plugin, "all", "--dry-run", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = done.json()
+    task = run_plugin(task_document(plugin.connection, "all", dry_run="true"), env=plugin.env)
+    assert task.error is None, task.stderr
+    assert set(line) - {"plan_file"} == set(page.output)
+    assert set(task.output) == set(line) - {"scenes", "unmatched"}
+    for key in ("scenes", "unmatched", "checked", "would_write", "unmatched_count", "no_change", "more", "labels"):
+        assert page.output[key] == line[key], key
+    assert [e["scene_id"] for e in page.output["scenes"]] == [sid] and page.output["scenes"][0]["rating_key"] == rk
+    assert [u["scene_id"] for u in page.output["unmatched"]] == [lonely] and page.output["more"] is False

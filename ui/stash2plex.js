@@ -307,7 +307,7 @@
     // the plugin names each field and tag type (validation/fields.py LABELS)
     const nameOf = (key) => (p.labels && p.labels[key]) || key;
     const rows = [];
-    p.changes.forEach((scene) => {
+    p.scenes.forEach((scene) => {
       const label = h(Link, { to: "/scenes/" + scene.scene_id }, scene.title || "Scene " + scene.scene_id);
       const row = (field, name, before, after) =>
         h(
@@ -355,7 +355,7 @@
       h(
         "p",
         { className: "s2p-preview-summary" },
-        p.checked + " scenes checked; " + p.changes.length + " would change in Plex" + (p.more ? " (the first " + (p.changes.length + p.failed.length) + " shown)" : "") + "."
+        p.checked + " scenes checked; " + p.scenes.length + " would change in Plex" + (p.more ? " (the first " + (p.scenes.length + p.unmatched.length) + " shown)" : "") + "."
       ),
       rows.length
         ? h(
@@ -365,11 +365,11 @@
             h("tbody", null, rows)
           )
         : h("p", { className: "s2p-plan-empty" }, "Nothing to write: Plex already shows what Stash holds."),
-      p.failed.length
+      p.unmatched.length
         ? h(
             "ul",
             { className: "s2p-plan-failed" },
-            p.failed.map((f) => h("li", { key: f.scene_id }, (f.title || "Scene " + f.scene_id) + ": " + f.reason))
+            p.unmatched.map((f) => h("li", { key: f.scene_id }, (f.title || "Scene " + f.scene_id) + ": " + f.reason))
           )
         : null,
       h(
