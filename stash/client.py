@@ -317,6 +317,8 @@ class StashClient:
             self._api = _interface(_verifies(connection))(conn, verify_ssl=_verifies(connection), force_api_key=True)
         self.api_key = self._api.s.headers.get("ApiKey") or None
         self._base = urlsplit(self._api.url)
+        if self.api_key is None and connection.SessionCookie is not None:
+            self._follow_renewed_session(connection.SessionCookie.Name)
         self.release = self._check_version(self._api.version)
         self._bound_timeouts()
         self._api.s.hooks["response"].append(self._remember)
@@ -330,6 +332,26 @@ class StashClient:
         if refused:
             raise ConfigError(refused)
         return found
+
+    def _follow_renewed_session(self, name: str) -> None:
+        """Send the session cookie Stash renewed last, not the one we were given.
+
+        Stash answers every request its session authenticated with a renewed cookie
+        (pkg/session/session.go ``GetSessionUserID``), valid for another max session age
+        (1 h by default). stashapi stores the given cookie with no domain, so the renewed
+        one (this host's) is kept beside it and both are sent, the given one first; Go
+        reads the first (``Request.Cookie``), so the session expired an hour after the run
+        started however busy it was. With the given cookie stored as this host's, a renewal
+        replaces it, and a drainer that asks Stash at least hourly (its settings every 30 s)
+        keeps its session.
+        """
+        jar, host = self._api.s.cookies, self._base.hostname or ""
+        given = [c for c in jar if c.name == name and not c.domain]
+        if not any(c.name == name and c.domain == host for c in jar):
+            for cookie in given[:1]:
+                jar.set(name, cookie.value, domain=host, path="/")
+        for cookie in given:
+            jar.clear(cookie.domain, cookie.path, name)
 
     def _remember(self, response, *args, **kwargs):
         """requests runs response hooks in the thread that sent the request."""

@@ -212,7 +212,9 @@ def test_stash_unreachable_jobs_wait_and_resume_by_themselves(plugin):
 
 
 def test_an_expired_session_leaves_the_jobs_queued_and_the_next_hook_resumes(plex, tmp_path):
+    now = [time.time()]
     with StashEmulator(session_cookie=STASH_COOKIE) as stash, _stopping_drainers(tmp_path / "data"):
+        stash.clock = lambda: now[0]
         data_dir = tmp_path / "data"  # a Stash with a login and no API key: the plugin uses the session
         plugin = Plugin(stash, plex, data_dir, {"STASH2PLEX_DATA_DIR": str(data_dir)})
         plugin.configure()
@@ -221,7 +223,7 @@ def test_an_expired_session_leaves_the_jobs_queued_and_the_next_hook_resumes(ple
         for sid in scenes:
             assert plugin.hook(stash.update_scene(sid, title=f"Session {sid}")).error is None
         wait_for(lambda: "Plex is unavailable" in plugin.drainer_log(), 15, "the jobs to wait for Plex")
-        stash.session_cookie = "MTcwMDAwMzYwMHxyZW5ld2VkLXNlc3Npb24tY29va2ll"  # the drainer's session expired
+        now[0] += 3700  # no request to Stash for over an hour: the drainer's session expired
         plex.accept_connections()
         wait_for(lambda: not plugin.drainer_busy(), 20, "the drainer to stop on the refused session")
         after = status(plugin)

@@ -50,7 +50,7 @@ def stash(emu: StashEmulator) -> StashInterface:
 
 
 def post(emu: StashEmulator, body: dict | bytes, cookie: bool = True) -> requests.Response:
-    cookies = {"session": emu.session_cookie} if cookie else {}
+    cookies = {"session": emu.issue_cookie()} if cookie else {}
     if isinstance(body, bytes):
         return requests.post(f"{emu.url}/graphql", data=body, cookies=cookies, timeout=5)
     return requests.post(f"{emu.url}/graphql", json=body, cookies=cookies, timeout=5)
@@ -64,7 +64,7 @@ def test_server_connection_has_stash_shape(emu: StashEmulator) -> None:
     assert conn["Host"] == "0.0.0.0" and conn["Port"] == emu.port and conn["Scheme"] == "http"
     assert conn["PluginDir"] == "/cfg/plugins/Stash2Plex" and conn["Dir"] == "/cfg"
     cookie = conn["SessionCookie"]
-    assert cookie["Name"] == "session" and cookie["Value"] == emu.session_cookie
+    assert cookie["Name"] == "session" and emu.cookie_valid(cookie["Value"])
     assert list(cookie) == [
         "Name",
         "Value",
@@ -309,13 +309,13 @@ def test_screenshots_need_auth_and_follow_cover_changes(emu: StashEmulator, stas
     emu.update_scene(sid, cover=b"\xff\xd8\xff\xe0jpeg-bytes")
     new_url = stash.find_scene(sid, fragment="paths { screenshot }")["paths"]["screenshot"]
     assert new_url != url
-    again = requests.get(new_url, cookies={"session": emu.session_cookie}, timeout=5)
+    again = requests.get(new_url, cookies={"session": emu.issue_cookie()}, timeout=5)
     assert again.headers["Content-Type"] == "image/jpeg" and again.content.endswith(b"jpeg-bytes")
     emu.update_scene(sid, cover=None)
-    default = requests.get(new_url, cookies={"session": emu.session_cookie}, timeout=5)
+    default = requests.get(new_url, cookies={"session": emu.issue_cookie()}, timeout=5)
     assert default.status_code == 200 and default.headers["Content-Type"] == "image/svg+xml"
     assert emu.screenshot_requests == [sid, sid, sid]
-    missing = requests.get(f"{emu.url}/scene/999/screenshot", cookies={"session": emu.session_cookie}, timeout=5)
+    missing = requests.get(f"{emu.url}/scene/999/screenshot", cookies={"session": emu.issue_cookie()}, timeout=5)
     assert missing.status_code == 404
 
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
+import time
 
 import pytest
+import requests
 
 from stash.client import StashClient
-from tests.emulators.stash_emulator import cover_png
+from tests.conftest import STASH_COOKIE, Plugin
+from tests.emulators.stash_emulator import StashEmulator, cover_png
 from tests.runner import REPO
+from tests.test_recovery import _stopping_drainers
+from tests.test_reliability import status, titles_match, wait_for
 from validation.plugin_input import ServerConnection
 
 
@@ -87,3 +92,53 @@ def test_a_certificate_is_checked_on_any_other_host(tmp_path):
     ] * 5
     assert [_verifies(connection("https", h)) for h in ("stash.example.lan", "192.168.1.5", "10.0.0.1")] == [True] * 3
     assert _verifies(connection("http", "0.0.0.0"))
+
+
+# -- session cookies: Stash's last an hour, and Stash renews them with each answer -----------------
+def test_the_emulator_expires_and_renews_cookies_as_stash_does(stash):
+    """Go reads the first ``session`` cookie of a request; a good one is answered with a renewed one."""
+    now = [time.time()]
+    stash.clock = lambda: now[0]
+    url, body = f"{stash.url}/graphql", {"query": "{ version { version } }"}
+
+    def answer(cookies: str) -> int:
+        return requests.post(url, json=body, headers={"Cookie": cookies}, timeout=5).status_code
+
+    given = stash.issue_cookie()
+    now[0] += 60
+    first = requests.post(url, json=body, headers={"Cookie": f"session={given}"}, timeout=5)
+    assert first.status_code == 200 and "Max-Age=3600" in first.headers["Set-Cookie"]
+    renewed = first.cookies["session"]
+    assert renewed != given
+    now[0] += 3570  # the given cookie is 3,630 s old, the renewed one 3,570 s
+    assert answer(f"session={given}") == 401 and answer(f"session={renewed}") == 200
+    assert answer(f"session={given}; session={renewed}") == 401  # the first one counts
+    assert answer(f"session={renewed}; session={given}") == 200
+
+
+def test_a_drainer_that_asks_stash_keeps_its_session_past_the_first_hour(plex, tmp_path):
+    """Without an API key a drainer lives on its session cookie. Stash renews it with each
+    answer; the drainer must send the renewed one, or its session ends an hour after it started."""
+    now = [time.time()]
+    data_dir = tmp_path / "data"
+    with StashEmulator(session_cookie=STASH_COOKIE) as stash, _stopping_drainers(data_dir):
+        stash.clock = lambda: now[0]
+        plugin = Plugin(
+            stash, plex, data_dir, {"STASH2PLEX_DATA_DIR": str(data_dir), "STASH2PLEX_BREAKER_RECOVERY_S": "2"}
+        )
+        plugin.configure()
+        scenes = dict(plugin.add_scene(n) for n in range(2))
+        first, second = scenes
+        plex.refuse_connections()
+        assert plugin.hook(stash.update_scene(first, title="Session 1")).error is None
+        wait_for(lambda: "Plex is unavailable" in plugin.drainer_log(), 15, "the job to wait for Plex")
+        now[0] += 3000  # 50 minutes on
+        asked = len(stash.graphql_requests("S2PConfig"))
+        assert plugin.hook(stash.update_scene(second, title="Session 2")).error is None  # nudges the drainer
+        wait_for(lambda: len(stash.graphql_requests("S2PConfig")) > asked, 15, "the drainer to read its settings")
+        now[0] += 1200  # the first cookie is 70 minutes old, the one Stash renewed 20
+        plex.accept_connections()
+        wait_for(lambda: not titles_match(plugin, scenes), 30, "both edits in Plex", step=0.1)
+        after = status(plugin)
+        assert after["dlq"] == 0 and after["pending"] == 0, after
+        assert "refused the plugin's session" not in plugin.drainer_log()

@@ -282,6 +282,10 @@ class StashEmulator:
         # (internal/manager/config/config.go ``HasTLSConfig``); server_connection then says
         # Scheme https [S:pkg/plugin/plugins.go `makeServerConnection`]
         self.tls: tuple[str, str] | None = None
+        # Stash's session cookie stops authenticating this many seconds after it was issued
+        # (max_session_age, default 3600: internal/manager/config/config.go
+        # DefaultMaxSessionAge; securecookie's timestamp check), by ``clock``
+        self.session_max_age = 3600.0
         self.images_login_page = False  # a login portal answers image requests with HTML and 200
         self.image_trickle_s = 0.0  # > 0: a screenshot's body is sent one byte per this many seconds
         # called with each GraphQL request's record after its reply is computed, before it
@@ -357,10 +361,25 @@ class StashEmulator:
     def scheme(self) -> str:
         return "https" if self.tls is not None else "http"
 
+    def issue_cookie(self, at: float | None = None) -> str:
+        """A session cookie value issued now (or ``at``), as Stash encodes one for each plugin
+        run [S:pkg/session/plugin.go `MakePluginCookie`] and with each answer to a request it
+        authenticated [S:pkg/session/session.go `GetSessionUserID`: "refresh the cookie"]:
+        securecookie puts the time of issue inside the value; here it follows the secret."""
+        return f"{self.session_cookie}.{int(self.clock() if at is None else at)}"
+
+    def cookie_valid(self, value: str) -> bool:
+        """Whether Stash accepts this session cookie now: ours, and not older than
+        ``session_max_age`` (securecookie ``Codec.Decode``: ``t1 < t2-maxAge`` is expired)."""
+        secret, _, issued = value.rpartition(".")
+        if secret != self.session_cookie or not issued.isdigit():
+            return False
+        return not self.session_max_age or int(issued) >= self.clock() - self.session_max_age
+
     def server_connection(self, plugin_dir: str, host: str = "0.0.0.0") -> dict:
         """The `server_connection` object Stash writes on a plugin's stdin
         (pkg/plugin/plugins.go ``makeServerConnection``)."""
-        cookie = session_cookie_json(self.session_cookie)
+        cookie = session_cookie_json(self.issue_cookie())
         return {
             "Scheme": self.scheme,
             "Host": host,
@@ -1312,15 +1331,28 @@ class _Handler(TrackedHandler):
             return bool(emu.api_key) and key == emu.api_key
         if not emu.auth_required:
             return True
-        cookies = self.headers.get("Cookie") or ""
-        values = [c.strip().partition("=") for c in cookies.split(";")]
-        return any(n == "session" and v == emu.session_cookie for n, _, v in values)
+        # Go's Request.Cookie(name) returns the FIRST cookie of that name in the header
+        # (net/http readCookies keeps header order); gorilla/sessions reads that one only.
+        cookies = [c.strip().partition("=") for c in (self.headers.get("Cookie") or "").split(";")]
+        value = next((v for n, _, v in cookies if n == "session"), None)
+        if value is None or not emu.cookie_valid(value):
+            return False
+        # A good session is saved again: a Set-Cookie with a fresh value on the answer
+        # (GetSessionUserID → session.Save; CookieStore options Path "/", MaxAge, SameSite Lax).
+        renewed = emu.issue_cookie()
+        expires = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(emu.clock() + emu.session_max_age))
+        max_age = int(emu.session_max_age)
+        self._renewed = f"session={renewed}; Path=/; Expires={expires}; Max-Age={max_age}; SameSite=Lax"
+        return True
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         for name, value in (headers or {}).items():
             self.send_header(name, value)
+        renewed, self._renewed = getattr(self, "_renewed", None), None
+        if renewed:
+            self.send_header("Set-Cookie", renewed)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
