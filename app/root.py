@@ -60,8 +60,13 @@ def rotate(path: Path, max_bytes: int) -> None:
 
 
 def data_dir_for(connection: ServerConnection, env: dict[str, str]) -> Path:
-    """``$STASH2PLEX_DATA_DIR`` when set, else ``<PluginDir>/data``."""
-    return Path(env.get("STASH2PLEX_DATA_DIR") or Path(connection.PluginDir) / "data")
+    """``$STASH2PLEX_DATA_DIR`` when set, else ``<PluginDir>/data``: the folder of the Stash
+    that claimed it first; another Stash gets its own (sync_queue/owner.py)."""
+    from sync_queue.owner import data_dir_of
+
+    named = env.get("STASH2PLEX_DATA_DIR")
+    base = Path(named or Path(connection.PluginDir) / "data")
+    return data_dir_of(base, connection.Dir, bool(named))
 
 
 def check_data_dir(path: Path, env: dict[str, str]) -> None:

@@ -137,6 +137,8 @@ class ServerConnection:
     # Not sent by Stash: the standalone command line (and the drainer it starts)
     # authenticates with Stash's API key instead of a session cookie.
     ApiKey: str | None = dataclasses.field(default=None, repr=False)
+    # Stash's config folder: which Stash this is (its data folder is its own, sync_queue/owner.py)
+    Dir: str | None = None
 
     @classmethod
     def model_validate(cls, data: Any) -> ServerConnection:
@@ -152,6 +154,7 @@ class ServerConnection:
             Scheme=scheme,
             SessionCookie=Cookie.parse(data.get("SessionCookie")),
             ApiKey=_text(data, "ApiKey", where, False) or None,
+            Dir=_text(data, "Dir", where, False) or None,
         )
 
     def model_dump(self) -> dict[str, Any]:

@@ -287,6 +287,7 @@ class StashEmulator:
         # DefaultMaxSessionAge; securecookie's timestamp check), by ``clock``
         self.session_max_age = 3600.0
         self.images_login_page = False  # a login portal answers image requests with HTML and 200
+        self.config_dir = ""  # server_connection's Dir (Stash's config folder); default: the plugins folder's parent
         self.image_trickle_s = 0.0  # > 0: a screenshot's body is sent one byte per this many seconds
         # called with each GraphQL request's record after its reply is computed, before it
         # is sent: a test plays what a user does meanwhile (an edit, a deletion)
@@ -385,7 +386,7 @@ class StashEmulator:
             "Host": host,
             "Port": self.port,
             "SessionCookie": cookie,
-            "Dir": str(Path(plugin_dir).parent.parent),
+            "Dir": self.config_dir or str(Path(plugin_dir).parent.parent),
             "PluginDir": str(plugin_dir),
         }
 

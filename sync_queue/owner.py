@@ -1,0 +1,84 @@
+"""Which Stash a data folder belongs to: one data folder, one Stash.
+
+Two Stash instances can share one plugin folder (a shared or synced plugins directory).
+With one data folder between them, one's drainer took the other's jobs and synced its
+own scenes with the same ids. So a data folder records the Stash that first used it
+(``stash.json``: Stash's config folder, the ``Dir`` of ``server_connection``, which
+no two instances share on one machine):
+
+* the default folder (``<plugin>/data``) of another Stash is left alone: that Stash
+  gets ``<plugin>/data-<8 hex digits of its config folder>`` beside it, by itself;
+* a ``STASH2PLEX_DATA_DIR`` the user named that belongs to another Stash is refused
+  with an error that says what to do (the user chose it: we do not pick another).
+
+A folder without the file (every data folder of earlier versions) is claimed by the
+first Stash that uses it, with everything queued in it. A run without ``Dir`` (the
+command line) uses the folder it is given as it is. One small file read per run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from core.errors import DataFileError
+
+OWNER_FILE = "stash.json"
+
+
+def key(stash_dir: str) -> str:
+    """A Stash's config folder as compared (absolute, case as the system compares it)."""
+    return os.path.normcase(os.path.abspath(stash_dir)).rstrip("\\/") or os.sep
+
+
+def owner(folder: Path) -> str | None:
+    """The config folder of the Stash that claimed ``folder``; None when unclaimed."""
+    try:
+        data = json.loads((folder / OWNER_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise DataFileError(
+            f"{folder / OWNER_FILE} (which Stash this data folder belongs to) cannot be read ({exc}); "
+            "if only one Stash uses this plugin, delete that file"
+        ) from None
+    value = data.get("stash_config_dir") if isinstance(data, dict) else None
+    return key(value) if isinstance(value, str) and value else None
+
+
+def claim(folder: Path, stash_dir: str) -> str:
+    """Record ``stash_dir`` as the owner unless one is recorded; the owner either way."""
+    found = owner(folder)
+    if found is not None:
+        return found
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(folder / OWNER_FILE, "x", encoding="utf-8") as handle:  # two first runs: one wins
+            json.dump({"stash_config_dir": stash_dir}, handle)
+    except FileExistsError:
+        return owner(folder) or key(stash_dir)
+    except OSError:
+        return key(stash_dir)  # a folder we cannot write fails later with its own clear error
+    return key(stash_dir)
+
+
+def data_dir_of(base: Path, stash_dir: str | None, named: bool) -> Path:
+    """The data folder of the Stash whose config folder is ``stash_dir``, from ``base``
+    (``named``: the user set it). See the module docstring."""
+    if not stash_dir or (base.exists() and not base.is_dir()):
+        return base
+    mine = key(stash_dir)
+    if claim(base, stash_dir) == mine:
+        return base
+    if named:
+        raise DataFileError(
+            f"STASH2PLEX_DATA_DIR ({base}) holds the queue of another Stash (config folder {owner(base)}); "
+            f"two Stash instances cannot share one data folder. Give this Stash (config folder {mine}) "
+            "a STASH2PLEX_DATA_DIR of its own, or unset it: each Stash then gets its own folder by itself"
+        )
+    import hashlib  # not on a hook's usual path (this is the second Stash's first run)
+
+    own = base.with_name(f"{base.name}-{hashlib.sha256(mine.encode()).hexdigest()[:8]}")
+    claim(own, stash_dir)
+    return own

@@ -1,0 +1,51 @@
+"""Issue 25.5: two Stash instances sharing one plugin folder each keep their own queue.
+
+Both emulated Stashes have a scene 1 (each its own file); the plugin runs from one copy,
+as two Stash servers sharing a plugins folder would run it. Each edit reaches its own
+Plex item; neither drainer takes the other's jobs.
+"""
+
+from __future__ import annotations
+
+from sync_queue.owner import OWNER_FILE
+from tests.conftest import STASH_API_KEY, STASH_COOKIE, Installed, Plugin
+from tests.emulators.stash_emulator import StashEmulator
+from tests.runner import drainer_lock_held
+from tests.test_bootstrap import _copy_plugin
+
+
+def _scene(plugin, name: str) -> tuple[int, int]:
+    sid = plugin.stash.add_scene(title=name, files=[{"path": f"/stash/media/{name}.mp4", "size": 10, "duration": 60.0}])
+    return sid, plugin.plex.add_item(1, f"/plex/media/{name}.mp4", size=10, duration_ms=60000)
+
+
+def test_two_stashes_sharing_a_plugin_folder_each_sync_their_own_scenes(plugin, tmp_path):
+    plugin_dir = _copy_plugin(tmp_path / "stash-a" / "plugins")
+    env = {k: v for k, v in plugin.env.items() if k != "STASH2PLEX_DATA_DIR"}  # the default folder
+    with StashEmulator(session_cookie=STASH_COOKIE, api_key=STASH_API_KEY) as other:
+        other.config_dir = str(tmp_path / "stash-b")
+        a = Installed(Plugin(plugin.stash, plugin.plex, plugin_dir / "data", env), plugin_dir)
+        b_base = Plugin(other, plugin.plex, plugin_dir / "data", env)
+        b_base.configure()
+        (sid_a, rk_a), (sid_b, rk_b) = _scene(a, "from-a"), _scene(b_base, "from-b")
+        assert sid_a == sid_b == 1  # the same scene id in both
+        b = Installed(b_base, plugin_dir)
+        with drainer_lock_held(plugin_dir / "data"):  # A's drainer is busy while both edits are made
+            assert a.hook(a.stash.update_scene(sid_a, title="Edited in A")).error is None
+            assert b.hook(other.update_scene(sid_b, title="Edited in B")).error is None
+        assert a.task("process_queue").error is None
+        b_dirs = [d for d in plugin_dir.iterdir() if d.name.startswith("data-")]
+        if b_dirs:
+            b.data_dir = b_dirs[0]
+            b.wait_drained()
+        assert plugin.plex.item(rk_a)["fields"]["title"] == "Edited in A"
+        assert plugin.plex.item(rk_b)["fields"]["title"] == "Edited in B"  # A's drainer took it before
+        assert len(b_dirs) == 1 and str(tmp_path / "stash-b") in (b_dirs[0] / OWNER_FILE).read_text()
+        assert str(tmp_path / "stash-a") in (plugin_dir / "data" / OWNER_FILE).read_text()
+
+        # a folder the user named for both is refused for the second, with what to do
+        shared = {**env, "STASH2PLEX_DATA_DIR": str(plugin_dir / "data")}
+        refused = Installed(Plugin(other, plugin.plex, plugin_dir / "data", shared), plugin_dir)
+        run = refused.hook(other.update_scene(sid_b, title="Refused"))
+        assert run.error is not None and "holds the queue of another Stash" in run.error, run.error
+        assert "a STASH2PLEX_DATA_DIR of its own" in run.error
