@@ -29,11 +29,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
+from collections.abc import Callable
 from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any, Protocol
 
-from core.errors import PlexNotFound, StashUnavailable, TransientError
+from core.errors import PlexNotFound, Stash2PlexError, StashUnavailable, TransientError
+from sync_queue.job import Taken
 from worker.breaker import State
+
+if TYPE_CHECKING:
+    from sync_queue.ledger import SceneRecord
+    from validation.metadata import SceneMetadata
+    from worker.sync import Syncer, SyncResult
+
+Work = tuple[Taken, "SceneMetadata", "SceneRecord | None"]  # a job, its scene, what was last written
+Outcome = tuple[
+    "SyncResult | None", BaseException | None, float | None
+]  # result, error, Plex seconds (None: not tried)
+Staged = tuple[Taken, "SceneMetadata", "SceneRecord | None", "_Chunk"]
 
 CHUNK = 50  # jobs taken at once: one Plex detail request reads all their items
 # Syncs handed to the pool per allowed Plex slot, so a writer never waits for this
@@ -114,8 +128,42 @@ class _Chunk:
         self.keys, self.left = keys, size
 
 
+class Steps(Protocol):
+    """The worker's public interface: the steps the pipeline runs (worker/worker.py), in order
+    admit → scenes_or_wait → triage → prefetch → sync_one (a writer thread) → paced →
+    report → settle, with a checkpoint now and then."""
+
+    syncer: Syncer
+    max_concurrency: int
+    concurrency: int
+    abort_error: Stash2PlexError | None
+
+    def breaker_state(self) -> State: ...
+    def admit(self, batch: list[Taken]) -> list[Taken]: ...
+    def scenes_or_wait(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None] | None: ...
+    def triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[Work]: ...
+    def prefetch(self, work: list[Work]) -> list[int] | None: ...
+    def sync_one(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Outcome: ...
+    def paced(self, seconds: float, limit: int) -> None: ...
+    def report(
+        self, item: Taken, scene: SceneMetadata, result: SyncResult | None, error: BaseException | None
+    ) -> None: ...
+    def settle(self, item: Taken, error: BaseException | None, title: str = "") -> None: ...
+    def checkpoint(self) -> None: ...
+    def run_counts(self) -> Counter[str]: ...
+
+
 class Pipeline:
-    def __init__(self, worker, take, refill=None, prefetched=None, stop=None, progress=None, clock=time.monotonic):
+    def __init__(
+        self,
+        worker: Steps,
+        take: Callable[[], list[Taken]],
+        refill: Callable[[bool], bool] | None = None,
+        prefetched: dict[int, dict] | None = None,
+        stop: threading.Event | None = None,
+        progress: Callable[[Counter[str]], Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.w = worker
         self.take = take  # () -> list[Taken]
         self.refill = refill  # (force) -> bool: queue more jobs (a task's next page) when low; False when none are left
@@ -126,10 +174,10 @@ class Pipeline:
         self.pacer = Pacer(worker.max_concurrency)
         self.pacer.limit = worker.concurrency
         self.limiter = Limiter(worker.concurrency)
-        self.staged: deque[tuple] = deque()
-        self.pending: dict[Future, tuple] = {}
+        self.staged: deque[Staged] = deque()
+        self.pending: dict[Future[Outcome], Staged] = {}
         self.busy: set[int] = set()  # scenes staged or in flight
-        self.deferred: list = []  # taken jobs of a busy scene: staged once it settles
+        self.deferred: list[Taken] = []  # taken jobs of a busy scene: staged once it settles
         self._settled_since = 0
         self._checkpoint_at = clock()
 
@@ -153,7 +201,7 @@ class Pipeline:
                 self._checkpoint(force=True)
         return self._stopping()
 
-    def _finished(self) -> set:
+    def _finished(self) -> set[Future[Outcome]]:
         """The syncs finished so far, once one has: gathered for up to ``GATHER_S`` more,
         so that one round of settling (one ledger commit) covers several scenes while
         the writers still have ``SUBMIT_DEPTH`` syncs each handed to them."""
@@ -183,23 +231,23 @@ class Pipeline:
             self._stage(batch)
         return True
 
-    def _stage(self, batch: list) -> None:
+    def _stage(self, batch: list[Taken]) -> None:
         w = self.w
-        batch = w._admit(batch)
-        fresh: list = []
+        batch = w.admit(batch)
+        fresh: list[Taken] = []
         for item in batch:
             (self.deferred if item.job.scene_id in self.busy else fresh).append(item)
         if not fresh:
             return
-        scenes = w._scenes_or_wait(fresh, self.prefetched)
+        scenes = w.scenes_or_wait(fresh, self.prefetched)
         if scenes is None:
             return
         for item in fresh:
             self.prefetched.pop(item.job.scene_id, None)  # used once; a retry reads Stash again
-        work = w._triage(fresh, scenes)
+        work = w.triage(fresh, scenes)
         if not work:
             return
-        keys = w._prefetch(work)
+        keys = w.prefetch(work)
         if keys is None:
             return  # Plex is down or refused us: the chunk is settled
         chunk = _Chunk(keys, len(work))
@@ -212,23 +260,22 @@ class Pipeline:
             entry = self.staged.popleft()
             self.pending[pool.submit(self._write, *entry[:3])] = entry
 
-    def _write(self, item, scene, record):
+    def _write(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Outcome:
         with self.w.syncer.cover_read_ahead(scene, record), self.limiter:
-            return self.w._sync_one(item, scene, record)
+            return self.w.sync_one(item, scene, record)
 
     # -- settling --------------------------------------------------------------------
-    def _settle(self, done) -> None:
+    def _settle(self, done: set[Future[Outcome]]) -> None:
         w = self.w
         w.syncer.flush_saves()  # what the finished syncs wrote, saved before their jobs are acknowledged
         for future in [f for f in self.pending if f in done]:  # in the order they were handed out
             item, scene, _, chunk = self.pending.pop(future)
             result, error, seconds = future.result()
             if seconds is not None:
-                w.delta.timed(seconds)
-                w.concurrency = self.pacer.outcome(error)
+                w.paced(seconds, self.pacer.outcome(error))
                 self.limiter.set(w.concurrency)
-            w._report(item, scene, result, error)
-            w._settle(item, error, title=scene.title)
+            w.report(item, scene, result, error)
+            w.settle(item, error, title=scene.title)
             self._release(item.job.scene_id, chunk)
             self._settled_since += 1
             if self.progress is not None:

@@ -22,6 +22,8 @@ import threading
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from core.errors import (
     ConfigError,
@@ -41,8 +43,22 @@ from sync_queue.stats import Delta
 from validation.metadata import entities_of, scene_from_stash
 from worker.backoff import probe_wait
 from worker.breaker import BreakerState, State
-from worker.pipeline import CHUNK, Pipeline
+from worker.pipeline import CHUNK, Outcome, Pipeline, Work
 from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, WAIT_STASH, decide
+
+if TYPE_CHECKING:
+    from core.log import StashLog
+    from stash.client import StashClient
+    from sync_queue.dlq import DeadLetterQueue
+    from sync_queue.ledger import Ledger, SceneRecord
+    from sync_queue.memory import MemoryQueue
+    from sync_queue.queue import JobQueue
+    from sync_queue.stats import StatsStore
+    from validation.metadata import SceneMetadata
+    from worker.breaker import CircuitBreaker
+    from worker.events import SyncEvents
+    from worker.sync import Syncer, SyncResult
+    from worker.waits import PlexWaits
 
 NAP_MAX_S = 1.0
 # Added to a scene's Stash data: when it was asked for, in wall-clock seconds (time.time(),
@@ -55,22 +71,22 @@ class Worker:
     def __init__(
         self,
         *,
-        queue,
-        dlq,
-        ledger,
-        stash,
-        syncer,
-        breaker,
-        stats_store,
-        log,
-        events=None,
+        queue: JobQueue | MemoryQueue,
+        dlq: DeadLetterQueue,
+        ledger: Ledger,
+        stash: StashClient,
+        syncer: Syncer,
+        breaker: CircuitBreaker,
+        stats_store: StatsStore,
+        log: StashLog,
+        events: SyncEvents | None = None,
         concurrency: int = 6,
-        clock=time.time,
-        sleep=time.sleep,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
-        timer=time.perf_counter,
+        timer: Callable[[], float] = time.perf_counter,
         probe_now: bool = False,
-        waits=None,
+        waits: PlexWaits | None = None,
     ) -> None:
         self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
         self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats_store, log
@@ -101,8 +117,8 @@ class Worker:
         stop: threading.Event | None = None,
         wait_for_retries: bool = False,
         retry_waiting_now: bool = False,
-        progress=None,
-        refill=None,
+        progress: Callable[[Counter[str]], None] | None = None,
+        refill: Callable[[bool], bool] | None = None,
     ) -> Counter[str]:
         """Work until nothing is due (or, with ``wait_for_retries``, until nothing is left).
 
@@ -116,7 +132,7 @@ class Worker:
         if self.waits is not None:
             early = _or_woken(self.waits, early)
 
-        def take():
+        def take() -> list[Taken]:
             self.fan_out(CHUNK)
             batch = self.queue.take(CHUNK, early=early)
             self._say_set_aside()
@@ -199,7 +215,9 @@ class Worker:
     def breaker_state(self) -> State:
         return self._breaker_seen.state
 
-    def _scenes_or_wait(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None] | None:
+    # -- the steps worker/pipeline.py runs, in order: admit → scenes_or_wait → triage →
+    # prefetch → sync_one (in a writer thread) → paced → report → settle; checkpoint.
+    def scenes_or_wait(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None] | None:
         """The jobs' Stash data; None when Stash could not give it (the jobs then wait, or are settled)."""
         try:
             scenes = self._scenes(batch, prefetched)
@@ -208,12 +226,17 @@ class Worker:
             return None
         except StashRefused as exc:
             for item in batch:
-                self._settle(item, exc)
+                self.settle(item, exc)
             return None
         self._stash_up()
         return scenes
 
-    def _admit(self, batch: list[Taken]) -> list[Taken]:
+    def paced(self, seconds: float, limit: int) -> None:
+        """A sync's Plex time, and the concurrency the pacer allows after it."""
+        self.delta.timed(seconds)
+        self.concurrency = limit
+
+    def admit(self, batch: list[Taken]) -> list[Taken]:
         """The circuit breaker's say: all, one probe, or none (the rest wait). A task the
         user started probes Plex at once, whatever the breaker says."""
         now = self.clock()
@@ -286,7 +309,7 @@ class Worker:
         changed = self._entity_changed
         return any(changed.get((kind, i), float("-inf")) >= read_at for kind, ids in entities.items() for i in ids)
 
-    def _requeue_if_outdated(self, scene, synced: bool) -> None:
+    def _requeue_if_outdated(self, scene: SceneMetadata, synced: bool) -> None:
         """A sync's data predates an entity event seen while it ran: the scene is queued
         again, and that job reads Stash afresh (the fan-out may have run before this sync
         recorded which entities the item shows). A failed sync's retry reads Stash anyway."""
@@ -299,7 +322,7 @@ class Worker:
         newest = self._fetched_at.get(sid)
         return newest is not None and _instant(str(raw.get("updated_at") or "")) < _instant(newest)
 
-    def _triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[tuple]:
+    def triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[Work]:
         """Settle what needs no Plex work (gone, invalid, unchanged); return the rest."""
         records = self.ledger.get_many([item.job.scene_id for item in batch])
         self.syncer.load_pins([item.job.scene_id for item in batch])
@@ -320,7 +343,7 @@ class Worker:
             try:
                 scene = scene_from_stash(raw)
             except InvalidMetadata as exc:
-                self._settle(item, exc, title=str(raw.get("title") or ""))
+                self.settle(item, exc, title=str(raw.get("title") or ""))
                 continue
             self._note_private(scene)
             why = self.syncer.out_of_scope(scene)
@@ -345,11 +368,11 @@ class Worker:
         return work
 
     @property
-    def _private(self):
+    def _private(self) -> Any:
         """core/privacy.py's placeholders when private_logs is on, else None."""
         return getattr(self.log.redact, "private", None)
 
-    def _note_private(self, scene) -> None:
+    def _note_private(self, scene: SceneMetadata) -> None:
         """With private_logs on, the scene's title and paths become placeholders in every line."""
         private = self._private
         if private is not None:
@@ -357,7 +380,7 @@ class Worker:
             for path in [f.path for f in scene.files] + self.syncer.mapped_paths(scene):
                 private.note_path(path)
 
-    def _prefetch(self, work: list[tuple]) -> list[int] | None:
+    def prefetch(self, work: list[Work]) -> list[int] | None:
         """Read the chunk's Plex items at once; the keys read, or None when Plex is down:
         the whole chunk then waits for the breaker after ONE failed request instead of
         one per scene (and is settled here)."""
@@ -368,13 +391,13 @@ class Worker:
         except PlexUnavailable as exc:
             self._plex_failed(exc)
             for item, scene, _ in work:
-                self._settle(item, exc, title=scene.title)
+                self.settle(item, exc, title=scene.title)
             return None
         except (PlexAuthError, ConfigError) as exc:  # hopeless for every job: settle one, hold the rest
             (first, scene, _), rest = work[0], work[1:]
-            self._settle(first, exc, title=scene.title)
+            self.settle(first, exc, title=scene.title)
             for item, scene, _ in rest:
-                self._settle(item, RunStopped(f"not tried: {exc}"), title=scene.title)
+                self.settle(item, RunStopped(f"not tried: {exc}"), title=scene.title)
             return None
         except Stash2PlexError as exc:  # each scene meets it again and is settled by its class
             self.log.debug(f"reading the chunk's Plex items failed ({exc}); reading them one by one")
@@ -392,7 +415,7 @@ class Worker:
             return PlexUnavailable("Plex is unavailable (circuit breaker open); waiting for the next probe")
         return None
 
-    def _sync_one(self, item: Taken, scene, record):
+    def sync_one(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Outcome:
         """(result, error, seconds the Plex work took: None when it was not tried)."""
         held = self._held_back()
         if held is not None:
@@ -455,7 +478,7 @@ class Worker:
             self.log.info("Stash answers again; resuming")
 
     # -- outcomes ----------------------------------------------------------------
-    def _report(self, item: Taken, scene, result, error) -> None:
+    def report(self, item: Taken, scene: SceneMetadata, result: SyncResult | None, error: BaseException | None) -> None:
         self._requeue_if_outdated(scene, synced=result is not None)
         if result is None:
             return
@@ -474,7 +497,7 @@ class Worker:
         self.delta.synced(self.clock(), poster_uploaded=result.poster == "uploaded")
         self._in_sync.append(scene.id)
 
-    def _settle(self, item: Taken, error: BaseException | None, title: str = "") -> None:
+    def settle(self, item: Taken, error: BaseException | None, title: str = "") -> None:
         private = self._private
         if private is not None:
             for path in getattr(error, "candidates", ()) + getattr(error, "looked_for", ()):
@@ -484,13 +507,14 @@ class Worker:
             probe_at = self.clock() + self.breaker.seconds_until_probe()
         decision = decide(item.job, error, self.clock(), self.rng, probe_at)
         sid = item.job.scene_id
+        until = decision.until if decision.until is not None else self.clock()  # set for all but ACK and DLQ
         if decision.action == ACK:
             self.queue.ack(item)
         elif decision.action == POSTPONE:
             self.delta.waiting()
-            self.queue.postpone(item, decision.until)
+            self.queue.postpone(item, until)
         elif decision.action == RETRY:
-            wait = decision.until - self.clock()
+            wait = until - self.clock()
             self.log.warning(f"scene {sid}: {decision.message}; retry {decision.job.attempt} in {wait:.0f} s")
             job = dataclasses.replace(decision.job, last_error=self.log.redact(decision.job.last_error or ""))
             self.queue.retry_later(item, job)
@@ -498,7 +522,7 @@ class Worker:
             if self.waits is not None and isinstance(error, PlexNotFound):
                 self.waits.wait_for((item.table, item.pqid), error.looked_for)
         elif decision.action == HOLD:
-            self.queue.postpone(item, decision.until)  # stays unacked: the next consumer gets it back
+            self.queue.postpone(item, until)  # stays unacked: the next consumer gets it back
             if not isinstance(error, RunStopped):
                 self._abort(error)
         elif decision.action == DLQ:
@@ -511,16 +535,16 @@ class Worker:
             if isinstance(error, PlexAuthError):
                 self._abort(error)
         elif decision.action == WAIT_STASH:
-            self.queue.postpone(item, decision.until)
+            self.queue.postpone(item, until)
             self.delta.waiting_for_stash()
 
-    def _abort(self, error) -> None:
+    def _abort(self, error: BaseException | None) -> None:
         """Stop taking jobs: every further job would fail the same way (token, settings)."""
-        if self.abort_error is None:
+        if self.abort_error is None and isinstance(error, Stash2PlexError):  # HOLD and DLQ errors always are
             self.abort_error = error
 
 
-def _or_woken(waits, early):
+def _or_woken(waits: PlexWaits, early: Callable[[Taken], bool] | None) -> Callable[[Taken], bool]:
     """``early``, and also every job an event woke (Plex has its file now)."""
 
     def woken_or_early(item: Taken) -> bool:
