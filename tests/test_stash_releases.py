@@ -103,6 +103,7 @@ CALLS = {
     "newest_updated_at": lambda c, sid: c.newest_updated_at(),
     "scenes_page": lambda c, sid: (c.scenes_page(1, 10), c.scenes_page(1, 10, "2020-01-01T00:00:00Z")),
     "tag_parents": lambda c, sid: c.tag_parents(),
+    "tag_tree": lambda c, sid: c.tag_tree(),
     "version": lambda c, sid: c.version(),
     "image": lambda c, sid: c.image(c.scenes_by_id([sid])[sid]["paths"]["screenshot"]),
     "own_url": lambda c, sid: c.own_url("http://elsewhere.invalid/scene/1/screenshot"),
