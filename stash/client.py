@@ -345,11 +345,11 @@ class StashClient:
         replaces it, and a drainer that asks Stash at least hourly (its settings every 30 s)
         keeps its session.
         """
-        from http.cookiejar import eff_request_host
-        from urllib.request import Request
-
-        # the domain the jar files this host's own cookies under (``localhost.local``, ``[::1].local``)
-        jar, host = self._api.s.cookies, eff_request_host(Request(self._api.url))[1]
+        # the domain the jar files this host's own cookies under: the host as in the URL,
+        # ``.local`` added when it has no dot (http.cookiejar ``eff_request_host``:
+        # ``localhost.local``, ``[::1].local``)
+        host = re.sub(r":\d+$", "", self._base.netloc.rpartition("@")[2]).lower()
+        jar, host = self._api.s.cookies, host if "." in host else f"{host}.local"
         given = [c for c in jar if c.name == name and not c.domain]
         if not any(c.name == name and c.domain == host for c in jar):
             for cookie in given[:1]:
