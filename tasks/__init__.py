@@ -6,6 +6,12 @@ Modules are imported only when their task runs, so a hook never pays for them.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from typing import Any
+
+# The composition root (app/root.py ``App``) that every task is given. Tasks may not import
+# app/ (tests/test_layers.py), so here it is Any.
+App = Any
 
 TASKS = {
     "all": "tasks.sync_all:run_all",
@@ -46,12 +52,12 @@ OPERATIONS = {
 TAKES_ARGS = frozenset({"ui_scene", "ui_retry", "ui_sync_scene", "ui_pin", "ui_unpin", "ui_inbox", "ui_thumbs"})
 
 
-def resolve(mode: str):
+def resolve(mode: str) -> Callable[..., Any]:
     module_name, _, func = {**TASKS, **OPERATIONS, **CLI_TASKS}[mode].partition(":")
     return getattr(importlib.import_module(module_name), func)
 
 
-def run_task(mode: str, app, params: dict):
+def run_task(mode: str, app: App, params: dict) -> Any:
     """Run the task for ``mode``; those in ``TAKES_ARGS`` also get the other args."""
     func = resolve(mode)
     return func(app, params) if mode in TAKES_ARGS else func(app)

@@ -14,11 +14,16 @@ answers with ``ok: false`` and a ``problems`` list that says what to fix.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, PlexAuthError, PlexUnavailable, Stash2PlexError, StashUnavailable
 from plex.index import VIDEO_SECTION_TYPES, pick_sections
 from validation.pathmap import map_path, suggest_path_map
+
+if TYPE_CHECKING:
+    from core.log import StashLog
+    from tasks import App
+    from validation.config import Settings
 
 SAMPLE_SIZE = 200
 LOW_SHARE = 0.5
@@ -28,7 +33,7 @@ EXAMPLES = 5
 class _Report:
     """The reply's dict plus readable log lines; every problem also turns ``ok`` off."""
 
-    def __init__(self, log) -> None:
+    def __init__(self, log: StashLog) -> None:
         self.log = log
         self.data: dict[str, Any] = {"ok": True, "problems": []}
 
@@ -41,7 +46,7 @@ class _Report:
         self.log.warning(message)
 
 
-def run(app) -> dict[str, Any]:
+def run(app: App) -> dict[str, Any]:
     report = _Report(app.log)
     settings = _check_stash(app, report)
     if settings is not None and _check_plex(app, report):
@@ -55,7 +60,7 @@ def run(app) -> dict[str, Any]:
 
 
 # -- Stash --------------------------------------------------------------------------
-def _check_stash(app, report: _Report):
+def _check_stash(app: App, report: _Report) -> Settings | None:
     """Stash's version and the plugin settings; the settings, or None when unusable."""
     info: dict[str, Any] = {"reachable": False, "version": None}
     report.data["stash"] = info
@@ -79,7 +84,7 @@ def _check_stash(app, report: _Report):
     return settings
 
 
-def _check_notify_urls(settings, report: _Report) -> None:
+def _check_notify_urls(settings: Settings, report: _Report) -> None:
     """Whether Apprise can use each notification URL (named by position and host only)."""
     from core.notify import label, service
 
@@ -91,7 +96,7 @@ def _check_notify_urls(settings, report: _Report) -> None:
             )
 
 
-def _report_settings(settings, report: _Report) -> None:
+def _report_settings(settings: Settings, report: _Report) -> None:
     """The effective configuration, and what became of settings saved under old names."""
     report.data["settings"] = settings.summary()
     report.data["old_settings"] = settings.adopted.summary()
@@ -101,7 +106,7 @@ def _report_settings(settings, report: _Report) -> None:
         report.good(f"old settings ignored: {', '.join(settings.adopted.ignored)}")
 
 
-def _check_tag_names(app, settings, report: _Report) -> None:
+def _check_tag_names(app: App, settings: Settings, report: _Report) -> None:
     """A tag filter naming a tag Stash does not have filters nothing: most likely a typo."""
     if not (settings.skip_tags or settings.hide_tags):
         return
@@ -117,7 +122,7 @@ def _check_tag_names(app, settings, report: _Report) -> None:
 
 
 # -- Plex ---------------------------------------------------------------------------
-def _check_plex(app, report: _Report) -> bool:
+def _check_plex(app: App, report: _Report) -> bool:
     info: dict[str, Any] = {"reachable": False, "version": None, "token_accepted": None}
     report.data["plex"] = info
     try:
@@ -146,7 +151,7 @@ def _check_plex(app, report: _Report) -> bool:
     return True
 
 
-def _check_notifications(app, report: _Report) -> None:
+def _check_notifications(app: App, report: _Report) -> None:
     """Whether Plex's notification websocket opens (the listener's connection)."""
     from plex.notifications import probe
 
@@ -163,7 +168,7 @@ def _check_notifications(app, report: _Report) -> None:
     report.good("Plex's notification websocket connects (new items are synced as Plex adds them)")
 
 
-def plex_answered(app) -> None:
+def plex_answered(app: App) -> None:
     """Close the circuit breaker: Plex answered a task the user started, so every process
     waiting for Plex (a drainer between probes) may go ahead now."""
     try:
@@ -172,7 +177,7 @@ def plex_answered(app) -> None:
         app.log.warning(f"could not record that Plex answers in the circuit breaker's file: {exc}")
 
 
-def _check_libraries(app, settings, report: _Report) -> bool:
+def _check_libraries(app: App, settings: Settings, report: _Report) -> bool:
     """Configured libraries found in Plex, and video libraries not configured."""
     try:
         available = app.plex().sections()
@@ -209,7 +214,7 @@ def _check_libraries(app, settings, report: _Report) -> bool:
 
 
 # -- scenes without a Plex item -----------------------------------------------------
-def _count_unmatched(app, report: _Report) -> None:
+def _count_unmatched(app: App, report: _Report) -> None:
     from tasks.unmatched import COMMAND, find_unmatched
 
     try:
@@ -225,7 +230,7 @@ def _count_unmatched(app, report: _Report) -> None:
 
 
 # -- the path map -------------------------------------------------------------------
-def _check_path_map(app, settings, report: _Report) -> None:
+def _check_path_map(app: App, settings: Settings, report: _Report) -> None:
     rules, ci = settings.path_map, settings.case_insensitive_paths
     try:
         _, scenes = app.stash().scenes_page(1, SAMPLE_SIZE)

@@ -8,8 +8,10 @@ would add and writes nothing.
 
 from __future__ import annotations
 
+from tasks import App
 
-def run(app) -> dict:
+
+def run(app: App) -> dict:
     settings = app.settings()
     dry_run = bool(app.options.get("dry_run"))
     counts = app.play_import().run(settings.play_accounts, from_start=True, dry_run=dry_run)

@@ -9,15 +9,18 @@ decision ``loose_matching`` leads to, the ledger's record, and the planned edit
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError
-from plex.matcher import DURATION_TOLERANCE_S, SceneFile, choose, match_scene
+from plex.matcher import DURATION_TOLERANCE_S, PathIndex, SceneFile, choose, match_scene
 from validation.metadata import scene_from_stash
 from worker.preview import entry_lines, plan_entry
 
+if TYPE_CHECKING:
+    from tasks import App
 
-def _candidates(index, mapped: list[str], files: list[SceneFile]) -> list[dict[str, Any]]:
+
+def _candidates(index: PathIndex, mapped: list[str], files: list[SceneFile]) -> list[dict[str, Any]]:
     seen: dict[int, dict[str, Any]] = {}
     for number, path in enumerate(mapped):
         for by, hits in (("exact path", index.by_path(path)), ("same file name", index.by_name(path))):
@@ -38,7 +41,7 @@ def _candidates(index, mapped: list[str], files: list[SceneFile]) -> list[dict[s
     return list(seen.values())
 
 
-def run(app) -> dict[str, Any]:
+def run(app: App) -> dict[str, Any]:
     scene_id = int(app.options["scene_id"])
     settings, syncer = app.settings(), app.syncer()
     raw = app.stash().scenes_by_id([scene_id]).get(scene_id)

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tasks.progress import ProgressReporter, counts_text
 
+if TYPE_CHECKING:
+    from collections import Counter
+    from collections.abc import Mapping
 
-def run(app) -> dict:
+    from tasks import App
+    from worker.worker import Worker
+
+
+def run(app: App) -> dict:
     app.settings()  # a missing plex_url/plex_token fails here, before any job is taken
     with app.consumer() as queue:
         total = queue.ready_count() + queue.parked_count()
@@ -17,11 +26,11 @@ def run(app) -> dict:
     return finish(app, worker, stats, left)
 
 
-def sum_done(stats) -> int:
+def sum_done(stats: Mapping[str, int]) -> int:
     return sum(stats[k] for k in ("synced", "unchanged", "gone", "failed", "retrying", "waiting_for_plex"))
 
 
-def finish(app, worker, stats, left: int) -> dict:
+def finish(app: App, worker: Worker, stats: Counter[str], left: int) -> dict:
     """Report, and hand leftover retries to a background drainer. (The cumulative
     statistics were recorded batch by batch by the worker.)"""
     keys = ("synced", "unchanged", "gone", "failed", "retrying", "waiting_for_plex", "posters")

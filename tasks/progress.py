@@ -8,6 +8,12 @@ and the command line's bar carry the rate and an estimate of the time left.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from core.log import StashLog
 
 
 def rate_text(done: int, total: int, elapsed: float, unit: str) -> str:
@@ -22,12 +28,12 @@ def rate_text(done: int, total: int, elapsed: float, unit: str) -> str:
 class ProgressReporter:
     def __init__(
         self,
-        log,
+        log: StashLog,
         total: int,
         unit: str = "scenes",
         every_s: float = 5.0,
         bar_every_s: float = 0.25,
-        clock=time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.log, self.total, self.unit, self.clock = log, total, unit, clock
         self.every_s, self.bar_every_s = every_s, bar_every_s
@@ -47,7 +53,7 @@ class ProgressReporter:
             self.log.info(rate_text(done, self.total, now - self.started, self.unit))
 
 
-def counts_text(counts) -> str:
+def counts_text(counts: Mapping[str, int]) -> str:
     """A run's counts as words, the biggest first: ``12 synced, 3 unchanged, 1 failed``.
 
     >>> counts_text({"synced": 12, "failed": 1, "unchanged": 3, "gone": 0})

@@ -7,12 +7,16 @@ which the task logs and the command line prints.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sync_queue.stats import iso_local
 
+if TYPE_CHECKING:
+    from core.privacy import Placeholders
+    from tasks import App
 
-def run(app) -> dict[str, Any]:
+
+def run(app: App) -> dict[str, Any]:
     counts = app.producer_queue().counts()
     dlq = app.dlq().summary(newest=5)
     ledger = app.ledger()
@@ -41,7 +45,7 @@ def run(app) -> dict[str, Any]:
     return status
 
 
-def placeholders_in(status: dict[str, Any], private) -> dict[str, Any]:
+def placeholders_in(status: dict[str, Any], private: Placeholders) -> dict[str, Any]:
     """The status with scene titles and file paths replaced (the private_logs setting)."""
     for entry in status["dlq_newest"]:
         private.note_title(entry["title"])

@@ -15,7 +15,7 @@ the settings leave out (``skip_tags``, ``organized_only``) are reported as
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
 from tasks.health_check import plex_answered
@@ -24,6 +24,9 @@ from tasks.progress import ProgressReporter
 from validation.metadata import scene_from_stash
 from worker.preview import plan_entry, unmatched_entry
 from worker.reconcile import Finding, Reconciler
+
+if TYPE_CHECKING:
+    from tasks import App
 
 PAGE_SIZE = 500
 FIRST_FEW = 5
@@ -58,7 +61,7 @@ class DriftReport:
         ]
 
 
-def run(app) -> dict[str, Any]:
+def run(app: App) -> dict[str, Any]:
     dry = bool(app.options.get("dry_run"))
     settings = app.settings()
     stash = app.stash()
@@ -88,7 +91,7 @@ def run(app) -> dict[str, Any]:
     return result
 
 
-def _page(app, reconciler: Reconciler, raw: list[dict], report: DriftReport, plan) -> None:
+def _page(app: App, reconciler: Reconciler, raw: list[dict], report: DriftReport, plan: PlanReport | None) -> None:
     scenes = []
     for item in raw:
         report.counts["checked"] += 1
@@ -113,7 +116,7 @@ def _page(app, reconciler: Reconciler, raw: list[dict], report: DriftReport, pla
                 app.plex().forget(finding.rating_key)
 
 
-def _settle(app, reconciler: Reconciler, finding: Finding, report: DriftReport, plan) -> None:
+def _settle(app: App, reconciler: Reconciler, finding: Finding, report: DriftReport, plan: PlanReport | None) -> None:
     sid = finding.scene.id
     for kind in finding.drift:
         report.add(kind, sid)

@@ -30,6 +30,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Full, Queue
+from typing import TYPE_CHECKING, Any
 
 from stash.timestamps import recent_since
 from sync_queue.job import BULK, Job
@@ -40,6 +41,10 @@ from tasks.process_queue import finish, sum_done
 from tasks.progress import ProgressReporter
 from worker.worker import READ_AT
 
+if TYPE_CHECKING:
+    from sync_queue.queue import JobQueue
+    from tasks import App
+
 PAGE_SIZE = 500
 FIRST_PAGE_SIZE = 100  # Stash answers a small page sooner: the first writes start while the next page is read
 SLICE = 100  # jobs queued at once (a put is a SQLite transaction each: ~0.2 ms)
@@ -47,13 +52,13 @@ LOW_WATER = 150  # queued jobs of ours not taken yet: below this the next slice 
 RECENT_DEFAULT_S = 24 * 3600
 
 
-def run_all(app):
+def run_all(app: App) -> dict[str, Any]:
     if app.options.get("dry_run"):
         return run_dry(app, "all")
     return _sync(app, label="all")
 
 
-def run_recent(app):
+def run_recent(app: App) -> dict[str, Any]:
     if app.options.get("dry_run"):
         since = recent_since(app.ledger().meta("last_sync_at"), app.stash().newest_updated_at(), RECENT_DEFAULT_S)
         app.log.info(f"syncing scenes updated after {since}")
@@ -61,7 +66,7 @@ def run_recent(app):
     return _sync(app, label="recent")
 
 
-def _count_unchanged(app, n: int, now: float) -> None:
+def _count_unchanged(app: App, n: int, now: float) -> None:
     """Scenes not queued because nothing changed: counted like the worker's skips."""
     delta = Delta()
     delta.unchanged(now, n)
@@ -78,7 +83,7 @@ class PageFeed:
     and works out which scenes may differ (``sort_scenes``).
     """
 
-    def __init__(self, app, queue, updated_after: str | None, label: str) -> None:
+    def __init__(self, app: App, queue: JobQueue, updated_after: str | None, label: str) -> None:
         self.app, self.queue, self.label = app, queue, label
         self.updated_after = updated_after
         self.prefetched: dict[int, dict] = {}  # scene data of queued bulk jobs, until taken
@@ -118,7 +123,7 @@ class PageFeed:
                 return
         self._put(_END)
 
-    def _put(self, item) -> None:
+    def _put(self, item: object) -> None:
         while not self._stop.is_set():
             try:
                 self._pages.put(item, timeout=0.2)
@@ -176,14 +181,14 @@ class PageFeed:
         self._reader.join(timeout=5)
 
 
-def _list_plex_meanwhile(app) -> None:
+def _list_plex_meanwhile(app: App) -> None:
     """Start Plex's library listing (needed before the first write: a few requests per
     500 files) in a thread, so that it runs while Stash's first page is read and queued."""
     index = app.syncer().index  # the app's parts are built in this thread, not in two at once
     threading.Thread(target=index.warm, name="plex-index", daemon=True).start()
 
 
-def _sync(app, label: str):
+def _sync(app: App, label: str) -> dict[str, Any]:
     app.settings()
     _list_plex_meanwhile(app)
     marker = app.stash().newest_updated_at()  # read first: whatever changes during the run is newer

@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, InputError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
 from sync_queue.job import INTERACTIVE, Job
 from sync_queue.stats import iso_local
 from validation.metadata import scene_from_stash
 from validation.plugin_input import scene_id_arg
+
+if TYPE_CHECKING:
+    from sync_queue.ledger import SceneRecord
+    from tasks import App
 
 PLEX_SEEN_KEY = "plex_seen"  # ledger meta: {"reachable": bool | None, "since": epoch seconds}
 DLQ_LIMIT = 1000
@@ -59,7 +63,7 @@ DEFAULT_ADVICE = "See the reason; Retry once it is fixed."
 
 
 # -- ui_status ------------------------------------------------------------------------
-def status(app) -> dict[str, Any]:
+def status(app: App) -> dict[str, Any]:
     counts = app.producer_queue().counts()
     ledger = app.ledger()
     dlq = app.dlq()
@@ -105,7 +109,7 @@ def dlq_groups(entries: list[dict[str, Any]], by_reason: dict[str, int] | None =
     ]
 
 
-def plex_state(app, now: float | None = None) -> dict[str, Any]:
+def plex_state(app: App, now: float | None = None) -> dict[str, Any]:
     """Reachable (True/False, None when the settings stop us asking), since when, token state."""
     now = time.time() if now is None else now
     state: dict[str, Any] = {"reachable": None, "token": "unknown", "version": None, "problem": None}
@@ -127,7 +131,7 @@ def plex_state(app, now: float | None = None) -> dict[str, Any]:
     return _since(app, state, now)
 
 
-def _since(app, state: dict[str, Any], now: float) -> dict[str, Any]:
+def _since(app: App, state: dict[str, Any], now: float) -> dict[str, Any]:
     """Keep the time the reachability last changed (ledger meta), so the page says since when."""
     ledger = app.ledger()
     seen = ledger.meta(PLEX_SEEN_KEY) or {}
@@ -138,7 +142,7 @@ def _since(app, state: dict[str, Any], now: float) -> dict[str, Any]:
 
 
 # -- ui_scene -------------------------------------------------------------------------
-def scene(app, params: dict[str, Any]) -> dict[str, Any]:
+def scene(app: App, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     record = app.ledger().get_many([scene_id]).get(scene_id)
     answer: dict[str, Any] = {
@@ -157,7 +161,7 @@ def scene(app, params: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _scene_state(app, scene_id: int, record, answer: dict[str, Any]) -> str:
+def _scene_state(app: App, scene_id: int, record: SceneRecord | None, answer: dict[str, Any]) -> str:
     dead = app.dlq().entry(scene_id)
     if dead is not None:
         answer["reason"], answer["advice"] = dead["reason"], ADVICE.get(dead["error_class"], DEFAULT_ADVICE)
@@ -185,7 +189,7 @@ def _scene_state(app, scene_id: int, record, answer: dict[str, Any]) -> str:
     return "in_sync" if app.syncer().state_hash(scene) == record.state_hash else "changed"
 
 
-def _library(app, rating_key: int) -> str | None:
+def _library(app: App, rating_key: int) -> str | None:
     """The title of the Plex library holding the item (None when Plex does not answer)."""
     try:
         plex = app.plex()
@@ -196,7 +200,7 @@ def _library(app, rating_key: int) -> str | None:
 
 
 # -- actions --------------------------------------------------------------------------
-def retry_entry(app, params: dict[str, Any]) -> dict[str, Any]:
+def retry_entry(app: App, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     dlq = app.dlq()
     job = dlq.job(scene_id)
@@ -211,7 +215,7 @@ def retry_entry(app, params: dict[str, Any]) -> dict[str, Any]:
     return {"scene_id": scene_id, "queued": True, "already_queued": False}
 
 
-def sync_scene(app, params: dict[str, Any]) -> dict[str, Any]:
+def sync_scene(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Queue the scene ahead of bulk work; a dead-letter entry of it is retried with it."""
     scene_id = scene_id_arg(params)
     dlq = app.dlq()

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import AmbiguousMatch, InvalidMetadata, PlexNotFound
-from plex.matcher import SceneFile, choose, match_scene
+from plex.matcher import PathIndex, SceneFile, choose, match_scene
 from validation.metadata import scene_from_stash
-from validation.pathmap import map_path, parse_path_map, suggest_path_map
+from validation.pathmap import PathRule, map_path, parse_path_map, suggest_path_map
+
+if TYPE_CHECKING:
+    from tasks import App
 
 PAGE_SIZE = 500
 SHOWN_PER_GROUP = 10
@@ -27,7 +30,7 @@ def _folder(path: str) -> str:
     return module.dirname(path) or path
 
 
-def find_unmatched(app) -> list[dict[str, Any]]:
+def find_unmatched(app: App) -> list[dict[str, Any]]:
     """One entry per scene no Plex item is accepted for: id, title, paths, folder, reason."""
     settings = app.settings()
     index = app.index().index()
@@ -46,7 +49,7 @@ def find_unmatched(app) -> list[dict[str, Any]]:
         page += 1
 
 
-def _check(item: dict, index, rules, ci: bool, strict: bool) -> dict[str, Any] | None:
+def _check(item: dict, index: PathIndex, rules: tuple[PathRule, ...], ci: bool, strict: bool) -> dict[str, Any] | None:
     sid = int(item["id"])
     try:
         scene = scene_from_stash(item)
@@ -92,7 +95,7 @@ def group_by_folder(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _suggestion(app, members: list[dict[str, Any]]) -> tuple[str | None, int]:
+def _suggestion(app: App, members: list[dict[str, Any]]) -> tuple[str | None, int]:
     """The path_map rule that would fix the most of ``members``, and how many it fixes."""
     settings = app.settings()
     index, ci = app.index().index(), settings.case_insensitive_paths
@@ -105,7 +108,7 @@ def _suggestion(app, members: list[dict[str, Any]]) -> tuple[str | None, int]:
     return rule, fixed
 
 
-def run(app) -> dict[str, Any]:
+def run(app: App) -> dict[str, Any]:
     entries = find_unmatched(app)
     groups = group_by_folder(entries)
     result: dict[str, Any] = {"count": len(entries), "groups": groups, "suggested_path_map": None}

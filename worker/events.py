@@ -19,8 +19,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from core.notify import FAILURE, SUCCESS, WARNING
+
+if TYPE_CHECKING:
+    from core.notify import Notifier
+    from sync_queue.health import HealthFile
 
 PLEX_DOWN = "Plex is unavailable"
 DEAD_LETTER_EVERY_S = 600.0  # at most one dead-letter message per this many seconds
@@ -32,7 +38,14 @@ def minutes(seconds: float) -> str:
 
 
 class SyncEvents:
-    def __init__(self, health, notifier=None, down_after_s: float = 600.0, fix: str = "", clock=time.time) -> None:
+    def __init__(
+        self,
+        health: HealthFile,
+        notifier: Notifier | None = None,
+        down_after_s: float = 600.0,
+        fix: str = "",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.health = health
         self.notifier = notifier
         self.down_after_s = down_after_s
@@ -127,7 +140,7 @@ class SyncEvents:
             self.health.update(dead_letters_held=held)
             return
         text = self.dead_letter_text(held)
-        if text is not None:
+        if text is not None and self.notifier is not None:  # finish() calls this only with a notifier
             self.notifier.send(*text, FAILURE)
         self.health.update(dead_letters_held=None, dead_letters_notified_at=now)
 

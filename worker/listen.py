@@ -18,11 +18,19 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.errors import PlexNotFound, Stash2PlexError
 from plex.notifications import Event, ItemProcessed, read_events
 from worker.backoff import probe_wait
 from worker.breaker import State
+
+if TYPE_CHECKING:
+    from core.log import StashLog
+    from plex.client import PlexClient
+    from plex.index import LibraryIndex
+    from worker.breaker import CircuitBreaker
+    from worker.waits import PlexWaits
 
 WATCH_S = 0.25  # how often the supervisor looks whether the listener thread still runs
 
@@ -44,8 +52,8 @@ class PlexListener:
         self,
         start_listener: Callable,
         handle: Callable[[Event], None],
-        log,
-        breaker=None,
+        log: StashLog,
+        breaker: CircuitBreaker | None = None,
         sleep: Callable[[float], object] | None = None,
     ) -> None:
         self._start_listener, self._handle, self.log, self.breaker = start_listener, handle, log, breaker
@@ -137,7 +145,7 @@ class PlexListener:
         self._opened.set()
         self.log.info("listening to Plex's notifications")
 
-    def _on_close(self, code) -> None:
+    def _on_close(self, code: object) -> None:
         self.status.connected = False
 
     def _on_error(self, error: BaseException) -> None:
@@ -165,7 +173,7 @@ class WakeWaitingJobs:
     """An item Plex finished, in a section we sync, at a path jobs wait for: those jobs go
     now (``waits.wake``), and the section is listed again before they look (``index.expect``)."""
 
-    def __init__(self, plex, index, waits, log) -> None:
+    def __init__(self, plex: PlexClient, index: LibraryIndex, waits: PlexWaits, log: StashLog) -> None:
         self.plex, self.index, self.waits, self.log = plex, index, waits, log
 
     def __call__(self, event: Event) -> None:

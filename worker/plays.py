@@ -22,11 +22,20 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.platform import file_lock
 from plex.history import Play, read_history
 from stash.timestamps import parse as parse_timestamp
+
+if TYPE_CHECKING:
+    from core.log import StashLog
+    from plex.client import PlexClient
+    from stash.client import StashClient
+    from sync_queue.ledger import Ledger
+    from sync_queue.plays import PlayJournal
 
 OVERLAP_S = 300  # each read starts this much before the newest play seen (late rows; inclusive or not)
 
@@ -50,7 +59,16 @@ def _epochs(history: list[str]) -> Counter[int]:
 
 
 class PlayImport:
-    def __init__(self, plex, stash, ledger, journal, lock_path: Path, log, clock=time.time) -> None:
+    def __init__(
+        self,
+        plex: PlexClient,
+        stash: StashClient,
+        ledger: Ledger,
+        journal: PlayJournal,
+        lock_path: Path,
+        log: StashLog,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.plex, self.stash, self.ledger, self.journal = plex, stash, ledger, journal
         self.lock_path, self.log, self.clock = lock_path, log, clock
 

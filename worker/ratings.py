@@ -23,10 +23,21 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from plex.history import rated_since, view_offset
 from stash.timestamps import parse as parse_timestamp
 from validation.fields import RATING, rating_text
+
+if TYPE_CHECKING:
+    from core.log import StashLog
+    from plex.client import PlexClient
+    from plex.history import Rated
+    from plex.index import LibraryIndex
+    from stash.client import StashClient
+    from sync_queue.ledger import Ledger
+    from sync_queue.plays import PlayJournal
 
 OVERLAP_S = 120
 RESUME_TOLERANCE_S = 5.0
@@ -50,7 +61,16 @@ def agrees(rating100: int | None, user_rating: float | None) -> bool:
 
 
 class RatingsBack:
-    def __init__(self, plex, stash, ledger, index, journal, log, clock=time.time) -> None:
+    def __init__(
+        self,
+        plex: PlexClient,
+        stash: StashClient,
+        ledger: Ledger,
+        index: LibraryIndex,
+        journal: PlayJournal,
+        log: StashLog,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.plex, self.stash, self.ledger, self.index = plex, stash, ledger, index
         self.journal, self.log, self.clock = journal, log, clock
 
@@ -67,7 +87,7 @@ class RatingsBack:
             self.log.info(f"{counts['ratings_to_stash']} Plex rating(s) written to Stash")
         return counts
 
-    def _one(self, rated) -> str:
+    def _one(self, rated: Rated) -> str:
         record = self.ledger.item(rated.rating_key)
         if record is None:
             return "ratings_not_synced"

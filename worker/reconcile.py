@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from core.errors import AmbiguousMatch, PlexNotFound
 from plex.client import PlexItemState
@@ -25,6 +26,11 @@ from plex.desired import desired_for
 from plex.plan import ItemPlan, Written, plan_item
 from sync_queue.ledger import ItemRecord, SceneRecord
 from validation.metadata import SceneMetadata
+
+if TYPE_CHECKING:
+    from sync_queue.ledger import Ledger
+    from validation.config import Settings
+    from worker.sync import Syncer, SyncResult
 
 READ_CHUNK = 50
 # Poster verdicts: upload (Plex shows a poster that is not ours: its thumb is not
@@ -57,7 +63,7 @@ class Finding:
 
 
 class Reconciler:
-    def __init__(self, syncer, ledger, settings, chunk: int = READ_CHUNK) -> None:
+    def __init__(self, syncer: Syncer, ledger: Ledger, settings: Settings, chunk: int = READ_CHUNK) -> None:
         self.syncer, self.ledger, self.settings, self.chunk = syncer, ledger, settings, chunk
         self.reads = 0  # detail requests sent
 
@@ -167,7 +173,7 @@ class Reconciler:
         return "ok" if finding.record.poster_source == url else "check"
 
     # -- repairing -------------------------------------------------------------------
-    def repair(self, finding: Finding):
+    def repair(self, finding: Finding) -> SyncResult | None:
         """Write what differs through the sync's write step; a scene in line only gets
         its ledger record corrected. Returns the SyncResult, or None when nothing was sent."""
         assert finding.state is not None and finding.rating_key is not None

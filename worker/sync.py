@@ -20,8 +20,9 @@ import hashlib
 import ntpath
 import posixpath
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from core.errors import (
     AmbiguousMatch,
@@ -43,6 +44,10 @@ from validation.config import Settings
 from validation.metadata import SceneMetadata
 from validation.pathmap import map_path, normalize
 from worker.images import POSTER_KINDS, SVG, image_kind
+
+if TYPE_CHECKING:
+    from core.log import StashLog
+    from stash.client import StashClient
 
 MIN_EDIT_BUDGET = 1024  # bytes: an edit refused as too long is made smaller down to this
 
@@ -82,9 +87,9 @@ class Syncer:
         client: PlexClient,
         index: LibraryIndex,
         ledger: Ledger,
-        stash,
+        stash: StashClient,
         settings: Settings,
-        log,
+        log: StashLog,
         choices: Choices | None = None,
     ) -> None:
         self.client = client
@@ -245,7 +250,7 @@ class Syncer:
         )
         return record, plan, shortened
 
-    def _length(self, state: PlexItemState):
+    def _length(self, state: PlexItemState) -> Callable[[dict[str, Any]], int]:
         return lambda params: self.client.edit_target_length(state, params)
 
     def _write(
@@ -468,11 +473,11 @@ class Syncer:
         except (PlexNotFound, AmbiguousMatch):
             return False
 
-    def find_item(self, scene: SceneMetadata):
+    def find_item(self, scene: SceneMetadata) -> tuple[PlexFile, str]:
         """(the Plex file a sync would pick, why) from the index; raises PlexNotFound/AmbiguousMatch."""
         return self._match(scene)
 
-    def _match(self, scene: SceneMetadata):
+    def _match(self, scene: SceneMetadata) -> tuple[PlexFile, str]:
         files = SceneFile.of(scene.files)
         rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
         match = match_scene(files, self.index.index(), rules, ci)

@@ -11,13 +11,26 @@ while the process was down or killed is caught up by the next read.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from core.errors import Stash2PlexError
 from plex.notifications import Event, PlaybackState
 
+if TYPE_CHECKING:
+    from core.log import StashLog
+    from validation.config import Settings
+    from worker.plays import PlayImport
+    from worker.ratings import RatingsBack
+
 
 class Watching:
-    def __init__(self, settings, play_import: Callable, ratings: Callable, log) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        play_import: Callable[[], PlayImport],
+        ratings: Callable[[], RatingsBack],
+        log: StashLog,
+    ) -> None:
         self.settings, self.play_import, self.ratings, self.log = settings, play_import, ratings, log
 
     def __call__(self, event: Event) -> None:
