@@ -443,7 +443,31 @@ class App:
         reads the watch history (with ``import_plays``)."""
         from worker.watching import Watching
 
-        return self._part("watching", lambda: Watching(self.settings(), self.play_import, self.ratings_back, self.log))
+        return self._part(
+            "watching",
+            lambda: Watching(self.settings(), self.play_import, self.ratings_back, self.drift_watch, self.log),
+        )
+
+    def drift_watch(self):
+        """Plex-side changes to items we own, checked and repaired as reconcile does (``worker/drift.py``)."""
+        from worker.drift import DriftWatch
+        from worker.reconcile import Reconciler
+
+        def after_lock() -> None:  # a hook that found the lock held started no drainer
+            if self.producer_queue().counts()["pending"]:
+                self.ensure_drainer()
+
+        return self._part(
+            "drift",
+            lambda: DriftWatch(
+                Reconciler(self.syncer(), self.ledger(), self.settings()),
+                self.ledger(),
+                self.stash(),
+                lambda: HeldLock(self.lock_path),
+                self.log,
+                after_lock,
+            ),
+        )
 
     def ratings_back(self):
         """Plex ratings and resume points into Stash (``worker/ratings.py``)."""

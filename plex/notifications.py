@@ -40,6 +40,7 @@ class ItemProcessed:
 
     item_id: int
     section_id: int
+    updated_at: int = 0  # epoch s (the entry's updatedAt; 0 when absent)
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,8 @@ def read_events(container: dict) -> list[Event]:
 
     >>> read_events({"type": "timeline", "size": 2, "TimelineEntry": [
     ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": "1", "state": 0, "metadataState": "created"},
-    ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": 1, "state": 5}]})
-    [ItemProcessed(item_id=7, section_id=1)]
+    ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": 1, "state": 5, "updatedAt": 1700000000}]})
+    [ItemProcessed(item_id=7, section_id=1, updated_at=1700000000)]
     >>> read_events({"type": "playing", "PlaySessionStateNotification": [
     ...     {"ratingKey": "7", "state": "stopped", "viewOffset": 61000, "sessionKey": "3"}]})
     [PlaybackState(rating_key=7, state='stopped', view_offset_ms=61000)]
@@ -94,7 +95,9 @@ def _timeline(entry: dict) -> ItemProcessed | None:
     if entry.get("identifier") != LIBRARY or _int(entry.get("state")) != PROCESSED or "metadataState" in entry:
         return None
     item, section = _int(entry.get("itemID")), _int(entry.get("sectionID"))
-    return ItemProcessed(item, section) if item is not None and section is not None else None
+    if item is None or section is None:
+        return None
+    return ItemProcessed(item, section, _int(entry.get("updatedAt")) or 0)
 
 
 def _playing(entry: dict) -> PlaybackState | None:

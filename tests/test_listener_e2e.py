@@ -268,3 +268,45 @@ def test_a_stopped_playback_brings_the_owners_resume_point_to_stash(plugin, tmp_
         watch.kill()
         watch.wait()
     assert plugin.stash.activity_writes == 2
+
+
+# -- drift -----------------------------------------------------------------------------------------
+def edit_in_plex(plugin, rk: int, title: str) -> None:
+    """What Plex Web sends when a user edits an item's title (the field is then locked)."""
+    import requests
+
+    params = {"type": 1, "id": rk, "title.value": title, "title.locked": 1}
+    url = f"{plugin.plex.url}/library/sections/1/all"
+    requests.put(url, params=params, headers={"X-Plex-Token": plugin.plex.token}, timeout=5).raise_for_status()
+
+
+def test_watch_repairs_a_plex_edit_of_an_item_we_own_unless_plex_edits_are_preserved(plugin, tmp_path):
+    sid, rk = synced_scene(plugin)
+    other_sid, other_rk = synced_scene(plugin, 2)
+    plugin.configure(preserve_plex_edits=False)
+    log = tmp_path / "watch.log"
+    watch = start_watch(plugin, log)
+    try:
+        until(lambda: plugin.plex.notifications.listening == 1, 20, "watch listens")
+        time.sleep(1.1)  # Plex dates the edit in whole seconds: after our sync
+        writes = len(plugin.plex.edit_requests())
+        edit_in_plex(plugin, rk, "Renamed in Plex")
+        until(lambda: plugin.plex.item(rk)["fields"]["title"] == "Synced 1", 10, f"repaired {log.read_text()}")
+        assert "changed in Plex: title; repairing" in log.read_text()
+        assert len(plugin.plex.edit_requests()) == writes + 2  # the user's edit and one repair: no echo loop
+    finally:
+        watch.kill()
+        watch.wait()
+
+    plugin.configure(preserve_plex_edits=True)
+    watch = start_watch(plugin, log)
+    try:
+        until(lambda: plugin.plex.notifications.listening == 1, 20, "watch listens")
+        time.sleep(1.1)
+        edit_in_plex(plugin, other_rk, "Kept in Plex")
+        time.sleep(2)
+    finally:
+        watch.kill()
+        watch.wait()
+    assert plugin.plex.item(other_rk)["fields"]["title"] == "Kept in Plex"
+    assert plugin.stash.scene(other_sid)["title"] == "Synced 2"

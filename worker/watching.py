@@ -1,6 +1,7 @@
 """What the resident ``watch`` process does with Plex's events, and on its timer.
 
-A playback that stopped may have become a watch-history entry (PMS scrobbles at the
+An item Stash2Plex owns that Plex processed again (a user's edit, an agent refresh) is
+checked and repaired as ``reconcile`` would (``worker/drift.py``). A playback that stopped may have become a watch-history entry (PMS scrobbles at the
 end; the websocket says nothing of it) and has moved the item's resume point: with
 ``import_plays`` the history is read then, with ``import_resume`` the resume point. The
 timer (``poll``) reads the history again and, with ``import_ratings``, Plex's ratings
@@ -14,11 +15,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.errors import Stash2PlexError
-from plex.notifications import Event, PlaybackState
+from plex.notifications import Event, ItemProcessed, PlaybackState
 
 if TYPE_CHECKING:
     from core.log import StashLog
     from validation.config import Settings
+    from worker.drift import DriftWatch
     from worker.plays import PlayImport
     from worker.ratings import RatingsBack
 
@@ -29,11 +31,15 @@ class Watching:
         settings: Settings,
         play_import: Callable[[], PlayImport],
         ratings: Callable[[], RatingsBack],
+        drift: Callable[[], DriftWatch],
         log: StashLog,
     ) -> None:
         self.settings, self.play_import, self.ratings, self.log = settings, play_import, ratings, log
+        self.drift = drift
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ItemProcessed):
+            self._guarded("drift check", lambda: self.drift()(event))
         if isinstance(event, PlaybackState) and event.state == "stopped":
             self._guarded("plays", self._plays)
             if self.settings.import_resume:
@@ -42,6 +48,7 @@ class Watching:
     def poll(self) -> None:
         """Read what Plex recorded since the last look (each setting that is on)."""
         self._guarded("plays", self._plays)
+        self._guarded("drift check", lambda: self.drift().run())
         if self.settings.import_ratings:
             self._guarded("ratings", lambda: self.ratings().run())
 

@@ -51,7 +51,7 @@ from tests.runner import (  # noqa: E402
 LATENCY_S = 0.010
 CONCURRENCY = 6  # the plugin's default plex_concurrency; the floor uses the same
 SECTIONS = ("hook", "queue", "bulk", "scale", "pacing")  # the default run
-MORE_SECTIONS = ("storm", "entity", "reconcile")
+MORE_SECTIONS = ("storm", "entity", "reconcile", "listen")
 IMPORT_BASELINE = "import persistqueue, pydantic"
 
 
@@ -153,6 +153,9 @@ class BenchStash(StashEmulator):
 
     def set_plugin_settings(self, settings: dict) -> None:
         self.plugin_settings = settings
+
+    def set_api_key(self, key: str) -> None:
+        self.api_key = key
 
     def clear_request_logs(self) -> None:
         self.requests.clear()
@@ -729,6 +732,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=LATENCY_S * 1000,
         help=f"the Plex emulator's latency per request (default {LATENCY_S * 1000:.0f}; a real Plex: 20-100)",
     )
+    parser.add_argument(
+        "--listen-scenes", type=int, default=50, help="files Plex adds in the 'listen' run (default 50)"
+    )
+    parser.add_argument(
+        "--watch-seconds", type=float, default=60.0, help="the idle window of 'listen's resident watch (default 60)"
+    )
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the 'bulk' run (default 5)")
     parser.add_argument(
         "--huge", action="store_true", help="also run 'all' over 100,000 scenes (time ratio to the scale run)"
@@ -769,6 +778,10 @@ def main(argv: list[str]) -> int:
             bench_entity()
         elif section == "reconcile":
             bench_reconcile()
+        elif section == "listen":
+            from tests.bench.listen import bench_listen
+
+            bench_listen(Lab, line, REPO, args.listen_scenes, args.watch_seconds)
     if args.huge:
         bench_scale(100_000, scale, edit_during=False, floor=False)
     return 0
