@@ -16,16 +16,34 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from core.errors import InvalidMetadata, Stash2PlexError
 from plex.notifications import Event, ItemProcessed
 from validation.metadata import scene_from_stash
 
+if TYPE_CHECKING:
+    from core.log import StashLog
+    from core.platform import HeldLock
+    from stash.client import StashClient
+    from sync_queue.ledger import Ledger
+    from worker.reconcile import Reconciler
+
 ECHO_S = 30.0  # an event this soon after our own sync of the item is that sync's echo
 
 
 class DriftWatch:
-    def __init__(self, reconciler, ledger, stash, lock, log, after_lock=None, clock=time.time) -> None:
+    def __init__(
+        self,
+        reconciler: Reconciler,
+        ledger: Ledger,
+        stash: StashClient,
+        lock: Callable[[], HeldLock],
+        log: StashLog,
+        after_lock: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.reconciler, self.ledger, self.stash, self.log, self.clock = reconciler, ledger, stash, log, clock
         self.lock = lock  # a factory of the drainer lock (a HeldLock: acquire(patience), release)
         self.after_lock = after_lock  # called after the lock is let go (a hook that found it held)
