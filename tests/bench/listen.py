@@ -68,6 +68,10 @@ def _delays(lab_class, hook_runs, n: int, listen: bool, timeout: float) -> list[
         lab.close()
 
 
+def _s(seconds: float) -> str:
+    return "> 180 s" if seconds == float("inf") else f"{seconds:.2f} s"
+
+
 def _cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
