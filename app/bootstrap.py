@@ -39,10 +39,16 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app import startup
 from app.startup import DependencyError
 from core.platform import HeldLock, shell_command
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+
+    from core.log import StashLog
 
 REQUIREMENTS_FILE = "requirements.txt"
 DEPS_DIR = startup.DEPS_DIR
@@ -132,7 +138,7 @@ def install_command(plugin_dir: Path, target: Path | None = None, quiet: bool = 
 class Bootstrap:
     """One plugin folder's packages: check, then install when needed."""
 
-    def __init__(self, plugin_dir: Path, log) -> None:
+    def __init__(self, plugin_dir: Path, log: StashLog) -> None:
         self.plugin_dir = plugin_dir
         self.log = log
         self.target = deps_dir(plugin_dir)
@@ -274,7 +280,7 @@ class Bootstrap:
         importlib.invalidate_caches()  # the folder may have been swapped in by another process
         return all(self._lives_here(importlib.util.find_spec(r.module)) for r in self.requirements)
 
-    def _lives_here(self, spec) -> bool:
+    def _lives_here(self, spec: ModuleSpec | None) -> bool:
         """Whether a module spec points into the plugin-local folder. A namespace package
         (stashapi has no __init__.py) has no ``origin``, only ``submodule_search_locations``."""
         if spec is None:
@@ -342,7 +348,7 @@ def _dep_manager_spec(spec: str) -> str:
     return ""
 
 
-def ensure_dependencies(plugin_dir: Path, log) -> bool:
+def ensure_dependencies(plugin_dir: Path, log: StashLog) -> bool:
     """Make every package of ``requirements.txt`` importable, or raise DependencyError.
     True when something was missing (and is now installed)."""
     startup.enable_site()

@@ -20,13 +20,16 @@ import json
 import re
 import traceback
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from app.terminal import TerminalLog
 from core.errors import Stash2PlexError
 from core.log import Redactor, capture_library_logs
 from validation.plugin_input import ServerConnection
+
+if TYPE_CHECKING:
+    from app.root import App
 
 ENV_PREFIX = "STASH2PLEX_"
 DEFAULT_STASH_URL = "http://localhost:9999"
@@ -177,7 +180,7 @@ def connection_for(url: str, api_key: str | None, plugin_dir: Path) -> ServerCon
     )
 
 
-def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin_dir: Path):
+def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin_dir: Path) -> App:
     from app.root import COMMAND_LINE, App
 
     connection = connection_for(

@@ -26,7 +26,7 @@ TAGS = ["Outdoor", "Interview", "Behind the Scenes", "4K", "Classic", "Drama", "
 WATCHED = ("title", "summary", "studio", "originallyAvailableAt")
 
 
-def _seed(stash, plex, rng: random.Random) -> list[int]:
+def _seed(stash: Any, plex: Any, rng: random.Random) -> list[int]:
     plex.add_section("Stash", ["/plex/media"], key=1)
     ids = []
     for n in range(1, SCENES + 1):
@@ -45,7 +45,7 @@ def _seed(stash, plex, rng: random.Random) -> list[int]:
     return ids
 
 
-def _snapshot(plex) -> dict[int, dict]:
+def _snapshot(plex: Any) -> dict[int, dict]:
     return {item["ratingKey"]: item for item in plex.items()}
 
 
@@ -119,7 +119,7 @@ def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -
         }
         connection = stash.server_connection(str(CHECKOUT))
 
-        def task(mode: str):
+        def task(mode: str) -> Any:
             return run_plugin(task_document(connection, mode), env=plugin_env)
 
         stdout.write(f"Stash emulator {stash.url}, Plex emulator {plex.url}, {len(ids)} scenes\n")

@@ -24,14 +24,20 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from core.errors import ConfigError, PlexAuthError, Stash2PlexError, StashUnavailable
 from core.log import Redactor, StashLog, capture_library_logs
 from core.platform import HeldLock, lower_priority
 from validation.plugin_input import ServerConnection
 from worker.backoff import probe_wait
+
+if TYPE_CHECKING:
+    from app.root import App
+    from sync_queue.queue import JobQueue
+    from worker.worker import Worker
 
 WATCH_INTERVAL_S = 0.25
 SETTINGS_CHECK_S = 30.0
@@ -44,7 +50,7 @@ FIX_CHECK_S = 3.0  # after a wrong setting stopped the run: how often the saved 
 FIX_WAIT_S = 600.0  # and for how long
 
 
-def _worker_once_stash_answers(app, queue, stop: threading.Event, log: StashLog):
+def _worker_once_stash_answers(app: App, queue: JobQueue, stop: threading.Event, log: StashLog) -> Worker | None:
     """The worker, built once Stash answers (it holds the settings): an unreachable Stash
     is probed again after 2, 4, 8 … 60 s, for at most ``STASH_WAIT_MAX_S`` (then the
     drainer stops; its jobs stay queued); None when the drainer was told to stop."""
@@ -62,7 +68,7 @@ def _worker_once_stash_answers(app, queue, stop: threading.Event, log: StashLog)
             failures += 1
 
 
-def _work(app, lock: HeldLock, stop: threading.Event, outcome: dict) -> None:
+def _work(app: App, lock: HeldLock, stop: threading.Event, outcome: dict) -> None:
     try:
         with app.consumer(lock=lock) as queue:
             worker = _worker_once_stash_answers(app, queue, stop, app.log)
@@ -79,7 +85,7 @@ def _work(app, lock: HeldLock, stop: threading.Event, outcome: dict) -> None:
         outcome["error"] = exc
 
 
-def _work_arrives(queue, stop: threading.Event, linger_s: float) -> bool:
+def _work_arrives(queue: JobQueue, stop: threading.Event, linger_s: float) -> bool:
     """Wait up to ``linger_s`` for a job (or an entity event) to be ready; False when none
     came or the drainer was told to stop."""
     deadline = time.monotonic() + linger_s
@@ -94,7 +100,7 @@ def _work_arrives(queue, stop: threading.Event, linger_s: float) -> bool:
 class SettingsWatch:
     """When to compare the settings: every ``SETTINGS_CHECK_S``, and soon after a nudge."""
 
-    def __init__(self, app, clock=time.monotonic) -> None:
+    def __init__(self, app: App, clock: Callable[[], float] = time.monotonic) -> None:
         self.app, self.clock = app, clock
         self.checked_at = clock()
         self.nudge_seen = app.nudged_at()
@@ -111,7 +117,7 @@ class SettingsWatch:
         return self.app.settings_changed()
 
 
-def drain_once(app, log: StashLog, lock: HeldLock) -> bool | None:
+def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | None:
     """Run the worker in a daemon thread until the queue is empty or a task takes over.
     True: a clean run; False: it stopped on an error; None: the settings changed."""
     stop = threading.Event()
@@ -149,7 +155,7 @@ def drain_once(app, log: StashLog, lock: HeldLock) -> bool | None:
     return True
 
 
-def _settings_fixed(app, log: StashLog) -> bool:
+def _settings_fixed(app: App, log: StashLog) -> bool:
     """After a wrong setting or token stopped the run, watch the saved settings (one small
     request every ``FIX_CHECK_S``, for at most ``FIX_WAIT_S``): saving the fix in Stash
     runs no hook, and the queued jobs should not wait for the next edit. False when time
@@ -169,7 +175,7 @@ def _settings_fixed(app, log: StashLog) -> bool:
     return False
 
 
-def _remember_error(app, text: str | None) -> None:
+def _remember_error(app: App, text: str | None) -> None:
     """Keep the reason (or its absence) for queue_status: the drainer has no reply to give."""
     try:
         ledger = app.ledger()

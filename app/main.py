@@ -9,7 +9,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from core.log import StashLog
+    from validation.plugin_input import PluginInput
 
 
 def _reply(stdout: TextIO, output: Any, error: str | None) -> None:
@@ -17,7 +21,7 @@ def _reply(stdout: TextIO, output: Any, error: str | None) -> None:
     stdout.flush()
 
 
-def _dispatch(plugin_input, env: dict[str, str], log) -> Any:
+def _dispatch(plugin_input: PluginInput, env: dict[str, str], log: StashLog) -> Any:
     from app.root import App
     from validation.plugin_input import HOOK_MODE
 
@@ -25,10 +29,11 @@ def _dispatch(plugin_input, env: dict[str, str], log) -> Any:
     app.options["dry_run"] = plugin_input.args.dry_run
     try:
         mode = plugin_input.mode
-        if mode == HOOK_MODE:
+        context = plugin_input.args.hookContext
+        if mode == HOOK_MODE and context is not None:  # the hook mode is its hookContext
             from hooks.handler import handle
 
-            return handle(plugin_input.args.hookContext, app, log)
+            return handle(context, app, log)
         from core.log import capture_library_logs
         from tasks import run_task
 
@@ -38,7 +43,7 @@ def _dispatch(plugin_input, env: dict[str, str], log) -> Any:
         app.close()
 
 
-def _bootstrap(plugin_dir: Path, log) -> str | None:
+def _bootstrap(plugin_dir: Path, log: StashLog) -> str | None:
     """Make the runtime packages importable (app/bootstrap.py); the error text, or None."""
     from app.bootstrap import DependencyError, ensure_dependencies
 
@@ -96,14 +101,14 @@ def _cli(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], p
     return cli(argv, stdout, stderr, env, plugin_dir)
 
 
-def _terminal(stream) -> bool:
+def _terminal(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):  # a StringIO in tests, or a closed stream
         return False
 
 
-def _run(plugin_input, env: dict[str, str], log, plugin_dir: Path) -> Any:
+def _run(plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_dir: Path) -> Any:
     """Dispatch with the runtime packages in place (app/startup.py, app/bootstrap.py)."""
     from app import startup
     from validation.plugin_input import HOOK_MODE
@@ -129,7 +134,7 @@ def _run(plugin_input, env: dict[str, str], log, plugin_dir: Path) -> Any:
     return _dispatch(plugin_input, env, log)
 
 
-def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log, plugin_dir: Path) -> int:
+def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log: StashLog, plugin_dir: Path) -> int:
     """A run by Stash: parse stdin, dispatch, write exactly one reply."""
     from app.startup import DependencyError
     from core.errors import InputError, Stash2PlexError
@@ -174,7 +179,7 @@ def _disk_refused(exc: OSError) -> bool:
     return exc.errno in codes and bool(exc.filename)
 
 
-def _unexpected(stdout: TextIO, log, exc: Exception) -> int:
+def _unexpected(stdout: TextIO, log: StashLog, exc: Exception) -> int:
     """A bug: the reply names it, the log holds the traceback."""
     import traceback
 

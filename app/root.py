@@ -11,14 +11,42 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from core.errors import ConfigError, DataFileError, Stash2PlexError
 from core.log import StashLog
 from core.platform import HeldLock, is_locked, python_executable, spawn_detached
 from sync_queue.queue import JobQueue
 from validation.plugin_input import ServerConnection
+
+if TYPE_CHECKING:
+    import random
+
+    from core.privacy import Placeholders
+    from plex.client import PlexClient
+    from plex.desired import Choices
+    from plex.index import LibraryIndex
+    from plex.notifications import Event
+    from stash.client import StashClient
+    from sync_queue.dlq import DeadLetterQueue
+    from sync_queue.health import HealthFile
+    from sync_queue.ledger import Ledger
+    from sync_queue.plays import PlayJournal
+    from sync_queue.stats import StatsStore
+    from validation.config import Settings
+    from worker.breaker import CircuitBreaker
+    from worker.events import SyncEvents
+    from worker.listen import PlexListener
+    from worker.plays import PlayImport
+    from worker.ratings import RatingsBack
+    from worker.sync import Syncer
+    from worker.waits import PlexWaits
+    from worker.watching import Watching
+    from worker.worker import Worker
+
+T = TypeVar("T")
 
 ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "Stash2Plex.py"
 HANDOVER_WAIT_S = 900.0
@@ -80,7 +108,7 @@ def check_data_dir(path: Path, env: dict[str, str]) -> None:
         )
 
 
-def _fingerprint(value) -> str:
+def _fingerprint(value: object) -> str:
     """A short hash of settings (secrets included, so it is only ever a hash)."""
     import hashlib  # not on the hook's path
 
@@ -119,10 +147,10 @@ class App:
         log.redact.add(connection.ApiKey)
         log.redact.add(self.settings_overrides.get("plex_token"))
 
-    def _part(self, name: str, build):
+    def _part(self, name: str, build: Callable[[], T]) -> T:
         if name not in self._parts:
             self._parts[name] = build()
-        return self._parts[name]
+        return cast(T, self._parts[name])
 
     # -- the hook's parts -----------------------------------------------------------
     def producer_queue(self) -> JobQueue:
@@ -201,10 +229,10 @@ class App:
             request.release()
 
     # -- the full set -------------------------------------------------------------
-    def stash(self):
+    def stash(self) -> StashClient:
         from stash.client import IMAGE_DEADLINE_S, StashClient
 
-        def build():
+        def build() -> StashClient:
             deadline = self._seconds("STASH2PLEX_COVER_DEADLINE_S", IMAGE_DEADLINE_S)
             client = StashClient(self.connection, logger=self.log, image_deadline_s=deadline)
             self.log.redact.add(client.api_key)
@@ -212,12 +240,12 @@ class App:
 
         return self._part("stash", build)
 
-    def settings(self):
+    def settings(self) -> Settings:
         from core.notify import secrets_of
         from validation.config import load_settings
         from validation.legacy import merge
 
-        def build():
+        def build() -> Settings:
             saved = merge(self.stash().plugin_settings(), self.settings_overrides)
             self._settings_print = _fingerprint(saved)
             settings = load_settings(
@@ -254,7 +282,7 @@ class App:
             return False
         return _fingerprint(saved) != self._settings_print
 
-    def private(self):
+    def private(self) -> Placeholders | None:
         """The placeholders when private_logs is on (then also in the log's redactor), else None.
 
         For tasks that read no other setting (queue_status stays local, Stash is not
@@ -262,7 +290,7 @@ class App:
         left in sync_health.json."""
         from validation.config import boolean
 
-        def build():
+        def build() -> Placeholders | None:
             value = self.settings_overrides.get("private_logs")
             if value is None:
                 value = self.health().state().get("private_logs")
@@ -274,22 +302,22 @@ class App:
 
         return self._part("private", build)
 
-    def _set_private(self, on: bool):
+    def _set_private(self, on: bool) -> Placeholders | None:
         from core.privacy import Placeholders
 
         if on and self.log.redact.private is None:
             self.log.redact.private = Placeholders.for_data_dir(self.data_dir)
         return self.log.redact.private
 
-    def health(self):
+    def health(self) -> HealthFile:
         from sync_queue.health import HealthFile
 
         return self._part("health", lambda: HealthFile(self.data_dir))
 
-    def ledger(self):
+    def ledger(self) -> Ledger:
         from sync_queue.ledger import Ledger
 
-        def build():
+        def build() -> Ledger:
             ledger = Ledger(self.data_dir)
             notice = ledger.open()
             if notice:
@@ -298,24 +326,24 @@ class App:
 
         return self._part("ledger", build)
 
-    def dlq(self):
+    def dlq(self) -> DeadLetterQueue:
         from sync_queue.dlq import DeadLetterQueue
 
         return self._part("dlq", lambda: DeadLetterQueue(self.data_dir))
 
-    def stats(self):
+    def stats(self) -> StatsStore:
         from sync_queue.stats import StatsStore
 
         return self._part("stats", lambda: StatsStore(self.data_dir))
 
-    def breaker(self):
+    def breaker(self) -> CircuitBreaker:
         from worker.breaker import BreakerPolicy, BreakerStore, CircuitBreaker
 
         recovery = self._seconds("STASH2PLEX_BREAKER_RECOVERY_S", 60.0)
 
         settings = self.settings()
 
-        def build():
+        def build() -> CircuitBreaker:
             breaker = CircuitBreaker(BreakerStore(self.data_dir / "breaker.json"), BreakerPolicy(recovery=recovery))
             breaker.state()
             if breaker.store.warning:  # a corrupt state file is reset, and said so
@@ -360,13 +388,13 @@ class App:
             ledger.set_meta("client_id", value)
         return value
 
-    def plex(self):
+    def plex(self) -> PlexClient:
         from plex.client import PlexClient
 
         settings = self.settings()
         return self._part("plex", lambda: PlexClient(settings.plex_url, settings.plex_token, self.client_id()))
 
-    def index(self):
+    def index(self) -> LibraryIndex:
         from plex.index import LibraryIndex
 
         settings = self.settings()
@@ -375,7 +403,7 @@ class App:
             lambda: LibraryIndex(self.plex(), self.ledger(), settings.plex_libraries, settings.case_insensitive_paths),
         )
 
-    def syncer(self):
+    def syncer(self) -> Syncer:
         from worker.sync import Syncer
 
         return self._part(
@@ -385,23 +413,23 @@ class App:
             ),
         )
 
-    def choices(self):
+    def choices(self) -> Choices:
         """The settings that shape what is written, with the tag filters' children from Stash."""
         from plex.desired import Choices
 
-        def build():
+        def build() -> Choices:
             settings = self.settings()
             filters = settings.hide_tags or settings.skip_tags
             return Choices.from_tree(settings, self.stash().tag_tree() if filters else None)
 
         return self._part("choices", build)
 
-    def waits(self):
+    def waits(self) -> PlexWaits:
         """The jobs waiting for Plex to have their file; the first one starts the listener."""
         from worker.listen import WakeWaitingJobs
         from worker.waits import PlexWaits
 
-        def build():
+        def build() -> PlexWaits:
             waits = PlexWaits(self.settings().case_insensitive_paths)
             waits.on_wait = self.plex_listener(
                 WakeWaitingJobs(self.plex(), self.index(), waits, self.log)
@@ -410,7 +438,7 @@ class App:
 
         return self._part("waits", build)
 
-    def plex_listener(self, handle):
+    def plex_listener(self, handle: Callable[[Event], None]) -> PlexListener:
         """Plex's notification websocket, kept open (``worker/listen.py``); ``handle(event)``
         acts on each event. Started by its first user; closed with the App."""
         from functools import partial
@@ -422,12 +450,12 @@ class App:
             "listener", lambda: PlexListener(partial(start_listener, self.plex()), handle, self.log, self.breaker())
         )
 
-    def play_journal(self):
+    def play_journal(self) -> PlayJournal:
         from sync_queue.plays import PlayJournal
 
         return self._part("play_journal", lambda: PlayJournal(self.data_dir))
 
-    def play_import(self):
+    def play_import(self) -> PlayImport:
         """Plex plays into Stash's play history, each once (``worker/plays.py``)."""
         from worker.plays import PlayImport
 
@@ -438,7 +466,7 @@ class App:
             ),
         )
 
-    def watch_handler(self):
+    def watch_handler(self) -> Watching:
         """What the resident ``watch`` process does with each Plex event: a stopped playback
         reads the watch history (with ``import_plays``)."""
         from worker.watching import Watching
@@ -469,7 +497,7 @@ class App:
             ),
         )
 
-    def ratings_back(self):
+    def ratings_back(self) -> RatingsBack:
         """Plex ratings and resume points into Stash (``worker/ratings.py``)."""
         from worker.ratings import RatingsBack
 
@@ -478,7 +506,7 @@ class App:
             lambda: RatingsBack(self.plex(), self.stash(), self.ledger(), self.index(), self.play_journal(), self.log),
         )
 
-    def worker(self, queue: JobQueue, probe_now: bool = False, listen: bool = False):
+    def worker(self, queue: JobQueue, probe_now: bool = False, listen: bool = False) -> Worker:
         """The worker; ``probe_now`` for a task the user started (Plex is probed at once);
         ``listen``: jobs waiting for Plex to have their file go when Plex announces it (the drainer)."""
         from worker.worker import Worker
@@ -500,20 +528,20 @@ class App:
             rng=self._rng(),
         )
 
-    def _rng(self):
+    def _rng(self) -> random.Random | None:
         """The retries' randomness; ``STASH2PLEX_RANDOM_SEED`` makes it repeatable (tests)."""
         import random
 
         seed = self.env.get("STASH2PLEX_RANDOM_SEED")
         return random.Random(int(seed)) if seed and seed.isdigit() else None
 
-    def events(self):
+    def events(self) -> SyncEvents:
         """Outages and dead-lettered jobs: the health file and, when URLs are set, notifications."""
         from core.errors import PlexUnavailable
         from core.notify import Notifier
         from worker.events import SyncEvents
 
-        def build():
+        def build() -> SyncEvents:
             settings = self.settings()
             notifier = Notifier(settings.notify_urls, self.log) if settings.notify_urls else None
             down_after_s = settings.notify_plex_down_minutes * 60

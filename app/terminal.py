@@ -12,6 +12,7 @@ rather than ``tqdm``: the runtime package list is fixed (requirements.txt).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from core.log import Redactor, StashLog
@@ -42,7 +43,7 @@ class TerminalLog(StashLog):
         verbose: bool = False,
         bar: bool | None = None,
         quiet: bool = False,
-        clock=time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(stream, redactor)
         self.verbose = verbose

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import signal
 import threading
+from typing import TYPE_CHECKING, Any
 
 from core.errors import Stash2PlexError
+
+if TYPE_CHECKING:
+    from app.root import App
 
 STATUS_EVERY_S = 600.0  # one line in the log while nothing happens
 POLL_S = 60.0  # Plex's history and ratings are read this often besides the events
 
 
-def run(app, stop: threading.Event | None = None) -> int:
+def run(app: App, stop: threading.Event | None = None) -> int:
     stop = stop or threading.Event()
     poll_s = float(app.env.get("STASH2PLEX_WATCH_POLL_S") or POLL_S)
     try:
@@ -50,7 +54,7 @@ def run(app, stop: threading.Event | None = None) -> int:
     return 0
 
 
-def _on_sigterm(stop: threading.Event):
+def _on_sigterm(stop: threading.Event) -> Any:
     """SIGTERM (docker stop, systemd) ends the watch cleanly; None off the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return None
