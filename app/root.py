@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from sync_queue.stats import StatsStore
     from validation.config import Settings
     from worker.breaker import CircuitBreaker
+    from worker.drift import DriftWatch
     from worker.events import SyncEvents
     from worker.listen import PlexListener
     from worker.plays import PlayImport
@@ -476,7 +477,7 @@ class App:
             lambda: Watching(self.settings(), self.play_import, self.ratings_back, self.drift_watch, self.log),
         )
 
-    def drift_watch(self):
+    def drift_watch(self) -> DriftWatch:
         """Plex-side changes to items we own, checked and repaired as reconcile does (``worker/drift.py``)."""
         from worker.drift import DriftWatch
         from worker.reconcile import Reconciler
