@@ -171,7 +171,7 @@ class Bootstrap:
         return wrong
 
     def _wrong_versions(self) -> list[Requirement]:
-        import importlib.metadata as metadata  # ~10 ms to import: only when the stamp is absent
+        import importlib.metadata as metadata  # only when the stamp is absent
 
         wrong = []
         for req in self.requirements:

@@ -380,7 +380,7 @@ class App:
         return value
 
     def client_id(self) -> str:
-        import uuid  # ~9 ms to import: not on the hook's path
+        import uuid  # here, not at import time: not on the hook's path
 
         ledger = self.ledger()
         value = ledger.meta("client_id")

@@ -6,9 +6,8 @@ from __future__ import annotations
 def fixed_environment_session(session, url: str):
     """Read proxy and CA settings from the environment once, not on every request.
 
-    requests re-scans os.environ for proxies on each call (a third of the client's
-    CPU time in bulk syncs, measured with py-spy); the environment does not change
-    during a run, so resolve it once and turn the per-request lookup off.
+    requests re-scans os.environ for proxies on each call; the environment does not
+    change during a run, so resolve it once and turn the per-request lookup off.
     """
     import os
 

@@ -32,7 +32,7 @@ class Job:
 
     def to_dict(self) -> dict[str, Any]:
         """What ``dataclasses.asdict`` gives (every field is a scalar but ``fields``), without
-        its recursive deep copy, which cost more than the put (500 jobs, profiled: 39 ms → 2 ms)."""
+        its recursive deep copy, which cost more than the put itself."""
         data = {name: getattr(self, name) for name in _FIELD_NAMES}
         data["fields"] = list(self.fields)
         data["v"] = SCHEMA_VERSION

@@ -1,7 +1,7 @@
 """The job queue: persist-queue's SQLiteAckQueue behind a small interface of ours.
 
 This is the only module that imports persist-queue or touches its tables. Facts it
-is built on (persist-queue 1.1.0, persistqueue/sqlackqueue.py and sqlbase.py; measured):
+is built on (persist-queue 1.1.0, persistqueue/sqlackqueue.py and sqlbase.py):
 
 * Two tables in one ``data.db``: ``interactive`` (users' edits) is always served
   before ``bulk`` (scans, all/recent tasks).
@@ -82,7 +82,7 @@ def persist_queue() -> SimpleNamespace:
     """persist-queue's ``SQLiteAckQueue``, ``Empty`` and JSON serializer, loaded cheaply.
 
     ``import persistqueue`` runs the package's ``__init__``, which (in 1.1.0) imports
-    its asyncio queues (asyncio, and through it ssl: ~14 ms of a hook's ~90 ms), the
+    its asyncio queues (asyncio, and through it ssl; docs/performance.md, "Hook"), the
     file queue, PDict and the MySQL queue, none of which we use. Its modules import
     each other absolutely (``sqlbase`` does ``import persistqueue.serializers.pickle``),
     so the package itself must exist: we register a bare package module with the real
@@ -180,7 +180,7 @@ class JobQueue:
             )
             # WAL + synchronous=NORMAL survives any process crash (SIGKILL included);
             # only an OS crash or power cut can lose the last commits. FULL costs an
-            # fsync per put and per ack (measured 3.8 ms a job here). persist-queue has
+            # fsync per put and per ack. persist-queue has
             # no option for it, so set it on its two connections.
             # (persist-queue annotates both as None until it opens them.)
             opened = cast(list[sqlite3.Connection], [queue._putter, queue._getter])

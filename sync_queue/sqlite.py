@@ -80,8 +80,8 @@ def retry_locked(func):
     SQLite reports the database locked or busy; any other error, or the last, is raised.
 
     Not tenacity (used for Plex's retries): this module is on the hook's path, which
-    Stash waits for inside every scene edit, and importing tenacity costs a hook about
-    5 ms for this single policy.
+    Stash waits for inside every scene edit, and would import tenacity for this
+    single policy.
     """
 
     @functools.wraps(func)

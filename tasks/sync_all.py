@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 PAGE_SIZE = 500
 FIRST_PAGE_SIZE = 100  # Stash answers a small page sooner: the first writes start while the next page is read
-SLICE = 100  # jobs queued at once (a put is a SQLite transaction each: ~0.2 ms)
+SLICE = 100  # jobs queued at once (a put is a SQLite transaction each)
 LOW_WATER = 150  # queued jobs of ours not taken yet: below this the next slice is queued
 RECENT_DEFAULT_S = 24 * 3600
 

@@ -7,10 +7,9 @@ tags in Go, so its keys are capitalised. Tasks get
 their ``defaultArgs`` in ``args``; hooks get ``defaultArgs`` plus ``hookContext``.
 
 Why frozen dataclasses with explicit checks and not pydantic here: this module is on
-the hook path, which Stash waits for inside every scene edit. Building pydantic
-models costs a hook process about 200 ms of imports and schema construction (more
-than the whole rest of the hook); settings and scene metadata, validated in the
-worker, do use pydantic.
+the hook path, which Stash waits for inside every scene edit. Importing pydantic and
+building its models would cost a hook more than everything else it does; settings and
+scene metadata, validated in the worker, do use pydantic.
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
-"""The worker's run as one continuous, bounded pipeline.
-
-A batch-at-a-time loop leaves Plex idle between batches: while the next jobs are
-taken, triaged and their Plex items read, and while the last ones are settled, no
-write is in flight (measured: 4.3 of 6 slots busy on average). Here the caller's
-thread (the only one that touches the queue, the ledger's triage and the settling)
-keeps a small stock of work *staged* ahead of the writers:
+"""The worker's run as one continuous, bounded pipeline, so Plex never waits for bookkeeping.
 
     take a chunk (users' edits first) → breaker → Stash data → triage → one Plex
     detail read for the chunk → staged → submitted → writer threads → settled
 
-Writers never wait for bookkeeping: up to ``limit × SUBMIT_DEPTH`` syncs are handed
-to the thread pool ahead of time, so a writer that finishes starts the next scene at
-once while this thread reads the next chunk's items or acks the last outcomes. How
-many syncs touch Plex at once is bounded by :class:`Limiter`, whose limit
-:class:`Pacer` halves when Plex struggles and raises again after clean work. A task's
-next page of Stash scenes is asked for (``refill``) while the writers still have work.
-
-Everything else is the worker's own (worker/worker.py): admission by the circuit
-breaker, the Stash data, the triage, the write, the settling. Two jobs of one scene
-are never in flight together (the later waits, taken, until the first settles).
-When the breaker is not closed, nothing more is taken until the work in flight has
-settled (the probe decides). Stopping (``stop``) finishes what is in flight; jobs
-taken but not started stay unacknowledged in the queue and come back to the next
-consumer.
+Only the caller's thread touches the queue, the triage and the settling; it keeps up to
+``limit × SUBMIT_DEPTH`` syncs handed to the writers ahead. :class:`Limiter` bounds the
+syncs touching Plex at once and :class:`Pacer` halves that bound when Plex struggles.
+The steps are the worker's (:class:`Steps`). Two jobs of one scene are never in flight
+together; while the breaker is not closed nothing more is taken until the work in flight
+settles; ``stop`` finishes what is in flight and leaves taken, unstarted jobs unacked.
 """
 
 from __future__ import annotations
@@ -50,10 +36,8 @@ Outcome = tuple[
 Staged = tuple[Taken, "SceneMetadata", "SceneRecord | None", "_Chunk"]
 
 CHUNK = 50  # jobs taken at once: one Plex detail request reads all their items
-# Syncs handed to the pool per allowed Plex slot, so a writer never waits for this
-# thread: staging the next chunk here (take, triage, one Plex detail read of 50 items)
-# takes 60-80 ms, as long as about three syncs per slot at 10 ms per request; with 3
-# handed out per slot every slot ran dry once per chunk (5.0 of 6 busy on average, 5.6 now).
+# Syncs handed to the pool per allowed Plex slot: enough that no writer runs dry while this
+# thread stages the next chunk (docs/performance.md, "Every Plex slot stays busy").
 SUBMIT_DEPTH = 6
 READ_AHEAD = 2  # writer threads beyond the Plex slots: they read the next covers from Stash meanwhile
 GATHER_S = 0.01  # how long a round of settling waits for more syncs to finish
