@@ -1,32 +1,14 @@
-"""Make the runtime packages importable before anything needs them.
+"""Make the packages of ``requirements.txt`` importable before anything needs them.
 
-Stash runs the plugin with whatever Python the user has, often inside a Docker
-image they do not control. ``main`` calls :func:`ensure_dependencies` first for
-tasks, the drainer and the command line; when everything is present it costs about a
-millisecond. A hook only puts the plugin-local folder on ``sys.path`` (app/startup.py),
-and runs the full check when an import fails. Importing this module stays cheap (no subprocess until pip runs). Steps:
-
-1. The plugin-local folder ``<plugin>/deps/py<major><minor>`` (one per Python
-   version, as compiled wheels differ) goes first on ``sys.path`` when it exists.
-2. Every package of ``requirements.txt`` is looked up with ``find_spec`` (no
-   import). Their versions are compared with ``requirements.txt`` once per
-   interpreter and requirements file; a stamp file remembers the check.
-3. If something is missing (or too old): Stash's PythonDepManager plugin is used
-   when it is installed beside us (the plugins folder is on PYTHONPATH);
-   otherwise ``requirements.txt`` is installed with the running interpreter
-   (``sys.executable -m pip install --target``) into the plugin-local folder, so
-   Stash's own Python is never modified (and ``--target`` is allowed on a Python
-   marked externally managed, PEP 668). The install goes to a staging folder that
-   replaces the old one only when pip succeeded: a killed install leaves nothing
-   half-done behind.
-4. If that fails too, :class:`DependencyError` says what is missing and gives the
-   exact command to run.
-
-``requirements.txt`` is the single list: import names that differ from the
-distribution name are written there as ``# import name: x`` comments.
-
-Why not ``packaging`` for version specifiers: it may itself be missing (it is not
-one of our dependencies), and the requirements use only plain ``>=``/``<``/``==``.
+``main`` calls :func:`ensure_dependencies` first for tasks, the drainer and the command
+line (a hook only when an import fails): ``<plugin>/deps/py<major><minor>`` goes on
+``sys.path``, each package is looked up with ``find_spec`` (versions once per interpreter
+and requirements file, remembered in a stamp), and what is missing is installed through
+PythonDepManager or ``pip install --target`` into a staging folder swapped in on success
+(Stash's own Python never modified); else :class:`DependencyError` gives the command to
+run (docs/architecture.md, "Dependency bootstrap"). Import names that differ from the
+distribution's are ``# import name: x`` comments in ``requirements.txt``. Not
+``packaging``: it may itself be missing, and the specifiers are plain ``>=``/``<``/``==``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """The background drainer: a detached process that empties the queue, then exits.
 
-A hook starts it (``Stash2Plex.py drain``) with the Stash connection on stdin. It
-takes the drainer lock or exits at once (at most one drainer exists; the OS frees
-the lock of a killed drainer). The worker runs in a daemon thread; the main thread
-watches for a task asking to take over. The drainer stays while jobs wait for a
-retry, and lingers ``LINGER_S`` once the queue is empty, so a burst of hooks (a bulk
-edit, a scan) is written by one warm drainer instead of one started per hook. It exits
-when nothing new arrived in that time. After releasing the lock it looks once more:
-a job a hook enqueued while the drainer was finishing (that hook found the lock
-taken) is picked up by taking the lock again.
-
-A drainer never outlives its settings: the main thread compares the settings saved
-in Stash with its own (a hash; one small request) every ``SETTINGS_CHECK_S`` and
-whenever a hook nudges it (``drainer.nudge``), between batches and while it waits;
-when they changed, the worker stops at the next job and the drainer starts over
-with the new settings (a changed plex_url or plex_token also resets the breaker). A
-run stopped by a wrong setting or token waits up to ten minutes for the fix, comparing
-the saved settings every few seconds (saving them in Stash runs no hook).
+A hook starts it (``Stash2Plex.py drain``, the connection on stdin); it takes the drainer
+lock or exits at once, so at most one runs. The worker runs in a daemon thread while the
+main thread watches for a task asking to take over and for changed settings (every
+``SETTINGS_CHECK_S`` and on a hook's nudge: the drainer then starts over with the new ones;
+a run stopped by a wrong setting waits ``FIX_WAIT_S`` for the fix). It lingers
+``LINGER_S`` once the queue is empty (one warm drainer per burst of hooks) and, after
+releasing the lock, looks once more for a job a hook put meanwhile (docs/architecture.md,
+"The queue and the drainer").
 """
 
 from __future__ import annotations

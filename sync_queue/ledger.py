@@ -1,19 +1,12 @@
-"""The sync ledger: what Stash2Plex last wrote to Plex, per scene.
+"""The sync ledger: what Stash2Plex last wrote to Plex, per scene and per Plex item.
 
-Per scene: the Plex item it maps to, a hash of the whole desired state (a scene
-whose hash is unchanged needs no Plex request at all), per-field hashes, the tag
-names Stash2Plex itself put on the item (so removals in Stash remove exactly those
-in Plex and nothing the user added there), and the poster's source URL and hash
-(Plex keeps every uploaded poster, so a poster is uploaded only when its bytes
-changed), and the ids of the tags, performers, studio and groups it showed (so a
-renamed, merged or deleted entity fans out to exactly the scenes whose Plex items
-show it, even after Stash has forgotten which scenes carried it).
-
-Per Plex item (``items``): the fields and tags last written there and the scene they
-were written for. An item can change owner (a new scene at a deleted scene's path, two
-items exchanging files); what was written for the previous owner is then known and
-removed. Also small key/value state (last sync time, client id) and the cached
-Plex section index. Cumulative outcome counts live in ``stats.db`` (``sync_queue/stats.py``).
+Per scene: its Plex item, the hash of its desired state (unchanged: no Plex request at
+all), per-field hashes, the tags we put on the item (a removal in Stash removes exactly
+those), the poster's source and hash (uploaded only when its bytes changed) and the
+entities it showed (a renamed or deleted tag fans out to exactly those scenes). Per item
+(``items``): what was last written there and for which scene, so a change of owner
+removes the previous scene's values. Also small state (last sync, client id) and the
+cached Plex section index; outcome counts are in ``stats.db``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""Cumulative sync statistics (``stats.db``), shown by ``queue_status``.
+"""Cumulative sync statistics (``stats.db``), summed over every run of every process.
 
-Stored, summed over every run of every process:
-
-* counts: scenes ``synced`` (written to Plex), ``unchanged`` (skipped because the
-  desired state equals what was last written: the worker's skips and the scenes a
-  bulk task filters out before queueing), ``gone`` (deleted in Stash), ``posters``
-  uploaded, and per error class the jobs ``failed`` (moved to the dead-letter queue)
-  and ``retried`` (a transient failure scheduled for a retry);
-* the seconds spent in Plex work and the number of jobs timed (the average per job);
-* the time of the last success (a job written to Plex or confirmed unchanged) and of
-  the last failure, with its class and a short message.
-
-The worker records one :class:`Delta` per batch, in one transaction. Stash cancels a
-task with SIGKILL, so counts kept in memory until the end of a run would be lost with
-it; recorded per batch, a SIGKILL loses at most the batch in flight.
+Counts (``synced``, ``unchanged``: the worker's skips and what a bulk task does not
+queue, ``gone``, ``posters``, per error class ``failed`` and ``retried``), the Plex time
+and jobs timed (the average), and the last success and failure. The worker records one
+:class:`Delta` per batch in one transaction: Stash cancels a task with SIGKILL, so a
+kill loses at most the batch in flight.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """``all`` and ``recent``: page through Stash, queue what may differ, drain in the foreground.
 
-One GraphQL request per page of scenes: the page's scenes are handed to the worker
-as prefetched data, so bulk jobs cost no second Stash request (each changed scene
-still costs one screenshot download when its poster is written). Scenes whose
-desired state is unchanged since the last successful write are not even queued
-(they are counted as unchanged in the cumulative statistics, page by page).
-
-One continuous pipeline, bounded at every stage: a reader thread fetches the next
-page (and hashes its scenes) while the worker writes the current one; the worker
-queues the changed scenes a slice at a time (:meth:`PageFeed.refill`) while the
-writers still have work, so Plex never waits for Stash or for the queue's
-bookkeeping. The first page is small (Stash answers it sooner, and the first writes
-start while the next page is read), and Plex's library listing is read in a thread
-meanwhile. At most four pages are held in memory (never the whole library). Killing
-the task at any point loses nothing: queued jobs stay in the queue for
-``process_queue``, and scenes not queued yet are checked by the next run. Progress
-(Stash's task bar, and the command line's bar with rate and time left) moves with
-every scene settled, not page by page.
-
-Pages follow the scene id (``id > last id seen``), not a page number, so scenes
-deleted or added while the task runs make no scene slip past unchecked. ``recent``
-sends its time in Stash's own form (``stash/timestamps.py``): the newest
-``updated_at`` Stash held when the previous run started.
+Each page's scenes are handed to the worker as prefetched data (no second Stash request
+per job); scenes whose desired state is unchanged since the last write are not queued,
+only counted. A reader thread fetches and sorts the next page while the worker writes
+(at most four pages in memory); the changed scenes are queued a slice at a time while the
+writers still have work (:meth:`PageFeed.refill`). Pages follow the scene id (``id > last
+id seen``), so no scene slips past while others are added or deleted; ``recent`` asks for
+scenes updated after the newest ``updated_at`` of the previous run (``stash/timestamps.py``).
+Killing the task loses nothing: queued jobs stay for ``process_queue``, the rest are checked
+by the next run (docs/architecture.md, "From a scene edit to the Plex item").
 """
 
 from __future__ import annotations

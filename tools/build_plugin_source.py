@@ -2,33 +2,10 @@
 
     python tools/build_plugin_source.py [--out DIR]      (default: dist/)
 
-Stash's plugin manager (Settings → Plugins → Available Plugins → Add Source) reads a
-YAML list from the source URL and installs a package by downloading the zip its
-``path`` names, checking the zip's ``sha256`` and unpacking it into
-``<plugins>/<source's local path>/<id>/``. Publish the output folder on any static
-host (or point Stash at it with a ``file://`` URL) and Stash can install and update
-the plugin itself. Choices, each following what Stash reads (stashapp/stash
-``pkg/pkg/pkg.go`` ``RemotePackage``, ``pkg/pkg/manager.go`` ``installPackage``)
-and how the official index is built (stashapp/CommunityScripts ``build_site.sh``):
-
-* Fields: ``id`` (the yml's base name, which is the plugin id Stash stores settings
-  under and the folder it installs into), ``name``, ``metadata.description``,
-  ``version`` (Stash2Plex.yml's), ``date``, ``path``, ``sha256``, ``requires``.
-* ``date`` is HEAD's commit time in UTC as ``YYYY-MM-DD HH:MM:SS`` (``pkg.TimeFormat``;
-  the time now when git is unavailable). Stash offers an update when the source's
-  date is later than the installed one, so the date, not the version, drives updates.
-* ``path`` is relative (``Stash2Plex.zip``): Stash resolves it against the index URL.
-* ``sha256`` is lowercase hex of the zip bytes, compared as is by Stash.
-* Files sit at the zip's root (Stash writes each entry to ``<id>/<entry name>``),
-  and only what runs: the entry script, its yml, requirements.txt, the README,
-  every ``.py`` of the runtime packages and the UI files the yml lists under
-  ``ui: javascript/css`` (Stash serves them from the plugin folder). No tests, docs, tools, caches: a second
-  ``.yml`` would even be loaded by Stash as another plugin.
-* Reproducible: entries sorted, every timestamp 1980-01-01, stored uncompressed
-  (deflate output varies between zlib builds; CommunityScripts uses ``zip -0 -X``),
-  no extra fields, Unix attributes fixed to regular file 0644. The mode matters:
-  Stash creates each file with the entry's mode, and a zip entry without one would
-  leave files nobody can read.
+Publish the output folder on any static host (or a ``file://`` URL) and Stash's plugin
+manager installs and updates the plugin. The index follows what Stash reads (stashapp/stash
+``pkg/pkg/pkg.go`` ``RemotePackage``, ``pkg/pkg/manager.go`` ``installPackage``) and the
+zip is reproducible; docs/architecture.md ("Plugin source") gives each field's rule.
 """
 
 from __future__ import annotations

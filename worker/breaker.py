@@ -1,26 +1,17 @@
 """Circuit breaker that stops every process from hammering a Plex that is down.
 
-The transitions are pure functions of ``(state, now)``; ``BreakerStore`` persists the
-state in a small JSON file beside the queue so the hook processes and the drainer share
-one breaker; ``CircuitBreaker`` binds store, policy and clock for callers.
-
-::
+Pure transitions of ``(state, now)``; ``BreakerStore`` shares the state between
+processes in a JSON file; ``CircuitBreaker`` binds store, policy and clock. ::
 
     CLOSED --threshold consecutive failures--> OPEN
-    OPEN --probe wait passed, one caller admitted--> HALF_OPEN (that caller probes: one
-         request of its own, whose only purpose is the verdict, not a job)
+    OPEN --probe wait passed, one caller admitted--> HALF_OPEN (it probes: a request of its own)
     OPEN/HALF_OPEN --a user's task probes at once (force_probe)--> HALF_OPEN
     HALF_OPEN --Plex answers the probe (a 4xx too)--> CLOSED
     HALF_OPEN --refused, no answer, 5xx--> OPEN (a longer probe wait, from the failure)
     HALF_OPEN --probe silent for probe_timeout (its process died)--> next caller probes
 
-The wait before a probe grows while the outage lasts: ``first_probe`` seconds, then
-twice that after each failed probe, at most ``recovery`` (2, 4, 8, … 60 s): a short
-outage costs seconds, a long one a request a minute. The file also records which
-Plex it is about (a hash of plex_url and plex_token): a changed setting resets it.
-
-The state is derived data: losing it costs at most one extra round of failures, so a
-corrupt file is reset to CLOSED with a warning rather than stopping the plugin.
+The probe wait doubles per failed probe from ``first_probe`` up to ``recovery``. A changed
+plex_url or token resets the state; a corrupt file is reset to CLOSED with a warning.
 """
 
 from __future__ import annotations
