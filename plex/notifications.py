@@ -52,7 +52,13 @@ class PlaybackState:
     view_offset_ms: int
 
 
-Event = ItemProcessed | PlaybackState
+@dataclass(frozen=True)
+class Connected:
+    """The listener's connection opened (again): what happened while it was closed was
+    not announced to us, so a handler catches up."""
+
+
+Event = ItemProcessed | PlaybackState | Connected
 
 
 def _int(value: Any) -> int | None:

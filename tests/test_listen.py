@@ -98,7 +98,8 @@ def test_events_are_handled_on_their_own_thread_in_order():
     done = threading.Event()
 
     def handle(event):
-        seen.append((event, threading.current_thread().name))
+        if isinstance(event, ItemProcessed):
+            seen.append((event, threading.current_thread().name))
         if len(seen) == 2:
             done.set()
 

@@ -310,3 +310,23 @@ def test_watch_repairs_a_plex_edit_of_an_item_we_own_unless_plex_edits_are_prese
         watch.wait()
     assert plugin.plex.item(other_rk)["fields"]["title"] == "Kept in Plex"
     assert plugin.stash.scene(other_sid)["title"] == "Synced 2"
+
+
+def test_with_trigger_plex_scan_our_scan_and_plexs_answer_close_the_loop(plugin):
+    """Our scan makes Plex add the file before the listener is even connected: the catch-up
+    on connecting finds it, and the job goes without waiting for its timed retry."""
+    plugin.env["STASH2PLEX_RANDOM_SEED"] = SEED
+    plugin.configure(trigger_plex_scan=True)
+    rk = plugin.plex.schedule_item(1, "/plex/media/new/scanned.mp4", delay=3600, size=SIZE, duration_ms=60_000)
+    sid = add_scene(plugin, "/stash/media/new/scanned.mp4", "Scanned")
+    plugin.hook(create_context(sid))
+    until(lambda: titled(plugin, rk, "Scanned"), 5, "written", plugin)
+    assert len(plugin.plex.scan_requests()) == 1
+    assert "waiting job(s) now; they go now" in plugin.drainer_log()
+
+
+def titled(plugin, rk: int, title: str) -> bool:
+    try:
+        return plugin.plex.item(rk)["fields"]["title"] == title
+    except KeyError:  # not in Plex yet
+        return False

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.errors import PlexNotFound, Stash2PlexError
-from plex.notifications import Event, ItemProcessed, read_events
+from plex.notifications import Connected, Event, ItemProcessed, read_events
 from worker.backoff import probe_wait
 from worker.breaker import State
 
@@ -144,6 +144,7 @@ class PlexListener:
         self.status.connects += 1
         self._opened.set()
         self.log.info("listening to Plex's notifications")
+        self._events.put(Connected())
 
     def _on_close(self, code: object) -> None:
         self.status.connected = False
@@ -177,6 +178,8 @@ class WakeWaitingJobs:
         self.plex, self.index, self.waits, self.log = plex, index, waits, log
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, Connected):
+            self.catch_up()
         if not isinstance(event, ItemProcessed) or not self.waits.waiting():
             return
         if event.section_id not in {s.key for s in self.index.sections}:
@@ -189,3 +192,16 @@ class WakeWaitingJobs:
         woken = self.waits.wake(state.files)
         if woken:
             self.log.info(f"Plex added item {event.item_id}: {woken} waiting job(s) go now")
+
+    def catch_up(self) -> None:
+        """Connected (again): items Plex added while nobody listened (the job's own scan
+        request may have finished first) are found by one stamp check of the sections, a
+        listing of those that changed, and the waiting paths looked up in it."""
+        if not self.waits.waiting():
+            return
+        self.index.refresh(force=True)
+        index = self.index.index()
+        found = [path for path in self.waits.paths() if index.by_path(path)]
+        woken = self.waits.wake(found)
+        if woken:
+            self.log.info(f"Plex has the files of {woken} waiting job(s) now; they go now")

@@ -54,6 +54,11 @@ class PlexWaits:
             self._woken |= keys
             return len(keys)
 
+    def paths(self) -> list[str]:
+        """Every path a job waits for (folded when paths compare without case)."""
+        with self._lock:
+            return list(self._by_path)
+
     def woken(self, key: Key) -> bool:
         with self._lock:
             return key in self._woken
