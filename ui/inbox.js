@@ -303,7 +303,7 @@
               className: "s2p-inbox-search",
               size: "sm",
               type: "search",
-              placeholder: "Search title, path or reason",
+              placeholder: "Search title, scene id or reason",
               value: typed,
               onChange: (e) => setTyped(e.target.value),
             }),

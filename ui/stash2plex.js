@@ -11,7 +11,7 @@
   const React = api.React;
   const h = React.createElement;
   const { Alert, Badge, Button, Card, Nav, Spinner, Tab, Table } = api.libraries.Bootstrap;
-  const { Link, NavLink } = api.libraries.ReactRouterDOM;
+  const { Link, NavLink, useLocation } = api.libraries.ReactRouterDOM;
   const { gql } = api.libraries.Apollo;
 
   const PLUGIN_ID = "Stash2Plex";
@@ -381,12 +381,31 @@
     );
   }
 
+  // `?scene=<id>`: the page opens with that scene's Plex state (the navbar link on a scene
+  // page leads here: before Stash v0.28 a scene page has no tab a plugin can add).
+  function sceneOf(search) {
+    const id = new URLSearchParams(search || "").get("scene");
+    return id && /^[1-9][0-9]{0,18}$/.test(id) ? id : null;
+  }
+
   function Stash2PlexPage() {
     const plugin = usePlugin();
+    const sceneId = sceneOf(useLocation().search);
     if (plugin === null) return h("div", { className: "s2p-page" }, h(Spinner, { animation: "border", size: "sm" }));
     if (!plugin.enabled) return h("div", { className: "s2p-page" }, h("h2", null, "Stash2Plex"), h(DisabledMessage));
     const verify = (plugin.tasks || []).find((t) => VERIFY_TASK.test(t.name));
-    return h(StatusPage, { verifyTask: verify ? verify.name : null });
+    return h(
+      React.Fragment,
+      null,
+      sceneId
+        ? h(
+            "div",
+            { className: "s2p-page s2p-scene-focus" },
+            TitledCard("s2p-scene-card", h(React.Fragment, null, "Scene ", h(Link, { to: "/scenes/" + sceneId }, "#" + sceneId), " in Plex"), h(ScenePanel, { key: sceneId, sceneId: sceneId }))
+          )
+        : null,
+      h(StatusPage, { verifyTask: verify ? verify.name : null })
+    );
   }
 
   function StatusPage(props) {
@@ -578,14 +597,36 @@
   // -- wiring into Stash's UI ----------------------------------------------------------
   api.register.route(ROUTE, Stash2PlexPage);
 
-  api.patch.before("MainNavBar.UtilityItems", function (props) {
-    const link = h(
+  // The navbar link: on a scene page it opens the page with that scene's Plex state.
+  function PlexNavLink() {
+    const scene = /^\/scenes\/([1-9][0-9]{0,18})(?:\/|$)/.exec(useLocation().pathname);
+    return h(
       NavLink,
-      { key: "stash2plex", className: "nav-utility s2p-nav-link", exact: true, to: ROUTE },
-      h(Button, { className: "minimal d-flex align-items-center h-100", title: "Stash2Plex" }, "Plex")
+      { className: "nav-utility s2p-nav-link", exact: true, to: scene ? ROUTE + "?scene=" + scene[1] : ROUTE, "data-scene-id": scene ? scene[1] : undefined },
+      h(Button, { className: "minimal d-flex align-items-center h-100", title: scene ? "Stash2Plex: this scene in Plex" : "Stash2Plex" }, "Plex")
     );
-    return [Object.assign({}, props, { children: h(React.Fragment, null, props.children, link) })];
+  }
+
+  api.patch.before("MainNavBar.UtilityItems", function (props) {
+    return [Object.assign({}, props, { children: h(React.Fragment, null, props.children, h(PlexNavLink, { key: "stash2plex" })) })];
   });
+
+  // Before Stash v0.28 the app draws its pages before plugin JavaScript runs (there is no
+  // PluginsLoader), so the route and the navbar link above show only once that part is drawn
+  // again. Until they show, ask the router to draw the current location again, as the
+  // browser's back and forward buttons do (a popstate event for the same address). From v0.28
+  // they show at once and nothing is asked.
+  function redrawWhileMissing(tries) {
+    const app = document.querySelector(".navbar");
+    const missing = !document.querySelector(".s2p-nav-link") || (window.location.pathname === ROUTE && !document.querySelector(".s2p-page"));
+    if (app && !missing) return;
+    if (app) {
+      window.history.replaceState(window.history.state, "", window.location.href);
+      window.dispatchEvent(new PopStateEvent("popstate", { state: window.history.state }));
+    }
+    if (tries < 40) setTimeout(() => redrawWhileMissing(tries + 1), 250);
+  }
+  redrawWhileMissing(0);
 
   api.patch.before("ScenePage.Tabs", function (props) {
     const tab = h(Nav.Item, { key: "stash2plex" }, h(Nav.Link, { eventKey: "stash2plex-panel", className: "s2p-tab" }, "Plex"));

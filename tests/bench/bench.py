@@ -51,7 +51,7 @@ from tests.runner import (  # noqa: E402
 LATENCY_S = 0.010
 CONCURRENCY = 6  # the plugin's default plex_concurrency; the floor uses the same
 SECTIONS = ("hook", "queue", "bulk", "scale", "pacing")  # the default run
-MORE_SECTIONS = ("storm", "entity", "reconcile", "listen")
+MORE_SECTIONS = ("storm", "entity", "reconcile", "listen", "inbox")
 IMPORT_BASELINE = "import persistqueue, pydantic"
 
 
@@ -713,6 +713,46 @@ def bench_reconcile(scenes: int = 2000) -> None:
         lab.close()
 
 
+def bench_inbox(unmatched: int = 5000, runs: int = 5) -> None:
+    """The match inbox with ``unmatched`` dead-lettered scenes: the page's first read
+    (``ui_inbox``, one plugin run as Stash's runPluginOperation starts it) beside
+    ``ui_status`` (the page's other read, the same process start)."""
+    from sync_queue.dlq import DeadLetterQueue
+    from sync_queue.job import Job
+
+    print(f"\nMatch inbox: {unmatched} unmatched scenes (path_map wrong for all), median of {runs} runs")
+    lab = Lab(unmatched, latency=0)
+    try:
+        lab.stash.set_plugin_settings(
+            {"Stash2Plex": {"plex_url": lab.plex.url, "plex_token": lab.plex.token, "path_map": "/elsewhere=/plex"}}
+        )
+        dlq = DeadLetterQueue(Path(lab.data_dir))
+        for n, sid in enumerate(lab.scene_ids):
+            dlq.add(Job(scene_id=sid, attempt=4), "PlexNotFound", f"not in Plex: scene {n}", f"Scene {n}")
+        dlq.close()
+
+        def op(**args) -> Run:
+            run = lab._plugin({"server_connection": lab.connection, "args": args}, None)
+            assert run.error is None, run.stderr[-2000:]
+            return run
+
+        first = op(mode="ui_inbox")  # lists Plex's library into the index cache
+        walls = {"inbox": [], "search": [], "last": [], "status": []}
+        for _ in range(runs):
+            walls["inbox"].append(op(mode="ui_inbox").wall)
+            walls["search"].append(op(mode="ui_inbox", query="scene 4999").wall)
+            walls["last"].append(op(mode="ui_inbox", page=str(unmatched // 10)).wall)
+            walls["status"].append(op(mode="ui_status").wall)
+        med = {k: statistics.median(v) for k, v in walls.items()}
+        base = f"{med['status']:.2f} s ui_status"
+        line("inbox, first page (Plex listed first)", f"{first.wall:.2f} s", base, ratio(first.wall, med["status"]))
+        line("inbox, first page", f"{med['inbox']:.2f} s", base, ratio(med["inbox"], med["status"]), "< 2 s")
+        line("inbox, searched", f"{med['search']:.2f} s", base, ratio(med["search"], med["status"]), "< 2 s")
+        line("inbox, last page", f"{med['last']:.2f} s", base, ratio(med["last"], med["status"]), "< 2 s")
+    finally:
+        lab.close()
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python tests/bench/bench.py",
@@ -782,6 +822,8 @@ def main(argv: list[str]) -> int:
             from tests.bench.listen import bench_listen
 
             bench_listen(Lab, line, REPO, args.listen_scenes, args.watch_seconds)
+        elif section == "inbox":
+            bench_inbox()
     if args.huge:
         bench_scale(100_000, scale, edit_during=False, floor=False)
     return 0

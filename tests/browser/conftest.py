@@ -63,16 +63,26 @@ class StashUIPlugin(Plugin):
         return self.stash.ui
 
 
+def release_ui(release: str | None) -> tuple[Path, Path]:
+    """The prebuilt UI and full schema of a Stash release (``shared/stash-ui/<tag>/build``,
+    ``shared/stash-schema/versions/<tag>``); the development build without one."""
+    if release is None:
+        return UI_BUILD, SCHEMA_DIR
+    return UI_BUILD.parent / release / "build", SCHEMA_DIR / "versions" / release
+
+
 @pytest.fixture
-def stash_ui(tmp_path):
-    """Stash (UI + GraphQL, no login as in a default install) and Plex, the plugin installed."""
+def stash_ui(request, tmp_path):
+    """Stash (UI + GraphQL, no login as in a default install) and Plex, the plugin installed;
+    a given release's UI and schema when parametrized indirectly with its tag (EDGE_RELEASES)."""
+    release = getattr(request, "param", None)
     with (
-        StashEmulator(session_cookie=STASH_COOKIE, api_key=STASH_API_KEY) as stash,
+        StashEmulator(session_cookie=STASH_COOKIE, api_key=STASH_API_KEY, release=release) as stash,
         PlexEmulator(token=PLEX_TOKEN) as plex,
     ):
         plex.add_section("Stash", ["/plex/media"], key=1)
         stash.auth_required = False
-        ui = stash.serve_ui(UI_BUILD, SCHEMA_DIR)
+        ui = stash.serve_ui(*release_ui(release))
         data_dir = tmp_path / "data"
         env = {"STASH2PLEX_DATA_DIR": str(data_dir), "STASH2PLEX_BREAKER_RECOVERY_S": "2"}
         ui.install_plugin(REPO, env)

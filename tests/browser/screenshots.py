@@ -33,10 +33,27 @@ SCENES = [
 ]
 
 
+def seed_inbox(plugin: StashUIPlugin) -> None:
+    """For the inbox: a scene two Plex items fit, and three found by file name only (their
+    Stash folder is not in path_map, so the page suggests a rule)."""
+    stash, plex = plugin.stash, plugin.plex
+    stash.add_scene(
+        title="Beach day", files=[{"path": "/stash/media/beach/day.mp4", "size": 734_003_200, "duration": 1520.0}]
+    )
+    plex.add_item(1, "/plex/media/2023/day.mp4", size=734_003_200, duration_ms=1_520_000)
+    plex.add_item(1, "/plex/media/2024/day.mp4", size=734_003_200, duration_ms=1_519_500)
+    for n, title in enumerate(("Harbour at dawn", "Forest walk", "Snow in the city")):
+        name = title.lower().replace(" ", "-") + ".mp4"
+        size = 512_000_000 + n * 7_340_032
+        stash.add_scene(title=title, files=[{"path": f"/mnt/nas/videos/{name}", "size": size, "duration": 900.0 + n}])
+        plex.add_item(1, f"/plex/media/{name}", size=size, duration_ms=(900 + n) * 1000)
+
+
 def seed(plugin: StashUIPlugin) -> dict[str, int]:
     ids = {}
     for n, (title, studio, tags, performers) in enumerate(SCENES, 1):
         ids[title], _ = plugin.add_scene(n, title=title, studio=studio, tags=tags, performers=performers)
+    seed_inbox(plugin)
     assert plugin.task("all").error is None
     plugin.wait_drained()
     plugin.stash.update_scene(ids["City lights"], title="City lights at night", tags=["Night", "Skyline"])
@@ -47,7 +64,6 @@ def seed(plugin: StashUIPlugin) -> dict[str, int]:
     dlq.add(
         Job(scene_id=missing, attempt=4), "PlexNotFound", "no Plex item at /plex/media/holiday.mp4", "Old holiday video"
     )
-    dlq.add(Job(scene_id=77, attempt=4), "AmbiguousMatch", "two Plex items fit /plex/media/clip.mp4", "Clip")
     dlq.close()
     return ids
 
@@ -76,6 +92,11 @@ def main() -> int:
             page.goto(stash.url + "/stash2plex")
             page.locator(".s2p-dlq-entry").first.wait_for()
             shoot(page, "ui-page-dark.png")
+            inbox = page.locator(".s2p-inbox")
+            inbox.locator(".s2p-path-help").wait_for()
+            page.locator(".s2p-candidate img.s2p-thumb").first.wait_for(timeout=120_000)
+            inbox.screenshot(path=str(OUT / "ui-inbox.png"))
+            print(OUT / "ui-inbox.png")
             page.locator(".s2p-preview-button").click()
             page.locator(".s2p-plan-row").first.wait_for()
             shoot(page, "ui-preview.png")

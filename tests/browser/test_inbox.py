@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.browser.conftest import SLOW_MS
+from tests.conftest import EDGE_RELEASES
 from tests.test_pins import dead, pins
 from tests.test_ui_modes import dead_letter
 
@@ -12,6 +15,7 @@ HOSTILE_DIR = "a<img src=x onerror=window.__s2p_pwned=3>"
 NO_SCRIPT_RAN = "() => window.__s2p_pwned === undefined && !document.querySelector('img[src=\"x\"], script:not([src])')"
 
 
+@pytest.mark.parametrize("stash_ui", EDGE_RELEASES, indirect=True)  # the oldest and newest Stash we support
 def test_pin_an_ambiguous_scene_mark_one_not_in_plex_and_no_script_runs(stash_ui, ui_page):
     stash, plex = stash_ui.stash, stash_ui.plex
     plex.add_section("Films " + XSS, ["/plex/other"], key=2)
@@ -50,6 +54,7 @@ def test_pin_an_ambiguous_scene_mark_one_not_in_plex_and_no_script_runs(stash_ui
     assert page.inner_text(".s2p-inbox-count") == "0" and page.evaluate(NO_SCRIPT_RAN)
 
 
+@pytest.mark.parametrize("stash_ui", EDGE_RELEASES, indirect=True)
 def test_saving_the_suggested_path_map_shrinks_the_inbox(stash_ui, ui_page):
     stash_ui.configure(path_map="/elsewhere=/plex/media", plex_concurrency=2)
     for n in range(3):
@@ -75,3 +80,26 @@ def test_saving_the_suggested_path_map_shrinks_the_inbox(stash_ui, ui_page):
     stash_ui.wait_drained()
     page.locator(".s2p-inbox-count", has_text="1").wait_for()
     assert [page.locator(".s2p-inbox-scene").get_attribute("data-scene-id")] == [str(odd)]
+
+
+@pytest.mark.parametrize("stash_ui", EDGE_RELEASES, indirect=True)
+def test_the_page_and_a_scenes_plex_state_on_a_fresh_load_and_after_navigation(stash_ui, ui_page):
+    """Before Stash v0.28 the app draws before plugin JavaScript runs: a fresh load of the
+    page, and the navbar link on a fresh scene page, must show anyway (ui/stash2plex.js)."""
+    sid, rk = stash_ui.add_scene(1)
+    assert stash_ui.task("all").error is None
+    stash_ui.wait_drained()
+    page = ui_page.page
+    ui_page.goto("/stash2plex")
+    page.locator(".s2p-cards").wait_for()
+    ui_page.goto(f"/scenes/{sid}")
+    page.locator(f'.s2p-nav-link[data-scene-id="{sid}"]:visible').first.click()
+    page.wait_for_url(f"**/stash2plex?scene={sid}")
+    panel = page.locator('.s2p-scene-focus .s2p-scene-panel[data-state="in_sync"]')
+    panel.wait_for()
+    assert panel.locator(".s2p-item td").inner_text() == f"#{rk}"
+    ui_page.navigate("/scenes")
+    page.locator(".s2p-nav-link:visible").first.click()
+    page.wait_for_url("**/stash2plex")
+    page.locator(".s2p-cards").wait_for()
+    assert page.locator(".s2p-scene-focus").count() == 0
