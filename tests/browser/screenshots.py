@@ -95,7 +95,9 @@ def main() -> int:
             inbox = page.locator(".s2p-inbox")
             inbox.locator(".s2p-path-help").wait_for()
             page.locator(".s2p-candidate img.s2p-thumb").first.wait_for(timeout=120_000)
-            inbox.screenshot(path=str(OUT / "ui-inbox.png"))
+            page.evaluate("window.scrollTo(0, 0)")
+            box = inbox.bounding_box()  # the whole page's picture, cut to the inbox: no navbar over it
+            page.screenshot(path=str(OUT / "ui-inbox.png"), full_page=True, clip=box)
             print(OUT / "ui-inbox.png")
             page.locator(".s2p-preview-button").click()
             page.locator(".s2p-plan-row").first.wait_for()
