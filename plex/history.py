@@ -9,7 +9,9 @@ sees every account's history. A row of deleted media has no ``ratingKey``; it is
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from plex.errors import plex_errors
 
@@ -30,18 +32,22 @@ def read_history(client, account_id: int, since: int | None) -> list[Play]:
     query = f"{PATH}?sort=viewedAt:asc&accountID={int(account_id)}"
     if since is not None:
         query += f"&viewedAt>={int(since)}"  # the key 'viewedAt>' unencoded, as plexapi sends it
-    plays: list[Play] = []
+    return [p for p in map(_play, _rows(client, query, "reading Plex's watch history")) if p is not None]
+
+
+def _rows(client: Any, query: str, doing: str) -> Iterator[Any]:
+    """Every row of a paged listing, a page of ``PAGE`` at a time until ``totalSize``
+    (plexapi base.py ``fetchItems``)."""
     start = 0
     while True:
         headers = {"X-Plex-Container-Start": str(start), "X-Plex-Container-Size": str(PAGE)}
-        with plex_errors("reading Plex's watch history", client.url):
+        with plex_errors(doing, client.url):
             root = client.server.query(query, headers=headers)
         rows = list(root)
-        plays.extend(p for p in map(_play, rows) if p is not None)
+        yield from rows
         start += len(rows)
-        total = int(root.attrib.get("totalSize") or root.attrib.get("size") or 0)
-        if not rows or start >= total:
-            return plays
+        if not rows or start >= int(root.attrib.get("totalSize") or root.attrib.get("size") or 0):
+            return
 
 
 def _play(node) -> Play | None:
@@ -65,20 +71,12 @@ def rated_since(client, section_key: int, since: int) -> list[Rated]:
     token user's (the owner's) rating. Plex sends no notification for ratings: this is polled."""
     query = f"/library/sections/{int(section_key)}/all?type=1&lastRatedAt>>={int(since)}"
     found: list[Rated] = []
-    start = 0
-    while True:
-        headers = {"X-Plex-Container-Start": str(start), "X-Plex-Container-Size": str(PAGE)}
-        with plex_errors("reading Plex ratings", client.url):
-            root = client.server.query(query, headers=headers)
-        rows = list(root)
-        for node in rows:
-            a = node.attrib
-            if a.get("ratingKey") and a.get("lastRatedAt"):
-                rating = float(a["userRating"]) if a.get("userRating") else None
-                found.append(Rated(int(a["ratingKey"]), rating, int(a["lastRatedAt"])))
-        start += len(rows)
-        if not rows or start >= int(root.attrib.get("totalSize") or root.attrib.get("size") or 0):
-            return found
+    for node in _rows(client, query, "reading Plex ratings"):
+        a = node.attrib
+        if a.get("ratingKey") and a.get("lastRatedAt"):
+            rating = float(a["userRating"]) if a.get("userRating") else None
+            found.append(Rated(int(a["ratingKey"]), rating, int(a["lastRatedAt"])))
+    return found
 
 
 def view_offset(client, rating_key: int) -> int:
