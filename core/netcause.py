@@ -1,17 +1,11 @@
 """Why a network request failed, decided by exception TYPE (never by message text).
 
-requests wraps urllib3, which wraps the socket layer: a refused connection arrives
-as ``requests.ConnectionError(MaxRetryError(reason=NewConnectionError(...)))`` whose
-``__cause__`` is the ``ConnectionRefusedError``; a DNS failure as urllib3's
-``NameResolutionError`` (a ``socket.gaierror`` inside); a rejected certificate as
-``requests.SSLError`` around ``ssl.SSLCertVerificationError``; a reply cut off
-mid-body as ``requests.ChunkedEncodingError`` around urllib3's ``ProtocolError``.
-:func:`network_cause` walks that chain (``args``, ``reason``, ``__cause__``,
-``__context__``) and names the innermost known cause. The Plex and Stash boundaries
-turn the cause into their own words (``plex/errors.py``, ``stash/client.py``).
-
-requests and urllib3 are imported only when something failed, so the hook path
-never pays for them.
+requests wraps urllib3, which wraps the socket layer (a refused connection is a
+``requests.ConnectionError`` around ``MaxRetryError`` around ``NewConnectionError``, whose
+``__cause__`` is ``ConnectionRefusedError``). :func:`network_cause` walks that chain
+(``args``, ``reason``, ``__cause__``, ``__context__``) and names the innermost known cause;
+``plex/errors.py`` and ``stash/client.py`` put it in their own words. requests and urllib3
+are imported only once something failed (never on the hook path).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""Stable placeholders for file paths and scene titles, for logs users share.
+"""Stable placeholders for file paths and scene titles, for logs users share (``private_logs``).
 
-With the ``private_logs`` setting on, every log line (and queue status, and
-notifications) passes through :class:`Placeholders` after the secrets are redacted:
-a scene title becomes ``<title-1a2b3c4d>`` and a file path ``<path-5e6f7a8b>``. The
-same value always gets the same placeholder within one data folder (an HMAC with a
-random key kept in ``<data>/privacy.key``), so a reader can still follow "the same
-file failed twice"; without the key nobody can test a guessed title against it.
-
-Values are known two ways: the worker registers the titles and paths of the scenes
-it handles (``note_title``/``note_path``, a bounded recent set), and any remaining
-absolute path (``/…/…``, ``C:\\…``, ``\\\\server\\…``) is found by its shape. A title
-shorter than 3 characters is left alone (it would replace parts of ordinary words).
+After secret redaction every log line, the queue status and notifications pass through
+:class:`Placeholders`: a title becomes ``<title-1a2b3c4d>``, a path ``<path-5e6f7a8b>``,
+always the same for one data folder (an HMAC keyed by ``<data>/privacy.key``), so "the
+same file failed twice" still reads, and a guessed title cannot be tested without the key.
+Titles and paths the worker handles are noted (``note_title``/``note_path``); any other
+absolute path is found by its shape. Titles under 3 characters are left alone.
 """
 
 from __future__ import annotations

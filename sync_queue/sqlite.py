@@ -1,17 +1,12 @@
 """Opening our own SQLite files safely (DLQ, ledger, the queue's side tables).
 
-* WAL mode and a 10 s busy timeout: several processes (hooks, the drainer, tasks)
-  use the same files, and "database is locked" must never reach the user.
-* ``immediate`` transactions for writes, retried a bounded number of times
-  (:func:`retry_locked`) when SQLite still reports the database locked or busy.
-* A file that is not a database, or is corrupt, raises :class:`DataFileError`
-  naming the file and what to do. It is never deleted or recreated. A disk that is
-  full, read-only or refuses permission is told apart from corruption (by SQLite's
-  result code, then a write probe in the folder for the errno): the message names
-  the folder and the remedy and never advises moving a healthy file. Corruption
-  inside a table is only seen when a query reaches it, so every statement and
-  fetch on our connections translates it (``_Connection``/``_Cursor``), and the
-  queue wraps persist-queue's calls in :func:`corruption_named`.
+WAL and a 10 s busy timeout (hooks, the drainer and tasks share the files); writes in
+``immediate`` transactions, retried a bounded number of times while the database is locked
+(:func:`retry_locked`). A corrupt file, or one that is not a database, raises
+:class:`DataFileError` naming the file and what to do; it is never deleted or recreated.
+A full, read-only or forbidden disk is told apart from corruption (SQLite's result code,
+then a write probe for the errno). Corruption seen by any later statement is translated
+too (``_Connection``/``_Cursor``; persist-queue's calls through :func:`corruption_named`).
 """
 
 from __future__ import annotations

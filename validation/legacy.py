@@ -1,17 +1,11 @@
 """Settings saved under names Stash2Plex no longer uses, translated or set aside.
 
-Two sources of old names reach ``load_settings``:
-
-* our own renames: a boolean must default to false, because Stash's settings page
-  draws a never-saved switch as off (``strict_matching``, default on, became
-  ``loose_matching``, default off);
-* the public Stash2Plex plugin (github.com/trek-e/Stash2Plex, the same plugin id, so
-  Stash hands us its saved settings after a switch): ``plex_library`` is taken
-  over, its ``sync_*`` switches saved as off become ``skip_fields``, and its other
-  settings (``IGNORED``) are reported and not used.
-
-A new name always wins over an old one. Every old name seen is reported (for
-``health_check``), and each one taken over is logged as a warning naming the new one.
+Our own renames (a boolean defaults to false, as Stash draws a never-saved switch off:
+``strict_matching`` became ``loose_matching``), and the public Stash2Plex plugin's settings
+(github.com/trek-e/Stash2Plex, same plugin id): ``plex_library`` is taken over, its
+``sync_*`` switches saved off become ``skip_fields``, the rest (``IGNORED``) is reported and
+not used. A new name always wins; every old name is reported (``health_check``) and each
+one taken over is logged naming the new one.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""Retry timing: full-jitter exponential backoff as pure functions.
+"""Retry timing: full-jitter exponential backoff as pure functions (the RNG a parameter).
 
-Full jitter (AWS, "Exponential Backoff and Jitter") draws each delay uniformly from
-``[0, min(cap, base * 2**n)]``. Compared with a fixed exponential delay it spreads the
-retries of many jobs that failed together (a Plex restart), so they do not all come back
-at the same second. The RNG is a parameter so tests and callers decide the randomness.
-
-Two policies exist because the two failures recover on different time scales:
-
-* ``TRANSIENT``: timeouts, resets, 5xx. Four waits drawn from windows of 5, 10, 20 and
-  40 s (at most 75 s in all); the fifth failure sends the job to the dead-letter queue.
-* ``NOT_FOUND``: the file is not in Plex yet because the library scan has not reached
-  it. Eleven waits from windows of 30, 60, 120, 240, 480 s, then 600 s (the cap) six
-  times: at most about 75 minutes in all, about 38 on average; the twelfth failure
-  dead-letters the job.
+Full jitter (AWS, "Exponential Backoff and Jitter") draws each delay from
+``[0, min(cap, base * 2**n)]``, so jobs that failed together (a Plex restart) do not all
+come back at the same second. Two policies, as the failures recover on different scales:
+``TRANSIENT`` (timeouts, resets, 5xx: four waits, at most 75 s in all, then the
+dead-letter queue) and ``NOT_FOUND`` (a file Plex has not scanned yet: eleven waits from
+30 s up to 600 s, at most about 75 minutes in all).
 """
 
 from __future__ import annotations

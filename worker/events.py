@@ -1,17 +1,11 @@
 """What a run reports beyond each job's fate: Plex outages and dead-lettered jobs.
 
-The worker calls ``plex_down(why)`` whenever Plex is unavailable (the breaker
-refused, or a request failed), ``plex_up()`` after every successful Plex write, and
-``dead_lettered(...)`` for every job moved to the dead-letter queue. This object:
-
-* keeps ``sync_health.json`` true (the hook's warning): Plex down since when, and why;
-* notifies, when notification URLs are set: once when an outage has lasted
-  ``down_after_s`` (the outage's start is in the file, so it spans drainers), once
-  when Plex answers again after such a notice, and at most once per ten minutes for
-  the jobs that entered the dead-letter queue, grouped by reason (at a run's end; what
-  comes sooner is held in the health file for the next message).
-
-A notification failing is logged by the notifier and changes nothing here.
+The worker calls ``plex_down(why)``, ``plex_up()`` and ``dead_lettered(...)``; this keeps
+``sync_health.json`` true (the hook's warning) and, with notification URLs set, notifies
+once when an outage has lasted ``down_after_s`` (across drainers), once when Plex is back
+after such a notice, and at most once per ten minutes for dead-lettered jobs, grouped by
+reason (what comes sooner is held in the health file). A failed notification changes
+nothing here.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """Checking Plex against Stash item by item, and repairing what differs (``reconcile``).
 
-The ledger is a cache of what was written; Plex is the truth. ``Reconciler.check``
-takes scenes from Stash and, with the libraries' fresh listing (the caller reloads
-the index once) and one detail read per 50 items, finds for each scene the item that
-holds its file, and what differs: every synced field, its lock, the tags, the poster,
-and a ledger link that is gone (the ratingKey no longer exists), moved (the item no
-longer holds the file) or missing (a lost ledger). ``repair`` sends a scene through
-the same write step as every sync (``Syncer.sync``, which reads the item again and checks
-it holds the file on that read before writing: one more detail read per repair, since
-files may move between the check and the write); a scene in line only gets its
-ledger record corrected. What was written to an item is the item's (``Ledger.items``):
-when another scene's data was written there last, the item is compared against that
-and the other scene's tags, fields and poster are replaced.
+Plex is the truth, the ledger a cache. ``Reconciler.check`` finds each scene's item from
+the libraries' fresh listing and one detail read per 50 items, and what differs: every
+synced field, its lock, the tags, the poster, and a ledger link gone, moved or missing.
+``repair`` sends the scene through the sync's own write step (``Syncer.sync``, which reads
+the item again and writes only if it still holds the file); a scene in line only gets its
+ledger record corrected. An item last written for another scene is compared against what
+was written there (``Ledger.items``) and that scene's values are replaced.
 """
 
 from __future__ import annotations
