@@ -1,16 +1,11 @@
-"""The standalone command line: every task from a shell, outside Stash.
+"""The standalone command line: every task from a shell, outside Stash (cron, side-cars, debugging).
 
-``python Stash2Plex.py <command> [options]`` runs the same task code Stash runs,
-for cron jobs, Docker side-cars and debugging. Stash is reached at ``--stash-url``
-with its API key (there is no session cookie outside Stash); every plugin setting
-can be given as a flag or an environment variable. For each value the first of
-these wins: the flag, the environment variable, the setting saved in Stash for the
-plugin, the default. The data folder is the plugin's own by default, so a cron job
-and Stash's hooks share one queue, one drainer lock and one ledger.
-
-Exit status: 0 on success, 1 when the task failed (the reason on stderr) or
-``health_check`` found a problem, 2 for a command line that cannot be read (an
-unknown command or option, a ``--stash-url`` that is not an address).
+``python Stash2Plex.py <command> [options]`` runs the task code Stash runs, reaching Stash
+at ``--stash-url`` with its API key. Each setting comes from the first of: the flag, the
+environment variable, the setting saved in Stash, the default. The data folder is the
+plugin's own by default (one queue, lock and ledger with Stash's hooks). Exit status: 0,
+1 when the task failed (the reason on stderr) or ``health_check`` found a problem, 2 for
+a command line that cannot be read.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Everything that differs between Linux, macOS and Windows, in one place.
 
-Three needs: an exclusive advisory lock on a file that the operating system releases
-when the holder dies (so a SIGKILLed drainer never leaves a stale lock behind), and
-starting a process that is fully detached from Stash (new session, no inherited
-stdio; Stash reads our stdout to EOF and would otherwise wait for the child), and a
-background process that gives way to Stash and to the hooks Stash waits for.
-
-Why the standard library and not ``filelock``/``psutil``: the plugin's runtime
-dependency list is fixed (see requirements.txt), and ``fcntl.flock`` /
-``msvcrt.locking`` plus ``subprocess`` creation flags are the well-kept,
-always-present primitives those libraries wrap.
+An exclusive file lock the OS releases when its holder dies (no stale lock after a
+SIGKILL), starting a process fully detached from Stash (new session, no inherited stdio:
+Stash reads our stdout to EOF), and lowering a background process's priority below
+Stash's. Standard library only (``fcntl.flock``/``msvcrt.locking``, ``subprocess`` flags:
+what ``filelock``/``psutil`` wrap), as the runtime dependency list is fixed.
 """
 
 from __future__ import annotations

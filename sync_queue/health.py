@@ -1,14 +1,9 @@
-"""How the background sync is doing, in one small file the hook can read cheaply.
+"""How the background sync is doing, in ``<data>/sync_health.json``, cheap for a hook to read.
 
-The drainer does the real work, out of the user's sight. It leaves its state in
-``<data>/sync_health.json``: whether background sync is failing (and why, and what
-to do), and whether Plex is down (since when, and whether that outage has been
-notified). A hook reads it with one ``open`` and ``json.loads`` (no SQLite, no
-network) and, while sync is failing, logs one warning in Stash's log, at most once
-a minute for all hooks together (``warned.at``'s modification time).
-
-Writes replace the file atomically; a missing or unreadable file reads as "fine"
-(it is a hint for the user, never a reason to fail a hook).
+The drainer records whether sync is failing (why, what to do) and whether Plex is down
+(since when, whether notified). A hook reads it with one ``open`` (no SQLite, no network)
+and, while sync fails, warns in Stash's log at most once a minute for all hooks together
+(``warned.at``'s mtime). Writes are atomic; a missing or unreadable file reads as fine.
 """
 
 from __future__ import annotations

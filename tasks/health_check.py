@@ -1,15 +1,11 @@
 """``health_check``: can Stash2Plex reach both servers, and does path_map fit the files?
 
-Checks, in order: Stash (reachable, version, settings readable; the reply shows the
-effective settings and which old setting names were taken over or ignored), Plex (reachable, where plex_url
-leads after redirects, version, token accepted), the libraries (configured ones found, video libraries
-left out), and the path map: up to ``SAMPLE_SIZE`` scenes' primary files are mapped
-with ``path_map`` and looked up by exact path in the Plex index. When fewer than
-half are found, a ``path_map`` rule is inferred from Plex files with the same name
-(``suggest_path_map``). Then every scene is checked the way the sync matches it, and
-the number of scenes without a Plex item is reported with the command that lists them
-(``unmatched``). A failed check never escapes as an error reply: the task
-answers with ``ok: false`` and a ``problems`` list that says what to fix.
+In order: Stash (version, settings, old names taken over or ignored), Plex (where
+plex_url leads, version, token), the libraries, then ``SAMPLE_SIZE`` scenes' files mapped
+with ``path_map`` and looked up in Plex's index (under half found: a rule is suggested,
+``suggest_path_map``), then every scene matched as the sync matches it (the unmatched
+counted, with the command that lists them). A failed check is never an error reply:
+``ok: false`` and ``problems`` say what to fix.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
-"""A user's answer for a scene the matcher could not settle: pin it to a Plex item, mark it
-"Not in Plex", or "Skip this scene"; and take the answer back.
+"""A user's answer for a scene the matcher could not settle (a Plex item, "Not in Plex",
+"Skip this scene"), and taking it back: ``ui_pin`` (``scene_id``, ``answer`` = item |
+not_in_plex | skip, ``rating_key`` for item), ``ui_unpin`` (``scene_id``), ``pin``/``unpin``
+on the command line.
 
-The answer lives in the ledger (``pins``) beside the scene's link, so index reloads,
-``all`` and ``reconcile`` keep it; the sync honours a pin before any match, and still
-checks at write time that the pinned item exists in a library it syncs (worker/sync.py).
-After an answer the scene leaves the dead-letter queue and is queued ahead of bulk work,
-so a pin syncs at once.
-
-- ``ui_pin`` (``scene_id``, ``answer`` = item | not_in_plex | skip, ``rating_key`` for item)
-- ``ui_unpin`` (``scene_id``)
-- ``pin <scene> <ratingKey>`` and ``unpin <scene>`` on the command line.
+The answer lives in the ledger (``pins``), so index reloads, ``all`` and ``reconcile`` keep
+it; the sync honours it before any match and still checks the pinned item at write time.
+The scene leaves the dead-letter queue and is queued ahead of bulk work.
 """
 
 from __future__ import annotations

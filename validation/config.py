@@ -1,14 +1,9 @@
 """Plugin settings, as saved in Stash, validated with their defaults.
 
-Stash stores no defaults: a setting the user never saved is simply absent from
-``configuration { plugins }``. Every default therefore lives here, and the
-descriptions in Stash2Plex.yml state the same values (a test checks they agree).
-
-Stash's settings page draws a setting that was never saved as unchecked (BOOLEAN),
-``0`` (NUMBER) or empty (STRING), and the first click saves what it shows. So every
-switch here defaults to false, and a number saved as 0 means its default. Old names
-(our own renames, the public Stash2Plex plugin's settings) are read by
-``validation.legacy``.
+Stash stores no defaults (a never-saved setting is absent), so every default lives here,
+and Stash2Plex.yml's descriptions state the same values (a test checks). Stash's page draws
+a never-saved setting as off, ``0`` or empty and the first click saves that: every switch
+defaults to false and a number saved as 0 means its default. Old names: ``validation.legacy``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The document Stash writes on a plugin's stdin, as validated models.
 
-Shape (Stash's pkg/plugin/common/msg.go, ``PluginInput`` and ``StashServerConnection``;
-filled by pkg/plugin/plugins.go ``makeServerConnection``):
-``{"server_connection": {...}, "args": {...}}``. The connection struct has no JSON
-tags in Go, so its keys are capitalised. Tasks get
-their ``defaultArgs`` in ``args``; hooks get ``defaultArgs`` plus ``hookContext``.
-
-Why frozen dataclasses with explicit checks and not pydantic here: this module is on
-the hook path, which Stash waits for inside every scene edit. Importing pydantic and
-building its models would cost a hook more than everything else it does; settings and
-scene metadata, validated in the worker, do use pydantic.
+``{"server_connection": {...}, "args": {...}}`` (Stash's pkg/plugin/common/msg.go
+``PluginInput``, ``StashServerConnection``, filled by pkg/plugin/plugins.go
+``makeServerConnection``: no JSON tags, so the keys are capitalised). Tasks get their
+``defaultArgs`` in ``args``; hooks also ``hookContext``. Frozen dataclasses with explicit
+checks, not pydantic: this is the hook's path, which Stash waits for in every scene edit.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Syncing one scene into its Plex item: locate, verify, plan, write, poster, ledger.
 
-The caller has already skipped scenes whose desired state is unchanged since the
-last successful write (``Syncer.state_hash``), so everything here is real work.
-
-Write-time invariants (docs/architecture.md): nothing is written to a Plex item unless
-its current detail view (read in this batch, its ratingKey the one asked for) lists a
-file of the scene's mapped paths, or passes the name rule again on that fresh data,
-and lies in a library ``plex_libraries`` selects. The cached index and the ledger's
-link are only hints: on a mismatch the index is reloaded and the scene matched once
-more; if that does not hold either, nothing is written and the job goes to the DLQ
-naming both paths.
+Scenes unchanged since the last write were skipped by the caller (``Syncer.state_hash``).
+Nothing is written to an item unless its fresh detail view lists a file of the scene's
+mapped paths (or passes the name rule again) and lies in a selected library; the index
+and the ledger's link are hints only: on a mismatch the index is reloaded and the scene
+matched once more, else the job is dead-lettered naming both paths (docs/architecture.md,
+"Write-time invariants").
 """
 
 from __future__ import annotations
