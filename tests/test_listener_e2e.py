@@ -39,6 +39,7 @@ def test_an_item_plex_adds_is_written_at_once_without_timed_retries(plugin):
     plugin.hook(create_context(sid))
     until(lambda: plugin.plex.notifications.listening == 1, 15, "the drainer listens", plugin)
     until(lambda: plugin.status()["retrying"] == 1, 10, "the job waits for Plex")
+    until(lambda: caught_up(plugin), 10, "the listener's catch-up on connecting", plugin)
     before = len(plex_requests(plugin))
     time.sleep(0.5)  # the drainer idles: nothing asks Plex while the job waits
     assert len(plex_requests(plugin)) == before
@@ -59,10 +60,18 @@ def test_a_job_is_not_held_hostage_when_plex_sends_no_event(plugin):
     sid = add_scene(plugin, "/stash/media/quiet.mp4", "Quiet")
     plugin.hook(create_context(sid))
     until(lambda: plugin.plex.notifications.listening == 1, 15, "the drainer listens")
+    until(lambda: caught_up(plugin), 10, "the listener's catch-up on connecting", plugin)
     plugin.plex.notifications.muted = True
     rk = plugin.plex.add_item(1, "/plex/media/quiet.mp4", size=SIZE, duration_ms=60_000)
     until(lambda: plugin.plex.item(rk)["fields"]["title"] == "Quiet", 15, "written", plugin)
     assert "go now" not in plugin.drainer_log()
+
+
+def caught_up(plugin) -> bool:
+    """The listener's catch-up (a look at the libraries) came after its handshake."""
+    paths = [r["path"] for r in plugin.plex.requests]
+    handshake = max(i for i, p in enumerate(paths) if p.startswith("/:/websocket"))
+    return "/library/sections" in paths[handshake:]
 
 
 def test_the_listener_connects_again_after_plex_closes_or_drops_it(plugin):
