@@ -107,6 +107,11 @@ CALLS = {
     "version": lambda c, sid: c.version(),
     "image": lambda c, sid: c.image(c.scenes_by_id([sid])[sid]["paths"]["screenshot"]),
     "own_url": lambda c, sid: c.own_url("http://elsewhere.invalid/scene/1/screenshot"),
+    "play_history": lambda c, sid: c.play_history(sid),
+    "add_play": lambda c, sid: c.add_play(sid, "2024-05-01T20:00:00Z"),
+    "scene_state": lambda c, sid: c.scene_state(sid),
+    "save_resume": lambda c, sid: c.save_resume(sid, 12.5),
+    "set_rating": lambda c, sid: c.set_rating(sid, 80),
 }
 
 
