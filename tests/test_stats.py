@@ -160,6 +160,9 @@ class FakeSyncer:
     def load_pins(self, scene_ids):
         pass
 
+    def depends_on(self, scene):
+        return {}
+
     def prefetch(self, work):
         pass
 
