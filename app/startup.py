@@ -1,13 +1,10 @@
 """Where the interpreter looks for packages, set before anything needs one.
 
-Stash starts the plugin as ``python -S Stash2Plex.py`` (``Stash2Plex.yml``): without the
-``site`` module, which adds site-packages and runs every ``.pth`` file in them (some import
-whole packages at every start of Python), so a hook, which Stash waits for inside every
-scene save, starts as fast as Python can. A hook needs only the plugin-local packages
-(``deps/``, app/bootstrap.py) when they are there; everything else, and a hook whose
-packages live in site-packages, turns ``site`` on first (:func:`enable_site`), so nothing
-is lost: the same folders end up on ``sys.path`` as without ``-S``. Only ``os`` and ``sys``
-here: this runs on the hook's path.
+Stash starts ``python -S Stash2Plex.py`` (no ``site``: no site-packages, no ``.pth`` files
+to run), so a hook starts as fast as Python can when its packages are in ``deps/``
+(app/bootstrap.py). Every other run, and a hook whose packages live in site-packages, turns
+``site`` on first (:func:`enable_site`): the same folders end up on ``sys.path`` as without
+``-S``. Only ``os`` and ``sys`` here: this runs on the hook's path.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
-"""The one exception tree of Stash2Plex.
+"""The one exception tree of Stash2Plex: the class decides the route (``worker/settle.py``).
 
-The class decides the routing (see ``worker/settle.py``):
-
-* ``TransientError``: retried with the transient backoff policy.
-* ``PlexUnavailable``: Plex is down; trips the circuit breaker and does not spend
-  the job's retry budget.
-* ``StashUnavailable``: Stash is down; the jobs wait (no budget spent) and Stash is
-  probed again on a growing interval. ``StashRefused``: the session or API key was
-  refused; the run stops and the jobs stay queued.
-* ``PlexNotFound``: the item is not in Plex (yet); retried on the slow schedule.
-* ``PermanentError``: straight to the dead-letter queue; the message says what to do.
-* ``ConfigError``: a setting is missing or malformed; the task or drainer stops and
-  the reply names the setting. The job stays queued with its budget intact.
-* ``RunStopped``: the run stopped before the job reached Plex; it stays queued.
-* ``DataFileError``: a data file is unreadable or corrupt; never deleted or recreated.
-
-Library errors (plexapi, requests, stashapi) are translated into these in exactly one
-place per client: ``plex/errors.py`` and ``stash/client.py``.
+``TransientError`` is retried on the transient schedule, ``PlexNotFound`` on the slow one;
+``PlexUnavailable`` trips the breaker and ``StashUnavailable`` makes the jobs wait, neither
+spending retry budget; ``PermanentError`` goes to the dead-letter queue with what to do;
+``ConfigError`` and ``StashRefused`` stop the run (``RunStopped``: a job it did not try),
+the jobs queued with their budget; ``DataFileError`` names a corrupt data file, never deleted. Library errors
+are translated once per client: ``plex/errors.py``, ``stash/client.py``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Logging in Stash's stderr protocol, with secrets redacted in one place.
 
-Stash reads a plugin's stderr line by line. A line ``\\x01<c>\\x02<message>`` is
-logged at level ``c`` (t, d, i, w, e); ``\\x01p\\x02<0..1>`` drives a task's progress
-bar. A line over 64 KiB stops Stash's reader and breaks the pipe, so every line is
-cut well below that. Every message passes through :class:`Redactor`, which knows
-the Plex token and the Stash session cookie, before it is written anywhere.
-
-The same class writes the detached drainer's log file (``plain=True``: a timestamp
-and level name instead of the control bytes).
+``\x01<c>\x02<message>`` logs at level ``c`` (t, d, i, w, e); ``\x01p\x02<0..1>`` moves a
+task's progress bar. Lines are cut well below the 64 KiB that would break Stash's reader.
+Every message passes :class:`Redactor` (the Plex token, the Stash cookie) first. With
+``plain=True`` the same class writes the drainer's log file (timestamp and level name).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The hook: decide from ``hookContext`` alone whether Plex cares, enqueue, return.
 
-Stash runs this synchronously inside the user's mutation, so it must be fast: it
-never touches the network and imports no HTTP client, plexapi or stashapi. It
-enqueues one job per scene (events for a scene whose job is still waiting collapse
-into it) and makes sure one background drainer is running.
-
-A tag, performer, studio or group hook records ONE entity event, however many
-scenes carry the entity: the drainer looks up in the ledger which scenes' Plex items
-show it and queues those as bulk work, a batch at a time.
+Stash runs it inside the user's mutation: no network, no HTTP client, plexapi or
+stashapi. One job per scene (a waiting job absorbs newer events for its scene), and a
+background drainer made sure of. A tag, performer, studio or group hook records ONE
+entity event; the drainer queues the scenes whose Plex items show it, a batch at a time.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """``reconcile`` (task "Verify Plex against Stash"): Plex is the truth, the ledger a cache.
 
-The ledger lets ``all`` skip scenes whose desired state has not changed since the
-last write; that is wrong whenever Plex changed underneath (a metadata refresh over
-unlocked fields, an edit in Plex Web, "Fix match", an item re-added under a new
-ratingKey, a restored Plex database, a lost ledger). This task lists the libraries
-afresh, pages through every Stash scene, reads the linked items' detail views in
-batches (one request per 50 items), compares every synced field, lock, tag list and
-the poster, and repairs only what differs, through the sync's own write step. It
-reports how many scenes drifted in which way, with the first few of each. With
-``--dry-run`` (command line) it writes nothing and reports the plan instead. Scenes
-the settings leave out (``skip_tags``, ``organized_only``) are reported as
-``out_of_scope`` and their Plex items left as they are.
+For when Plex changed underneath (a metadata refresh, an edit in Plex Web, "Fix match", a
+re-added item, a restored database, a lost ledger): lists the libraries afresh, compares
+every scene's linked item (one detail request per 50 items) field by field, lock, tags and
+poster, repairs only what differs through the sync's own write step, and reports each
+kind of drift with its first scenes. ``--dry-run`` plans instead (tasks/preview.py's
+shape). Scenes the settings leave out are counted ``out_of_scope`` and left as they are.
 """
 
 from __future__ import annotations

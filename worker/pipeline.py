@@ -3,12 +3,10 @@
     take a chunk (users' edits first) → breaker → Stash data → triage → one Plex
     detail read for the chunk → staged → submitted → writer threads → settled
 
-Only the caller's thread touches the queue, the triage and the settling; it keeps up to
-``limit × SUBMIT_DEPTH`` syncs handed to the writers ahead. :class:`Limiter` bounds the
-syncs touching Plex at once and :class:`Pacer` halves that bound when Plex struggles.
-The steps are the worker's (:class:`Steps`). Two jobs of one scene are never in flight
-together; while the breaker is not closed nothing more is taken until the work in flight
-settles; ``stop`` finishes what is in flight and leaves taken, unstarted jobs unacked.
+One thread (the caller's) does the queue, triage and settling, keeping ``limit ×
+SUBMIT_DEPTH`` syncs handed to the writers ahead; :class:`Limiter` bounds the syncs in
+Plex, :class:`Pacer` adapts that bound. One scene is never in flight twice; nothing more is
+taken while the breaker is not closed; ``stop`` leaves taken, unstarted jobs unacked.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """The worker: take due jobs, fetch their scenes in one request, sync, settle.
 
-Runs in the detached drainer (in a daemon thread) and in the foreground tasks. Jobs
-are taken in chunks (users' edits first); their scenes come from Stash in ONE
-GraphQL request per chunk (or from the page a bulk task already fetched); scenes
-whose desired state is unchanged since the last write are acknowledged without a
-single Plex request; the rest are synced with bounded concurrency, which halves
-when Plex errors and grows back after clean work. worker/pipeline.py keeps the
-writes flowing: the next chunk is taken, triaged and its Plex items read while the
-last ones are still being written, so Plex never waits for this bookkeeping. The
-circuit breaker is consulted before any Plex work; while it is open, jobs wait
-without spending their retry budget. Outcomes are added to the cumulative
-statistics (``stats.db``) at least every second, so a killed process loses at most
-that second's counts.
+Runs in the drainer's daemon thread and in the foreground tasks. Jobs come in chunks
+(users' edits first), their scenes in one GraphQL request per chunk (or from a bulk task's
+page); unchanged scenes are acknowledged without a Plex request; the rest go through
+worker/pipeline.py, which runs this class's public steps with bounded, adaptive
+concurrency. The breaker is asked before any Plex work (while open, jobs wait without
+spending budget); outcomes reach ``stats.db`` at least every second.
 """
 
 from __future__ import annotations
