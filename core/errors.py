@@ -4,8 +4,8 @@
 ``PlexUnavailable`` trips the breaker and ``StashUnavailable`` makes the jobs wait, neither
 spending retry budget; ``PermanentError`` goes to the dead-letter queue with what to do;
 ``ConfigError`` and ``StashRefused`` stop the run (``RunStopped``: a job it did not try),
-the jobs queued with their budget; ``DataFileError`` names a corrupt data file, never deleted. Library errors
-are translated once per client: ``plex/errors.py``, ``stash/client.py``.
+the jobs queued with their budget; ``DataFileError`` names a corrupt data file, never
+deleted. Library errors are translated once per client: ``plex/errors.py``, ``stash/client.py``.
 """
 
 from __future__ import annotations
