@@ -133,6 +133,17 @@ def _headers(server) -> dict[str, str]:
     return dict(server._headers())
 
 
+def _sslopt(server) -> dict:
+    """The websocket verified as plexapi's own requests are: its session's ``verify`` (a CA
+    bundle from REQUESTS_CA_BUNDLE, core/http.py; or False) becomes websocket-client's."""
+    verify = getattr(getattr(server, "_session", None), "verify", True)
+    if verify is False:
+        import ssl
+
+        return {"cert_reqs": ssl.CERT_NONE}
+    return {"ca_certs": verify} if isinstance(verify, str) else {}
+
+
 def _alert_listener_class():
     from plexapi.alert import AlertListener
 
@@ -158,7 +169,9 @@ def _alert_listener_class():
             )
             self._ws = ws  # type: ignore[assignment]  # plexapi declares it None until run()
             if not self._stopping.is_set():
-                ws.run_forever(ping_interval=PING_S, ping_timeout=PING_TIMEOUT_S, reconnect=0)
+                ws.run_forever(
+                    ping_interval=PING_S, ping_timeout=PING_TIMEOUT_S, reconnect=0, sslopt=_sslopt(self._server)
+                )
 
         def stop(self) -> None:
             self._stopping.set()
@@ -197,7 +210,10 @@ def probe(client, timeout: float = CONNECT_TIMEOUT_S) -> None:
         server = client.server
     try:
         ws = websocket.create_connection(
-            _ws_url(server, "/:/websockets/notifications"), timeout=timeout, header=_headers(server)
+            _ws_url(server, "/:/websockets/notifications"),
+            timeout=timeout,
+            header=_headers(server),
+            sslopt=_sslopt(server),
         )
     except Exception as exc:  # websocket-client raises its own, socket's and ssl's errors
         raise connection_error(exc) from None

@@ -105,7 +105,7 @@ def test_a_self_signed_certificate_is_named_with_its_remedy(plugin, self_signed)
         assert "refused" not in problems
         plugin.env["REQUESTS_CA_BUNDLE"] = str(cert)  # the remedy the message gives
         run = plugin.task("health_check")
-        assert run.output["ok"] is True, run.output
+        assert run.output["ok"] is True, run.output["problems"]
 
         # Over https the writes (the edit, the poster upload) go through plexapi's session,
         # with the certificate setting it has.
