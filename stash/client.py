@@ -468,12 +468,13 @@ class StashClient:
         result = data.get("findScenes") or {}
         return int(result.get("count") or 0), list(result.get("scenes") or [])
 
-    def play_history(self, scene_id: int) -> list[str]:
-        """The scene's plays, as Stash gives them (``Scene.play_history``, RFC3339, newest first)."""
+    def play_history(self, scene_id: int) -> list[str] | None:
+        """The scene's plays, as Stash gives them (``Scene.play_history``, RFC3339, newest
+        first); None when the scene is gone."""
         data = self._call(_PLAY_HISTORY, {"id": scene_id}, f"reading scene {scene_id}'s play history")
         scene = data.get("findScene")
         if scene is None:
-            return []
+            return None
         return list(scene.get("play_history") or [])
 
     def add_play(self, scene_id: int, when: str) -> None:

@@ -223,6 +223,18 @@ def test_the_import_task_brings_older_plays_once_and_previews_them_first(plugin)
     assert plugin.stash.scene_plays(sid) == [1_600_000_000, 1_600_000_100, 1_600_000_200]
 
 
+def test_plays_of_a_scene_deleted_in_stash_are_skipped_and_the_others_imported(plugin):
+    gone, gone_rk = synced_scene(plugin, 1)
+    sid, rk = synced_scene(plugin, 2)
+    plugin.plex.play(gone_rk, viewed_at=1_600_000_000)
+    plugin.plex.play(rk, viewed_at=1_600_000_050)
+    plugin.stash.delete_scene(gone)
+    run = task(plugin, "import_plays")
+    assert run.error is None, run.stderr
+    assert run.output["plays_added"] == 1
+    assert plugin.stash.scene_plays(sid) == [1_600_000_050]
+
+
 # -- ratings and resume points -------------------------------------------------------------------
 def rate_in_plex(plugin, rk: int, rating: float) -> None:
     import requests

@@ -106,7 +106,7 @@ class PlayImport:
         counts: Counter[str] = Counter()
         done = self.journal.applied([p.history_key for p in plays])
         owners = self.ledger.items(sorted({p.rating_key for p in plays}))
-        in_stash: dict[int, Counter[int]] = {}
+        in_stash: dict[int, Counter[int] | None] = {}
         for play in plays:
             record = owners.get(play.rating_key)
             if record is None:
@@ -117,15 +117,20 @@ class PlayImport:
                 continue
             scene = record.scene_id
             if scene not in in_stash:
-                in_stash[scene] = _epochs(self.stash.play_history(scene))
-            held = in_stash[scene][play.viewed_at]
+                history = self.stash.play_history(scene)
+                in_stash[scene] = None if history is None else _epochs(history)
+            plays_there = in_stash[scene]
+            if plays_there is None:  # the scene was deleted in Stash: nothing to add the play to
+                counts["plays_scene_gone"] += 1
+                continue
+            held = plays_there[play.viewed_at]
             written = held <= self.journal.count_at(scene, play.viewed_at)
             if dry_run:
                 counts["plays_to_add" if written else "plays_in_stash"] += 1
                 continue
             if written:
                 self.stash.add_play(scene, stash_time(play.viewed_at))
-                in_stash[scene][play.viewed_at] += 1
+                plays_there[play.viewed_at] += 1
             self.journal.record(play.history_key, scene, play.rating_key, play.viewed_at, play.account_id, written)
             done.add(play.history_key)
             counts["plays_added" if written else "plays_in_stash"] += 1
