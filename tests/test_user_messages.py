@@ -135,3 +135,26 @@ def test_every_piece_of_page_advice_names_settings_that_exist_as_the_settings_pa
             named.add(key)
         assert "Strict matching" not in text
     assert {"path_map", "loose_matching", "plex_token"} <= named
+
+
+def test_no_message_names_a_setting_that_is_gone():
+    """Old setting names (validation/legacy.py) appear only where they are read and in the
+    settings page's note on what a setting replaces; every other text names today's."""
+    import re
+
+    from tests.runner import REPO
+    from validation.legacy import FIELD_SWITCHES, RENAMED, RENAMED_INVERTED
+
+    old = re.compile(
+        r"\b(" + "|".join(sorted({*RENAMED, *RENAMED_INVERTED, *FIELD_SWITCHES})) + r")\b|strict matching", re.I
+    )
+    files = [p for p in REPO.glob("*/*.py") if p.parts[-2] not in ("tests", "validation")]
+    files += [*REPO.glob("validation/*.py"), *REPO.glob("ui/*.js"), REPO / "Stash2Plex.yml"]
+    found = []
+    for path in files:
+        if path.name == "legacy.py":
+            continue
+        for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if old.search(text) and "Replaces " not in text:
+                found.append(f"{path.relative_to(REPO)}:{n}: {text.strip()[:100]}")
+    assert found == []
