@@ -19,11 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from core.backoff import probe_wait
 from core.errors import ConfigError, PlexAuthError, Stash2PlexError, StashUnavailable
 from core.log import Redactor, StashLog, capture_library_logs
 from core.platform import HeldLock, lower_priority
 from validation.plugin_input import ServerConnection
-from worker.backoff import probe_wait
 
 if TYPE_CHECKING:
     from app.root import App

@@ -25,9 +25,7 @@ from typing import cast
 from core.errors import DataFileError
 
 BUSY_TIMEOUT_S = 10.0
-LOCKED_ATTEMPTS = 6
-LOCKED_WAIT_S = 0.05  # first wait's upper bound; doubles per attempt
-LOCKED_WAIT_MAX_S = 2.0
+LOCKED_ATTEMPTS = 6  # core/backoff.py LOCKED.max_attempts (not imported: the hook seldom needs it)
 
 
 # SQLite result codes (primary: the low byte of ``sqlite_errorcode``): the cause is
@@ -66,8 +64,10 @@ def is_disk_problem(exc: BaseException) -> bool:
 
 def locked_wait(attempt: int, rng) -> float:
     """Seconds to wait after failed attempt ``attempt`` (1-based): uniform in
-    [0, min(2, 0.05 * 2**(attempt-1))], as tenacity's ``wait_random_exponential(multiplier=0.05, max=2.0)``."""
-    return rng.uniform(0, min(LOCKED_WAIT_MAX_S, LOCKED_WAIT_S * 2 ** (attempt - 1)))
+    [0, min(2, 0.05 * 2**(attempt-1))] (core/backoff.py's full jitter, policy ``LOCKED``)."""
+    from core.backoff import LOCKED, next_delay  # only once SQLite is contended
+
+    return next_delay(attempt - 1, LOCKED, rng)
 
 
 def retry_locked(func):

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from worker.backoff import (
+from core.backoff import (
     NOT_FOUND,
     TRANSIENT,
     RetryPolicy,

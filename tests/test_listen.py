@@ -6,10 +6,10 @@ from __future__ import annotations
 import io
 import threading
 
+from core.backoff import probe_wait
 from core.errors import PlexUnavailable
 from core.log import StashLog
 from plex.notifications import ItemProcessed
-from worker.backoff import probe_wait
 from worker.breaker import BreakerState, State
 from worker.listen import PlexListener
 from worker.waits import PlexWaits

@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
 
+from core.backoff import probe_wait
 from core.platform import file_lock
-from worker.backoff import probe_wait
 
 __all__ = [
     "BreakerPolicy",

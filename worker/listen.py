@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core.backoff import probe_wait
 from core.errors import PlexNotFound, Stash2PlexError
 from plex.notifications import Connected, Event, ItemProcessed, read_events
-from worker.backoff import probe_wait
 from worker.breaker import State
 
 if TYPE_CHECKING:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from core.backoff import NOT_FOUND, TRANSIENT, schedule
 from core.errors import (
     AmbiguousMatch,
     ConfigError,
@@ -21,7 +22,6 @@ from core.errors import (
     StashUnavailable,
 )
 from sync_queue.job import Job
-from worker.backoff import NOT_FOUND, TRANSIENT, schedule
 
 ACK, RETRY, POSTPONE, DLQ, HOLD, WAIT_STASH = "ack", "retry", "postpone", "dlq", "hold", "wait_stash"
 UNAVAILABLE_RECHECK_S = 2.0  # before the breaker opens; then its probe waits (2, 4, 8 … 60 s)

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from core.backoff import probe_wait
 from core.errors import (
     ConfigError,
     InvalidMetadata,
@@ -35,7 +36,6 @@ from stash.timestamps import parse as parse_timestamp
 from sync_queue.job import BULK, Job, Taken
 from sync_queue.stats import Delta
 from validation.metadata import entities_of, scene_from_stash
-from worker.backoff import probe_wait
 from worker.breaker import BreakerState, State
 from worker.pipeline import CHUNK, Outcome, Pipeline, Work
 from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, WAIT_STASH, decide

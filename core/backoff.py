@@ -14,7 +14,7 @@ import math
 import random
 from dataclasses import dataclass
 
-__all__ = ["NOT_FOUND", "TRANSIENT", "RetryPolicy", "next_delay", "probe_wait", "schedule"]
+__all__ = ["LOCKED", "NOT_FOUND", "TRANSIENT", "RetryPolicy", "next_delay", "probe_wait", "schedule"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class RetryPolicy:
 
 TRANSIENT = RetryPolicy(base=5.0, cap=80.0, max_attempts=5)
 NOT_FOUND = RetryPolicy(base=30.0, cap=600.0, max_attempts=12)
+LOCKED = RetryPolicy(base=0.05, cap=2.0, max_attempts=6)  # SQLite busy: 50 ms, 100 ms … at most 2 s
 
 
 def window(attempt: int, policy: RetryPolicy) -> float:
