@@ -7,7 +7,10 @@ Plex item; neither drainer takes the other's jobs.
 
 from __future__ import annotations
 
-from sync_queue.owner import OWNER_FILE
+import pytest
+
+from core.errors import DataFileError
+from sync_queue.owner import OWNER_FILE, data_dir_of
 from tests.conftest import STASH_API_KEY, STASH_COOKIE, Installed, Plugin
 from tests.emulators.stash_emulator import StashEmulator
 from tests.runner import drainer_lock_held
@@ -49,3 +52,18 @@ def test_two_stashes_sharing_a_plugin_folder_each_sync_their_own_scenes(plugin, 
         run = refused.hook(other.update_scene(sid_b, title="Refused"))
         assert run.error is not None and "holds the queue of another Stash" in run.error, run.error
         assert "a STASH2PLEX_DATA_DIR of its own" in run.error
+
+
+def test_a_data_folder_belongs_to_the_stash_that_used_it_first(tmp_path):
+    base = tmp_path / "data"
+    base.mkdir()
+    (base / "ledger.db").write_bytes(b"an earlier version's data")  # unclaimed: taken over as it is
+    assert data_dir_of(base, "/home/a/.stash", named=False) == base
+    assert data_dir_of(base, "/home/a/.stash/", named=False) == base  # the same folder, written otherwise
+    other = data_dir_of(base, "/home/b/.stash", named=False)
+    assert other.parent == tmp_path and other.name.startswith("data-") and len(other.name) == 13
+    assert data_dir_of(base, "/home/b/.stash", named=False) == other  # stable
+    assert data_dir_of(base, None, named=False) == base  # the command line: as given
+    with pytest.raises(DataFileError, match="holds the queue of another Stash"):
+        data_dir_of(base, "/home/b/.stash", named=True)
+    (base / "ledger.db").read_bytes()  # untouched
