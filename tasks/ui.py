@@ -9,7 +9,7 @@ dead-letter queue, ledger, stats) plus, for Plex's state, one quick request to P
   (interactive and bulk waiting, in flight, waiting for a retry, the next retry), the
   dead-letter queue grouped by reason with its scenes and what to do, last sync, stats.
 - ``ui_scene`` (``scene_id``): the linked Plex item (key, file, library), when it was
-  last written, and ``in_sync`` / ``waiting`` / ``dead_lettered`` / ``changed`` /
+  last written, the user's answer for it (``pin``: tasks/pins.py), and ``in_sync`` / ``waiting`` / ``dead_lettered`` / ``changed`` /
   ``never_synced`` with the reason.
 - ``ui_retry`` (``scene_id``): that dead-letter entry back into the queue, fresh budget.
 - ``ui_preview`` (tasks/preview.py): what a sync would write, per scene and field.
@@ -155,6 +155,8 @@ def scene(app: App, params: dict[str, Any]) -> dict[str, Any]:
         "advice": None,
         "next_retry_at": None,
     }
+    pin = app.ledger().pin_of(scene_id)
+    answer["pin"] = {"answer": pin.answer, "rating_key": pin.rating_key} if pin is not None else None
     answer["state"] = _scene_state(app, scene_id, record, answer)
     if record is not None and record.rating_key is not None:
         answer["library"] = _library(app, record.rating_key)

@@ -74,6 +74,9 @@ def test_a_pin_syncs_at_once_and_holds_through_all_reconcile_and_index_reloads(p
     plugin.wait_drained()
     assert title(plugin, second) == "Clip, edited" and title(plugin, first) != "Clip, edited"
     assert dead(plugin) == {} and pins(plugin) == {sid: ("item", second)}
+    shown = operation(plugin, mode="ui_scene", scene_id=sid).output
+    assert shown["pin"] == {"answer": "item", "rating_key": second} and shown["state"] == "in_sync"
+    assert shown["rating_key"] == second
 
 
 def test_a_pin_to_an_item_plex_deleted_goes_back_to_the_inbox(plugin):

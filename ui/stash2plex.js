@@ -561,6 +561,23 @@
         setNotice("Sync failed to start: " + errorText(err));
       }
     }
+    async function unpin() {
+      setNotice(null);
+      try {
+        await operation("ui_unpin", { scene_id: String(props.sceneId) });
+        setNotice("Answer removed: the matcher decides again, and the scene is queued.");
+        setStarted(Date.now());
+      } catch (err) {
+        setNotice("Unpin failed: " + errorText(err));
+      }
+    }
+    const pinned = d.pin
+      ? d.pin.answer === "item"
+        ? "pinned to Plex item #" + d.pin.rating_key
+        : d.pin.answer === "not_in_plex"
+          ? "Not in Plex"
+          : "Skip this scene"
+      : null;
     return h(
       "div",
       { className: "s2p-scene-panel", "data-state": d.state },
@@ -584,7 +601,14 @@
           Row("Library", d.library || (d.rating_key != null ? "unknown (Plex did not answer)" : "—"), "s2p-library"),
           Row("File in Plex", d.plex_path || "—", "s2p-path"),
           Row("Last written", when(d.last_written), "s2p-last-written"),
-          d.next_retry_at ? Row("Next retry", when(d.next_retry_at), "s2p-next-retry") : null
+          d.next_retry_at ? Row("Next retry", when(d.next_retry_at), "s2p-next-retry") : null,
+          pinned
+            ? Row(
+                "Your answer",
+                h(React.Fragment, null, pinned + " ", h(Button, { size: "sm", variant: "secondary", className: "s2p-unpin", onClick: unpin }, "Unpin")),
+                "s2p-pin"
+              )
+            : null
         )
       )
     );

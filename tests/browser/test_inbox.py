@@ -52,6 +52,14 @@ def test_pin_an_ambiguous_scene_mark_one_not_in_plex_and_no_script_runs(stash_ui
     other.wait_for(state="detached")
     assert pins(stash_ui) == {two: ("item", second), gone: ("not_in_plex", None)}
     assert page.inner_text(".s2p-inbox-count") == "0" and page.evaluate(NO_SCRIPT_RAN)
+    ui_page.goto(f"/stash2plex?scene={two}")  # the scene's Plex state shows the answer, and takes it back
+    answer = page.locator(".s2p-scene-focus .s2p-pin td")
+    answer.wait_for()
+    assert answer.inner_text().startswith(f"pinned to Plex item #{second}")
+    answer.locator(".s2p-unpin").click()
+    assert stash_ui.ui.wait_for_run("ui_unpin").reply["error"] is None
+    stash_ui.wait_drained()
+    assert pins(stash_ui) == {gone: ("not_in_plex", None)} and page.evaluate(NO_SCRIPT_RAN)
 
 
 @pytest.mark.parametrize("stash_ui", EDGE_RELEASES, indirect=True)
