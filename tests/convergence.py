@@ -6,9 +6,11 @@ field, hundreds of tags at once, covers, case-only and ordinary renames, deletio
 rescans that move files or re-add items, a new file taking a moved file's path, a new
 scene saved at a deleted scene's path (the same Plex item), two items exchanging files
 (also while ``reconcile`` runs), bulk tasks with edits and entity renames or deletions
-arriving mid-way), each through the real plugin process and the emulators. Then the plugin's
+arriving mid-way; Plex plays, with imports of the watch history between), each through
+the real plugin process and the emulators. Then the plugin's
 tasks run until the queue is empty, and every live scene's Plex item must show what
-Stash holds, and no item may carry another scene's data.
+Stash holds, no item may carry another scene's data, and every Plex play of an item a
+scene owns is in that scene's Stash play history exactly once.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class World:
     version: int = 0
     log: list[str] = field(default_factory=list)
     orphaned: set[str] = field(default_factory=set)  # Plex paths of deleted scenes' files
+    # Plex plays come from an RNG of their own, so the operations of a seed stay as they were
+    plays_rng: random.Random = field(default_factory=random.Random)
+    plays: int = 0
 
     @property
     def stash(self):
@@ -302,6 +307,26 @@ class World:
         op = self.rng.choices([o for o, _ in ops], weights=[w for _, w in ops])[0]
         op()
 
+    def play(self) -> None:
+        """Maybe a Plex play of a scene's item (a unique time each), maybe an import of the
+        watch history meanwhile (the task; plays are added once however often it runs)."""
+        rng = self.plays_rng
+        sid = rng.choice(sorted(self.live)) if self.live and rng.random() < 0.6 else None
+        if sid is not None:
+            path = self.stash.scene(sid)["files"][0]["path"].replace("/stash/media", "/plex/media")
+            item = self.item_at(path)
+            if item is not None:
+                self.plays += 1
+                self.plex.play(item["ratingKey"], viewed_at=1_600_000_000 + 10 * self.plays)
+                self.log.append(f"play {sid}")
+        if rng.random() < 0.25:
+            self.log.append("import_plays")
+            self.import_plays()
+
+    def import_plays(self) -> None:
+        run = self.plugin.task("import_plays")
+        assert run.error is None, run.stderr[-2000:]
+
     # -- the drainer lock ---------------------------------------------------------
     # Between tasks the model holds the drainer lock when it can, so hooks only queue
     # (a drainer per hook would cost a process start each); tasks take it over.
@@ -333,6 +358,9 @@ class World:
             run = self.plugin.task(mode)
             assert run.error is None, run.stderr[-2000:]
         self.plugin.wait_drained()
+        if self.plays:
+            self.import_plays()
+            self.import_plays()  # a re-read of the same history adds nothing
 
     def check(self) -> list[str]:
         problems = []
@@ -349,6 +377,32 @@ class World:
             owner = TITLE.match(item["fields"]["title"] or "")
             if owner and item["files"][0] not in self.history.get(int(owner.group(1)), set()):
                 problems.append(f"item {item['ratingKey']} at {item['files'][0]} shows {item['fields']['title']!r}")
+        return problems + (self._check_plays(items) if self.plays else [])
+
+    def _check_plays(self, items: list[dict]) -> list[str]:
+        """Each Plex play reaches Stash exactly once: a live scene holds as many plays as the
+        journal says were added to it, no time twice (every play has a time of its own), and
+        every play of an item a live scene owns now was applied."""
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(Path(self.plugin.data_dir) / "plays.db")) as db:
+            applied = db.execute("SELECT history_key, scene_id, written FROM applied").fetchall()
+        problems, seen = [], set()
+        for sid in sorted(self.live):
+            times = self.stash.scene_plays(sid)
+            added = sum(1 for _, scene, written in applied if scene == sid and written)
+            if len(times) != added or len(set(times)) != len(times) or seen & set(times):
+                problems.append(f"scene {sid}: Stash plays {times}, {added} added by the journal")
+            seen |= set(times)
+        done = {key for key, _, _ in applied}
+        owned = {
+            i["ratingKey"]
+            for i in items
+            if (m := TITLE.match(i["fields"]["title"] or "")) and int(m.group(1)) in self.live
+        }
+        for row in self.plex.history_rows():
+            if row.rating_key in owned and f"/status/sessions/history/{row.history_id}" not in done:
+                problems.append(f"the play {row.history_id} of item {row.rating_key} never reached Stash")
         return problems
 
     def _check_scene(self, sid: int, items: list[dict]) -> list[str]:
@@ -391,13 +445,14 @@ def _folded(names) -> list[str]:
 
 def run_seed(plugin, seed: int, scenes: int = 5, steps: int = 10) -> World:
     """Play one seeded sequence; raises AssertionError naming the seed and the operations."""
-    world = World(plugin, random.Random(seed))
+    world = World(plugin, random.Random(seed), plays_rng=random.Random(f"plays {seed}"))
     world.hold()
     try:
         for n in range(scenes):
             world.add(f"c{n:03d}.mp4", size=1000 + n)
         for _ in range(steps):
             world.step()
+            world.play()
     finally:
         world.release()
     world.settle()

@@ -1257,6 +1257,11 @@ class PlexEmulator:
         self.notifications.publish(plex_notify.playing(session, rating_key, item.duration_ms, "stopped"))
         return row.history_id
 
+    def history_rows(self) -> list:
+        """Every watch-history row (``plex_history.Row``), oldest first."""
+        with self._lib.history.lock:
+            return list(self._lib.history.rows)
+
     def set_view_offset(self, rating_key: int, offset_ms: int, account_id: int = plex_history.OWNER) -> None:
         """A playback stopped part-way: the account's resume point (``/:/timeline`` reports)."""
         self._lib.history.set_offset(rating_key, offset_ms, account_id)
