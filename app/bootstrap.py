@@ -1,14 +1,11 @@
 """Make the packages of ``requirements.txt`` importable before anything needs them.
 
-``main`` calls :func:`ensure_dependencies` first for tasks, the drainer and the command
-line (a hook only when an import fails): ``<plugin>/deps/py<major><minor>`` goes on
-``sys.path``, each package is looked up with ``find_spec`` (versions once per interpreter
-and requirements file, remembered in a stamp), and what is missing is installed through
-PythonDepManager or ``pip install --target`` into a staging folder swapped in on success
-(Stash's own Python never modified); else :class:`DependencyError` gives the command to
-run (docs/architecture.md, "Dependency bootstrap"). Import names that differ from the
-distribution's are ``# import name: x`` comments in ``requirements.txt``. Not
-``packaging``: it may itself be missing, and the specifiers are plain ``>=``/``<``/``==``.
+Called first by tasks, the drainer and the command line (a hook only when an import
+fails): ``deps/py<major><minor>`` goes on ``sys.path``, packages are found with
+``find_spec`` (versions once per interpreter, remembered in a stamp), and what is missing
+is installed through PythonDepManager or ``pip install --target`` into a staging folder
+swapped in on success; else :class:`DependencyError` gives the command to run
+(docs/architecture.md, "Dependency bootstrap").
 """
 
 from __future__ import annotations

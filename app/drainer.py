@@ -1,13 +1,10 @@
 """The background drainer: a detached process that empties the queue, then exits.
 
-A hook starts it (``Stash2Plex.py drain``, the connection on stdin); it takes the drainer
-lock or exits at once, so at most one runs. The worker runs in a daemon thread while the
-main thread watches for a task asking to take over and for changed settings (every
-``SETTINGS_CHECK_S`` and on a hook's nudge: the drainer then starts over with the new ones;
-a run stopped by a wrong setting waits ``FIX_WAIT_S`` for the fix). It lingers
-``LINGER_S`` once the queue is empty (one warm drainer per burst of hooks) and, after
-releasing the lock, looks once more for a job a hook put meanwhile (docs/architecture.md,
-"The queue and the drainer").
+A hook starts it (``Stash2Plex.py drain``); it takes the drainer lock or exits. The worker
+runs in a daemon thread; the main thread hands over to a task that asks and starts over
+when the saved settings change (every ``SETTINGS_CHECK_S``, or on a hook's nudge). It
+lingers ``LINGER_S`` when idle and looks once more after releasing the lock
+(docs/architecture.md, "The queue and the drainer").
 """
 
 from __future__ import annotations

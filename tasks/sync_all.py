@@ -1,14 +1,10 @@
 """``all`` and ``recent``: page through Stash, queue what may differ, drain in the foreground.
 
-Each page's scenes are handed to the worker as prefetched data (no second Stash request
-per job); scenes whose desired state is unchanged since the last write are not queued,
-only counted. A reader thread fetches and sorts the next page while the worker writes
-(at most four pages in memory); the changed scenes are queued a slice at a time while the
-writers still have work (:meth:`PageFeed.refill`). Pages follow the scene id (``id > last
-id seen``), so no scene slips past while others are added or deleted; ``recent`` asks for
-scenes updated after the newest ``updated_at`` of the previous run (``stash/timestamps.py``).
-Killing the task loses nothing: queued jobs stay for ``process_queue``, the rest are checked
-by the next run (docs/architecture.md, "From a scene edit to the Plex item").
+A reader thread fetches and sorts the next page (by ``id > last id seen``: no scene slips
+past) while the worker writes, the page's scenes handed over as prefetched data; unchanged
+scenes are only counted, the changed queued a slice at a time (:meth:`PageFeed.refill`), at
+most four pages in memory. ``recent`` starts from the previous run's newest ``updated_at``
+(``stash/timestamps.py``). A kill loses nothing: queued jobs stay for ``process_queue``.
 """
 
 from __future__ import annotations
