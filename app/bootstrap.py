@@ -35,6 +35,9 @@ DEP_MANAGER = "PythonDepManager"
 INSTALL_TIMEOUT_S = 900.0
 INSTALL_LOCK_PATIENCE_S = 900.0
 _LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*([^#;]*?)\s*(?:;[^#]*)?(?:#(.*))?$")
+# requirements.txt is the one list; an import name that differs from the distribution's is a
+# "# import name: x" comment there. Not ``packaging`` for the specifiers: it may itself be
+# missing, and ours are plain >=, < and ==.
 _IMPORT_NAME = re.compile(r"import name:\s*([A-Za-z_][A-Za-z0-9_]*)")
 _CLAUSE = re.compile(r"^(>=|<=|==|!=|>|<)\s*([0-9][0-9A-Za-z.*+-]*)$")
 
