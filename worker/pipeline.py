@@ -5,7 +5,8 @@
 
 One thread (the caller's) does the queue, triage and settling, keeping ``limit ×
 SUBMIT_DEPTH`` syncs handed to the writers ahead; :class:`Limiter` bounds the syncs in
-Plex, :class:`Pacer` adapts that bound. One scene is never in flight twice; nothing more is
+Plex, :class:`Pacer` adapts that bound (halved on Plex's errors, and moved by its latency,
+worker/gradient.py). One scene is never in flight twice; nothing more is
 taken while the breaker is not closed; ``stop`` leaves taken, unstarted jobs unacked.
 """
 
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from core.errors import PlexNotFound, Stash2PlexError, StashUnavailable, TransientError
 from sync_queue.job import Taken
 from worker.breaker import State
+from worker.gradient import LatencyLimit
 
 if TYPE_CHECKING:
     from sync_queue.ledger import SceneRecord
@@ -72,34 +74,46 @@ class Limiter:
 
 
 class Pacer:
-    """How many scenes may go to Plex at once.
+    """How many scenes may go to Plex at once: the lower of two limits.
 
-    Plex struggling (a transient Plex error: timeout, reset, 5xx) halves the limit, at
-    most once per round of work in flight (one burst of failures is one signal); after
+    Errors: Plex struggling (a transient Plex error: timeout, reset, 5xx) halves ``cap``,
+    at most once per round of work in flight (one burst of failures is one signal); after
     ``grow_after`` clean outcomes in a row it grows by one, back up to ``maximum``.
     A file Plex has not scanned yet, or Stash trouble, says nothing about Plex's load.
+    Latency (``latency``, worker/gradient.py): each clean sync's time, against the
+    unloaded time of its kind, moves a limit that stops growing when Plex starts to queue.
     """
 
-    def __init__(self, maximum: int, grow_after: int = 50) -> None:
+    def __init__(self, maximum: int, grow_after: int = 50, latency: LatencyLimit | None = None) -> None:
         self.maximum = maximum
-        self.limit = maximum
+        self.cap = maximum
         self.grow_after = grow_after
+        self.latency = latency
         self._clean = 0
         self._since_cut = maximum
 
-    def outcome(self, error: BaseException | None) -> int:
+    @property
+    def limit(self) -> int:
+        return self.cap if self.latency is None else min(self.cap, self.latency.limit)
+
+    def outcome(
+        self, error: BaseException | None, seconds: float | None = None, kind: str = "", now: float = 0.0
+    ) -> int:
+        """One sync's outcome (and, when it reached Plex, how long it took); the limit after it."""
         troubled = isinstance(error, TransientError) and not isinstance(error, (PlexNotFound, StashUnavailable))
         self._since_cut += 1
         if troubled:
             self._clean = 0
             if self._since_cut > self.limit:
-                self.limit = max(1, self.limit // 2)
+                self.cap = max(1, self.limit // 2)
                 self._since_cut = 0
         else:
             self._clean += 1
-            if self._clean >= self.grow_after and self.limit < self.maximum:
-                self.limit += 1
+            if self._clean >= self.grow_after and self.cap < self.maximum:
+                self.cap += 1
                 self._clean = 0
+        if self.latency is not None and error is None and seconds is not None:
+            self.latency.observe(seconds, kind, now)
         return self.limit
 
 
@@ -119,6 +133,7 @@ class Steps(Protocol):
     max_concurrency: int
     concurrency: int
     abort_error: Stash2PlexError | None
+    log: Any  # core/log.py's logger: the pipeline's limit, when it changes (debug)
 
     def breaker_state(self) -> State: ...
     def admit(self, batch: list[Taken]) -> list[Taken]: ...
@@ -153,9 +168,10 @@ class Pipeline:
         self.stop = stop
         self.progress = progress
         self.clock = clock
-        self.pacer = Pacer(worker.max_concurrency)
-        self.pacer.limit = worker.concurrency
-        self.limiter = Limiter(worker.concurrency)
+        self.pacer = Pacer(worker.max_concurrency, latency=LatencyLimit(worker.max_concurrency))
+        self.pacer.cap = worker.concurrency
+        self.limiter = Limiter(self.pacer.limit)
+        self._logged_limit = self.pacer.limit
         self.staged: deque[Staged] = deque()
         self.pending: dict[Future[Outcome], Staged] = {}
         self.busy: set[int] = set()  # scenes staged or in flight
@@ -254,8 +270,10 @@ class Pipeline:
             item, scene, _, chunk = self.pending.pop(future)
             result, error, seconds = future.result()
             if seconds is not None:
-                w.paced(seconds, self.pacer.outcome(error))
-                self.limiter.set(w.concurrency)
+                kind = result.poster if result is not None else ""  # an upload is one request more
+                self.pacer.outcome(error, seconds, kind, self.clock())
+                w.paced(seconds, self.pacer.cap)
+                self.limiter.set(self.pacer.limit)
             w.report(item, scene, result, error)
             w.settle(item, error, title=scene.title)
             self._release(item.job.scene_id, chunk)
@@ -279,3 +297,12 @@ class Pipeline:
         if force or self._settled_since >= CHECKPOINT_JOBS or now - self._checkpoint_at >= CHECKPOINT_S:
             self._settled_since, self._checkpoint_at = 0, now
             self.w.checkpoint()
+            self._log_limit()
+
+    def _log_limit(self) -> None:
+        """The concurrency, when it changed: at most a line per checkpoint."""
+        limit = self.pacer.limit
+        if limit != self._logged_limit:
+            waiting = self.pacer.latency.waiting if self.pacer.latency is not None else 0.0
+            self.w.log.debug(f"Plex concurrency {self._logged_limit} -> {limit} (about {waiting:.1f} waiting at Plex)")
+            self._logged_limit = limit
