@@ -51,7 +51,7 @@ from tests.runner import (  # noqa: E402
 LATENCY_S = 0.010
 CONCURRENCY = 6  # the plugin's default plex_concurrency; the floor uses the same
 SECTIONS = ("hook", "queue", "bulk", "scale", "pacing")  # the default run
-MORE_SECTIONS = ("storm", "entity", "reconcile", "listen", "inbox")
+MORE_SECTIONS = ("storm", "realistic", "entity", "reconcile", "listen", "inbox")
 IMPORT_BASELINE = "import persistqueue, pydantic"
 
 
@@ -765,6 +765,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help=f"what to measure, any of: {', '.join(SECTIONS + MORE_SECTIONS)} (default: {' '.join(SECTIONS)})",
     )
     parser.add_argument("--storm-saves", type=int, default=200, help="scene saves of the 'storm' run (default 200)")
+    parser.add_argument(
+        "--realistic-scenes", type=int, default=2000, help="scenes of the 'realistic' run (default 2000)"
+    )
+    parser.add_argument(
+        "--realistic-sweep-scenes",
+        type=int,
+        default=500,
+        help="scenes of each point of the 'realistic' concurrency sweep (default 500)",
+    )
     parser.add_argument("--scale-scenes", type=int, default=20000, help="scenes of the 'scale' run (default 20000)")
     parser.add_argument(
         "--plex-latency-ms",
@@ -814,6 +823,10 @@ def main(argv: list[str]) -> int:
             from tests.bench.storm import bench_storm
 
             bench_storm(launch, build_argv, Lab, line, ratio, REPO, args.storm_saves)
+        elif section == "realistic":
+            from tests.bench.realistic import bench_realistic
+
+            bench_realistic(args.realistic_scenes, args.realistic_sweep_scenes)
         elif section == "entity":
             bench_entity()
         elif section == "reconcile":
