@@ -12,13 +12,15 @@ from core.errors import PlexUnavailable
 from worker.gradient import GradientPolicy, LatencyLimit
 from worker.pipeline import Pacer
 
+TIGHT = GradientPolicy(alpha=1.0, beta=2.0)  # small thresholds, so small limits show each rule
+
 
 def feed(limit: LatencyLimit, seconds: float, count: int, kind: str = "uploaded", start: float = 0.0) -> list[int]:
     return [limit.observe(seconds, kind, start + i * 0.01) for i in range(count)]
 
 
 def test_starts_at_one_and_grows_a_round_at_a_time_while_plex_answers_as_fast_as_unloaded():
-    limit = LatencyLimit(4)
+    limit = LatencyLimit(4, TIGHT)
     assert limit.limit == 1
     # a round is as many syncs as the limit: 1, then 2, then 3, then 4 (the maximum)
     assert feed(limit, 0.125, 10) == [2, 2, 3, 3, 3, 4, 4, 4, 4, 4]
@@ -26,7 +28,7 @@ def test_starts_at_one_and_grows_a_round_at_a_time_while_plex_answers_as_fast_as
 
 
 def test_holds_while_about_alpha_to_beta_syncs_wait_and_shrinks_beyond():
-    limit = LatencyLimit(6, GradientPolicy(start=4))
+    limit = LatencyLimit(6, GradientPolicy(alpha=1.0, beta=2.0, start=4))
     feed(limit, 0.125, 4)  # unloaded: 0.125 s; one round at 4 -> 5
     assert limit.limit == 5
     # twice as slow at 5 at once: 5 × (1 − 1/2) = 2.5 of ours waited -> one fewer
@@ -40,7 +42,7 @@ def test_holds_while_about_alpha_to_beta_syncs_wait_and_shrinks_beyond():
 
 
 def test_each_kind_of_sync_is_compared_with_its_own_unloaded_time():
-    limit = LatencyLimit(6, GradientPolicy(start=2))
+    limit = LatencyLimit(6, GradientPolicy(alpha=1.0, beta=2.0, start=2))
     assert limit.observe(0.125, "unchanged", 0.0) == 2  # an edit alone
     assert limit.observe(0.25, "uploaded", 0.0) == 3  # edit and poster: twice the requests, no queue
     assert [limit.observe(s, k, 0.1) for s, k in [(0.125, "unchanged"), (0.25, "uploaded"), (0.25, "uploaded")]] == [
@@ -51,7 +53,7 @@ def test_each_kind_of_sync_is_compared_with_its_own_unloaded_time():
 
 
 def test_a_plex_slower_for_everyone_is_learnt_anew_after_the_window():
-    limit = LatencyLimit(6, GradientPolicy(start=4, window_s=10.0))
+    limit = LatencyLimit(6, GradientPolicy(alpha=1.0, beta=2.0, start=4, window_s=10.0))
     feed(limit, 0.125, 4)  # unloaded 0.125 s -> 5
     # Plex's service time quadruples: read as a queue while the fast syncs are remembered
     assert feed(limit, 0.5, 5 + 4 + 3 + 2, start=1.0)[-1] == 2
@@ -61,7 +63,7 @@ def test_a_plex_slower_for_everyone_is_learnt_anew_after_the_window():
 
 
 def test_the_limit_stays_within_the_maximum_and_latency_alone_stops_at_two():
-    limit = LatencyLimit(3)
+    limit = LatencyLimit(3, TIGHT)
     assert feed(limit, 0.125, 9) == [2, 2, 3, 3, 3, 3, 3, 3, 3]
     # eight times as slow: 3 × 7/8 waiting -> 2; at 2, 1.75 < beta: a lone sync cannot
     # show a queue of ours (at 1, nothing of ours waits), so latency holds 2; errors go lower
@@ -73,7 +75,7 @@ def test_the_limit_stays_within_the_maximum_and_latency_alone_stops_at_two():
 
 
 def test_pacer_takes_the_lower_of_the_error_and_latency_limits():
-    pacer = Pacer(6, grow_after=3, latency=LatencyLimit(6, GradientPolicy(start=4)))
+    pacer = Pacer(6, grow_after=3, latency=LatencyLimit(6, GradientPolicy(alpha=1.0, beta=2.0, start=4)))
     assert pacer.limit == 4
     assert [pacer.outcome(None, 0.125, "uploaded", 0.0) for _ in range(4)] == [4, 4, 4, 5]
     # a Plex error halves the limit in force (5 -> 2); its time says nothing about latency
@@ -81,3 +83,12 @@ def test_pacer_takes_the_lower_of_the_error_and_latency_limits():
     assert pacer.cap == 2 and pacer.latency is not None and pacer.latency.limit == 5
     # clean syncs grow the cap back by one per 3 (grow_after), latency permitting
     assert [pacer.outcome(None, 0.125, "uploaded", 0.2) for _ in range(6)] == [2, 2, 3, 3, 3, 4]
+
+
+def test_the_default_policy_holds_at_four_while_two_to_four_wait():
+    limit = LatencyLimit(6, GradientPolicy(start=4))
+    feed(limit, 0.125, 4)  # 4 -> 5
+    assert feed(limit, 0.25, 5, start=1.0) == [5] * 5  # 2.5 waiting: hold
+    assert limit.waiting == 2.5
+    assert feed(limit, 1.0, 5 + 4, start=2.0) == [5] * 4 + [4, 4, 4, 4, 4]  # 4.375 -> 4, then 3.5: hold
+    assert limit.waiting == 3.5

@@ -10,8 +10,10 @@ how many of ours were waiting:
     waiting = limit × (1 − unloaded / latency)      (latency: the round's mean, relative)
 
 fewer than ``alpha``: one more at once; more than ``beta``: one fewer; the limit stays
-within ``maximum`` (``plex_concurrency``). With ``beta`` 2 latency alone stops at 2 (at
-1 nothing of ours waits, so no queue can show); Plex's errors take it lower (Pacer). ``unloaded`` is the fastest sync of
+within ``maximum`` (``plex_concurrency``). Fewer than ``limit`` of ours can wait, so
+latency alone never takes it below ``beta`` (4: the client's own CPU also slows syncs as
+concurrency grows, which a lower ``beta`` read as Plex's queue); Plex's errors take it
+lower (Pacer). ``unloaded`` is the fastest sync of
 the last ``window_s`` seconds, kept per kind of sync (one with a poster upload makes
 more requests than one without, so each is compared with its own kind). It is forgotten
 after the window, so a Plex that became slower for everyone (its service time grew) is
@@ -31,8 +33,8 @@ __all__ = ["GradientPolicy", "LatencyLimit"]
 
 @dataclass(frozen=True)
 class GradientPolicy:
-    alpha: float = 1.0  # fewer of ours waiting at Plex than this: grow
-    beta: float = 2.0  # more than this: shrink
+    alpha: float = 2.0  # fewer of ours waiting at Plex than this: grow
+    beta: float = 4.0  # more than this: shrink
     window_s: float = 10.0  # the unloaded latency is the fastest sync this recent
     start: int = 1
 
