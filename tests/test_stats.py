@@ -157,11 +157,6 @@ class FakeSyncer:
     def out_of_scope(self, scene):
         return None
 
-    def depends_on(self, scene):
-        from sync_queue.ledger import entity_map
-
-        return entity_map(scene.entities)
-
     def load_pins(self, scene_ids):
         pass
 
