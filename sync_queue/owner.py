@@ -54,13 +54,24 @@ def claim(folder: Path, stash_dir: str) -> str:
         return found
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        with open(folder / OWNER_FILE, "x", encoding="utf-8") as handle:  # two first runs: one wins
-            json.dump({"stash_config_dir": stash_dir}, handle)
-    except FileExistsError:
+        _publish(folder / OWNER_FILE, json.dumps({"stash_config_dir": stash_dir}))
+    except FileExistsError:  # two first runs: the other won
         return owner(folder) or key(stash_dir)
     except OSError:
         return key(stash_dir)  # a folder we cannot write fails later with its own clear error
     return key(stash_dir)
+
+
+def _publish(path: Path, text: str) -> None:
+    """Create ``path`` whole or not at all (FileExistsError when it exists): written under
+    another name and linked in, so a run reading it meanwhile never sees it half written
+    (an empty file read as "cannot be read" failed a concurrent hook)."""
+    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temp.write_text(text, encoding="utf-8")
+    try:
+        os.link(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
 
 
 def data_dir_of(base: Path, stash_dir: str | None, named: bool) -> Path:

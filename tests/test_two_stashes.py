@@ -67,3 +67,30 @@ def test_a_data_folder_belongs_to_the_stash_that_used_it_first(tmp_path):
     with pytest.raises(DataFileError, match="holds the queue of another Stash"):
         data_dir_of(base, "/home/b/.stash", named=True)
     (base / "ledger.db").read_bytes()  # untouched
+
+
+def test_a_claim_is_never_seen_half_written(tmp_path):
+    """The owner file appears whole: readers racing a first claim read it or nothing."""
+    import threading
+
+    from sync_queue import owner
+
+    folder, errors, stop = tmp_path / "data", [], threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                owner.owner(folder)
+            except Exception as exc:  # DataFileError: a half-written file
+                errors.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for n in range(200):
+            (folder / owner.OWNER_FILE).unlink(missing_ok=True)
+            assert owner.claim(folder, f"/stash-{n}") == owner.key(f"/stash-{n}")
+    finally:
+        stop.set()
+        reader.join()
+    assert errors == [] and not list(folder.glob("*.tmp"))
