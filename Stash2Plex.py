@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 
 def main(stdin, stdout, stderr, env: dict[str, str], argv: list[str] | None = None) -> int:
@@ -27,7 +26,7 @@ def main(stdin, stdout, stderr, env: dict[str, str], argv: list[str] | None = No
 
 
 def _find_packages() -> None:
-    here = str(Path(__file__).resolve().parent)
+    here = os.path.dirname(os.path.realpath(__file__))
     if sys.path[:1] != [here]:
         sys.path.insert(0, here)
 

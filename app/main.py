@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, TextIO
+
     from core.log import StashLog
     from validation.plugin_input import PluginInput
 
@@ -60,11 +62,18 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
     No arguments: a plugin run by Stash (stdin JSON, one reply on stdout). ``drain``:
     the detached background drainer. Anything else: the standalone command line.
     """
-    plugin_dir = Path(__file__).resolve().parent.parent
+    argv = argv or []
+    raw = None
+    if not argv and not _terminal(stdin):
+        raw = stdin.read()
+        if _fast_hook(raw, stdout, stderr, env):
+            return 0
+    from pathlib import Path
+
     from core.log import Redactor, StashLog
 
-    argv = argv or []
-    if not argv and _terminal(stdin):
+    plugin_dir = Path(__file__).resolve().parent.parent
+    if not argv and raw is None:
         # A person typed the bare command: Stash always pipes a document in. Waiting
         # silently on the keyboard would look like a hang, so show the commands.
         stderr.write("Stash runs this file with a JSON document on stdin; from a shell, give a command:\n\n")
@@ -86,7 +95,23 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
 
     # Stash's log protocol (\x01e\x02…) is for Stash; a person at a terminal gets plain lines.
     log = StashLog(stderr, Redactor(), plain=_terminal(stderr))
-    return _plugin(stdin, stdout, env, log, plugin_dir)
+    return _plugin(raw or "", stdout, env, log, plugin_dir)
+
+
+def _fast_hook(raw: str, stdout: TextIO, stderr: TextIO, env: dict[str, str]) -> bool:
+    """A scene hook queued by the fast lane (hooks/fast.py): its log line and reply written."""
+    if _terminal(stderr):
+        return False  # a person at a terminal: the full lane writes plain lines
+    from hooks.fast import queue_scene_hook
+
+    done = queue_scene_hook(raw, env)
+    if done is None:
+        return False
+    from core.log import StashLog
+
+    StashLog(stderr).debug(done[1])
+    _reply(stdout, done[0], None)
+    return True
 
 
 def _cli(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], plugin_dir: Path) -> int:
@@ -134,14 +159,14 @@ def _run(plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_d
     return _dispatch(plugin_input, env, log)
 
 
-def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log: StashLog, plugin_dir: Path) -> int:
-    """A run by Stash: parse stdin, dispatch, write exactly one reply."""
+def _plugin(raw: str, stdout: TextIO, env: dict[str, str], log: StashLog, plugin_dir: Path) -> int:
+    """A run by Stash: parse its stdin text, dispatch, write exactly one reply."""
     from app.startup import DependencyError
     from core.errors import InputError, Stash2PlexError
     from validation.plugin_input import parse_plugin_input
 
     try:
-        plugin_input = parse_plugin_input(stdin.read())
+        plugin_input = parse_plugin_input(raw)
         output = _run(plugin_input, env, log, plugin_dir)
     except DependencyError as exc:
         log.error(str(exc))
@@ -159,6 +184,8 @@ def _plugin(stdin: TextIO, stdout: TextIO, env: dict[str, str], log: StashLog, p
     except OSError as exc:
         if not _disk_refused(exc):
             return _unexpected(stdout, log, exc)
+        from pathlib import Path
+
         from sync_queue.sqlite import os_error
 
         message = log.redact(str(os_error(Path(exc.filename), exc)))

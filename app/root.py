@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 from core.errors import ConfigError, DataFileError, Stash2PlexError
 from core.log import StashLog
 from core.platform import HeldLock, is_locked, python_executable, spawn_detached
+from sync_queue import inbox
 from sync_queue.queue import JobQueue
 from validation.plugin_input import ServerConnection
 
@@ -134,12 +135,12 @@ class App:
         self.settings_overrides = dict(settings_overrides or {})  # the command line's flags and variables
         self.data_dir = data_dir or data_dir_for(connection, env)
         check_data_dir(self.data_dir, env)
-        self.queue_dir = self.data_dir / "queue"
-        self.lock_path = self.data_dir / "drainer.lock"
+        self.queue_dir = self.data_dir / inbox.QUEUE_FOLDER
+        self.lock_path = self.data_dir / inbox.LOCK_FILE
         # A task asking the drainer to hand over holds this lock while it waits: the
         # request dies with the task, whatever kills it (never a file's age).
         self.handover_path = self.data_dir / "drainer.handover.lock"
-        self.nudge_path = self.data_dir / "drainer.nudge"
+        self.nudge_path = self.data_dir / inbox.NUDGE_FILE
         self._settings_print: str | None = None
         self._parts: dict[str, object] = {}
         # How this run was asked for: dry_run, scene_id (inspect), full_reply (the command line).
@@ -181,11 +182,9 @@ class App:
         return True
 
     def nudge_drainer(self) -> None:
-        """Tell a running drainer that something happened (it then compares the settings)."""
-        try:
-            self.nudge_path.touch()
-        except OSError:
-            pass  # the drainer also checks on its own every SETTINGS_CHECK_S
+        """Tell a running drainer that something happened (it then compares the settings;
+        it also checks on its own every SETTINGS_CHECK_S)."""
+        inbox.nudge(str(self.data_dir))
 
     def nudged_at(self) -> float:
         try:

@@ -8,11 +8,13 @@ Every message passes :class:`Redactor` (the Plex token, the Stash cookie) first.
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 # user:password@ in any URL (http://user:pass@host, also inside longer texts)
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@]+@")
@@ -131,26 +133,28 @@ class StashLog:
             self._write(f"\x01p\x02{value:.4f}\n")
 
 
-class _ForwardHandler(logging.Handler):
-    """Routes records of libraries (plexapi, stashapi, urllib3) into a StashLog, at debug
-    level: our own line says what failed and what to do; theirs only add detail."""
-
-    def __init__(self, target: StashLog) -> None:
-        super().__init__(level=logging.INFO)
-        self.target = target
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = f"[{record.name}] {record.levelname.lower()}: {record.getMessage()}"
-        except Exception:  # a library's bad format string must not crash us
-            message = f"[{record.name}] {record.levelname.lower()}: {record.msg!r}"
-        self.target.log("debug", message)
-
-
 def capture_library_logs(target: StashLog, names: tuple[str, ...] = ("plexapi", "StashLogger", "urllib3")) -> None:
-    """Send the named libraries' log records through ``target`` (and so the redactor)."""
-    handler = _ForwardHandler(target)
+    """Send the named libraries' log records through ``target`` (and so the redactor).
+    ``logging`` is imported here, not by the module: a hook never needs it."""
+    import logging
+
+    handler = _forward_handler(logging, target)
     for name in names:
         logger = logging.getLogger(name)
         logger.handlers = [handler]
         logger.propagate = False
+
+
+def _forward_handler(logging, target: StashLog):
+    """A handler routing records of libraries (plexapi, stashapi, urllib3) into ``target``
+    at debug level: our own line says what failed and what to do; theirs only add detail."""
+
+    class ForwardHandler(logging.Handler):
+        def emit(self, record) -> None:
+            try:
+                message = f"[{record.name}] {record.levelname.lower()}: {record.getMessage()}"
+            except Exception:  # a library's bad format string must not crash us
+                message = f"[{record.name}] {record.levelname.lower()}: {record.msg!r}"
+            target.log("debug", message)
+
+    return ForwardHandler(level=logging.INFO)

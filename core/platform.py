@@ -13,9 +13,12 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from pathlib import Path
-from typing import IO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from pathlib import Path
+    from typing import IO
 
 # ``sys.platform`` (not ``os.name``) so the type checker knows which branch runs where.
 IS_WINDOWS = sys.platform == "win32"
@@ -107,13 +110,13 @@ class HeldLock:
         self._handle = None
 
 
-def is_locked(path: Path) -> bool:
+def is_locked(path: Path | str) -> bool:
     """True when another process holds the lock on ``path`` right now.
 
     Looks with a shared lock, so two processes looking at once never mistake each
     other for the holder (Windows has no shared mode; there a look is exclusive).
     """
-    if not path.exists():
+    if not os.path.exists(path):
         return False
     with open(path, "a+b") as handle:
         if not _try_lock(handle, blocking=False, shared=True):

@@ -11,22 +11,9 @@ from __future__ import annotations
 import time
 
 from core.log import StashLog
-from sync_queue.job import BULK, INTERACTIVE, EntityEvent, Job
-from validation.fields import SYNCED_INPUTS
+from hooks.scene_event import scene_job
+from sync_queue.job import EntityEvent, Job
 from validation.plugin_input import HookContext
-
-# Keys of Stash's SceneUpdateInput (graphql/schema/types/scene.graphql), which a
-# Scene.Update.Post hook receives as its input, whose change can alter what Plex shows:
-# derived from the table of synced fields.
-SYNCED_INPUT_FIELDS = SYNCED_INPUTS
-
-# Stash's bulk scene editor (bulkSceneUpdate) fires Scene.Update.Post for each scene with
-# the *bulk* input, BulkSceneUpdateInput [S:internal/api/resolver_mutation_scene.go
-# `BulkSceneUpdate`]: the keys of SceneUpdateInput (values as {ids, mode}) except a
-# scene's groups, which it names group_ids (v0.27 on) and movie_ids (every release).
-# These are the SceneUpdateInput keys they stand for.
-BULK_INPUT_KEYS = {"group_ids": "groups", "movie_ids": "movies"}
-
 
 # Entity update keys whose change can alter what Plex shows (name; a studio's parent
 # and a tag's parents/children, for settings that write or filter by them).
@@ -72,17 +59,11 @@ def handle_entity(context: HookContext, app, log: StashLog) -> str:
 
 def job_for(context: HookContext, now: float) -> Job | None:
     """The job this event calls for, or None when nothing Plex shows changed."""
-    if context.input is None:
-        # Scans and sceneCreate: no field list. Scans fire these by the thousand,
-        # so they queue as bulk work, which users' edits always overtake.
-        return Job(scene_id=context.id, priority=BULK, event=context.type, enqueued_at=now)
-    fields = context.inputFields
-    if fields is not None:
-        synced = sorted(SYNCED_INPUT_FIELDS.intersection(BULK_INPUT_KEYS.get(f, f) for f in fields))
-        if not synced:
-            return None
-        return Job(scene_id=context.id, priority=INTERACTIVE, event=context.type, fields=tuple(synced), enqueued_at=now)
-    return Job(scene_id=context.id, priority=INTERACTIVE, event=context.type, enqueued_at=now)
+    decided = scene_job(context.input is not None, context.inputFields)
+    if decided is None:
+        return None
+    priority, fields = decided
+    return Job(scene_id=context.id, priority=priority, event=context.type, fields=fields, enqueued_at=now)
 
 
 def handle(context: HookContext, app, log: StashLog) -> str:
@@ -94,7 +75,7 @@ def handle(context: HookContext, app, log: StashLog) -> str:
         changed = ", ".join(context.inputFields or [])
         log.debug(f"scene {context.id}: only {changed} changed, which Plex does not show; nothing queued")
         return f"scene {context.id}: nothing to sync"
-    added = app.producer_queue().put(job)
+    added = app.producer_queue().put_hook_job(job)
     _warn_if_failing(app, log)
     started = app.ensure_drainer()
     what = "queued" if added else "already queued"

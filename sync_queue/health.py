@@ -8,34 +8,42 @@ and, while sync fails, warns in Stash's log at most once a minute for all hooks 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import threading
 import time
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 HEALTH_FILE = "sync_health.json"
 WARNED_FILE = "warned.at"
 WARN_EVERY_S = 60.0
 
 
-def read(data_dir: Path) -> dict[str, Any]:
+def read(data_dir: Path | str) -> dict[str, Any]:
     try:
-        value = json.loads((Path(data_dir) / HEALTH_FILE).read_text(encoding="utf-8"))
+        with open(os.path.join(data_dir, HEALTH_FILE), encoding="utf-8") as file:
+            value = json.loads(file.read())
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
 
 
 def _write(data_dir: Path, state: dict[str, Any]) -> None:
-    path = Path(data_dir) / HEALTH_FILE
-    temp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    import threading
+
+    path = os.path.join(data_dir, HEALTH_FILE)
+    temp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
-        temp.write_text(json.dumps(state, ensure_ascii=False), encoding="utf-8")
+        with open(temp, "w", encoding="utf-8") as file:
+            file.write(json.dumps(state, ensure_ascii=False))
         os.replace(temp, path)
     except OSError:
-        temp.unlink(missing_ok=True)  # a full disk must not stop a sync for a hint
+        with contextlib.suppress(OSError):
+            os.remove(temp)  # a full disk must not stop a sync for a hint
 
 
 class HealthFile:
@@ -47,7 +55,9 @@ class HealthFile:
     """
 
     def __init__(self, data_dir: Path, clock=time.time) -> None:
-        self.data_dir = Path(data_dir)
+        import threading
+
+        self.data_dir = data_dir
         self.clock = clock
         self._lock = threading.Lock()
 
@@ -71,22 +81,32 @@ class HealthFile:
             self.update(failing=None)
 
 
-def warning_due(data_dir: Path, now: float, every_s: float = WARN_EVERY_S) -> str | None:
+def warning_pending(data_dir: Path | str, now: float, every_s: float = WARN_EVERY_S) -> dict | None:
+    """The failure a hook should warn about now (sync is failing and no hook warned within
+    ``every_s``), or None. Marks nothing (:func:`warning_due` does)."""
+    failing = read(data_dir).get("failing")
+    if not isinstance(failing, dict) or not failing.get("reason"):
+        return None
+    try:
+        if now - os.stat(os.path.join(data_dir, WARNED_FILE)).st_mtime < every_s:
+            return None
+    except OSError:
+        pass
+    return failing
+
+
+def warning_due(data_dir: Path | str, now: float, every_s: float = WARN_EVERY_S) -> str | None:
     """The warning a hook should log now, or None (sync is fine, or warned within ``every_s``).
 
     Marks the warning as given, so hooks running at the same moment log it about once.
     """
-    failing = read(data_dir).get("failing")
-    if not isinstance(failing, dict) or not failing.get("reason"):
+    failing = warning_pending(data_dir, now, every_s)
+    if failing is None:
         return None
-    marker = Path(data_dir) / WARNED_FILE
+    marker = os.path.join(data_dir, WARNED_FILE)
     try:
-        if now - marker.stat().st_mtime < every_s:
-            return None
-    except OSError:
-        pass
-    try:
-        marker.touch()
+        with open(marker, "a"):
+            pass
         os.utime(marker, (now, now))
     except OSError:
         pass

@@ -10,10 +10,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from sync_queue.priority import BULK, INTERACTIVE, PRIORITIES
+
 SCHEMA_VERSION = 1
-INTERACTIVE = "interactive"  # a user's edit (hook): outranks bulk work
-BULK = "bulk"  # scan-originated events and the all/recent tasks
-PRIORITIES = (INTERACTIVE, BULK)
 
 
 @dataclass(frozen=True)
@@ -112,3 +111,6 @@ def one_per_scene(taken: list[Taken]) -> tuple[list[Taken], list[Taken]]:
         if have is None or (have.job.priority == BULK and item.job.priority == INTERACTIVE):
             kept[item.job.scene_id] = item
     return [t for t in taken if kept[t.job.scene_id] is t], [t for t in taken if kept[t.job.scene_id] is not t]
+
+
+__all__ = ["BULK", "INTERACTIVE", "PRIORITIES", "EntityEvent", "Job", "Taken", "one_per_scene"]

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from core.errors import DataFileError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 OWNER_FILE = "stash.json"
 
@@ -32,15 +35,17 @@ def key(stash_dir: str) -> str:
     return os.path.normcase(os.path.abspath(stash_dir)).rstrip("\\/") or os.sep
 
 
-def owner(folder: Path) -> str | None:
+def owner(folder: Path | str) -> str | None:
     """The config folder of the Stash that claimed ``folder``; None when unclaimed."""
+    path = os.path.join(folder, OWNER_FILE)
     try:
-        data = json.loads((folder / OWNER_FILE).read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as file:
+            data = json.loads(file.read())
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
         raise DataFileError(
-            f"{folder / OWNER_FILE} (which Stash this data folder belongs to) cannot be read ({exc}); "
+            f"{path} (which Stash this data folder belongs to) cannot be read ({exc}); "
             "if only one Stash uses this plugin, delete that file"
         ) from None
     value = data.get("stash_config_dir") if isinstance(data, dict) else None

@@ -38,11 +38,11 @@ from types import ModuleType, SimpleNamespace
 from typing import Any, cast
 
 from core.errors import DataFileError
-from sync_queue import sqlite
+from sync_queue import inbox, sqlite
 from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken, one_per_scene
 from sync_queue.parked import Parked
 
-QUEUE_FILE = "data.db"
+QUEUE_FILE = inbox.QUEUE_FILE
 CLEAR_ACKED_EVERY = 500
 # Row statuses, as persist-queue 1.1.0 writes them (persistqueue/sqlackqueue.py, ``AckStatus``):
 # put() writes INITED, nack() and auto_resume READY, get() UNACK; ack() writes 5 and
@@ -50,7 +50,8 @@ CLEAR_ACKED_EVERY = 500
 INITED, READY, UNACK, ACK_FAILED = 0, 1, 2, 9
 _READY_SQL = f"status IN ({INITED}, {READY})"
 _NOT_DONE_SQL = f"status IN ({INITED}, {READY}, {UNACK})"
-_SIDE_SCHEMA = """
+_SIDE_SCHEMA = (
+    """
 DROP TABLE IF EXISTS s2p_pending;
 CREATE TABLE IF NOT EXISTS s2p_waiting (
     scene_id INTEGER PRIMARY KEY,
@@ -67,6 +68,8 @@ CREATE TABLE IF NOT EXISTS s2p_entity_events (
     PRIMARY KEY (kind, entity_id)
 );
 """
+    + inbox.SCHEMA
+)
 
 
 def _table(priority: str) -> str:
@@ -134,6 +137,14 @@ def _load_without_init() -> SimpleNamespace | None:
         # then fails with "dictionary changed size during iteration".
         for name in [m for m in list(sys.modules) if m == PERSIST_QUEUE or m.startswith(PERSIST_QUEUE + ".")]:
             sys.modules.pop(name, None)
+
+
+def _inbox_job(row: inbox.Row) -> Job:
+    """The job of an inbox row (ValueError/TypeError when the row is not one)."""
+    scene_id, priority, event, fields, queued_at = row
+    if priority not in PRIORITIES or isinstance(scene_id, bool) or not isinstance(scene_id, int) or scene_id < 1:
+        raise ValueError(f"not a scene job: scene {scene_id!r}, priority {priority!r}")
+    return Job(scene_id, priority, str(event), tuple(f for f in str(fields).split(",") if f), float(queued_at))
 
 
 class JobQueue:
@@ -240,6 +251,12 @@ class JobQueue:
                 rows.append((sid, self._queue(job.priority).put(job.to_dict())))
         self._point_marks(rows)
         return len(chosen)
+
+    def put_hook_job(self, job: Job) -> bool:
+        """Write a hook's job to the inbox (sync_queue/inbox.py), as the fast lane does:
+        False when it collapsed into the scene's row. The consumer moves it into the queue."""
+        added = inbox.put_on(self._side(), job.scene_id, job.priority, job.event, job.fields, job.enqueued_at)
+        return added
 
     def _waiting(self, scene_ids: list[int]) -> dict[int, tuple[str, int]]:
         """Scenes with a job that really waits: (priority, row id) of that job."""
@@ -367,6 +384,7 @@ class JobQueue:
         (``process_queue`` retries waiting jobs once, now).
         """
         assert self.consumer, "only the drainer lock holder may take jobs"
+        self._move_inbox()
         self._flush_remarks()
         now = self.clock()
         taken = self._parked.due(now, limit, early)
@@ -388,9 +406,35 @@ class JobQueue:
             self.ack(item)
         return kept
 
+    def _move_inbox(self) -> None:
+        """The hooks' fast-lane rows into the queue (sync_queue/inbox.py): put first, then
+        forgotten, so a crash in between puts a row twice and never loses one."""
+        while rows := inbox.rows(self._side()):
+            self.put_many(self._inbox_jobs(rows))
+            self._forget_moved(rows)
+            if len(rows) < inbox.MOVE_BATCH:
+                return
+
+    def _inbox_jobs(self, rows: list[inbox.Row]) -> list[Job]:
+        """The jobs of inbox rows; a row that is not one (a damaged file) is set aside, said
+        in the log like an unreadable queue row, and forgotten with the rest."""
+        jobs = []
+        for row in rows:
+            try:
+                jobs.append(_inbox_job(row))
+            except (ValueError, TypeError, AttributeError) as exc:
+                self.rejected.append(("inbox", row[0] if row else 0, f"{type(exc).__name__}: {exc}"))
+        return jobs
+
+    @sqlite.retry_locked
+    def _forget_moved(self, rows: list[inbox.Row]) -> None:
+        with sqlite.write(self._side()) as conn:
+            inbox.forget(conn, rows)
+
     def ready_count(self) -> int:
-        """Jobs waiting to be taken (not in flight, not parked), from SQL."""
-        return sum(self._count_where(p, _READY_SQL) for p in PRIORITIES) + self.entity_event_count()
+        """Jobs waiting to be taken (not in flight, not parked; the inbox's too), from SQL."""
+        waiting = sum(self._count_where(p, _READY_SQL) for p in PRIORITIES)
+        return waiting + inbox.count(self._side()) + self.entity_event_count()
 
     def _get(self, priority: str, taken: list[Taken]) -> Taken | None:
         queue = self._queue(priority)
@@ -489,7 +533,8 @@ class JobQueue:
         }
         result["entity_events"] = events
         for priority in PRIORITIES:
-            pending = self._count_where(priority, _NOT_DONE_SQL)
+            # a scene of the inbox may also have a waiting job: counted twice until moved
+            pending = self._count_where(priority, _NOT_DONE_SQL) + inbox.count(self._side(), priority)
             result[priority] = pending
             result["pending"] += pending
             # taken and being worked on; a parked retry (also UNACK) only waits
@@ -507,6 +552,9 @@ class JobQueue:
 
     def waiting_job(self, scene_id: int) -> Job | None:
         """The not-yet-done job of one scene (waiting, in flight or waiting for a retry)."""
+        row = inbox.waiting(self._side(), scene_id)
+        if row is not None:
+            return _inbox_job(row)
         tables = self._tables()
         for priority in PRIORITIES:
             if _table(priority) not in tables:
@@ -553,7 +601,7 @@ class JobQueue:
                     cur = conn.execute(f"DELETE FROM {_table(priority)} WHERE {_NOT_DONE_SQL}")
                     removed += cur.rowcount
             conn.execute("DELETE FROM s2p_waiting")
-            removed += conn.execute("DELETE FROM s2p_entity_events").rowcount
+            removed += conn.execute("DELETE FROM s2p_entity_events").rowcount + inbox.clear(conn)
         self._parked.clear()
         self._remarks.clear()
         return removed

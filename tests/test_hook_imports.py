@@ -4,8 +4,10 @@ what only costs it time: persist-queue's asyncio/ssl, tenacity, the dependency c
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.runner import REPO, drainer_lock_held
 
@@ -61,3 +63,95 @@ def test_hook_path_imports_no_network_client(tmp_path):
     assert result["heavy"] == []
     assert result["costly"] == []
     assert result["checks"] == 0  # the dependency check runs only when an import fails (tests/test_bootstrap.py)
+
+
+FAST_PROBE = r"""
+import io, json, os, sys
+sys.path.insert(0, sys.argv[1])
+before = set(sys.modules)
+import Stash2Plex
+out, err = io.StringIO(), io.StringIO()
+err.isatty = lambda: False
+code = Stash2Plex.main(io.StringIO(sys.stdin.read()), out, err, dict(os.environ))
+print(json.dumps({"code": code, "reply": json.loads(out.getvalue()), "log": err.getvalue(),
+                  "imported": sorted(set(sys.modules) - before)}))
+"""
+# What a hook may import when a drainer runs and the data folder is made: the standard
+# library's json and sqlite3 and our lean modules. Not dataclasses, typing, logging,
+# pathlib, subprocess, persist-queue, the job model or the models of stdin.
+FAST_LANE_FORBIDDEN = {
+    "dataclasses",
+    "typing",
+    "logging",
+    "pathlib",
+    "subprocess",
+    "persistqueue",
+    "sync_queue.queue",
+    "sync_queue.job",
+    "validation.plugin_input",
+    "app.root",
+}
+
+
+def _hook_document(scene_id: int, fields: list[str]) -> dict:
+    return {
+        "server_connection": {
+            "Scheme": "http",
+            "Host": "0.0.0.0",
+            "Port": 9,
+            "PluginDir": str(REPO),
+            "Dir": "/stash/config",
+            "SessionCookie": {"Name": "session", "Value": "cookie-value"},
+        },
+        "args": {
+            "hookContext": {
+                "id": scene_id,
+                "type": "Scene.Update.Post",
+                "input": {"id": str(scene_id), **dict.fromkeys(fields, "x")},
+                "inputFields": ["id", *fields],
+            }
+        },
+    }
+
+
+def _run_hook(document: dict, data: Path) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", FAST_PROBE, str(REPO)],
+        input=json.dumps(document),
+        text=True,
+        capture_output=True,
+        env={"STASH2PLEX_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_hook_while_the_drainer_runs_takes_the_fast_lane(tmp_path):
+    """The run Stash waits for in every save of a bulk edit: a scene hook while a drainer
+    runs imports the standard library's json and sqlite3 and our lean modules only, and
+    answers as the full lane does (the first run, which made the data folder)."""
+    data = tmp_path / "data"
+    documents = [_hook_document(7, ["title"]), _hook_document(8, ["title"]), _hook_document(8, ["details"])]
+    documents.append(_hook_document(9, ["organized"]))
+    documents.append(_hook_document(10, ["play_count"]))
+    with drainer_lock_held(data):
+        runs = [_run_hook(document, data) for document in documents]
+    assert [(r["code"], r["reply"]["output"], r["reply"]["error"], r["log"]) for r in runs] == [
+        (0, "scene 7 queued", None, "\x01d\x02scene 7 queued (interactive)\n"),
+        (0, "scene 8 queued", None, "\x01d\x02scene 8 queued (interactive)\n"),
+        (0, "scene 8 already queued", None, "\x01d\x02scene 8 already queued (interactive)\n"),
+        (0, "scene 9 queued", None, "\x01d\x02scene 9 queued (interactive)\n"),
+        (
+            0,
+            "scene 10: nothing to sync",
+            None,
+            "\x01d\x02scene 10: only id, play_count changed, which Plex does not show; nothing queued\n",
+        ),
+    ]
+    assert "persistqueue" not in runs[0]["imported"]  # the full lane writes the inbox too
+    for run in runs[1:]:
+        assert sorted(FAST_LANE_FORBIDDEN.intersection(run["imported"])) == [], run["imported"]
+    with sqlite3.connect(data / "queue" / "data.db") as conn:
+        rows = conn.execute("SELECT scene_id, priority, fields FROM s2p_inbox ORDER BY scene_id").fetchall()
+    assert rows == [(7, "interactive", "title"), (8, "interactive", "title"), (9, "interactive", "organized")]

@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from sync_queue.job import Job
+from sync_queue.queue import JobQueue
 from tests.conftest import PLEX_TOKEN, STASH_COOKIE, Plugin, _stop_drainers
 from tests.emulators.stash_emulator import StashEmulator
 from tests.runner import create_context, drainer_lock_held
@@ -241,8 +243,11 @@ def test_an_expired_session_leaves_the_jobs_queued_and_the_next_hook_resumes(ple
 def test_an_undecodable_row_is_set_aside_alone(plugin):
     scenes = dict(plugin.add_scene(n) for n in range(4))
     with drainer_lock_held(plugin.data_dir):
+        queue = JobQueue(plugin.data_dir / "queue")  # rows of the queue itself (a hook's wait in the inbox)
         for sid in scenes:
-            assert plugin.hook(plugin.stash.update_scene(sid, title=f"Kept {sid}")).error is None
+            plugin.stash.update_scene(sid, title=f"Kept {sid}")
+            assert queue.put(Job(sid))
+        queue.close()
         with sqlite3.connect(plugin.data_dir / "queue" / "data.db") as conn:
             rows = conn.execute("SELECT _id FROM ack_queue_interactive ORDER BY _id").fetchall()
             conn.execute("UPDATE ack_queue_interactive SET data = X'FF00' WHERE _id = ?", rows[1])

@@ -13,7 +13,6 @@ may use. Imported by the hook: the standard library only.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 FIELD, TAGS, POSTER = "field", "tags", "poster"
 RATING = "userRating"  # Plex takes it through plexapi's rate(), not edit()
@@ -21,16 +20,26 @@ STUDIO = "studio { id name parent_studio { id name } }"
 FILES = "files { path size duration }"
 
 
-@dataclass(frozen=True)
 class Synced:
-    """One thing written to a Plex item."""
+    """One thing written to a Plex item (a plain class: the hook imports this table, and
+    ``dataclasses`` would cost it more than the table itself)."""
 
-    name: str  # the skip_fields name
-    plex: str  # the Plex field (edit key) or tag type; "poster" for the poster
-    label: str  # what the page in Stash's UI calls it
-    stash: tuple[str, ...] = ()  # the scene's GraphQL selections its value reads
-    inputs: tuple[str, ...] = ()  # SceneUpdateInput keys whose change can alter it
-    kind: str = FIELD
+    __slots__ = ("name", "plex", "label", "stash", "inputs", "kind")
+
+    def __init__(
+        self,
+        name: str,  # the skip_fields name
+        plex: str,  # the Plex field (edit key) or tag type; "poster" for the poster
+        label: str,  # what the page in Stash's UI calls it
+        stash: tuple[str, ...] = (),  # the scene's GraphQL selections its value reads
+        inputs: tuple[str, ...] = (),  # SceneUpdateInput keys whose change can alter it
+        kind: str = FIELD,
+    ) -> None:
+        self.name, self.plex, self.label = name, plex, label
+        self.stash, self.inputs, self.kind = stash, inputs, kind
+
+    def __repr__(self) -> str:
+        return f"Synced({self.name!r}, {self.plex!r})"
 
 
 SYNCED = (

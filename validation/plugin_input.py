@@ -4,17 +4,28 @@
 ``PluginInput``, ``StashServerConnection``, filled by pkg/plugin/plugins.go
 ``makeServerConnection``: no JSON tags, so the keys are capitalised). Tasks get their
 ``defaultArgs`` in ``args``; hooks also ``hookContext``. Frozen dataclasses with explicit
-checks, not pydantic: this is the hook's path, which Stash waits for in every scene edit.
+checks (validation/document.py, which the hook's fast lane uses alone), not pydantic.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from core.errors import InputError
+from validation.document import (
+    ENTITY_HOOKS,
+    HOOK_MODE,
+    HOOK_TRIGGERS,
+    SCENE_HOOKS,
+    args_values,
+    connection_values,
+    cookie_values,
+    hook_values,
+    read_document,
+    shown,
+)
 
 TASK_MODES = (
     "all",
@@ -44,62 +55,6 @@ OPERATION_MODES = (
     "ui_recheck",
     "ui_thumbs",
 )
-HOOK_MODE = "hook"
-SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post")
-# Stash's entity hooks (pkg/plugin/hook/hooks.go): the trigger → the kind of entity its
-# hookContext.id names. There is no Performer/Studio/Group merge hook (performerMerge
-# fires none). A group is a movie before Stash v0.27, which fires Movie.* only; from
-# v0.27 Stash fires Group.* and then Movie.* for the same change, with the same id
-# (internal/api/resolver_mutation_group.go `GroupUpdate`): both record the same one
-# entity event (the queue keeps one row per entity), so the second costs one hook run.
-ENTITY_HOOKS = {
-    "Tag.Update.Post": "tag",
-    "Tag.Merge.Post": "tag",
-    "Tag.Destroy.Post": "tag",
-    "Performer.Update.Post": "performer",
-    "Performer.Destroy.Post": "performer",
-    "Studio.Update.Post": "studio",
-    "Studio.Destroy.Post": "studio",
-    "Group.Update.Post": "group",
-    "Group.Destroy.Post": "group",
-    "Movie.Update.Post": "group",
-    "Movie.Destroy.Post": "group",
-}
-HOOK_TRIGGERS = SCENE_HOOKS + tuple(ENTITY_HOOKS)
-
-
-def _shown(value: Any) -> str:
-    return f" (got {str(value)[:60]!r})" if not isinstance(value, (dict, list)) else ""
-
-
-def _text(data: dict, key: str, where: str, required: bool = True, default: str = "") -> str:
-    value = data.get(key, None)
-    if value is None:
-        if required:
-            raise InputError(f"{where}.{key} is missing")
-        return default
-    if not isinstance(value, str):
-        raise InputError(f"{where}.{key} must be a string{_shown(value)}")
-    if required and not value:
-        raise InputError(f"{where}.{key} must not be empty")
-    return value
-
-
-def _integer(data: dict, key: str, where: str, low: int, high: int) -> int:
-    value = data.get(key, None)
-    if value is None:
-        raise InputError(f"{where}.{key} is missing")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{where}.{key} must be a whole number{_shown(value)}")
-    if not low <= value <= high:
-        raise InputError(f"{where}.{key} must be between {low} and {high}{_shown(value)}")
-    return value
-
-
-def _object(value: Any, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise InputError(f"{where} must be a JSON object, got {type(value).__name__}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -109,16 +64,8 @@ class Cookie:
 
     @classmethod
     def parse(cls, data: Any) -> Cookie | None:
-        if data is None:
-            return None
-        data = _object(data, "server_connection.SessionCookie")
-        value = data.get("Value")
-        # Never echo the value: it is the user's session.
-        if not isinstance(value, str) or not value:
-            raise InputError("server_connection.SessionCookie.Value must be a non-empty string")
-        return cls(
-            Name=_text(data, "Name", "server_connection.SessionCookie", False, "session") or "session", Value=value
-        )
+        values = cookie_values(data)
+        return None if values is None else cls(**values)
 
 
 @dataclass(frozen=True)
@@ -136,20 +83,8 @@ class ServerConnection:
 
     @classmethod
     def model_validate(cls, data: Any) -> ServerConnection:
-        where = "server_connection"
-        data = _object(data, where)
-        scheme = _text(data, "Scheme", where, False, "http") or "http"
-        if scheme not in ("http", "https"):
-            raise InputError(f"{where}.Scheme must be http or https{_shown(scheme)}")
-        return cls(
-            Host=_text(data, "Host", where),
-            Port=_integer(data, "Port", where, 1, 65535),
-            PluginDir=_text(data, "PluginDir", where),
-            Scheme=scheme,
-            SessionCookie=Cookie.parse(data.get("SessionCookie")),
-            ApiKey=_text(data, "ApiKey", where, False) or None,
-            Dir=_text(data, "Dir", where, False) or None,
-        )
+        values = connection_values(data)
+        return cls(**{**values, "SessionCookie": Cookie.parse(values["SessionCookie"])})
 
     def model_dump(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -180,21 +115,7 @@ class HookContext:
 
     @classmethod
     def parse(cls, data: Any) -> HookContext:
-        where = "args.hookContext"
-        data = _object(data, where)
-        scene_id = _integer(data, "id", where, 1, 2**63 - 1)
-        trigger = _text(data, "type", where)
-        if trigger not in HOOK_TRIGGERS:
-            raise InputError(f"{where}.type: Stash2Plex handles only {', '.join(HOOK_TRIGGERS)}, not {trigger!r}")
-        fields = data.get("inputFields")
-        if fields is not None and (not isinstance(fields, list) or not all(isinstance(f, str) for f in fields)):
-            raise InputError(f"{where}.inputFields must be a list of field names{_shown(fields)}")
-        return cls(
-            id=scene_id,
-            type=trigger,
-            input=data.get("input"),
-            inputFields=tuple(fields) if fields is not None else None,
-        )
+        return cls(**hook_values(data))
 
     @property
     def entity_kind(self) -> str | None:
@@ -210,7 +131,7 @@ def scene_id_arg(params: dict[str, Any], key: str = "scene_id") -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**63:
-        raise InputError(f"args.{key} must be a Stash scene id (a whole number from 1){_shown(value)}")
+        raise InputError(f"args.{key} must be a Stash scene id (a whole number from 1){shown(value)}")
     return value
 
 
@@ -224,23 +145,9 @@ class PluginArgs:
 
     @classmethod
     def parse(cls, data: Any) -> PluginArgs:
-        if data is None:
-            return cls()
-        data = _object(data, "args")
-        mode = data.get("mode")
-        if mode is not None and not isinstance(mode, str):
-            raise InputError(f"args.mode must be a string{_shown(mode)}")
-        context = data.get("hookContext")
-        params = {k: v for k, v in data.items() if k not in ("mode", "hookContext")}
-        dry_run = data.get("dry_run", "false")
-        if dry_run not in ("true", "false"):
-            raise InputError(f'args.dry_run must be "true" or "false"{_shown(dry_run)}')
-        return cls(
-            mode=mode,
-            hookContext=HookContext.parse(context) if context is not None else None,
-            params=params,
-            dry_run=dry_run == "true",
-        )
+        values = args_values(data)
+        context = values["hookContext"]
+        return cls(**{**values, "hookContext": HookContext.parse(context) if context is not None else None})
 
 
 @dataclass(frozen=True)
@@ -267,21 +174,21 @@ class PluginInput:
 
 def parse_plugin_input(raw: str) -> PluginInput:
     """Parse stdin text into a :class:`PluginInput` or raise :class:`InputError`."""
-    if not raw.strip():
-        raise InputError("stdin is empty: Stash writes one JSON document on stdin; run Stash2Plex from Stash")
-    try:
-        document = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"stdin is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    except RecursionError:
-        raise InputError("stdin is not a Stash plugin input: its JSON is nested too deeply") from None
-    if not isinstance(document, dict):
-        raise InputError(f"stdin must be a JSON object, got {type(document).__name__}")
-    if document.get("server_connection") is None:
-        raise InputError("server_connection is missing from stdin: Stash always sends it; was this run by Stash?")
+    document = read_document(raw)
     parsed = PluginInput(
         server_connection=ServerConnection.model_validate(document["server_connection"]),
         args=PluginArgs.parse(document.get("args")),
     )
     parsed.mode  # noqa: B018 - validate the mode now, so the error names it
     return parsed
+
+
+__all__ = [
+    "ENTITY_HOOKS",
+    "HOOK_MODE",
+    "HOOK_TRIGGERS",
+    "SCENE_HOOKS",
+    "HookContext",
+    "PluginInput",
+    "ServerConnection",
+]
