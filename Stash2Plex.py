@@ -7,8 +7,8 @@ and logs go to stderr in Stash's protocol. With arguments it is a command line:
 ``Stash2Plex.py <task> [options]`` / ``--help`` (every task from a shell, app/cli.py;
 ``demo`` runs the demo against the bundled emulators). Tasks, the drainer and the
 command line first make sure the runtime packages are importable (app/bootstrap.py);
-a hook, which Stash waits for inside every scene edit, skips that check and runs it
-only when an import fails (a first run, or packages removed), then tries once more.
+a hook, which Stash waits for inside every scene edit and imports none of them, runs
+that check only when it starts the drainer (a first run installs them then).
 """
 
 from __future__ import annotations

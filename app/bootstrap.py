@@ -1,7 +1,7 @@
 """Make the packages of ``requirements.txt`` importable before anything needs them.
 
-Called first by tasks, the drainer and the command line (a hook only when an import
-fails): ``deps/py<major><minor>`` goes on ``sys.path``, packages are found with
+Called first by tasks, the drainer and the command line (a hook only when it starts
+the drainer): ``deps/py<major><minor>`` goes on ``sys.path``, packages are found with
 ``find_spec`` (versions once per interpreter, remembered in a stamp), and what is missing
 is installed through PythonDepManager or ``pip install --target`` into a staging folder
 swapped in on success; else :class:`DependencyError` gives the command to run

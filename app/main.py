@@ -23,7 +23,7 @@ def _reply(stdout: TextIO, output: Any, error: str | None) -> None:
     stdout.flush()
 
 
-def _dispatch(plugin_input: PluginInput, env: dict[str, str], log: StashLog) -> Any:
+def _dispatch(plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_dir: Path) -> Any:
     from app.root import App
     from validation.plugin_input import HOOK_MODE
 
@@ -35,6 +35,12 @@ def _dispatch(plugin_input: PluginInput, env: dict[str, str], log: StashLog) -> 
         if mode == HOOK_MODE and context is not None:  # the hook mode is its hookContext
             from hooks.handler import handle
 
+            if not app.drainer_running():
+                # The drainer this hook starts needs the packages the hook itself never
+                # imports: installed now (a first run), or the reply says what to run.
+                from app.bootstrap import ensure_dependencies
+
+                ensure_dependencies(plugin_dir, log)
             return handle(context, app, log)
         from core.log import capture_library_logs
         from tasks import run_task
@@ -134,7 +140,8 @@ def _terminal(stream: TextIO) -> bool:
 
 
 def _run(plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_dir: Path) -> Any:
-    """Dispatch with the runtime packages in place (app/startup.py, app/bootstrap.py)."""
+    """Dispatch with the runtime packages in place (app/startup.py, app/bootstrap.py); a
+    hook checks them only when it starts the drainer (``_dispatch``)."""
     from app import startup
     from validation.plugin_input import HOOK_MODE
 
@@ -144,19 +151,7 @@ def _run(plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_d
         from app.bootstrap import ensure_dependencies
 
         ensure_dependencies(plugin_dir, log)
-        return _dispatch(plugin_input, env, log)
-    try:
-        return _dispatch(plugin_input, env, log)
-    except ModuleNotFoundError:
-        # The hook fails before it writes anything when a package is missing (the
-        # queue loads persist-queue before opening a file): site-packages (when Python
-        # started without them), an install, then once more.
-        from app.bootstrap import ensure_dependencies
-
-        found = startup.enable_site()
-        if not ensure_dependencies(plugin_dir, log) and not found:
-            raise  # every package is there: a bug, reported as one
-    return _dispatch(plugin_input, env, log)
+    return _dispatch(plugin_input, env, log, plugin_dir)
 
 
 def _plugin(raw: str, stdout: TextIO, env: dict[str, str], log: StashLog, plugin_dir: Path) -> int:
