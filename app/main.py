@@ -113,9 +113,13 @@ def _fast_hook(raw: str, stdout: TextIO, stderr: TextIO, env: dict[str, str]) ->
     done = queue_scene_hook(raw, env)
     if done is None:
         return False
-    from core.log import StashLog
-
-    StashLog(stderr).debug(done[1])
+    # Stash's log protocol, as core/log.py's StashLog writes it (a short line of ours, with
+    # no secret in it): that module and the threading it imports are not worth a hook's time.
+    try:
+        stderr.write(f"\x01d\x02{done[1]}\n")
+        stderr.flush()
+    except (OSError, ValueError):
+        pass  # Stash stopped reading our log: the reply still matters
     _reply(stdout, done[0], None)
     return True
 

@@ -85,6 +85,8 @@ FAST_LANE_FORBIDDEN = {
     "logging",
     "pathlib",
     "subprocess",
+    "threading",
+    "core.log",
     "persistqueue",
     "sync_queue.queue",
     "sync_queue.job",
