@@ -52,7 +52,6 @@ LATENCY_S = 0.010
 CONCURRENCY = 6  # the plugin's default plex_concurrency; the floor uses the same
 SECTIONS = ("hook", "queue", "bulk", "scale", "pacing")  # the default run
 MORE_SECTIONS = ("storm", "realistic", "entity", "reconcile", "listen", "inbox")
-IMPORT_BASELINE = "import persistqueue, pydantic"
 
 
 def line(name: str, value: str, baseline: str = "", ratio: str = "", target: str = "") -> None:
@@ -256,16 +255,27 @@ def ratio(a: float, b: float) -> str:
 
 # -- hook -------------------------------------------------------------------------------
 def bench_hook(runs: int = 21) -> None:
-    print(f"\nHook cost: {runs} hooks, each for a scene not yet queued, alternating with the baseline")
+    """``runs`` hooks, each for a scene not yet queued, while a drainer "runs" (the lock is
+    held): the fast lane, as through a bulk edit. The baseline is a trivial plugin (reads
+    its stdin, writes its reply) started exactly as Stash starts ours (``Stash2Plex.yml``'s
+    exec: ``python -S <script>``), alternating with the hooks."""
+    from tests.bench.storm import TRIVIAL_PLUGIN
+
+    print(f"\nHook cost: {runs} hooks, each for a scene not yet queued, alternating with the trivial plugin")
     lab = Lab(2 * runs + 1, latency=0)
     try:
+        trivial = Path(lab.data_dir).parent / "trivial.py"
+        trivial.write_text(TRIVIAL_PLUGIN)
+        argv = build_argv()
+        baseline = [*argv[:-1], str(trivial)]  # the same interpreter and flags, the trivial script
+        document = json.dumps(hook_document(lab.connection, {"id": 1, "type": "Scene.Update.Post"})).encode()
         with drainer_lock_held(Path(lab.data_dir)):  # a drainer "is running": the hook only enqueues
             scene = iter(range(1, 2 * runs + 1))
             lab.hook(lab.stash.update_scene(next(scene), title="warm-up"))
-            python(IMPORT_BASELINE)
+            launch(baseline, document, lab.env)
             walls, base = [], []
             for i in range(runs):  # A B A B: drift in the machine's speed hits both alike
-                base.append(python(IMPORT_BASELINE).wall)
+                base.append(launch(baseline, document, lab.env).wall)
                 run = lab.hook(lab.stash.update_scene(next(scene), title=f"edit {i}"))
                 assert run.output and run.output.endswith(" queued") and "already" not in run.output, run.reply
                 walls.append(run.wall)
@@ -274,21 +284,21 @@ def bench_hook(runs: int = 21) -> None:
                 lab.hook(lab.stash.update_scene(next(scene), title=f"rss {i}"), sample_every=0.001).peak_kb
                 for i in range(runs - 1)
             ]
-            base_kb = [python(IMPORT_BASELINE, sample_every=0.001).peak_kb for _ in range(5)]
+            base_kb = [launch(baseline, document, lab.env, 0.001).peak_kb for _ in range(5)]
         med, b = statistics.median(walls), statistics.median(base)
         pairs = statistics.median(w / x for w, x in zip(walls, base))
         line(
             "hook wall time (median)",
             f"{med * 1000:.0f} ms",
-            f"{b * 1000:.0f} ms import baseline",
+            f"{b * 1000:.0f} ms trivial plugin",
             ratio(med, b),
-            "<= 1.0x",
+            "<= 2.0x",
         )
         line("  median of the pairwise ratios", f"{pairs:.2f}x", "", "")
         line(
             "hook peak RSS (VmHWM, max)",
             f"{max(hook_kb) / 1024:.1f} MB",
-            f"{max(base_kb) / 1024:.1f} MB import baseline",
+            f"{max(base_kb) / 1024:.1f} MB trivial plugin",
             ratio(max(hook_kb), max(base_kb)),
             "<= 25 MB",
         )
