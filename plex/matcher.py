@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple, Union
 
 from core.errors import AmbiguousMatch, PlexNotFound
 from validation.pathmap import PathRule, basename, map_path, normalize
@@ -30,9 +31,9 @@ __all__ = [
 DURATION_TOLERANCE_S = 1.0
 
 
-@dataclass(frozen=True)
-class PlexFile:
-    """One media part in Plex. A multi-part item has one ``PlexFile`` per part."""
+class PlexFile(NamedTuple):
+    """One media part in Plex. A multi-part item has one ``PlexFile`` per part. A tuple, not
+    a dataclass: the index holds one per file of the library (a third of the memory)."""
 
     rating_key: int
     section_id: int
@@ -88,17 +89,38 @@ class Choice:
     reason: str
 
 
+# One file, or a list of several: most paths and names are held by one file, and a list
+# per key would double the index's memory (100,000 files: tests/bench/bench.py scale --huge).
+_Slot = Union[PlexFile, list[PlexFile]]
+
+
+def _add(table: dict[str, _Slot], key: str, file: PlexFile) -> None:
+    have = table.get(key)
+    if have is None:
+        table[key] = file
+    elif isinstance(have, list):
+        have.append(file)
+    else:
+        table[key] = [have, file]
+
+
+def _listed(slot: _Slot | None) -> list[PlexFile]:
+    if slot is None:
+        return []
+    return list(slot) if isinstance(slot, list) else [slot]
+
+
 class PathIndex:
     """Plex files by normalized full path and by normalized file name."""
 
     def __init__(self, files: Iterable[PlexFile], case_insensitive: bool = False) -> None:
         self.case_insensitive = case_insensitive
-        self._by_path: dict[str, list[PlexFile]] = {}
-        self._by_name: dict[str, list[PlexFile]] = {}
+        self._by_path: dict[str, _Slot] = {}
+        self._by_name: dict[str, _Slot] = {}
         self._count = 0
         for file in files:
-            self._by_path.setdefault(self._norm(file.path), []).append(file)
-            self._by_name.setdefault(self._norm(basename(file.path)), []).append(file)
+            _add(self._by_path, self._norm(file.path), file)
+            _add(self._by_name, self._norm(basename(file.path)), file)
             self._count += 1
 
     def _norm(self, path: str) -> str:
@@ -106,20 +128,20 @@ class PathIndex:
 
     def by_path(self, path: str) -> list[PlexFile]:
         """Every Plex file whose path equals ``path`` (after normalization)."""
-        return list(self._by_path.get(self._norm(path), ()))
+        return _listed(self._by_path.get(self._norm(path)))
 
     def by_name(self, name: str) -> list[PlexFile]:
         """Every Plex file whose file name equals ``name`` (a bare name or a path's last part)."""
-        return list(self._by_name.get(self._norm(basename(name) or name), ()))
+        return _listed(self._by_name.get(self._norm(basename(name) or name)))
 
     def files(self) -> Iterable[PlexFile]:
         """Every file the index holds."""
-        for files in self._by_path.values():
-            yield from files
+        for slot in self._by_path.values():
+            yield from _listed(slot)
 
     def rating_keys(self) -> set[int]:
         """Every item the index holds."""
-        return {f.rating_key for files in self._by_path.values() for f in files}
+        return {f.rating_key for f in self.files()}
 
     def __len__(self) -> int:
         return self._count
