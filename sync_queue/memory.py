@@ -1,10 +1,6 @@
-"""An in-memory twin of :class:`sync_queue.queue.JobQueue`, for tests that do not care
-about SQLite.
-
-Same interface and the same observable behaviour (tests/test_queue.py runs one contract
-suite against both): priorities, collapsing of events for a waiting scene, parking of
-retries until due, SQL-like counts. What it cannot have is what a file gives: nothing
-survives the object, and there is no crash recovery (``auto_resume``) to model.
+"""The queue in memory (``MemoryQueue``), for tests that do not care about SQLite: the
+rules of sync_queue/rules.py over dicts. Nothing survives the object, so there is no
+crash recovery to model; nothing is ever unreadable, so nothing is set aside.
 """
 
 from __future__ import annotations
@@ -12,12 +8,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from sync_queue.job import INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken, one_per_scene
-from sync_queue.parked import Parked
+from sync_queue.job import PRIORITIES, EntityEvent, Job, Taken
+from sync_queue.rules import Mark, QueueRules, Tally
 
 
 @dataclass
@@ -26,189 +21,124 @@ class _Row:
     taken: bool = False  # handed out, not yet acked (persist-queue's UNACK)
 
 
-class MemoryQueue:
-    """A queue that lives in one object; the consumer and producers share it."""
-
-    def __init__(self, consumer: bool = True, clock: Callable[[], float] = time.time) -> None:
-        self.consumer = consumer
-        self.clock = clock
-        self.rejected: list[tuple[str, int, str]] = []  # never filled: nothing is ever undecodable
-        self._rows: dict[str, dict[int, _Row]] = {p: {} for p in PRIORITIES}  # row id -> row, in put order
-        self._marks: dict[int, tuple[str, int]] = {}  # scene id -> (priority, row id) of its waiting job
-        self._parked = Parked()
-        self._remarks: list[Taken] = []  # back to waiting since the last take: marked again then
-        self._events: dict[tuple[str, int], EntityEvent] = {}  # one per changed tag/performer/studio/group
+class MemoryStore:
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[int, _Row]] = {p: {} for p in PRIORITIES}  # row id -> row, in put order
+        self.marks: dict[int, tuple[str, int | None]] = {}  # scene id -> (priority, row id or None)
+        self.events: dict[tuple[str, int], EntityEvent] = {}
         self._ids = itertools.count(1)
 
-    def close(self) -> None:
-        self._flush_remarks()
+    def waiting(self, scene_ids: list[int]) -> dict[int, Mark]:
+        found = {}
+        for sid in scene_ids:
+            priority, pqid = self.marks.get(sid, ("", None))
+            if pqid is not None and pqid in self.rows[priority]:
+                found[sid] = (priority, pqid)
+        return found
 
-    # -- producing -----------------------------------------------------------
-    def put(self, job: Job) -> bool:
-        """Enqueue ``job``; False when it collapsed into a job already waiting."""
-        return bool(self.put_many([job]))
+    def mark(self, jobs: list[Job]) -> None:
+        self.marks.update((job.scene_id, (job.priority, None)) for job in jobs)
 
-    def put_many(self, jobs: Iterable[Job]) -> int:
-        """One waiting job per scene: an event collapses into the scene's waiting job,
-        except that a user's edit replaces a waiting bulk job."""
-        chosen: dict[int, Job] = {}
-        for job in jobs:
-            have = chosen.get(job.scene_id)
-            if have is not None and have.priority in (INTERACTIVE, job.priority):
-                continue
-            mark = self._waiting(job.scene_id)
-            if mark is not None and mark[0] in (INTERACTIVE, job.priority):
-                continue
-            chosen[job.scene_id] = job
-        for sid, job in chosen.items():
-            mark = self._waiting(sid)
-            if mark is not None and not self._rows[mark[0]][mark[1]].taken:
-                del self._rows[mark[0]][mark[1]]  # a waiting bulk job, replaced by this interactive one
-            pqid = next(self._ids)
-            self._rows[job.priority][pqid] = _Row(job)
-            self._marks[sid] = (job.priority, pqid)
-        return len(chosen)
+    def put_row(self, job: Job) -> int:
+        pqid = next(self._ids)
+        self.rows[job.priority][pqid] = _Row(job)
+        return pqid
 
-    def _waiting(self, scene_id: int) -> tuple[str, int] | None:
-        """(priority, row id) of the scene's job that really waits (its row is not done)."""
-        mark = self._marks.get(scene_id)
-        return mark if mark is not None and mark[1] in self._rows[mark[0]] else None
+    def point(self, rows: list[tuple[Job, int]]) -> None:
+        for job, pqid in rows:
+            if self.marks.get(job.scene_id, ("", 0))[1] is None:
+                self.marks[job.scene_id] = (job.priority, pqid)
 
-    # -- entity events ---------------------------------------------------------
-    def put_entity_events(self, events: Iterable[EntityEvent]) -> int:
-        """One event per entity; a newer event replaces it and restarts its expansion."""
-        n = 0
+    def drop_waiting(self, priority: str, pqid: int) -> None:
+        row = self.rows[priority].get(pqid)
+        if row is not None and not row.taken:
+            del self.rows[priority][pqid]
+
+    def get(self, priority: str) -> Taken | None:
+        pqid = next((i for i, row in self.rows[priority].items() if not row.taken), None)
+        if pqid is None:
+            return None
+        self.rows[priority][pqid].taken = True
+        return Taken(job=self.rows[priority][pqid].job, pqid=pqid, table=priority)
+
+    def took(self, taken: list[Taken], parked: list[Taken]) -> None:
+        for item in taken:
+            if self.marks.get(item.job.scene_id, ("", item.pqid))[1] in (item.pqid, None):
+                self.marks.pop(item.job.scene_id, None)
+
+    def remark(self, items: list[Taken]) -> list[Taken]:
+        refused = []
+        for item in items:
+            if item.job.scene_id in self.marks or item.pqid not in self.rows[item.table]:
+                refused.append(item)
+            else:
+                self.marks[item.job.scene_id] = (item.table, item.pqid)
+        return refused
+
+    def ack(self, item: Taken) -> None:
+        self.rows[item.table].pop(item.pqid, None)
+
+    def update(self, item: Taken, job: Job) -> None:
+        row = self.rows[item.table].get(item.pqid)
+        if row is not None:
+            row.job = job
+
+    def tally(self, priority: str) -> list[Tally]:
+        groups: dict[tuple[bool, bool], list[float]] = {}
+        for row in self.rows[priority].values():
+            groups.setdefault((row.taken, row.job.attempt > 0), []).append(row.job.next_attempt_at)
+        return [(taken, retrying, len(ats), min(ats)) for (taken, retrying), ats in groups.items()]
+
+    def set_aside(self, priority: str) -> int:
+        return 0
+
+    def inbox_count(self, priority: str | None) -> int:
+        return 0
+
+    def job_of(self, scene_id: int) -> Job | None:
+        jobs = (row.job for rows in self.rows.values() for row in rows.values())
+        return next((job for job in jobs if job.scene_id == scene_id), None)
+
+    def clear(self) -> int:
+        removed = sum(len(rows) for rows in self.rows.values()) + len(self.events)
+        for rows in self.rows.values():
+            rows.clear()
+        self.events.clear()
+        self.marks.clear()
+        return removed
+
+    def put_entity_events(self, events: list[EntityEvent]) -> None:
         for event in events:
-            self._events[(event.kind, event.entity_id)] = dataclasses.replace(event, after_scene=0)
-            n += 1
-        return n
+            self.events[(event.kind, event.entity_id)] = dataclasses.replace(event, after_scene=0)
 
     def entity_events(self) -> list[EntityEvent]:
-        return sorted(self._events.values(), key=lambda e: e.queued_at)
+        return sorted(self.events.values(), key=lambda e: e.queued_at)
 
     def advance_entity_event(self, event: EntityEvent, after_scene: int, finished: bool) -> None:
         key = (event.kind, event.entity_id)
-        current = self._events.get(key)
+        current = self.events.get(key)
         if current is None or current.queued_at != event.queued_at:
-            return  # a newer event replaced it meanwhile: that one starts over
+            return
         if finished:
-            del self._events[key]
+            del self.events[key]
         else:
-            self._events[key] = dataclasses.replace(current, after_scene=after_scene)
+            self.events[key] = dataclasses.replace(current, after_scene=after_scene)
 
     def entity_event_count(self) -> int:
-        return len(self._events)
-
-    # -- consuming -----------------------------------------------------------
-    def take(self, limit: int, early: Callable[[Taken], bool] | None = None) -> list[Taken]:
-        assert self.consumer, "only the drainer lock holder may take jobs"
-        self._flush_remarks()
-        now = self.clock()
-        taken = self._parked.due(now, limit, early)
-        for priority in PRIORITIES:
-            rows = self._rows[priority]
-            for pqid in [i for i, row in rows.items() if not row.taken]:
-                if len(taken) >= limit:
-                    break
-                rows[pqid].taken = True
-                item = Taken(job=rows[pqid].job, pqid=pqid, table=priority)
-                if item.job.next_attempt_at > now and not (early and early(item)):
-                    self._park(item, item.job.next_attempt_at)
-                else:
-                    taken.append(item)
-        for item in taken:
-            if self._marks.get(item.job.scene_id, (None, item.pqid))[1] == item.pqid:
-                self._marks.pop(item.job.scene_id, None)
-        return self._one_per_scene(taken)
-
-    def _one_per_scene(self, taken: list[Taken]) -> list[Taken]:
-        kept, doubles = one_per_scene(taken)
-        for item in doubles:
-            self.ack(item)
-        return kept
-
-    def _flush_remarks(self) -> None:
-        """Jobs back to waiting are marked again; one whose scene meanwhile got a newer
-        waiting job is superseded by it and leaves the queue."""
-        items, self._remarks = self._remarks, []
-        for item in items:
-            sid = item.job.scene_id
-            if sid not in self._marks:
-                self._marks[sid] = (item.job.priority, item.pqid)
-                continue
-            newer = self._waiting(sid)
-            if newer is not None and newer[1] != item.pqid:
-                self._parked.drop(item)
-                self.ack(item)
-
-    def _park(self, item: Taken, until: float) -> None:
-        self._parked.park(item, until)
+        return len(self.events)
 
     def take_rejected(self) -> list[tuple[str, int, str]]:
-        rejected, self.rejected = self.rejected, []
-        return rejected
+        return []
 
-    def ack(self, item: Taken) -> None:
-        self._rows[item.table].pop(item.pqid, None)
+    def close(self) -> None:
+        pass
 
-    def retry_later(self, item: Taken, job: Job) -> None:
-        row = self._rows[item.table].get(item.pqid)
-        if row is not None:
-            row.job = job
-        item.job = job
-        self._park(item, job.next_attempt_at)
-        self._remarks.append(item)
 
-    def postpone(self, item: Taken, until: float) -> None:
-        self._park(item, until)
-        self._remarks.append(item)
+class MemoryQueue(QueueRules):
+    """A queue that lives in one object; the consumer and producers share it."""
 
-    def next_due(self) -> float | None:
+    def __init__(self, consumer: bool = True, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(MemoryStore(), consumer, clock)
+
+    def close(self) -> None:
         self._flush_remarks()
-        return self._parked.next_at()
-
-    def parked_count(self) -> int:
-        self._flush_remarks()
-        return len(self._parked)
-
-    def ready_count(self) -> int:
-        waiting = sum(not row.taken for rows in self._rows.values() for row in rows.values())
-        return waiting + len(self._events)
-
-    # -- inspecting ----------------------------------------------------------
-    def counts(self) -> dict[str, Any]:
-        result: dict[str, Any] = {
-            "pending": len(self._events),
-            "in_flight": 0,
-            "retrying": 0,
-            "next_retry_at": None,
-            "set_aside": 0,
-            "entity_events": len(self._events),
-        }
-        for priority, rows in self._rows.items():
-            result[priority] = len(rows)
-            result["pending"] += len(rows)
-            result["in_flight"] += sum(row.taken and row.job.attempt == 0 for row in rows.values())
-            retries = [row.job.next_attempt_at for row in rows.values() if row.job.attempt > 0]
-            result["retrying"] += len(retries)
-            if retries:
-                result["next_retry_at"] = min(retries + [result["next_retry_at"] or min(retries)])
-        return result
-
-    def waiting_job(self, scene_id: int) -> Job | None:
-        """The not-yet-done job of one scene (waiting, in flight or waiting for a retry)."""
-        for rows in self._rows.values():
-            for row in rows.values():
-                if row.job.scene_id == scene_id:
-                    return row.job
-        return None
-
-    def clear(self) -> int:
-        removed = sum(len(rows) for rows in self._rows.values()) + len(self._events)
-        for rows in self._rows.values():
-            rows.clear()
-        self._events.clear()
-        self._marks.clear()
-        self._parked.clear()
-        self._remarks.clear()
-        return removed

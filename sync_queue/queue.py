@@ -1,28 +1,24 @@
-"""The job queue: persist-queue's SQLiteAckQueue behind a small interface of ours.
+"""The job queue on disk: the rules of sync_queue/rules.py over persist-queue's
+``SQLiteAckQueue`` (its documented operations) and tables of our own in the same ``data.db``.
 
-This is the only module that imports persist-queue or touches its tables. Facts it
-is built on (persist-queue 1.1.0, persistqueue/sqlackqueue.py and sqlbase.py):
-
-* Two tables in one ``data.db``: ``interactive`` (users' edits) is always served
-  before ``bulk`` (scans, all/recent tasks).
-* Only the consumer (the process holding the drainer lock) opens with
-  ``auto_resume=True``: a producer that did would hand a live worker's in-flight jobs
-  out again. After a crash the consumer's resume re-delivers taken-but-unacked jobs.
-* A job waiting for a retry stays *unacked* and is parked in an in-memory heap until
-  due (its retry state is written into the row with ``update()``), so it is never
-  spun through get/nack. A crash brings it back through ``auto_resume`` with its
-  due time intact, and it is parked again.
-* Counts come from SQL; persist-queue's in-process counters lie across processes.
-* Acked rows are deleted regularly; left alone they make every ``get()`` slower.
-* Events for a scene that already has a job waiting collapse into that job (a user's
-  edit replaces a waiting bulk job): a side table ``s2p_waiting`` marks each scene's
-  waiting job by its row id, so a mark whose row is gone is ignored.
-* A changed tag, performer, studio or group is ONE row in ``s2p_entity_events``
-  (a newer event for the same entity replaces it and starts its expansion over);
-  the drainer expands it into bulk scene jobs a batch at a time.
-* persist-queue is loaded without its package ``__init__`` (:func:`persist_queue`):
-  the hook, which Stash waits for inside every scene edit, would otherwise pay for
-  asyncio, ssl and the async/MySQL queues it never uses.
+* Two persist-queue tables, ``interactive`` (users' edits) and ``bulk`` (scans, tasks),
+  hold the jobs. Only the consumer (the drainer lock holder) opens with ``auto_resume``:
+  a producer that did would hand a live worker's in-flight jobs out again.
+* ``s2p_jobs`` is our record of each row not done (scene, priority, attempt, due time,
+  taken): waiting marks, counts and ``waiting_job`` read it, never persist-queue's table.
+  ``s2p_waiting`` marks each scene's waiting job (rules.py).
+* Orderings (a SIGKILL may fall between any two steps; a duplicate sync is acceptable, a
+  lost edit is not, so a mark may only point at work still to start):
+  put: mark without a row, ``put``, then point the mark at the row and record it, only if
+  the mark is still there (a consumer that took a job of the scene deleted it);
+  take: ``get``, then record it taken and delete the mark in one transaction;
+  ack: forget the record, then ``ack``; retry: ``update``, then the record.
+  The consumer derives every record from persist-queue's rows when it opens a table
+  (:meth:`SQLiteStore._reconcile`), after auto_resume: that heals each window above and
+  reads a ``data.db`` written before ``s2p_jobs`` existed.
+* Events of a tag, performer, studio or group: one row per entity in
+  ``s2p_entity_events``; hooks' fast-lane jobs wait in ``s2p_inbox`` (sync_queue/inbox.py).
+* What we still need of persist-queue's insides is in sync_queue/pq_insides.py.
 """
 
 from __future__ import annotations
@@ -30,26 +26,17 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import sys
 import time
-from collections.abc import Iterable
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 from core.errors import DataFileError
 from sync_queue import inbox, sqlite
-from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken, one_per_scene
-from sync_queue.parked import Parked
+from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
+from sync_queue.rules import Mark, QueueRules, Tally
 
 QUEUE_FILE = inbox.QUEUE_FILE
 CLEAR_ACKED_EVERY = 500
-# Row statuses, as persist-queue 1.1.0 writes them (persistqueue/sqlackqueue.py, ``AckStatus``):
-# put() writes INITED, nack() and auto_resume READY, get() UNACK; ack() writes 5 and
-# ack_failed() 9, both done. get() hands out rows below UNACK.
-INITED, READY, UNACK, ACK_FAILED = 0, 1, 2, 9
-_READY_SQL = f"status IN ({INITED}, {READY})"
-_NOT_DONE_SQL = f"status IN ({INITED}, {READY}, {UNACK})"
 _SIDE_SCHEMA = (
     """
 DROP TABLE IF EXISTS s2p_pending;
@@ -59,6 +46,17 @@ CREATE TABLE IF NOT EXISTS s2p_waiting (
     queued_at REAL NOT NULL,
     pqid INTEGER
 );
+CREATE TABLE IF NOT EXISTS s2p_jobs (
+    priority TEXT NOT NULL,
+    pqid INTEGER NOT NULL,
+    scene_id INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    next_attempt_at REAL NOT NULL,
+    taken INTEGER NOT NULL,
+    job TEXT NOT NULL,
+    PRIMARY KEY (priority, pqid)
+);
+CREATE INDEX IF NOT EXISTS s2p_jobs_scene ON s2p_jobs (scene_id);
 CREATE TABLE IF NOT EXISTS s2p_entity_events (
     kind TEXT NOT NULL,
     entity_id INTEGER NOT NULL,
@@ -70,73 +68,24 @@ CREATE TABLE IF NOT EXISTS s2p_entity_events (
 """
     + inbox.SCHEMA
 )
+_RECORD = "INSERT OR IGNORE INTO s2p_jobs VALUES (?, ?, ?, ?, ?, ?, ?)"
+_TOOK = (
+    "INSERT INTO s2p_jobs VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (priority, pqid) DO UPDATE SET "
+    "scene_id = excluded.scene_id, attempt = excluded.attempt, next_attempt_at = excluded.next_attempt_at, "
+    "taken = 1, job = excluded.job"
+)
 
 
-def _table(priority: str) -> str:
-    return f"ack_queue_{priority}"
+def _record(priority: str, pqid: int, job: Job, taken: int) -> tuple:
+    return (priority, pqid, job.scene_id, job.attempt, job.next_attempt_at, taken, json.dumps(job.to_dict()))
 
 
-PERSIST_QUEUE = "persistqueue"
-_MODULES = ("sqlackqueue", "exceptions", "serializers.json")
-_loaded: SimpleNamespace | None = None
-
-
-def persist_queue() -> SimpleNamespace:
-    """persist-queue's ``SQLiteAckQueue``, ``Empty`` and JSON serializer, loaded cheaply.
-
-    ``import persistqueue`` runs the package's ``__init__``, which (in 1.1.0) imports
-    its asyncio queues (asyncio, and through it ssl; docs/performance.md, "Hook"), the
-    file queue, PDict and the MySQL queue, none of which we use. Its modules import
-    each other absolutely (``sqlbase`` does ``import persistqueue.serializers.pickle``),
-    so the package itself must exist: we register a bare package module with the real
-    package folder as its path, import the three modules we need, and then take the
-    bare package and every ``persistqueue.*`` module out of ``sys.modules`` again. The
-    adapter keeps its own references; a later ``import persistqueue`` elsewhere in the
-    process loads the whole package afresh, complete and untouched by this. Both
-    copies read and write the same tables (the test checks that too).
-
-    Anything unexpected (another persist-queue layout) falls back to the ordinary
-    import. tests/test_queue_loading.py checks this against the pinned version.
-    """
-    global _loaded
-    if _loaded is None:
-        _loaded = _load_without_init() if PERSIST_QUEUE not in sys.modules else None
-        if _loaded is None:
-            _loaded = _load_modules()
-    return _loaded
-
-
-def _load_modules() -> SimpleNamespace:
-    import importlib
-
-    mods = {name: importlib.import_module(f"{PERSIST_QUEUE}.{name}") for name in _MODULES}
-    return SimpleNamespace(
-        SQLiteAckQueue=mods["sqlackqueue"].SQLiteAckQueue,
-        Empty=mods["exceptions"].Empty,
-        json=mods["serializers.json"],
-    )
-
-
-def _load_without_init() -> SimpleNamespace | None:
-    from importlib.machinery import PathFinder
-
-    spec = PathFinder.find_spec(PERSIST_QUEUE, sys.path)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"No module named {PERSIST_QUEUE!r}", name=PERSIST_QUEUE)
-    bare = ModuleType(PERSIST_QUEUE)
-    bare.__path__ = list(spec.submodule_search_locations)
-    bare.__spec__, bare.__file__ = spec, spec.origin
-    sys.modules[PERSIST_QUEUE] = bare
+def _decoded(data: Any) -> Job | BaseException:
+    """The job of a persist-queue row's data (JSON), or why it is not one."""
     try:
-        return _load_modules()
-    except ImportError:
-        return None  # not the layout we know: the ordinary import instead
-    finally:
-        # list() copies the keys at once: another thread may be importing meanwhile (a
-        # task reads Plex's listing in a thread), and a comprehension over the live dict
-        # then fails with "dictionary changed size during iteration".
-        for name in [m for m in list(sys.modules) if m == PERSIST_QUEUE or m.startswith(PERSIST_QUEUE + ".")]:
-            sys.modules.pop(name, None)
+        return Job.from_dict(json.loads(data.decode() if isinstance(data, bytes) else data))
+    except (ValueError, TypeError, AttributeError) as exc:
+        return exc
 
 
 def _inbox_job(row: inbox.Row) -> Job:
@@ -147,38 +96,39 @@ def _inbox_job(row: inbox.Row) -> Job:
     return Job(scene_id, priority, str(event), tuple(f for f in str(fields).split(",") if f), float(queued_at))
 
 
-class JobQueue:
-    """Durable, prioritised job queue shared by hooks, tasks and the drainer."""
+class SQLiteStore:
+    """The rules' storage (rules.Storage) in ``data.db``: persist-queue plus our tables."""
 
-    def __init__(self, directory: Path, consumer: bool = False, clock=time.time) -> None:
+    def __init__(self, directory: Path, consumer: bool) -> None:
         self.directory = directory
         self.consumer = consumer
-        self.clock = clock
         self.path = directory / QUEUE_FILE
         self._queues: dict[str, Any] = {}
         self._side_conn: sqlite3.Connection | None = None
-        self._parked = Parked()
+        self._out: set[tuple[str, int]] = set()  # rows this consumer got and has not settled
         self._acks = 0
         self.rejected: list[tuple[str, int, str]] = []  # rows that could not be decoded
-        self._remarks: list[Taken] = []  # back to waiting since the last take: marked again then
 
     # -- opening -------------------------------------------------------------
-    def _side(self) -> sqlite3.Connection:
+    def side(self) -> sqlite3.Connection:
         if self._side_conn is None:
             self._side_conn = sqlite.connect(self.path, _SIDE_SCHEMA)
         return self._side_conn
 
-    def _queue(self, priority: str):
+    def _queue(self, priority: str) -> Any:
         if priority not in self._queues:
-            self._queues[priority] = self._open(priority)
+            queue = self._queues[priority] = self._open(priority)
             if self.consumer:
                 with sqlite.corruption_named(self.path):
-                    self._queues[priority].clear_acked_data(max_delete=None, keep_latest=None)
+                    queue.clear_acked_data(max_delete=None, keep_latest=None)
+                self._reconcile(priority)
         return self._queues[priority]
 
     @sqlite.retry_locked
-    def _open(self, priority: str):
-        pq = persist_queue()
+    def _open(self, priority: str) -> Any:
+        from sync_queue import pq_insides
+
+        pq = pq_insides.load()
         sqlite.create_private(self.path)
         try:
             queue = pq.SQLiteAckQueue(
@@ -189,24 +139,33 @@ class JobQueue:
                 timeout=sqlite.BUSY_TIMEOUT_S,
                 serializer=pq.json,
             )
-            # WAL + synchronous=NORMAL survives any process crash (SIGKILL included);
-            # only an OS crash or power cut can lose the last commits. FULL costs an
-            # fsync per put and per ack. persist-queue has
-            # no option for it, so set it on its two connections.
-            # (persist-queue annotates both as None until it opens them.)
-            opened = cast(list[sqlite3.Connection], [queue._putter, queue._getter])
-            for conn in {id(c): c for c in opened}.values():
-                conn.execute("PRAGMA synchronous=NORMAL")
+            pq_insides.relax_sync(queue)
             return queue
         except sqlite3.DatabaseError as exc:
             if sqlite.is_locked(exc):
                 raise
             raise sqlite.data_file_error(self.path, exc) from None
 
+    @sqlite.retry_locked
+    def _reconcile(self, priority: str) -> None:
+        """Our records from persist-queue's rows, none taken (auto_resume has just run):
+        heals every crash window between its writes and ours, and derives the records of
+        a ``data.db`` written before they existed. An unreadable row gets none (it is set
+        aside when taken); a mark whose row has no record is deleted."""
+        from sync_queue import pq_insides
+
+        with sqlite.write(self.side()) as conn:
+            rows = pq_insides.not_done_rows(conn, priority)
+            conn.execute("DELETE FROM s2p_jobs WHERE priority = ?", (priority,))
+            jobs = [(pqid, _decoded(data)) for pqid, data in rows]
+            conn.executemany(_RECORD, [_record(priority, pqid, job, 0) for pqid, job in jobs if isinstance(job, Job)])
+            conn.execute(
+                "DELETE FROM s2p_waiting WHERE priority = ? AND pqid IS NOT NULL AND NOT EXISTS (SELECT 1 "
+                "FROM s2p_jobs j WHERE j.priority = s2p_waiting.priority AND j.pqid = s2p_waiting.pqid)",
+                (priority,),
+            )
+
     def close(self) -> None:
-        if self._remarks and self._queues:
-            with contextlib.suppress(sqlite3.Error, DataFileError):
-                self._flush_remarks()
         for queue in self._queues.values():
             queue.close()
         self._queues.clear()
@@ -215,154 +174,208 @@ class JobQueue:
             self._side_conn = None
 
     # -- producing -----------------------------------------------------------
-    def put(self, job: Job) -> bool:
-        """Enqueue ``job``; False when it collapsed into a job already waiting."""
-        return bool(self.put_many([job]))
+    def waiting(self, scene_ids: list[int]) -> dict[int, Mark]:
+        """Scenes whose mark points at a recorded row of theirs: (priority, row id)."""
+        from sync_queue import pq_insides
 
-    def put_many(self, jobs: Iterable[Job]) -> int:
-        """Enqueue jobs; returns how many rows were added.
-
-        A scene has at most one waiting job across priorities: an event for a scene
-        whose job waits collapses into it, except that a user's edit replaces a waiting
-        bulk job (the interactive one wins). The mark is written before the row and
-        points at it once the row exists; the consumer deletes it when it takes the row,
-        so a mark can never outlive its job (and one whose row is gone is ignored)."""
-        jobs = list(jobs)
-        persist_queue()  # a missing package fails here, before any file is created
-        waiting = self._waiting([job.scene_id for job in jobs])
-        chosen: dict[int, Job] = {}
-        for job in jobs:
-            have = chosen.get(job.scene_id)
-            if have is not None and (have.priority == INTERACTIVE or have.priority == job.priority):
-                continue
-            mark = waiting.get(job.scene_id)
-            if mark is not None and (mark[0] == INTERACTIVE or mark[0] == job.priority):
-                continue
-            chosen[job.scene_id] = job
-        if not chosen:
-            return 0
-        self._mark(list(chosen.values()))
-        rows = []
-        for sid, job in chosen.items():
-            mark = waiting.get(sid)
-            if mark is not None:  # a waiting bulk job, replaced by this interactive one
-                self._drop_row(mark[0], mark[1])
-            with sqlite.corruption_named(self.path):
-                rows.append((sid, self._queue(job.priority).put(job.to_dict())))
-        self._point_marks(rows)
-        return len(chosen)
-
-    def put_hook_job(self, job: Job) -> bool:
-        """Write a hook's job to the inbox (sync_queue/inbox.py), as the fast lane does:
-        False when it collapsed into the scene's row. The consumer moves it into the queue."""
-        added = inbox.put_on(self._side(), job.scene_id, job.priority, job.event, job.fields, job.enqueued_at)
-        return added
-
-    def _waiting(self, scene_ids: list[int]) -> dict[int, tuple[str, int]]:
-        """Scenes with a job that really waits: (priority, row id) of that job."""
-        found: dict[int, tuple[str, int]] = {}
-        tables = self._tables()
+        pq_insides.load()  # a missing package fails here, before any file is created
+        found: dict[int, Mark] = {}
         for start in range(0, len(scene_ids), 500):
             chunk = scene_ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._side().execute(
-                f"SELECT scene_id, priority, pqid FROM s2p_waiting WHERE pqid IS NOT NULL AND scene_id IN ({marks})",
+            rows = self.side().execute(
+                "SELECT w.scene_id, w.priority, w.pqid FROM s2p_waiting w JOIN s2p_jobs j ON j.priority = w.priority "
+                f"AND j.pqid = w.pqid AND j.scene_id = w.scene_id WHERE w.scene_id IN ({','.join('?' * len(chunk))})",
                 chunk,
             )
-            for sid, priority, pqid in rows.fetchall():
-                if priority in PRIORITIES and _table(priority) in tables:
-                    alive = self._side().execute(
-                        f"SELECT 1 FROM {_table(priority)} WHERE _id = ? AND {_NOT_DONE_SQL}", (pqid,)
-                    )
-                    if alive.fetchone() is not None:
-                        found[sid] = (priority, pqid)
+            found.update((sid, (priority, pqid)) for sid, priority, pqid in rows.fetchall())
         return found
 
     @sqlite.retry_locked
-    def _mark(self, jobs: list[Job]) -> None:
-        with sqlite.write(self._side()) as conn:
+    def mark(self, jobs: list[Job]) -> None:
+        with sqlite.write(self.side()) as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO s2p_waiting VALUES (?, ?, ?, NULL)",
                 [(j.scene_id, j.priority, j.enqueued_at) for j in jobs],
             )
 
-    @sqlite.retry_locked
-    def _point_marks(self, rows: list[tuple[int, int]]) -> None:
-        """Point each scene's fresh mark at its row (scene id, row id), unless the consumer
-        took the row meanwhile (it deleted the mark). One transaction once every row is
-        put: until then a mark with no row counts as no waiting job, as after a crash."""
-        with sqlite.write(self._side()) as conn:
-            conn.executemany(
-                "UPDATE s2p_waiting SET pqid = ? WHERE scene_id = ? AND pqid IS NULL", [(p, s) for s, p in rows]
-            )
+    def put_row(self, job: Job) -> int:
+        with sqlite.corruption_named(self.path):
+            return self._queue(job.priority).put(job.to_dict())
 
     @sqlite.retry_locked
-    def _drop_row(self, priority: str, pqid: int) -> None:
-        """Delete a waiting row nobody has taken (a taken one is superseded when next taken)."""
-        with sqlite.write(self._side()) as conn:
-            conn.execute(f"DELETE FROM {_table(priority)} WHERE _id = ? AND {_READY_SQL}", (pqid,))
+    def point(self, rows: list[tuple[Job, int]]) -> None:
+        """Point each fresh mark at its row and record the row, unless the consumer took a
+        job of the scene meanwhile (it deleted the mark): then the row goes unrecorded until
+        taken, rather than recorded after it was done."""
+        with sqlite.write(self.side()) as conn:
+            for job, pqid in rows:
+                pointed = conn.execute(
+                    "UPDATE s2p_waiting SET pqid = ? WHERE scene_id = ? AND priority = ? AND pqid IS NULL",
+                    (pqid, job.scene_id, job.priority),
+                )
+                if pointed.rowcount:
+                    conn.execute(_RECORD, _record(job.priority, pqid, job, 0))
+
+    def drop_waiting(self, priority: str, pqid: int) -> None:
+        """Finish a waiting row nobody has taken (a taken one is superseded when next taken)."""
+        if self._forget(priority, pqid, "AND taken = 0"):
+            with sqlite.corruption_named(self.path):
+                self._queue(priority).ack(id=pqid)
 
     @sqlite.retry_locked
-    def _unmark(self, items: list[Taken]) -> None:
-        if not items:
+    def _forget(self, priority: str, pqid: int, condition: str = "") -> int:
+        with sqlite.write(self.side()) as conn:
+            return conn.execute(
+                f"DELETE FROM s2p_jobs WHERE priority = ? AND pqid = ? {condition}", (priority, pqid)
+            ).rowcount
+
+    # -- consuming -----------------------------------------------------------
+    def get(self, priority: str) -> Taken | None:
+        from sync_queue import pq_insides
+
+        queue = self._queue(priority)
+        while True:
+            try:
+                with sqlite.corruption_named(self.path):
+                    raw = queue.get(block=False, raw=True)
+            except pq_insides.load().Empty:
+                return None
+            except (ValueError, UnicodeDecodeError):
+                self._quarantine_poison(priority)
+                continue
+            try:
+                job = Job.from_dict(raw["data"])
+            except (ValueError, TypeError) as exc:
+                self._fail_row(priority, raw["pqid"], exc)
+                continue
+            self._out.add((priority, raw["pqid"]))
+            return Taken(job=job, pqid=raw["pqid"], table=priority)
+
+    def _quarantine_poison(self, priority: str) -> None:
+        """persist-queue marked a row taken and then failed to decode it, without telling
+        which: set aside the taken rows that are not ours and cannot be decoded."""
+        from sync_queue import pq_insides
+
+        for pqid, data in pq_insides.unack_rows(self.side(), priority):
+            if (priority, pqid) not in self._out and not isinstance(job := _decoded(data), Job):
+                self._fail_row(priority, pqid, job)
+
+    def _fail_row(self, priority: str, pqid: int, exc: BaseException) -> None:
+        self.rejected.append((priority, pqid, f"{type(exc).__name__}: {exc}"))
+        self._forget(priority, pqid)
+        with sqlite.corruption_named(self.path):
+            self._queue(priority).ack_failed(id=pqid)
+
+    def take_rejected(self) -> list[tuple[str, int, str]]:
+        rejected, self.rejected = self.rejected, []
+        return rejected
+
+    @sqlite.retry_locked
+    def took(self, taken: list[Taken], parked: list[Taken]) -> None:
+        if not taken and not parked:
             return
-        with sqlite.write(self._side()) as conn:
+        with sqlite.write(self.side()) as conn:
+            conn.executemany(_TOOK, [_record(t.table, t.pqid, t.job, 1) for t in taken + parked])
             conn.executemany(
                 "DELETE FROM s2p_waiting WHERE scene_id = ? AND (pqid = ? OR pqid IS NULL)",
-                [(t.job.scene_id, t.pqid) for t in items],
+                [(t.job.scene_id, t.pqid) for t in taken],
             )
 
     @sqlite.retry_locked
-    def _flush_remarks(self) -> None:
-        """Jobs that went back to waiting (postponed, retried) are marked again; one whose
-        scene meanwhile got a newer waiting job is superseded by it and leaves the queue."""
-        items, self._remarks = self._remarks, []
-        if not items:
-            return
-        superseded = []
-        with sqlite.write(self._side()) as conn:
+    def remark(self, items: list[Taken]) -> list[Taken]:
+        """Mark parked jobs as their scenes' waiting jobs again; the ones refused (the scene
+        has a mark, or the row is gone) are returned."""
+        refused = []
+        with sqlite.write(self.side()) as conn:
             for item in items:
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO s2p_waiting VALUES (?, ?, ?, ?)",
-                    (item.job.scene_id, item.job.priority, item.job.enqueued_at, item.pqid),
+                marked = conn.execute(
+                    "INSERT OR IGNORE INTO s2p_waiting SELECT ?, ?, ?, ? WHERE EXISTS "
+                    "(SELECT 1 FROM s2p_jobs WHERE priority = ? AND pqid = ?)",
+                    (item.job.scene_id, item.table, item.job.enqueued_at, item.pqid, item.table, item.pqid),
                 )
-                if cur.rowcount == 0:
-                    superseded.append(item)
-        if superseded:
-            newer = self._waiting([t.job.scene_id for t in superseded])
-            for item in superseded:
-                if item.job.scene_id in newer and newer[item.job.scene_id][1] != item.pqid:
-                    self._parked.drop(item)
-                    with sqlite.corruption_named(self.path):
-                        self._queue(item.table).ack(id=item.pqid)
+                if marked.rowcount == 0:
+                    refused.append(item)
+        return refused
+
+    def ack(self, item: Taken) -> None:
+        self._forget(item.table, item.pqid)
+        with sqlite.corruption_named(self.path):
+            self._queue(item.table).ack(id=item.pqid)
+            self._out.discard((item.table, item.pqid))
+            self._acks += 1
+            if self._acks % CLEAR_ACKED_EVERY == 0:
+                self._queue(item.table).clear_acked_data(max_delete=None, keep_latest=None)
+
+    def update(self, item: Taken, job: Job) -> None:
+        with sqlite.corruption_named(self.path):
+            self._queue(item.table).update(job.to_dict(), id=item.pqid)
+        self._update_record(item, job)
+
+    @sqlite.retry_locked
+    def _update_record(self, item: Taken, job: Job) -> None:
+        with sqlite.write(self.side()) as conn:
+            conn.execute(
+                "UPDATE s2p_jobs SET attempt = ?, next_attempt_at = ?, job = ? WHERE priority = ? AND pqid = ?",
+                (job.attempt, job.next_attempt_at, json.dumps(job.to_dict()), item.table, item.pqid),
+            )
+
+    # -- inspecting ----------------------------------------------------------
+    def tally(self, priority: str) -> list[Tally]:
+        rows = self.side().execute(
+            "SELECT taken, attempt > 0, COUNT(*), MIN(next_attempt_at) FROM s2p_jobs WHERE priority = ? GROUP BY 1, 2",
+            (priority,),
+        )
+        return [(bool(taken), bool(retrying), n, at) for taken, retrying, n, at in rows.fetchall()]
+
+    def set_aside(self, priority: str) -> int:
+        with sqlite.corruption_named(self.path):
+            return self._queue(priority).ack_failed_count()
+
+    def inbox_count(self, priority: str | None) -> int:
+        return inbox.count(self.side(), priority)
+
+    def job_of(self, scene_id: int) -> Job | None:
+        row = self.side().execute(
+            f"SELECT job FROM s2p_jobs WHERE scene_id = ? ORDER BY priority != '{INTERACTIVE}', pqid LIMIT 1",
+            (scene_id,),
+        )
+        found = row.fetchone()
+        job = None if found is None else _decoded(found[0])
+        return job if isinstance(job, Job) else None
+
+    @sqlite.retry_locked
+    def clear(self) -> int:
+        from sync_queue import pq_insides
+
+        with sqlite.write(self.side()) as conn:
+            removed = sum(pq_insides.delete_not_done(conn, priority) for priority in PRIORITIES)
+            conn.execute("DELETE FROM s2p_jobs")
+            conn.execute("DELETE FROM s2p_waiting")
+            removed += conn.execute("DELETE FROM s2p_entity_events").rowcount + inbox.clear(conn)
+        self._out.clear()
+        return removed
 
     # -- entity events ---------------------------------------------------------
     @sqlite.retry_locked
-    def put_entity_events(self, events: Iterable[EntityEvent]) -> int:
-        """Record entity events (one row per entity; a newer event restarts its expansion)."""
-        rows = [(e.kind, e.entity_id, e.event, e.queued_at) for e in events]
-        if rows:
-            with sqlite.write(self._side()) as conn:
-                conn.executemany(
-                    "INSERT INTO s2p_entity_events (kind, entity_id, event, queued_at, after_scene) "
-                    "VALUES (?, ?, ?, ?, 0) ON CONFLICT (kind, entity_id) DO UPDATE SET "
-                    "event = excluded.event, queued_at = excluded.queued_at, after_scene = 0",
-                    rows,
-                )
-        return len(rows)
+    def put_entity_events(self, events: list[EntityEvent]) -> None:
+        with sqlite.write(self.side()) as conn:
+            conn.executemany(
+                "INSERT INTO s2p_entity_events (kind, entity_id, event, queued_at, after_scene) "
+                "VALUES (?, ?, ?, ?, 0) ON CONFLICT (kind, entity_id) DO UPDATE SET "
+                "event = excluded.event, queued_at = excluded.queued_at, after_scene = 0",
+                [(e.kind, e.entity_id, e.event, e.queued_at) for e in events],
+            )
 
     def entity_events(self) -> list[EntityEvent]:
-        rows = self._side().execute(
+        rows = self.side().execute(
             "SELECT kind, entity_id, event, queued_at, after_scene FROM s2p_entity_events ORDER BY queued_at"
         )
         return [EntityEvent(*row) for row in rows.fetchall()]
 
     @sqlite.retry_locked
     def advance_entity_event(self, event: EntityEvent, after_scene: int, finished: bool) -> None:
-        """Note how far ``event`` is expanded (or drop it when done), unless a newer
-        event for the same entity replaced it meanwhile (that one starts over)."""
         key = (event.kind, event.entity_id, event.queued_at)
-        with sqlite.write(self._side()) as conn:
+        with sqlite.write(self.side()) as conn:
             if finished:
                 conn.execute("DELETE FROM s2p_entity_events WHERE kind = ? AND entity_id = ? AND queued_at = ?", key)
             else:
@@ -372,44 +385,39 @@ class JobQueue:
                 )
 
     def entity_event_count(self) -> int:
-        return self._side().execute("SELECT COUNT(*) FROM s2p_entity_events").fetchone()[0]
+        return self.side().execute("SELECT COUNT(*) FROM s2p_entity_events").fetchone()[0]
 
-    # -- consuming (drainer only) --------------------------------------------
+
+class JobQueue(QueueRules):
+    """Durable, prioritised job queue shared by hooks, tasks and the drainer."""
+
+    store: SQLiteStore
+
+    def __init__(self, directory: Path, consumer: bool = False, clock=time.time) -> None:
+        super().__init__(SQLiteStore(directory, consumer), consumer, clock)
+        self.directory = directory
+        self.path = self.store.path
+
+    def close(self) -> None:
+        if self._remarks and self.store._queues:
+            with contextlib.suppress(sqlite3.Error, DataFileError):
+                self._flush_remarks()
+        super().close()
+
+    def put_hook_job(self, job: Job) -> bool:
+        """Write a hook's job to the inbox (sync_queue/inbox.py), as the fast lane does:
+        False when it collapsed into the scene's row. The consumer moves it into the queue."""
+        return inbox.put_on(self.store.side(), job.scene_id, job.priority, job.event, job.fields, job.enqueued_at)
+
     def take(self, limit: int, early=None) -> list[Taken]:
-        """Up to ``limit`` due jobs: parked retries first, then interactive, then bulk;
-        at most one job per scene (another job of the same scene in the take is acked:
-        the one kept syncs the scene as it is now, so its poster is uploaded once).
-
-        ``early(item) -> bool`` lets a caller take jobs that are not due yet
-        (``process_queue`` retries waiting jobs once, now).
-        """
         assert self.consumer, "only the drainer lock holder may take jobs"
         self._move_inbox()
-        self._flush_remarks()
-        now = self.clock()
-        taken = self._parked.due(now, limit, early)
-        for priority in PRIORITIES:
-            while len(taken) < limit:
-                item = self._get(priority, taken)
-                if item is None:
-                    break
-                if item.job.next_attempt_at > now and not (early and early(item)):
-                    self._park(item)
-                else:
-                    taken.append(item)
-        self._unmark(taken)
-        return self._one_per_scene(taken)
-
-    def _one_per_scene(self, taken: list[Taken]) -> list[Taken]:
-        kept, doubles = one_per_scene(taken)
-        for item in doubles:
-            self.ack(item)
-        return kept
+        return super().take(limit, early)
 
     def _move_inbox(self) -> None:
-        """The hooks' fast-lane rows into the queue (sync_queue/inbox.py): put first, then
-        forgotten, so a crash in between puts a row twice and never loses one."""
-        while rows := inbox.rows(self._side()):
+        """The hooks' fast-lane rows into the queue: put first, then forgotten, so a crash
+        in between puts a row twice and never loses one."""
+        while rows := inbox.rows(self.store.side()):
             self.put_many(self._inbox_jobs(rows))
             self._forget_moved(rows)
             if len(rows) < inbox.MOVE_BATCH:
@@ -423,188 +431,17 @@ class JobQueue:
             try:
                 jobs.append(_inbox_job(row))
             except (ValueError, TypeError, AttributeError) as exc:
-                self.rejected.append(("inbox", row[0] if row else 0, f"{type(exc).__name__}: {exc}"))
+                self.store.rejected.append(("inbox", row[0] if row else 0, f"{type(exc).__name__}: {exc}"))
         return jobs
 
     @sqlite.retry_locked
     def _forget_moved(self, rows: list[inbox.Row]) -> None:
-        with sqlite.write(self._side()) as conn:
+        with sqlite.write(self.store.side()) as conn:
             inbox.forget(conn, rows)
 
-    def ready_count(self) -> int:
-        """Jobs waiting to be taken (not in flight, not parked; the inbox's too), from SQL."""
-        waiting = sum(self._count_where(p, _READY_SQL) for p in PRIORITIES)
-        return waiting + inbox.count(self._side()) + self.entity_event_count()
-
-    def _get(self, priority: str, taken: list[Taken]) -> Taken | None:
-        queue = self._queue(priority)
-        try:
-            with sqlite.corruption_named(self.path):
-                raw = queue.get(block=False, raw=True)
-        except persist_queue().Empty:
-            return None
-        except (ValueError, UnicodeDecodeError) as exc:
-            self._quarantine_poison(priority, exc, taken)
-            return self._get(priority, taken)
-        try:
-            job = Job.from_dict(raw["data"])
-        except (ValueError, TypeError) as exc:
-            self._fail_row(priority, raw["pqid"], exc)
-            return self._get(priority, taken)
-        return Taken(job=job, pqid=raw["pqid"], table=priority)
-
-    def _quarantine_poison(self, priority: str, exc: BaseException, taken: list[Taken]) -> None:
-        """persist-queue marked a row 'unack' and then failed to decode it, without telling
-        which (its ``_pop`` marks the row before ``loads``): set aside exactly the rows of ours that cannot be decoded."""
-        held = {t.pqid for t in self._parked if t.table == priority}
-        held |= {t.pqid for t in taken if t.table == priority}
-        serializer = self._queue(priority)._serializer
-        rows = self._side().execute(f"SELECT _id, data FROM {_table(priority)} WHERE status = {UNACK}").fetchall()
-        for pqid, data in rows:
-            if pqid in held:
-                continue
-            try:
-                serializer.loads(data)
-            except (ValueError, UnicodeDecodeError, TypeError) as bad:
-                self._fail_row(priority, pqid, bad)
-
-    def _fail_row(self, priority: str, pqid: int, exc: BaseException) -> None:
-        self.rejected.append((priority, pqid, f"{type(exc).__name__}: {exc}"))
-        self._queue(priority).ack_failed(id=pqid)
-
-    def take_rejected(self) -> list[tuple[str, int, str]]:
-        """The rows set aside since the last call (for the log)."""
-        rejected, self.rejected = self.rejected, []
-        return rejected
-
-    def _park(self, item: Taken) -> None:
-        self._parked.park(item, item.job.next_attempt_at)
-
-    def next_due(self) -> float | None:
-        self._flush_remarks()
-        return self._parked.next_at()
-
-    def parked_count(self) -> int:
-        self._flush_remarks()
-        return len(self._parked)
-
-    def ack(self, item: Taken) -> None:
-        with sqlite.corruption_named(self.path):
-            self._queue(item.table).ack(id=item.pqid)
-            self._acks += 1
-            if self._acks % CLEAR_ACKED_EVERY == 0:
-                self._queue(item.table).clear_acked_data(max_delete=None, keep_latest=None)
-
-    def retry_later(self, item: Taken, job: Job) -> None:
-        """Store ``job``'s new retry state in its row and park it until due."""
-        with sqlite.corruption_named(self.path):
-            self._queue(item.table).update(job.to_dict(), id=item.pqid)
-        item.job = job
-        self._park(item)
-        self._remarks.append(item)
-
-    def postpone(self, item: Taken, until: float) -> None:
-        """Park without spending the retry budget (the breaker is open)."""
-        self._parked.park(item, until)
-        self._remarks.append(item)
-
-    # -- inspecting (any process) --------------------------------------------
-    def _tables(self) -> set[str]:
-        """The queue tables that exist (persist-queue creates each on first open)."""
-        rows = self._side().execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        return {name for (name,) in rows}
-
-    def _count_where(self, priority: str, where: str) -> int:
-        if _table(priority) not in self._tables():
-            return 0
-        return self._side().execute(f"SELECT COUNT(*) FROM {_table(priority)} WHERE {where}").fetchone()[0]
-
-    def counts(self) -> dict[str, Any]:
-        """SQL counts: pending (not done, retries included; tag/performer/studio/group changes
-        still to fan out count too), in flight, scheduled retries, and rows set aside because
-        they could not be read (persist-queue's ack_failed, status 9)."""
-        events = self.entity_event_count()
-        result: dict[str, Any] = {
-            "pending": events,
-            "in_flight": 0,
-            "retrying": 0,
-            "next_retry_at": None,
-            "set_aside": 0,
-        }
-        result["entity_events"] = events
-        for priority in PRIORITIES:
-            # a scene of the inbox may also have a waiting job: counted twice until moved
-            pending = self._count_where(priority, _NOT_DONE_SQL) + inbox.count(self._side(), priority)
-            result[priority] = pending
-            result["pending"] += pending
-            # taken and being worked on; a parked retry (also UNACK) only waits
-            result["in_flight"] += self._count_where(
-                priority,
-                f"status = {UNACK} AND (NOT json_valid(CAST(data AS TEXT)) "
-                "OR COALESCE(json_extract(CAST(data AS TEXT), '$.attempt'), 0) = 0)",
-            )
-            result["set_aside"] += self._count_where(priority, f"status = {ACK_FAILED}")
-            retrying, next_at = self._retry_summary(priority)
-            result["retrying"] += retrying
-            if next_at is not None:
-                result["next_retry_at"] = min(next_at, result["next_retry_at"] or next_at)
-        return result
-
     def waiting_job(self, scene_id: int) -> Job | None:
-        """The not-yet-done job of one scene (waiting, in flight or waiting for a retry)."""
-        row = inbox.waiting(self._side(), scene_id)
-        if row is not None:
-            return _inbox_job(row)
-        tables = self._tables()
-        for priority in PRIORITIES:
-            if _table(priority) not in tables:
-                continue
-            row = (
-                self._side()
-                .execute(
-                    f"SELECT data FROM {_table(priority)} WHERE {_NOT_DONE_SQL} AND json_valid(CAST(data AS TEXT)) "
-                    "AND json_extract(CAST(data AS TEXT), '$.scene_id') = ? ORDER BY _id LIMIT 1",
-                    (scene_id,),
-                )
-                .fetchone()
-            )
-            if row is not None:
-                data = row[0]
-                try:
-                    return Job.from_dict(json.loads(data.decode() if isinstance(data, bytes) else data))
-                except ValueError:
-                    return None  # an unreadable row: the drainer sets it aside and says so
-        return None
-
-    def _retry_summary(self, priority: str) -> tuple[int, float | None]:
-        if _table(priority) not in self._tables():
-            return 0, None
-        row = (
-            self._side()
-            .execute(
-                f"SELECT COUNT(*), MIN(json_extract(CAST(data AS TEXT), '$.next_attempt_at')) "
-                f"FROM {_table(priority)} WHERE {_NOT_DONE_SQL} AND json_valid(CAST(data AS TEXT)) "
-                "AND json_extract(CAST(data AS TEXT), '$.attempt') > 0"
-            )
-            .fetchone()
-        )
-        return row[0], row[1]
-
-    @sqlite.retry_locked
-    def clear(self) -> int:
-        """Delete every job not yet done; returns how many. The DLQ is not touched."""
-        removed = 0
-        tables = self._tables()
-        with sqlite.write(self._side()) as conn:
-            for priority in PRIORITIES:
-                if _table(priority) in tables:
-                    cur = conn.execute(f"DELETE FROM {_table(priority)} WHERE {_NOT_DONE_SQL}")
-                    removed += cur.rowcount
-            conn.execute("DELETE FROM s2p_waiting")
-            removed += conn.execute("DELETE FROM s2p_entity_events").rowcount + inbox.clear(conn)
-        self._parked.clear()
-        self._remarks.clear()
-        return removed
+        row = inbox.waiting(self.store.side(), scene_id)
+        return _inbox_job(row) if row is not None else super().waiting_job(scene_id)
 
 
 __all__ = ["JobQueue", "BULK", "INTERACTIVE", "DataFileError"]

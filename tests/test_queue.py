@@ -225,7 +225,7 @@ def test_jobs_and_their_retry_state_survive_reopening(tmp_path, clock):
 
 def test_parked_jobs_come_back_soonest_first_early_ones_on_request_dropped_ones_never():
     from sync_queue.job import Taken
-    from sync_queue.parked import Parked
+    from sync_queue.rules import Parked
 
     def taken(pqid: int) -> Taken:
         return Taken(job=Job(scene_id=pqid), pqid=pqid, table=BULK)

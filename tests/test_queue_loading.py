@@ -19,8 +19,9 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from sync_queue.job import INTERACTIVE, Job
-from sync_queue.queue import JobQueue, persist_queue
-pq = persist_queue()
+from sync_queue.pq_insides import load
+from sync_queue.queue import JobQueue
+pq = load()
 loaded = {"asyncio": "asyncio" in sys.modules, "ssl": "ssl" in sys.modules, "package": "persistqueue" in sys.modules}
 producer = JobQueue(Path(sys.argv[2]) / "queue")
 added = producer.put(Job(scene_id=5, priority=INTERACTIVE))
@@ -48,8 +49,8 @@ def test_the_queue_loads_persist_queue_without_asyncio_and_keeps_its_classes(tmp
 def test_an_already_imported_persist_queue_is_used_as_it_is(tmp_path):
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import persistqueue\n"
-        "from sync_queue.queue import persist_queue\n"
-        "print(persist_queue().SQLiteAckQueue is persistqueue.SQLiteAckQueue)"
+        "from sync_queue.pq_insides import load\n"
+        "print(load().SQLiteAckQueue is persistqueue.SQLiteAckQueue)"
     )
     done = subprocess.run([sys.executable, "-c", code, str(REPO)], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "True", done.stderr
@@ -105,7 +106,7 @@ def test_retry_locked_retries_only_locked_and_busy_up_to_six_attempts(monkeypatc
 CHURN = r"""
 import sys, threading, types
 sys.path.insert(0, sys.argv[1])
-from sync_queue.queue import _load_without_init
+from sync_queue.pq_insides import _load_without_init
 stop = threading.Event()
 
 def churn():  # what a thread importing modules does to sys.modules

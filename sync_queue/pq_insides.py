@@ -1,0 +1,120 @@
+"""Every place we lean on persist-queue's insides, in one module (pinned: tests/test_pq_insides.py).
+
+The queue (sync_queue/queue.py) uses ``SQLiteAckQueue``'s documented operations only
+(put, get, ack, ack_failed, update, clear_acked_data, the ``*_count()`` SQL counts,
+auto_resume, close) and keeps what our rules need in tables of its own. What is left
+below is what its API does not offer, each with the reason:
+
+* :func:`load`: the package without its ``__init__`` (the hook's import cost).
+* :func:`relax_sync`: ``PRAGMA synchronous=NORMAL`` on its two connections (no option
+  for it; FULL costs an fsync per put and per ack).
+* :func:`not_done_rows` / :func:`unack_rows` / :func:`delete_not_done`: SQL on its
+  table (``ack_queue_<name>``: ``_id``, ``data``, ``status``) and its status numbers
+  (``AckStatus``): deriving our records after a crash or an upgrade, finding a row it
+  failed to decode (its ``get`` does not say which), and clearing thousands of rows in
+  one statement.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+PACKAGE = "persistqueue"
+VERSION = "1.1.0"  # requirements.txt; tests/test_pq_insides.py checks the facts below against it
+MODULES = ("sqlackqueue", "exceptions", "serializers.json")
+# persistqueue/sqlackqueue.py ``AckStatus``: put() writes INITED, nack() and auto_resume
+# READY, get() UNACK; ack() ACKED, ack_failed() ACK_FAILED. get() hands out rows below UNACK.
+INITED, READY, UNACK, ACKED, ACK_FAILED = 0, 1, 2, 5, 9
+TABLE_PREFIX, KEY, DATA, STATUS = "ack_queue_", "_id", "data", "status"
+_NOT_DONE = f"{STATUS} IN ({INITED}, {READY}, {UNACK})"
+_loaded: SimpleNamespace | None = None
+
+
+def table(name: str) -> str:
+    return TABLE_PREFIX + name
+
+
+def load() -> SimpleNamespace:
+    """``SQLiteAckQueue``, ``Empty`` and the JSON serializer, loaded cheaply.
+
+    ``import persistqueue`` runs the package's ``__init__``, which imports its asyncio
+    queues (asyncio, and through it ssl; docs/performance.md, "Hook"), the file queue,
+    PDict and the MySQL queue. Its modules import each other absolutely, so the package
+    must exist: a bare package module with the real folder as its path is registered,
+    the three modules imported, then the bare package and every ``persistqueue.*``
+    module taken out of ``sys.modules`` again (we keep our references; a later
+    ``import persistqueue`` loads the whole package afresh). Another layout falls back
+    to the ordinary import.
+    """
+    global _loaded
+    if _loaded is None:
+        _loaded = _load_without_init() if PACKAGE not in sys.modules else None
+        if _loaded is None:
+            _loaded = _load_modules()
+    return _loaded
+
+
+def _load_modules() -> SimpleNamespace:
+    import importlib
+
+    mods = {name: importlib.import_module(f"{PACKAGE}.{name}") for name in MODULES}
+    return SimpleNamespace(
+        SQLiteAckQueue=mods["sqlackqueue"].SQLiteAckQueue,
+        Empty=mods["exceptions"].Empty,
+        json=mods["serializers.json"],
+    )
+
+
+def _load_without_init() -> SimpleNamespace | None:
+    from importlib.machinery import PathFinder
+
+    spec = PathFinder.find_spec(PACKAGE, sys.path)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"No module named {PACKAGE!r}", name=PACKAGE)
+    bare = ModuleType(PACKAGE)
+    bare.__path__ = list(spec.submodule_search_locations)
+    bare.__spec__, bare.__file__ = spec, spec.origin
+    sys.modules[PACKAGE] = bare
+    try:
+        return _load_modules()
+    except ImportError:
+        return None  # not the layout we know: the ordinary import instead
+    finally:
+        # list() copies the keys at once: another thread may be importing meanwhile
+        for name in [m for m in list(sys.modules) if m == PACKAGE or m.startswith(PACKAGE + ".")]:
+            sys.modules.pop(name, None)
+
+
+def relax_sync(queue: Any) -> None:
+    """WAL + synchronous=NORMAL survives any process crash (SIGKILL included); only an OS
+    crash or power cut can lose the last commits. Set on its two private connections."""
+    opened: list[sqlite3.Connection] = [queue._putter, queue._getter]
+    for conn in {id(c): c for c in opened}.values():
+        conn.execute("PRAGMA synchronous=NORMAL")
+
+
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table(name),))
+    return found.fetchone() is not None
+
+
+def not_done_rows(conn: sqlite3.Connection, name: str) -> list[tuple[int, bytes]]:
+    """(row id, serialized data) of every row not acked nor failed, in queue order."""
+    if not has_table(conn, name):
+        return []
+    return conn.execute(f"SELECT {KEY}, {DATA} FROM {table(name)} WHERE {_NOT_DONE} ORDER BY {KEY}").fetchall()
+
+
+def unack_rows(conn: sqlite3.Connection, name: str) -> list[tuple[int, bytes]]:
+    """(row id, serialized data) of the rows handed out and not yet settled."""
+    return conn.execute(f"SELECT {KEY}, {DATA} FROM {table(name)} WHERE {STATUS} = {UNACK}").fetchall()
+
+
+def delete_not_done(conn: sqlite3.Connection, name: str) -> int:
+    """Delete every row not acked nor failed (the caller holds a write transaction)."""
+    if not has_table(conn, name):
+        return 0
+    return conn.execute(f"DELETE FROM {table(name)} WHERE {_NOT_DONE}").rowcount

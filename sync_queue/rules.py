@@ -1,0 +1,275 @@
+"""The queue's rules, written once: the SQLite queue (sync_queue/queue.py) and its in-memory
+twin (sync_queue/memory.py) are this class over two storages of the same primitives.
+
+* A scene has at most one *waiting* job across priorities, found by its mark: an event
+  for such a scene collapses into it, except that a user's edit replaces a waiting bulk
+  job. A mark is written (without a row) before its row is put and pointed at the row
+  afterwards; a mark without a row, or whose row is gone, counts as no waiting job.
+* ``interactive`` is served before ``bulk``; a take holds one job per scene (a user's edit
+  over bulk work); a job not due yet is parked (it stays unacknowledged) until due.
+* Taking a job removes its mark *before* the job is worked on, so a mark always points at
+  work still to start: an event that collapsed into it is synced when that work runs.
+* A parked job gets its mark back at the next take; one whose scene meanwhile got a newer
+  waiting job is superseded by it and leaves the queue.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol
+
+from sync_queue.job import INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken, one_per_scene
+
+Mark = tuple[str, int]  # (priority, row id) of a scene's waiting job
+Tally = tuple[bool, bool, int, float | None]  # (taken, retrying, rows, soonest next attempt)
+
+
+class Storage(Protocol):
+    """The primitive operations the rules run on (SQLite: persist-queue and our tables)."""
+
+    def waiting(self, scene_ids: list[int]) -> dict[int, Mark]: ...
+    def mark(self, jobs: list[Job]) -> None: ...
+    def put_row(self, job: Job) -> int: ...
+    def point(self, rows: list[tuple[Job, int]]) -> None: ...
+    def drop_waiting(self, priority: str, pqid: int) -> None: ...
+    def get(self, priority: str) -> Taken | None: ...
+    def took(self, taken: list[Taken], parked: list[Taken]) -> None: ...
+    def remark(self, items: list[Taken]) -> list[Taken]: ...
+    def ack(self, item: Taken) -> None: ...
+    def update(self, item: Taken, job: Job) -> None: ...
+    def tally(self, priority: str) -> list[Tally]: ...
+    def set_aside(self, priority: str) -> int: ...
+    def inbox_count(self, priority: str | None) -> int: ...
+    def job_of(self, scene_id: int) -> Job | None: ...
+    def clear(self) -> int: ...
+    def put_entity_events(self, events: list[EntityEvent]) -> None: ...
+    def entity_events(self) -> list[EntityEvent]: ...
+    def advance_entity_event(self, event: EntityEvent, after_scene: int, finished: bool) -> None: ...
+    def entity_event_count(self) -> int: ...
+    def take_rejected(self) -> list[tuple[str, int, str]]: ...
+    def close(self) -> None: ...
+
+
+class Parked:
+    """Taken jobs held in this process until their retry is due; they stay unacknowledged
+    in the storage. A superseded one is dropped lazily, when the heap is next read."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Taken]] = []
+        self._seq = itertools.count()  # ties keep their order; Taken is never compared
+        self._dropped: set[tuple[str, int]] = set()
+
+    def park(self, item: Taken, until: float) -> None:
+        heapq.heappush(self._heap, (until, next(self._seq), item))
+
+    def drop(self, item: Taken) -> None:
+        self._dropped.add((item.table, item.pqid))
+
+    def due(self, now: float, limit: int, early: Callable[[Taken], bool] | None = None) -> list[Taken]:
+        """Up to ``limit`` jobs due by ``now``, soonest first; then, if room is left, any
+        that ``early`` lets through before their time."""
+        self._forget_dropped()
+        due: list[Taken] = []
+        while self._heap and self._heap[0][0] <= now and len(due) < limit:
+            due.append(heapq.heappop(self._heap)[2])
+        if early is not None and len(due) < limit:
+            keep = []
+            for entry in self._heap:
+                if len(due) < limit and early(entry[2]):
+                    due.append(entry[2])
+                else:
+                    keep.append(entry)
+            heapq.heapify(keep)
+            self._heap = keep
+        return due
+
+    def next_at(self) -> float | None:
+        return self._heap[0][0] if self._heap else None
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def __iter__(self) -> Iterator[Taken]:
+        return (entry[2] for entry in self._heap)
+
+    def clear(self) -> None:
+        self._heap.clear()
+        self._dropped.clear()
+
+    def _forget_dropped(self) -> None:
+        if self._dropped:
+            self._heap = [e for e in self._heap if (e[2].table, e[2].pqid) not in self._dropped]
+            heapq.heapify(self._heap)
+            self._dropped.clear()
+
+
+def _chosen(jobs: list[Job], waiting: dict[int, Mark]) -> dict[int, Job]:
+    """The jobs that become rows: per scene, none when its waiting job (or an earlier one of
+    ``jobs``) is interactive or of the same priority; else the first."""
+    chosen: dict[int, Job] = {}
+    for job in jobs:
+        have = chosen.get(job.scene_id)
+        if have is not None and have.priority in (INTERACTIVE, job.priority):
+            continue
+        mark = waiting.get(job.scene_id)
+        if mark is not None and mark[0] in (INTERACTIVE, job.priority):
+            continue
+        chosen[job.scene_id] = job
+    return chosen
+
+
+class QueueRules:
+    """Durable (or not: it depends on ``store``), prioritised job queue."""
+
+    def __init__(self, store: Storage, consumer: bool, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.consumer = consumer
+        self.clock = clock
+        self._parked = Parked()
+        self._remarks: list[Taken] = []  # back to waiting since the last take: marked again then
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- producing -----------------------------------------------------------
+    def put(self, job: Job) -> bool:
+        """Enqueue ``job``; False when it collapsed into a job already waiting."""
+        return bool(self.put_many([job]))
+
+    def put_many(self, jobs: Iterable[Job]) -> int:
+        """Enqueue jobs (one waiting job per scene); returns how many rows were added."""
+        jobs = list(jobs)
+        waiting = self.store.waiting([job.scene_id for job in jobs])
+        chosen = _chosen(jobs, waiting)
+        if not chosen:
+            return 0
+        self.store.mark(list(chosen.values()))
+        rows = []
+        for sid, job in chosen.items():
+            if sid in waiting:  # a waiting bulk job, replaced by this interactive one
+                self.store.drop_waiting(*waiting[sid])
+            rows.append((job, self.store.put_row(job)))
+        self.store.point(rows)
+        return len(chosen)
+
+    # -- entity events ---------------------------------------------------------
+    def put_entity_events(self, events: Iterable[EntityEvent]) -> int:
+        """Record entity events (one row per entity; a newer event restarts its expansion)."""
+        events = list(events)
+        if events:
+            self.store.put_entity_events(events)
+        return len(events)
+
+    def entity_events(self) -> list[EntityEvent]:
+        return self.store.entity_events()
+
+    def advance_entity_event(self, event: EntityEvent, after_scene: int, finished: bool) -> None:
+        """Note how far ``event`` is expanded (or drop it when done), unless a newer event
+        for the same entity replaced it meanwhile (that one starts over)."""
+        self.store.advance_entity_event(event, after_scene, finished)
+
+    def entity_event_count(self) -> int:
+        return self.store.entity_event_count()
+
+    # -- consuming (drainer only) --------------------------------------------
+    def take(self, limit: int, early: Callable[[Taken], bool] | None = None) -> list[Taken]:
+        """Up to ``limit`` due jobs: parked retries first, then interactive, then bulk; at
+        most one job per scene. ``early(item) -> bool`` takes a job before it is due."""
+        assert self.consumer, "only the drainer lock holder may take jobs"
+        self._flush_remarks()
+        now = self.clock()
+        taken = self._parked.due(now, limit, early)
+        parked: list[Taken] = []
+        for priority in PRIORITIES:
+            while len(taken) < limit:
+                item = self.store.get(priority)
+                if item is None:
+                    break
+                if item.job.next_attempt_at > now and not (early and early(item)):
+                    self._parked.park(item, item.job.next_attempt_at)
+                    parked.append(item)
+                else:
+                    taken.append(item)
+        self.store.took(taken, parked)
+        kept, doubles = one_per_scene(taken)
+        for item in doubles:  # the one kept syncs the scene as it is now
+            self.ack(item)
+        return kept
+
+    def _flush_remarks(self) -> None:
+        items, self._remarks = self._remarks, []
+        if not items:
+            return
+        refused = self.store.remark(items)
+        newer = self.store.waiting([t.job.scene_id for t in refused]) if refused else {}
+        for item in refused:
+            mark = newer.get(item.job.scene_id)
+            if mark is not None and mark != (item.table, item.pqid):
+                self._parked.drop(item)
+                self.store.ack(item)
+
+    def take_rejected(self) -> list[tuple[str, int, str]]:
+        """The rows set aside (unreadable) since the last call, for the log."""
+        return self.store.take_rejected()
+
+    def ack(self, item: Taken) -> None:
+        self.store.ack(item)
+
+    def retry_later(self, item: Taken, job: Job) -> None:
+        """Store ``job``'s new retry state in its row and park it until due."""
+        self.store.update(item, job)
+        item.job = job
+        self._parked.park(item, job.next_attempt_at)
+        self._remarks.append(item)
+
+    def postpone(self, item: Taken, until: float) -> None:
+        """Park without spending the retry budget (the breaker is open)."""
+        self._parked.park(item, until)
+        self._remarks.append(item)
+
+    def next_due(self) -> float | None:
+        self._flush_remarks()
+        return self._parked.next_at()
+
+    def parked_count(self) -> int:
+        self._flush_remarks()
+        return len(self._parked)
+
+    # -- inspecting (any process) --------------------------------------------
+    def ready_count(self) -> int:
+        """Jobs waiting to be taken (not in flight, not parked), entity events included."""
+        rows = sum(n for p in PRIORITIES for taken, _, n, _ in self.store.tally(p) if not taken)
+        return rows + self.store.inbox_count(None) + self.store.entity_event_count()
+
+    def counts(self) -> dict[str, Any]:
+        """pending (not done: waiting, in flight, retrying; entity events to fan out too),
+        in flight (taken, first attempt), retrying (and the soonest due), set aside."""
+        events = self.store.entity_event_count()
+        result: dict[str, Any] = {"pending": events, "in_flight": 0, "retrying": 0, "next_retry_at": None}
+        result.update(set_aside=0, entity_events=events)
+        for priority in PRIORITIES:
+            tally = self.store.tally(priority)
+            result[priority] = sum(n for _, _, n, _ in tally) + self.store.inbox_count(priority)
+            result["pending"] += result[priority]
+            result["in_flight"] += sum(n for taken, retrying, n, _ in tally if taken and not retrying)
+            result["retrying"] += sum(n for _, retrying, n, _ in tally if retrying)
+            soonest = [at for _, retrying, _, at in tally if retrying and at is not None]
+            if result["next_retry_at"] is not None:
+                soonest.append(result["next_retry_at"])
+            result["next_retry_at"] = min(soonest, default=None)
+            result["set_aside"] += self.store.set_aside(priority)
+        return result
+
+    def waiting_job(self, scene_id: int) -> Job | None:
+        """The not-yet-done job of one scene (waiting, in flight or waiting for a retry)."""
+        return self.store.job_of(scene_id)
+
+    def clear(self) -> int:
+        """Delete every job not yet done; returns how many. Rows set aside stay."""
+        removed = self.store.clear()
+        self._parked.clear()
+        self._remarks.clear()
+        return removed
