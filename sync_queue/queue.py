@@ -165,6 +165,13 @@ class SQLiteStore:
                 (priority,),
             )
 
+    def _records(self) -> sqlite3.Connection:
+        """The connection to read our records on; a consumer derives them first (once)."""
+        if self.consumer:
+            for priority in PRIORITIES:
+                self._queue(priority)
+        return self.side()
+
     def close(self) -> None:
         for queue in self._queues.values():
             queue.close()
@@ -182,7 +189,7 @@ class SQLiteStore:
         found: dict[int, Mark] = {}
         for start in range(0, len(scene_ids), 500):
             chunk = scene_ids[start : start + 500]
-            rows = self.side().execute(
+            rows = self._records().execute(
                 "SELECT w.scene_id, w.priority, w.pqid FROM s2p_waiting w JOIN s2p_jobs j ON j.priority = w.priority "
                 f"AND j.pqid = w.pqid AND j.scene_id = w.scene_id WHERE w.scene_id IN ({','.join('?' * len(chunk))})",
                 chunk,
@@ -321,7 +328,7 @@ class SQLiteStore:
 
     # -- inspecting ----------------------------------------------------------
     def tally(self, priority: str) -> list[Tally]:
-        rows = self.side().execute(
+        rows = self._records().execute(
             "SELECT taken, attempt > 0, COUNT(*), MIN(next_attempt_at) FROM s2p_jobs WHERE priority = ? GROUP BY 1, 2",
             (priority,),
         )
@@ -335,7 +342,7 @@ class SQLiteStore:
         return inbox.count(self.side(), priority)
 
     def job_of(self, scene_id: int) -> Job | None:
-        row = self.side().execute(
+        row = self._records().execute(
             f"SELECT job FROM s2p_jobs WHERE scene_id = ? ORDER BY priority != '{INTERACTIVE}', pqid LIMIT 1",
             (scene_id,),
         )
