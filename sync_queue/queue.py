@@ -172,6 +172,9 @@ class SQLiteStore:
                 self._queue(priority)
         return self.side()
 
+    def opened(self) -> bool:
+        return bool(self._queues)
+
     def close(self) -> None:
         for queue in self._queues.values():
             queue.close()
@@ -406,7 +409,7 @@ class JobQueue(QueueRules):
         self.path = self.store.path
 
     def close(self) -> None:
-        if self._remarks and self.store._queues:
+        if self._remarks and self.store.opened():
             with contextlib.suppress(sqlite3.Error, DataFileError):
                 self._flush_remarks()
         super().close()
