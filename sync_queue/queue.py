@@ -234,10 +234,9 @@ class SQLiteStore:
 
     @sqlite.retry_locked
     def _forget(self, priority: str, pqid: int, condition: str = "") -> int:
-        with sqlite.write(self.side()) as conn:
-            return conn.execute(
-                f"DELETE FROM s2p_jobs WHERE priority = ? AND pqid = ? {condition}", (priority, pqid)
-            ).rowcount
+        """Delete a row's record (one statement: its own transaction); how many went."""
+        query = f"DELETE FROM s2p_jobs WHERE priority = ? AND pqid = ? {condition}"
+        return self.side().execute(query, (priority, pqid)).rowcount
 
     # -- consuming -----------------------------------------------------------
     def get(self, priority: str) -> Taken | None:
@@ -323,11 +322,10 @@ class SQLiteStore:
 
     @sqlite.retry_locked
     def _update_record(self, item: Taken, job: Job) -> None:
-        with sqlite.write(self.side()) as conn:
-            conn.execute(
-                "UPDATE s2p_jobs SET attempt = ?, next_attempt_at = ?, job = ? WHERE priority = ? AND pqid = ?",
-                (job.attempt, job.next_attempt_at, json.dumps(job.to_dict()), item.table, item.pqid),
-            )
+        self.side().execute(
+            "UPDATE s2p_jobs SET attempt = ?, next_attempt_at = ?, job = ? WHERE priority = ? AND pqid = ?",
+            (job.attempt, job.next_attempt_at, json.dumps(job.to_dict()), item.table, item.pqid),
+        )
 
     # -- inspecting ----------------------------------------------------------
     def tally(self, priority: str) -> list[Tally]:
