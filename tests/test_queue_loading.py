@@ -1,4 +1,4 @@
-"""persist-queue loaded without its package ``__init__`` (sync_queue/queue.py), checked
+"""persist-queue loaded without its package ``__init__`` (sync_queue/pq_insides.py), checked
 against the pinned version; and the SQLite 'locked' retry that replaced tenacity there."""
 
 from __future__ import annotations
