@@ -45,8 +45,7 @@ if TYPE_CHECKING:
     from stash.client import StashClient
     from sync_queue.dlq import DeadLetterQueue
     from sync_queue.ledger import Ledger, SceneRecord
-    from sync_queue.memory import MemoryQueue
-    from sync_queue.queue import JobQueue
+    from sync_queue.rules import QueueRules
     from sync_queue.stats import StatsStore
     from validation.metadata import SceneMetadata
     from worker.breaker import CircuitBreaker
@@ -65,7 +64,7 @@ class Worker:
     def __init__(
         self,
         *,
-        queue: JobQueue | MemoryQueue,
+        queue: QueueRules,
         dlq: DeadLetterQueue,
         ledger: Ledger,
         stash: StashClient,
