@@ -155,28 +155,36 @@ class PlexClient:
             )
         return found
 
-    def list_files(self, section_key: int) -> list[tuple[int, str, int | None, int | None]]:
+    def list_files(self, section_key: int, on_page=None) -> list[tuple[int, str, int | None, int | None]]:
         """(ratingKey, file, size, duration ms) for every Part in a section, paged.
 
         The first page says how many items there are; the other pages are then read up
         to ``LIST_IN_FLIGHT`` at a time (a library of 20,000 files is 40 pages: read one
         after another they kept the first write waiting for seconds). A library that grew
-        meanwhile has its further pages read afterwards.
+        meanwhile has its further pages read afterwards. ``on_page(rows)`` is called with
+        each page's rows as it arrives (from the reading threads).
         """
-        rows, total = self._list_rows(section_key, 0)
+
+        def page(start: int) -> tuple[list[tuple[int, str, int | None, int | None]], int]:
+            rows, total = self._list_rows(section_key, start)
+            if on_page is not None:
+                on_page(rows)
+            return rows, total
+
+        rows, total = page(0)
         starts = range(LIST_PAGE_SIZE, total, LIST_PAGE_SIZE)
         if starts:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(max_workers=LIST_IN_FLIGHT, thread_name_prefix="plex-list") as pool:
-                pages = list(pool.map(lambda start: self._list_rows(section_key, start), starts))
-            for page, _ in pages:
-                rows.extend(page)
+                pages = list(pool.map(page, starts))
+            for found, _ in pages:
+                rows.extend(found)
             total = pages[-1][1]  # the count as the last page saw it
         start = LIST_PAGE_SIZE * (len(starts) + 1)
         while start < total:
-            page, total = self._list_rows(section_key, start)
-            rows.extend(page)
+            found, total = page(start)
+            rows.extend(found)
             start += LIST_PAGE_SIZE
         return rows
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from core.errors import ConfigError
 from plex.client import PlexClient, SectionInfo
 from plex.matcher import PathIndex, PlexFile
+from validation.pathmap import normalize
 
 IndexRow = tuple[int, str, int | None, int | None]  # rating_key, file path, size, duration in ms
 
@@ -85,11 +86,42 @@ class LibraryIndex:
         self._lock = threading.RLock()
         self._attempts = 0
         self._failure: BaseException | None = None
+        # While the first listing of a single library runs: its files by exact path, page by
+        # page, so a scene already listed is written before the rest arrives (``early``).
+        self._early: dict[str, list[PlexFile]] | None = None
+        self._early_sections: list[SectionInfo] = []
+        self._early_lock = threading.Lock()
 
     @property
     def sections(self) -> list[SectionInfo]:
+        if self._index is None and self._early_sections:
+            return self._early_sections  # the first listing runs: Plex named the sections already
         self.index()
         return self._sections
+
+    @property
+    def ready(self) -> bool:
+        """Whether the index is built (``index()`` returns without listing)."""
+        return self._index is not None
+
+    def early(self, path: str) -> list[PlexFile]:
+        """The files at exactly ``path`` that the first listing has read so far, while it
+        runs and only one library is configured (there a path is one item's); otherwise
+        none: the caller waits for the whole index."""
+        with self._early_lock:
+            if self._early is None or self._index is not None:
+                return []
+            return list(self._early.get(normalize(path, self.case_insensitive), ()))
+
+    def _listed_early(self, section: SectionInfo, rows: list[IndexRow]) -> None:
+        with self._early_lock:
+            if self._early is None:
+                return
+            for rating_key, path, size, duration in rows:
+                file = PlexFile(
+                    rating_key=rating_key, section_id=section.key, path=path, size=size, duration_ms=duration
+                )
+                self._early.setdefault(normalize(path, self.case_insensitive), []).append(file)
 
     def index(self) -> PathIndex:
         arrived = self._attempts
@@ -133,15 +165,25 @@ class LibraryIndex:
         self._checked_at = now
         sections = pick_sections(self.client.sections(), self.libraries)
         changed = self._index is None or [s.stamp for s in sections] != [s.stamp for s in self._sections]
-        for section in sections:
-            stale = missing and now - self._listed_at.get(section.key, float("-inf")) > STALE_S
-            if stale or self.cache.meta(f"index_stamp:{section.key}") != section.stamp:
-                self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key))
-                self._listed_at[section.key] = now
-                changed = True
-        self._sections = sections
-        if changed:
-            self._index = PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
+        first = self._index is None and len(sections) == 1
+        if first:
+            with self._early_lock:
+                self._early, self._early_sections = {}, sections
+        try:
+            for section in sections:
+                stale = missing and now - self._listed_at.get(section.key, float("-inf")) > STALE_S
+                if stale or self.cache.meta(f"index_stamp:{section.key}") != section.stamp:
+                    on_page = (lambda rows, s=section: self._listed_early(s, rows)) if first else None
+                    self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key, on_page))
+                    self._listed_at[section.key] = now
+                    changed = True
+            self._sections = sections
+            if changed:
+                self._index = PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
+        finally:
+            if first:
+                with self._early_lock:
+                    self._early, self._early_sections = None, []
         return changed
 
     def expect(self, section_key: int) -> None:

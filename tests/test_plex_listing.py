@@ -80,3 +80,43 @@ def test_threads_waiting_for_a_failed_first_listing_get_its_error(plex, tmp_path
     plex.fail_503, plex.latency = False, 0.0
     assert [f.rating_key for f in index.index().by_path("/plex/media/00001.mp4")]
     assert len(plex.requests) > 1
+
+
+def test_files_already_listed_are_found_by_exact_path_while_the_first_listing_runs(plex, tmp_path):
+    """A large library's first listing takes a while; a scene whose file is on a page that
+    has arrived is matched at once (plex/index.py ``early``), the rest wait for the index."""
+    keys = _add(plex, 0, 3 * LIST_PAGE_SIZE + 1)
+    client = PlexClient(plex.url, plex.token, "test-client")
+    client.sections()  # connected before the latency starts
+    index = LibraryIndex(client, Ledger(tmp_path), ())
+    plex.latency = 0.5
+    warm = threading.Thread(target=index.warm)
+    warm.start()
+    deadline = time.monotonic() + 10
+    while not index.early("/plex/media/00000.mp4") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    found = index.early("/plex/media/00000.mp4")
+    assert not index.ready and [f.rating_key for f in found] == [keys[0]]
+    assert [s.key for s in index.sections] == [1]  # named by Plex before the listing ends, without waiting
+    assert index.early("/plex/media/01600.mp4") == []  # not on a page read yet
+    warm.join(30)
+    assert index.ready and index.early("/plex/media/00000.mp4") == []  # from now on the whole index decides
+    assert [f.rating_key for f in index.index().by_path("/plex/media/01500.mp4")] == [keys[1500]]
+
+
+def test_two_libraries_are_never_matched_early(plex, tmp_path):
+    """With two libraries one path can be two items (one in each): only the whole index decides."""
+    _add(plex, 0, LIST_PAGE_SIZE + 1)
+    plex.add_section("More", ["/plex/more"], key=2)
+    client = PlexClient(plex.url, plex.token, "test-client")
+    client.sections()
+    index = LibraryIndex(client, Ledger(tmp_path), ("Stash", "More"))
+    plex.latency = 0.3
+    warm = threading.Thread(target=index.warm)
+    warm.start()
+    seen = []
+    while warm.is_alive():
+        seen.append(index.early("/plex/media/00000.mp4"))
+        time.sleep(0.02)
+    assert len(seen) > 5 and not any(seen)
+    assert [s.key for s in index.sections] == [1, 2]  # the listing itself worked

@@ -181,8 +181,12 @@ class Syncer:
         return keys
 
     def _quick_key(self, scene: SceneMetadata) -> int | None:
-        """The item an exact or accepted match points at, without any refresh."""
+        """The item an exact or accepted match points at, without any refresh (nor a wait
+        for the first listing: a scene not listed yet is read when it syncs)."""
         files = SceneFile.of(scene.files)
+        if not self.index.ready:
+            early = self._early_match(files)
+            return early[0].rating_key if early is not None else None
         match = match_scene(files, self.index.index(), self.settings.path_map, self.settings.case_insensitive_paths)
         try:
             return choose(match, not self.settings.loose_matching, files).item.rating_key
@@ -476,6 +480,9 @@ class Syncer:
     def _match(self, scene: SceneMetadata) -> tuple[PlexFile, str]:
         files = SceneFile.of(scene.files)
         rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
+        early = None if self.index.ready else self._early_match(files)
+        if early is not None:
+            return early
         match = match_scene(files, self.index.index(), rules, ci)
         try:
             picked = choose(match, not self.settings.loose_matching, files)
@@ -489,6 +496,26 @@ class Syncer:
         if match.confidence.value != "high":
             self.log.info(f"scene {scene.id}: matched Plex item {picked.item.rating_key} ({picked.reason})")
         return picked.item, f"{match.confidence.value}: {picked.reason}"
+
+    def _early_match(self, files: list[SceneFile]) -> tuple[PlexFile, str] | None:
+        """While the first listing of the library runs (plex/index.py ``early``): the item
+        at exactly the primary file's path when it is listed already and passes ``choose``
+        as a high match would; None leaves the scene to the whole index (a name match, or
+        a file not listed yet, may only be decided on everything Plex holds)."""
+        if not files:
+            return None
+        rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
+        held = self.index.early(map_path(files[0].path, rules, ci))
+        if not held:
+            return None
+        match = match_scene(files, PathIndex(held, case_insensitive=ci), rules, ci)
+        if match.confidence is not Confidence.HIGH or match.scene_index != 0:
+            return None
+        try:
+            picked = choose(match, not self.settings.loose_matching, files)
+        except (PlexNotFound, AmbiguousMatch):
+            return None
+        return picked.item, f"high: {picked.reason}"
 
     def _request_scan(self, scene: SceneMetadata, exc: PlexNotFound) -> None:
         path = self.mapped_paths(scene)[0]
