@@ -9,18 +9,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from core import errors
 from core.backoff import NOT_FOUND, TRANSIENT, schedule
-from core.errors import (
-    AmbiguousMatch,
-    ConfigError,
-    PermanentError,
-    PlexNotFound,
-    PlexUnavailable,
-    RunStopped,
-    Stash2PlexError,
-    StashRefused,
-    StashUnavailable,
-)
 from sync_queue.job import Job
 
 ACK, RETRY, POSTPONE, DLQ, HOLD, WAIT_STASH = "ack", "retry", "postpone", "dlq", "hold", "wait_stash"
@@ -37,18 +27,18 @@ class Decision:
 
 
 def _dlq_message(job: Job, error: BaseException) -> str:
-    if isinstance(error, PlexNotFound):
+    if isinstance(error, errors.PlexNotFound):
         paths = ", ".join(error.looked_for) or "its file"
         return (
             f"not in Plex after {job.attempt + 1} attempts: no Plex item holds {paths}. "
             "Check that Plex has scanned the file and that path_map maps Stash paths to Plex paths; "
             "then run 'Retry dead-letter queue'."
         )
-    if isinstance(error, AmbiguousMatch):
+    if isinstance(error, errors.AmbiguousMatch):
         return f"{error} Then run 'Retry dead-letter queue'."
-    if isinstance(error, PermanentError):
+    if isinstance(error, errors.PermanentError):
         return str(error)
-    if not isinstance(error, Stash2PlexError):
+    if not isinstance(error, errors.Stash2PlexError):
         return (
             f"Stash2Plex hit a bug ({type(error).__name__}: {error}); the traceback is in the log. "
             "Please report it; after an update, run 'Retry dead-letter queue'."
@@ -61,25 +51,27 @@ def decide(
 ) -> Decision:
     if error is None:
         return Decision(ACK, job)
-    if isinstance(error, (ConfigError, RunStopped, StashRefused)):
+    if isinstance(error, (errors.ConfigError, errors.RunStopped, errors.StashRefused)):
         # A setting is wrong (or the run is stopping), not the job: it keeps its budget
         # and stays queued, and the run stops so the reply can name the cause.
         return Decision(HOLD, job, now, str(error))
-    if isinstance(error, PlexUnavailable):
+    if isinstance(error, errors.PlexUnavailable):
         until = probe_at if probe_at and probe_at > now else now + UNAVAILABLE_RECHECK_S
         return Decision(POSTPONE, job, until, f"Plex unavailable; waiting until {until:.0f}")
-    if isinstance(error, StashUnavailable):  # an outage of Stash: the job waits, its budget intact
+    if isinstance(error, errors.StashUnavailable):  # an outage of Stash: the job waits, its budget intact
         return Decision(WAIT_STASH, job, now + STASH_RECHECK_S, str(error))
-    if isinstance(error, PermanentError) or not isinstance(error, Stash2PlexError):
+    if isinstance(error, errors.PermanentError) or not isinstance(error, errors.Stash2PlexError):
         # a bug of ours is not retried: it would fail the same way (the traceback is logged)
         return Decision(DLQ, job, None, _dlq_message(job, error))
-    policy = NOT_FOUND if isinstance(error, PlexNotFound) else TRANSIENT
+    policy = NOT_FOUND if isinstance(error, errors.PlexNotFound) else TRANSIENT
     next_at = schedule(job.attempt + 1, policy, now, rng)
     if next_at is None:
         return Decision(DLQ, job, None, _dlq_message(job, error))
-    scan = job.scan_requested or (isinstance(error, PlexNotFound) and error.scan_requested)
+    scan = job.scan_requested or (isinstance(error, errors.PlexNotFound) and error.scan_requested)
     since = (
-        job.not_found_since if job.not_found_since is not None else (now if isinstance(error, PlexNotFound) else None)
+        job.not_found_since
+        if job.not_found_since is not None
+        else (now if isinstance(error, errors.PlexNotFound) else None)
     )
     retried = job.retry(next_at, error, scan_requested=scan, not_found_since=since)
     return Decision(RETRY, retried, next_at, f"{type(error).__name__}: {error}")
