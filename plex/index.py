@@ -17,7 +17,6 @@ from typing import Any, Protocol
 from core.errors import ConfigError
 from plex.client import PlexClient, SectionInfo
 from plex.matcher import PathIndex, PlexFile
-from validation.pathmap import normalize
 
 IndexRow = tuple[int, str, int | None, int | None]  # rating_key, file path, size, duration in ms
 
@@ -86,9 +85,10 @@ class LibraryIndex:
         self._lock = threading.RLock()
         self._attempts = 0
         self._failure: BaseException | None = None
-        # While the first listing of a single library runs: its files by exact path, page by
-        # page, so a scene already listed is written before the rest arrives (``early``).
-        self._early: dict[str, list[PlexFile]] | None = None
+        # While the first listing of a single library runs: the index it builds page by page
+        # (then the index itself), so a scene already listed is written before the rest
+        # arrives (``early``).
+        self._early: PathIndex | None = None
         self._early_sections: list[SectionInfo] = []
         self._early_lock = threading.Lock()
 
@@ -111,17 +111,14 @@ class LibraryIndex:
         with self._early_lock:
             if self._early is None or self._index is not None:
                 return []
-            return list(self._early.get(normalize(path, self.case_insensitive), ()))
+            return self._early.by_path(path)
 
     def _listed_early(self, section: SectionInfo, rows: list[IndexRow]) -> None:
         with self._early_lock:
             if self._early is None:
                 return
             for rating_key, path, size, duration in rows:
-                file = PlexFile(
-                    rating_key=rating_key, section_id=section.key, path=path, size=size, duration_ms=duration
-                )
-                self._early.setdefault(normalize(path, self.case_insensitive), []).append(file)
+                self._early.add(PlexFile(rating_key, section.key, path, size, duration))
 
     def index(self) -> PathIndex:
         arrived = self._attempts
@@ -166,9 +163,11 @@ class LibraryIndex:
         sections = pick_sections(self.client.sections(), self.libraries)
         changed = self._index is None or [s.stamp for s in sections] != [s.stamp for s in self._sections]
         first = self._index is None and len(sections) == 1
+        listed = False
         if first:
             with self._early_lock:
-                self._early, self._early_sections = {}, sections
+                self._early = PathIndex((), case_insensitive=self.case_insensitive)
+                self._early_sections = sections
         try:
             for section in sections:
                 stale = missing and now - self._listed_at.get(section.key, float("-inf")) > STALE_S
@@ -176,10 +175,12 @@ class LibraryIndex:
                     on_page = (lambda rows, s=section: self._listed_early(s, rows)) if first else None
                     self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key, on_page))
                     self._listed_at[section.key] = now
-                    changed = True
+                    changed = listed = True
             self._sections = sections
             if changed:
-                self._index = PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
+                # the first listing's own index when it built one (not read back from the cache)
+                built = self._early if first and listed else None
+                self._index = built or PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
         finally:
             if first:
                 with self._early_lock:

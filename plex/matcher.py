@@ -119,9 +119,12 @@ class PathIndex:
         self._by_name: dict[str, _Slot] = {}
         self._count = 0
         for file in files:
-            _add(self._by_path, self._norm(file.path), file)
-            _add(self._by_name, self._norm(basename(file.path)), file)
-            self._count += 1
+            self.add(file)
+
+    def add(self, file: PlexFile) -> None:
+        _add(self._by_path, self._norm(file.path), file)
+        _add(self._by_name, self._norm(basename(file.path)), file)
+        self._count += 1
 
     def _norm(self, path: str) -> str:
         return normalize(path, self.case_insensitive)
