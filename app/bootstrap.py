@@ -103,7 +103,9 @@ def deps_dir(plugin_dir: Path) -> Path:
 
 def install_command(plugin_dir: Path, target: Path | None = None, quiet: bool = False) -> list[str]:
     """``pip install --target`` of the requirements (what we run, and what the error tells users to run)."""
-    flags = ["--disable-pip-version-check", "--no-input", "--quiet"] if quiet else []
+    # --no-compile: pip would byte-compile every module of every package (apprise alone has
+    # hundreds); Python compiles what is imported on first use, into the same folder.
+    flags = ["--disable-pip-version-check", "--no-input", "--quiet", "--no-compile"] if quiet else []
     return [
         sys.executable,
         "-m",
