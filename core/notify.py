@@ -1,18 +1,11 @@
-"""Notifications through Apprise: every Apprise URL works (``ntfy://``, ``gotify://``,
-``discord://``, Discord's own ``https://discord.com/api/webhooks/…`` URL, ``mailto://``, …).
+"""Notifications through Apprise: every Apprise URL works, Discord's own webhook URL included.
 
-A plain ``http(s)://`` URL that Apprise does not recognise as a service's own URL is a
-webhook, as in earlier versions: it is sent as ``json(s)://`` (the same JSON body,
-``{"version", "title", "message", "type"}``; its query parameters stay on the URL).
-
-Apprise is imported by the thread that sends the first notification, or by the health
-check: never by a hook, never while a sync waits. Redirects are not followed
-(``AppriseAsset(http_redirects=False)``): a token in a header or a body never goes to a
-host the user did not name. A URL is a secret (tokens live in it): it is never logged,
-and Apprise's own log is kept out of Stash's; messages name ``scheme://host`` only.
-
-Each URL is sent in a daemon thread with connect and read timeouts; a receiver that is
-down, slow or answering errors costs one warning line and never delays or changes a sync.
+A plain ``http(s)://`` URL Apprise does not recognise is a webhook, sent as ``json(s)://``
+(body ``{"version", "title", "message", "type"}``, its query parameters kept). Apprise is
+imported by the first sending thread or the health check, never by a hook. Redirects are not
+followed (``AppriseAsset(http_redirects=False)``): a token never reaches a host the user did
+not name. A URL is a secret: never logged (messages name ``scheme://host``), Apprise's log kept
+out of Stash's. Each URL goes in a daemon thread with timeouts: a failure costs one warning.
 """
 
 from __future__ import annotations

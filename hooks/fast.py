@@ -1,14 +1,10 @@
 """The hook's fast lane: a well-formed scene hook queued with the standard library alone.
 
-Stash runs post hooks inside the user's save, one after another, each waiting for the
-last (pkg/plugin/plugins.go ``executePostHooks``): a bulk edit of 500 scenes waits for
-500 runs of ours. While a drainer runs (as it does through any burst) this lane checks
-the document with the full lane's checks (validation/document.py), decides the job the
-same way (hooks/scene_event.py), writes it to the inbox (sync_queue/inbox.py), nudges
-the drainer and replies. Everything else goes the full way (app/main.py), which
-validates, explains and creates what is missing: an entity hook, a value that fails a
-check (the full lane names it), no drainer running (it starts one), a data folder this
-Stash has not claimed, a queue file not yet made, a warning due, any error.
+Stash runs post hooks inside the user's save, one after another (pkg/plugin/plugins.go
+``executePostHooks``), so a bulk edit waits for one run of ours per scene. While a drainer
+runs, this lane checks the document as the full lane does (validation/document.py), decides
+the job the same way (hooks/scene_event.py), writes it to the inbox and nudges the drainer.
+Anything else goes the full way (app/main.py): docs/architecture.md lists the cases.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The one place that maps plexapi/requests failures onto our exception tree.
 
-By type and status code (plexapi/server.py ``PlexServer.query`` raises ``Unauthorized``
-for 401, ``NotFound`` for 404 and ``BadRequest`` for any other error status):
-401/403 → PlexAuthError (permanent: the token is wrong), 404 → PlexNotFound, 429/5xx →
-TransientError, 503 → PlexUnavailable (the breaker counts it), other 4xx →
-PlexBadRequest. Network failures by their cause (``core/netcause.py``): refused, name
-not resolved, connect timeout → PlexUnavailable; read timeout, reset mid-reply →
-TransientError; a rejected TLS certificate or handshake → ConfigError with the remedy.
-A ``TypeError`` or ``AttributeError`` is "a reply we could not read" only when plexapi
-raised it; from our own code it is a bug and escapes with its traceback. Messages never
-carry the token: plexapi strips it from URLs, and the redactor catches anything else.
+plexapi/server.py ``PlexServer.query`` raises ``Unauthorized`` (401), ``NotFound`` (404) or
+``BadRequest`` (any other error status); by status: 401/403 → PlexAuthError, 404 → PlexNotFound,
+503 → PlexUnavailable, 429/5xx → TransientError, other 4xx → PlexBadRequest. Network failures by
+cause (core/netcause.py): no connection → PlexUnavailable, broken mid-reply → TransientError,
+TLS rejected → ConfigError. ``TypeError``/``AttributeError`` mean an unreadable reply only when
+plexapi raised them (ours are bugs). Messages never carry the token.
 """
 
 from __future__ import annotations

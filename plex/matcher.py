@@ -241,21 +241,13 @@ def _scene_file(match: Match, scene_files: Sequence[SceneFile]) -> SceneFile | N
 
 
 def choose(match: Match, strict: bool = True, scene_files: Sequence[SceneFile] = ()) -> Choice:
-    """Accept a match under the ``loose_matching`` setting (``strict`` = not loose), or raise saying why not.
+    """Accept a match under ``loose_matching`` (``strict`` = not loose), or raise saying why not.
 
-    ``scene_files`` must be the sequence given to ``match_scene``. HIGH is always
-    accepted. NONE always raises ``PlexNotFound`` (the retry policy waits for a scan).
-
-    * strict: MEDIUM is accepted only when the size is equal or the duration agrees
-      within 1 s (an unconfirmable MEDIUM is refused); LOW always raises.
-    * not strict: MEDIUM is accepted unless its evidence contradicts; LOW is accepted
-      only when exactly one candidate is clearly best (see ``_best_of``).
-
-    A name match is never accepted against contradicting evidence: a size that differs,
-    or a duration that differs by more than 1 s, vetoes it in either mode (a same-name
-    file elsewhere is another video).
-
-    Refusals raise ``AmbiguousMatch`` naming every candidate path.
+    ``scene_files`` must be the sequence given to ``match_scene``. HIGH is always accepted; NONE
+    raises ``PlexNotFound`` (the retry waits for a scan). MEDIUM: strict accepts it only when size
+    or duration (within 1 s) confirms it, loose unless evidence contradicts. LOW: strict refuses,
+    loose accepts one clearly best candidate (``_best_of``). A differing size or duration vetoes a
+    name match in either mode. Refusals raise ``AmbiguousMatch`` naming every candidate path.
     """
     if match.confidence is Confidence.NONE:
         raise PlexNotFound(

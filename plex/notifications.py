@@ -1,20 +1,11 @@
 """Plex's notification websocket: plexapi's ``AlertListener`` and the events we read.
 
-PMS pushes ``{"NotificationContainer": {"type": ..., <Array>: [...]}}`` frames on
-``/:/websockets/notifications``; plexapi's ``AlertListener`` (plexapi/alert.py) opens
-it and hands each container to a callback. Its ``run`` is replaced here by one that
-also reports the open and the close and sends pings: plexapi's sends none, so a
-half-open connection (a PMS host that vanished) would never be noticed, and a clean
-close ends the thread without any callback. It never reconnects either: the caller
-watches ``is_alive()`` (``worker/listen.py``). websocket-client is imported only here
-and only when a listener starts (the hook never imports it).
-
-What the frames mean (``shared/contracts/plex-events.md`` §1, from plexapi
-``alert.py``'s state table, Tautulli ``activity_handler.py`` and PlexTraktSync
-``watch/events.py``): a ``timeline`` entry of the library with ``state`` 5 and no
-``metadataState`` is an item Plex finished processing (a new item, or one whose
-metadata changed); state 9 is a deletion; ``playing`` entries carry a session's
-``ratingKey``, ``state`` and ``viewOffset`` (ms), never the user.
+plexapi/alert.py's ``AlertListener`` opens ``/:/websockets/notifications``; its ``run`` is
+replaced here to report the open and the close and to send pings (plexapi's sends none, so a
+half-open connection would go unnoticed). It never reconnects: ``worker/listen.py`` does.
+websocket-client is imported only here, when a listener starts (never by the hook). Frames:
+``shared/contracts/plex-events.md`` §1 (plexapi ``alert.py``, Tautulli ``activity_handler.py``,
+PlexTraktSync ``watch/events.py``).
 """
 
 from __future__ import annotations
@@ -70,19 +61,16 @@ def _int(value: Any) -> int | None:
 
 
 def read_events(container: dict) -> list[Event]:
-    """The events we act on in one ``NotificationContainer`` (every entry of its array:
-    PMS may batch several). Anything else, or anything malformed, is skipped.
+    """The events we act on in one ``NotificationContainer`` (PMS may batch several); the rest is skipped.
 
-    >>> read_events({"type": "timeline", "size": 2, "TimelineEntry": [
+    >>> read_events({"type": "timeline", "size": 3, "TimelineEntry": [
     ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": "1", "state": 0, "metadataState": "created"},
+    ...     {"identifier": "tv.plex.grabbers", "itemID": "7", "sectionID": "1", "state": 5},
     ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": 1, "state": 5, "updatedAt": 1700000000}]})
     [ItemProcessed(item_id=7, section_id=1, updated_at=1700000000)]
     >>> read_events({"type": "playing", "PlaySessionStateNotification": [
     ...     {"ratingKey": "7", "state": "stopped", "viewOffset": 61000, "sessionKey": "3"}]})
     [PlaybackState(rating_key=7, state='stopped', view_offset_ms=61000)]
-    >>> read_events({"type": "timeline", "TimelineEntry": [{"identifier": "tv.plex.grabbers", "itemID": "7",
-    ...     "sectionID": "1", "state": 5}]})
-    []
     """
     kind = container.get("type")
     if kind == "timeline":

@@ -1,26 +1,11 @@
 """What to change on a Plex item, computed as a value before anything is written.
 
-``plan_item`` compares what Plex shows now with what Stash wants and what
-Stash2Plex wrote last time (``Written``, kept by the caller), per field and per tag type; ``edit_params``
-turns the plan into the parameters of ONE plexapi ``edit()`` call (one PUT).
-
-Tag identity ignores letter case, as in Plex (PMS keeps one tag row per type and name,
-whatever the case: users report they cannot change a tag's capitalisation by editing
-an item): a case-only rename in Stash is no change at all,
-and never a removal, since removing the old spelling would remove the tag itself.
-
-Edits travel in the query string, so every edit request is kept within
-``EDIT_URL_BUDGET``: an edit that does not fit is split, the fields in one request and
-each tag type in its own (``edit_batches``), and only when the fields alone still do
-not fit is the summary shortened, at a character boundary with an ellipsis
-(``fit_plan``). No other field is ever shortened. A request refused as too long
-anyway (a proxy with a lower limit) is sent again within a smaller budget, where a tag
-list that alone does not fit keeps the tags that do (``cut_tags``).
-
-Tag lists are written so that the result is the same whether Plex replaces an
-item's tags with the listed ones or adds them: the complete wanted list is sent
-with indices, plus an explicit ``-=`` removal of every tag Stash2Plex put there
-earlier that Stash no longer has. Tags the user added in Plex are kept.
+``plan_item`` compares what Plex shows, what Stash wants and what Stash2Plex wrote last
+(``Written``), per field and tag type; ``edit_params`` makes the plan ONE plexapi ``edit()``.
+Tag identity ignores case, as in Plex. Each request fits ``EDIT_URL_BUDGET``: ``edit_batches``
+splits, ``fit_plan`` shortens only the summary, ``cut_tags`` serves a proxy's lower limit.
+Tag lists mean the same whether Plex replaces or adds (the wanted list with indices, ``-=`` for
+tags we wrote that Stash dropped). Rules: docs/architecture.md, write-time invariants 7 and 8.
 """
 
 from __future__ import annotations
