@@ -336,14 +336,12 @@ class StashClient:
     def _follow_renewed_session(self, name: str) -> None:
         """Send the session cookie Stash renewed last, not the one we were given.
 
-        Stash answers every request its session authenticated with a renewed cookie
-        (pkg/session/session.go ``GetSessionUserID``), valid for another max session age
-        (1 h by default). stashapi stores the given cookie with no domain, so the renewed
-        one (this host's) is kept beside it and both are sent, the given one first; Go
-        reads the first (``Request.Cookie``), so the session expired an hour after the run
-        started however busy it was. With the given cookie stored as this host's, a renewal
-        replaces it, and a drainer that asks Stash at least hourly (its settings every 30 s)
-        keeps its session.
+        Stash renews the cookie on every request its session authenticates (pkg/session/session.go
+        ``GetSessionUserID``). stashapi stores the given cookie with no domain, so the renewal (this
+        host's) was kept beside it and both were sent, the given one first; Go reads the first
+        (``Request.Cookie``), so the session expired one max session age after the run started.
+        Stored as this host's, the given cookie is replaced by each renewal, and a drainer that asks
+        Stash at least that often keeps its session.
         """
         # the domain the jar files this host's own cookies under: the host as in the URL,
         # ``.local`` added when it has no dot (http.cookiejar ``eff_request_host``:

@@ -1,24 +1,12 @@
 """The Stash releases Stash2Plex supports, and what differs between them (the one place).
 
-Supported: Stash v0.25.0 and later, tested on every release from ``MIN_STASH_VERSION``
-to ``NEWEST_TESTED`` (``tests/test_stash_releases.py`` validates every query the plugin
-sends against each release's real schema; the end-to-end core runs against the oldest
-and the newest). An older server is refused when the plugin connects, with its version
-and what to do (``refusal``); a newer one is used as the newest tested.
-
-What differs, checked in each tag of stashapp/stash:
-
-- ``findScenes(ids:)`` and ``configuration.plugins(include:)`` first appear in v0.25.0
-  (graphql/schema/schema.graphql): the minimum.
-- A scene's groups: ``Scene.groups { group { id name } }`` from v0.27.0; before that
-  ``Scene.movies { movie { id name } }`` (graphql/schema/types/scene.graphql). The
-  v0.27.0 migration renamed the movies table to groups keeping its ids
-  (pkg/sqlite/migrations/65_movie_group_rename.up.sql), so a movie's id is its group's id.
-- Group hooks: before v0.27.0 Stash fires ``Movie.*.Post`` only; from v0.27.0 it fires
-  ``Group.*.Post`` and then ``Movie.*.Post`` for the same change
-  (internal/api/resolver_mutation_group.go ``GroupUpdate``, pkg/plugin/hook/hooks.go).
-- Dates: from v0.30.0 a date may be partial, ``2021`` or ``2021-03`` (pkg/models/date.go
-  ``ParseDate``, date precision); before, a date is a day.
+v0.25.0 (``MIN_STASH_VERSION``) to ``NEWEST_TESTED``, each query checked against every release's
+schema (tests/test_stash_releases.py); older is refused (``refusal``), newer used as the newest.
+From stashapp/stash's tags: ``findScenes(ids:)`` and ``plugins(include:)`` since v0.25.0
+(graphql/schema/schema.graphql); ``Scene.groups`` since v0.27.0, ``Scene.movies`` before, same
+ids (pkg/sqlite/migrations/65_movie_group_rename.up.sql); from v0.27.0 a group change fires
+``Group.*.Post`` then ``Movie.*.Post`` (internal/api/resolver_mutation_group.go ``GroupUpdate``,
+pkg/plugin/hook/hooks.go); from v0.30.0 a date may be partial (pkg/models/date.go ``ParseDate``).
 """
 
 from __future__ import annotations

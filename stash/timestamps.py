@@ -36,10 +36,8 @@ def format_like(instant: dt.datetime, template: dt.datetime) -> str:
 def recent_since(last: str | None, marker: str | None, default_s: float) -> str | None:
     """The ``updated_at > since`` value for a ``recent`` run, in Stash's current form.
 
-    ``marker`` is the newest ``updated_at`` Stash holds now; ``last`` the marker of the
-    previous run. Without a previous run: ``default_s`` before the marker. When the
-    server's offset changed in between (DST, a moved server), text written before the
-    change is off by the difference, so the window opens that much earlier.
+    ``marker`` is Stash's newest ``updated_at`` now, ``last`` the previous run's (none: ``default_s``
+    before ``marker``); a server offset that changed in between (DST) opens the window that much earlier.
 
     >>> recent_since("2025-10-26T02:30:00+02:00", "2025-10-26T05:00:00+01:00", 86400)
     '2025-10-26T00:30:00+01:00'

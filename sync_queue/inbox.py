@@ -1,17 +1,11 @@
 """What a hook hands the drainer: a row in the inbox, a nudge, and the drainer's lock.
 
-Stash runs post hooks inside the user's save, one after another, so a bulk edit of 500
-scenes waits for 500 runs of ours. The hook's fast lane (hooks/fast.py) writes its job as
-one row of ``s2p_inbox`` (in the queue's own ``data.db``) with ``sqlite3`` alone:
-persist-queue, our job model and logging would cost it more than the write. The row is
-committed (WAL) before the hook replies, as a job put into the queue would be.
-
-One row per scene, under the queue's rule: a newer event collapses into the scene's row,
-except that a user's edit replaces a scan's. The consumer moves the rows into the queue
-(``JobQueue``: :func:`rows`, then :func:`forget`), which applies the same rule against its own waiting jobs: it puts them
-first and then deletes each row it moved unless a newer event replaced it meanwhile, so a
-crash in between puts a row twice (it collapses into the waiting job, or the scene syncs
-once more), never loses one. Standard library only.
+The fast lane (hooks/fast.py) writes its job as one row of ``s2p_inbox`` (in the queue's
+``data.db``) with ``sqlite3`` alone, committed (WAL) before the hook replies. One row per scene,
+under the queue's rule: a newer event collapses into it, a user's edit replaces a scan's.
+``JobQueue`` moves the rows in (:func:`rows`, then :func:`forget`): it puts them first, then
+deletes each moved row unless a newer event replaced it, so a crash in between moves a row
+twice, never loses one. Standard library only.
 """
 
 from __future__ import annotations

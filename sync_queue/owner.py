@@ -1,19 +1,12 @@
 """Which Stash a data folder belongs to: one data folder, one Stash.
 
-Two Stash instances can share one plugin folder (a shared or synced plugins directory).
-With one data folder between them, one's drainer took the other's jobs and synced its
-own scenes with the same ids. So a data folder records the Stash that first used it
-(``stash.json``: Stash's config folder, the ``Dir`` of ``server_connection``, which
-no two instances share on one machine):
-
-* the default folder (``<plugin>/data``) of another Stash is left alone: that Stash
-  gets ``<plugin>/data-<8 hex digits of its config folder>`` beside it, by itself;
-* a ``STASH2PLEX_DATA_DIR`` the user named that belongs to another Stash is refused
-  with an error that says what to do (the user chose it: we do not pick another).
-
-A folder without the file (every data folder of earlier versions) is claimed by the
-first Stash that uses it, with everything queued in it. A run without ``Dir`` (the
-command line) uses the folder it is given as it is. One small file read per run.
+Two Stash instances sharing a plugin folder once shared one data folder, and one's drainer
+synced the other's jobs. So a folder records the Stash that first used it (``stash.json``: the
+``Dir`` of ``server_connection``, Stash's config folder). Another Stash gets
+``<plugin>/data-<8 hex digits of its config folder>`` beside the default one; a
+``STASH2PLEX_DATA_DIR`` of another Stash is refused, saying what to do. A folder without the
+file is claimed by the first Stash that uses it; a run without ``Dir`` (the command line) uses
+the folder it is given.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
-"""Every place we lean on persist-queue's insides, in one module (pinned: tests/test_pq_insides.py).
-
-The queue (sync_queue/queue.py) uses ``SQLiteAckQueue``'s documented operations only
-(put, get, ack, ack_failed, update, clear_acked_data, the ``*_count()`` SQL counts,
-auto_resume, close) and keeps what our rules need in tables of its own. What is left
-below is what its API does not offer, each with the reason:
+"""Every place we lean on persist-queue's insides, beyond ``SQLiteAckQueue``'s documented API.
 
 * :func:`load`: the package without its ``__init__`` (the hook's import cost).
-* :func:`relax_sync`: ``PRAGMA synchronous=NORMAL`` on its two connections (no option
-  for it; FULL costs an fsync per put and per ack).
-* :func:`not_done_rows` / :func:`unack_rows` / :func:`delete_not_done`: SQL on its
-  table (``ack_queue_<name>``: ``_id``, ``data``, ``status``) and its status numbers
-  (``AckStatus``): deriving our records after a crash or an upgrade, finding a row it
-  failed to decode (its ``get`` does not say which), and clearing thousands of rows in
-  one statement.
+* :func:`relax_sync`: ``PRAGMA synchronous=NORMAL`` on its two connections (it has no option).
+* :func:`not_done_rows`, :func:`unack_rows`, :func:`delete_not_done`: SQL on its table
+  (``ack_queue_<name>``: ``_id``, ``data``, ``status``) and its ``AckStatus`` numbers, to rebuild
+  our records after a crash or an upgrade, find a row it cannot decode (its ``get`` does not say
+  which) and clear many rows in one statement.
+
+Each is pinned against the pinned version by tests/test_pq_insides.py.
 """
 
 from __future__ import annotations
@@ -38,16 +33,13 @@ def table(name: str) -> str:
 
 
 def load() -> SimpleNamespace:
-    """``SQLiteAckQueue``, ``Empty`` and the JSON serializer, loaded cheaply.
+    """``SQLiteAckQueue``, ``Empty`` and the JSON serializer, loaded without the package's ``__init__``.
 
-    ``import persistqueue`` runs the package's ``__init__``, which imports its asyncio
-    queues (asyncio, and through it ssl; docs/performance.md, "Hook"), the file queue,
-    PDict and the MySQL queue. Its modules import each other absolutely, so the package
-    must exist: a bare package module with the real folder as its path is registered,
-    the three modules imported, then the bare package and every ``persistqueue.*``
-    module taken out of ``sys.modules`` again (we keep our references; a later
-    ``import persistqueue`` loads the whole package afresh). Another layout falls back
-    to the ordinary import.
+    That ``__init__`` imports its asyncio queues (and through them ssl), the file queue, PDict and
+    the MySQL queue. Its modules import each other absolutely, so a bare package module with the
+    real folder as its path is registered, the three modules imported, then it and every
+    ``persistqueue.*`` module taken out of ``sys.modules`` again (a later ``import persistqueue``
+    loads the whole package afresh). Another layout falls back to the ordinary import.
     """
     global _loaded
     if _loaded is None:

@@ -1,24 +1,12 @@
-"""The job queue on disk: the rules of sync_queue/rules.py over persist-queue's
-``SQLiteAckQueue`` (its documented operations) and tables of our own in the same ``data.db``.
+"""The job queue on disk: sync_queue/rules.py over persist-queue's ``SQLiteAckQueue``.
 
-* Two persist-queue tables, ``interactive`` (users' edits) and ``bulk`` (scans, tasks),
-  hold the jobs. Only the consumer (the drainer lock holder) opens with ``auto_resume``:
-  a producer that did would hand a live worker's in-flight jobs out again.
-* ``s2p_jobs`` is our record of each row not done (scene, priority, attempt, due time,
-  taken): waiting marks, counts and ``waiting_job`` read it, never persist-queue's table.
-  ``s2p_waiting`` marks each scene's waiting job (rules.py).
-* Orderings (a SIGKILL may fall between any two steps; a duplicate sync is acceptable, a
-  lost edit is not, so a mark may only point at work still to start):
-  put: mark without a row, ``put``, then point the mark at the row and record it, only if
-  the mark is still there (a consumer that took a job of the scene deleted it);
-  take: ``get``, then record it taken and delete the mark in one transaction;
-  ack: forget the record, then ``ack``; retry: ``update``, then the record.
-  The consumer derives every record from persist-queue's rows when it opens a table
-  (:meth:`SQLiteStore._reconcile`), after auto_resume: that heals each window above and
-  reads a ``data.db`` written before ``s2p_jobs`` existed.
-* Events of a tag, performer, studio or group: one row per entity in
-  ``s2p_entity_events``; hooks' fast-lane jobs wait in ``s2p_inbox`` (sync_queue/inbox.py).
-* What we still need of persist-queue's insides is in sync_queue/pq_insides.py.
+Tables ``interactive`` and ``bulk`` hold the jobs (only the consumer opens them with
+``auto_resume``); ``s2p_jobs`` records each row not done, ``s2p_waiting`` marks each scene's
+waiting job. A SIGKILL may fall between any two steps, so a mark only points at work still to
+start: put = mark, ``put``, then point the mark; take = ``get``, then record it taken and unmark
+in one transaction; ack = forget, then ``ack``; retry = ``update``, then the record. The consumer
+re-derives ``s2p_jobs`` from persist-queue's rows on opening (:meth:`SQLiteStore._reconcile`),
+which heals each window. docs/architecture.md, "The queue and the drainer", has the rest.
 """
 
 from __future__ import annotations

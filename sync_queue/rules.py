@@ -1,16 +1,12 @@
 """The queue's rules, written once: the SQLite queue (sync_queue/queue.py) and its in-memory
 twin (sync_queue/memory.py) are this class over two storages of the same primitives.
 
-* A scene has at most one *waiting* job across priorities, found by its mark: an event
-  for such a scene collapses into it, except that a user's edit replaces a waiting bulk
-  job. A mark is written (without a row) before its row is put and pointed at the row
-  afterwards; a mark without a row, or whose row is gone, counts as no waiting job.
-* ``interactive`` is served before ``bulk``; a take holds one job per scene (a user's edit
-  over bulk work); a job not due yet is parked (it stays unacknowledged) until due.
-* Taking a job removes its mark *before* the job is worked on, so a mark always points at
-  work still to start: an event that collapsed into it is synced when that work runs.
-* A parked job gets its mark back at the next take; one whose scene meanwhile got a newer
-  waiting job is superseded by it and leaves the queue.
+* A scene has at most one *waiting* job, found by its mark; an event collapses into it, but a
+  user's edit replaces a waiting bulk job. A mark is written before its row is put and pointed
+  at it after; a mark without a live row counts as none.
+* ``interactive`` before ``bulk``; a take holds one job per scene; a job not due is parked.
+* Taking a job removes its mark first, so a mark always points at work still to start.
+* A parked job gets its mark back at the next take, unless a newer waiting job supersedes it.
 """
 
 from __future__ import annotations
