@@ -61,8 +61,7 @@ def _int(value: Any) -> int | None:
 
 
 def read_events(container: dict) -> list[Event]:
-    """The events we act on in one ``NotificationContainer`` (PMS may batch several); the rest is skipped.
-
+    """The events we act on in one ``NotificationContainer`` (PMS may batch several); the rest is skipped:
     >>> read_events({"type": "timeline", "size": 3, "TimelineEntry": [
     ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": "1", "state": 0, "metadataState": "created"},
     ...     {"identifier": "tv.plex.grabbers", "itemID": "7", "sectionID": "1", "state": 5},

@@ -1,13 +1,12 @@
-"""Every place we lean on persist-queue's insides, beyond ``SQLiteAckQueue``'s documented API.
+"""Every place we lean on persist-queue's insides (pinned by tests/test_pq_insides.py), one module.
 
+Everything else uses ``SQLiteAckQueue``'s documented API; what it does not offer is here:
 * :func:`load`: the package without its ``__init__`` (the hook's import cost).
 * :func:`relax_sync`: ``PRAGMA synchronous=NORMAL`` on its two connections (it has no option).
 * :func:`not_done_rows`, :func:`unack_rows`, :func:`delete_not_done`: SQL on its table
   (``ack_queue_<name>``: ``_id``, ``data``, ``status``) and its ``AckStatus`` numbers, to rebuild
   our records after a crash or an upgrade, find a row it cannot decode (its ``get`` does not say
   which) and clear many rows in one statement.
-
-Each is pinned against the pinned version by tests/test_pq_insides.py.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """The match inbox of the Stash2Plex page: every scene the matcher could not settle.
 
-A scene is in the inbox when its dead-letter entry says no Plex item was found
-(``PlexNotFound``, ``PinnedItemGone``) or several fit (``AmbiguousMatch``), or when its
-item was accepted by file name only (``loose_matches`` in the ledger); a scene the user
-answered (``pins``) is not. The list comes from the plugin's own files (no Stash or Plex
-request), so it opens at once however long it is; only the page shown is read from
-Stash (its files) and matched against the cached Plex index (its candidates).
-
-- ``ui_inbox`` (``page``, ``per_page``, ``query``): one page, searchable by title, reason
-  or scene id.
-- ``ui_path_help``: the ``path_map`` rule that would fix most unmatched scenes, and how
-  many it fixes (health check's ``suggest_path_map``, over every unmatched scene).
-- ``ui_recheck``: every unmatched or ambiguous scene queued again (after a new rule).
-- ``ui_thumbs`` (``rating_keys``, comma-separated): Plex items' posters, scaled by Plex,
-  as ``data:`` URLs (the page never sees the Plex token or Plex's address).
+A scene is in it when its dead-letter entry says no item was found (``PlexNotFound``,
+``PinnedItemGone``) or several fit (``AmbiguousMatch``), or its item was accepted by name only
+(the ledger's ``loose_matches``), unless the user answered it (``pins``). The list comes from our
+own files; only the page shown is read from Stash and matched against the cached Plex index.
+Modes: ``ui_inbox`` (a searchable page), ``ui_path_help`` (the ``path_map`` rule fixing the most),
+``ui_recheck`` (queue them all again), ``ui_thumbs`` (Plex posters as ``data:`` URLs: the page
+never sees the Plex token or address).
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """The plugin's page and scene panel in Stash's UI: plain modes that answer JSON.
 
-Stash's UI calls these through ``runPluginOperation`` (one short plugin run, the reply's
-``output`` is the JSON); long work (sync all, retry all) goes through ``runPluginTask``
-and the ordinary tasks. Every answer is built from the plugin's own files (queue,
-dead-letter queue, ledger, stats) plus, for Plex's state, one quick request to Plex.
-
-- ``ui_status``: Plex reachable or not and since when, the token's state, the queue
-  (interactive and bulk waiting, in flight, waiting for a retry, the next retry), the
-  dead-letter queue grouped by reason with its scenes and what to do, last sync, stats.
-- ``ui_scene`` (``scene_id``): the linked Plex item (key, file, library), when it was
-  last written, the user's answer for it (``pin``: tasks/pins.py), and ``in_sync`` / ``waiting`` / ``dead_lettered`` / ``changed`` /
-  ``never_synced`` with the reason.
-- ``ui_retry`` (``scene_id``): that dead-letter entry back into the queue, fresh budget.
-- ``ui_preview`` (tasks/preview.py): what a sync would write, per scene and field.
-- ``ui_sync_scene`` (``scene_id``): queue the scene now, ahead of bulk work (its
-  dead-letter entry, if any, is retried).
+Stash's UI calls them through ``runPluginOperation`` (one short run; the reply's ``output`` is the
+JSON); long work goes through ``runPluginTask`` and the ordinary tasks. Answers come from the
+plugin's own files plus, for Plex's state, one quick request to Plex. Modes: ``ui_status`` (Plex,
+token, queue, dead letters by reason with what to do, last sync, stats), ``ui_scene`` (a scene's
+item, last write, ``pin`` and sync state with the reason), ``ui_retry`` (a dead letter back in the
+queue, fresh budget), ``ui_preview`` (tasks/preview.py), ``ui_sync_scene`` (queue a scene now,
+ahead of bulk work).
 """
 
 from __future__ import annotations

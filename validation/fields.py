@@ -1,13 +1,11 @@
 """What Stash2Plex writes to Plex, and the settings that choose it, checked once.
 
-``SYNCED`` is the one table of what is written: each row names the ``skip_fields`` name,
-the Plex field or tag type, the page's label, the Stash scene fields it reads (GraphQL
-selections) and the ``SceneUpdateInput`` keys whose change can alter it. The Stash
-query, the hook's field filter, the planner's Plex keys, the reader of Plex's state, the
-``skip_fields`` names and the page's labels are derived from it; the value of each row
-is computed in ``plex/desired.py`` (one function per Plex key). Title templates name
-scene values in braces (``{studio} - {title}``); ``TEMPLATE_FIELDS`` are the names they
-may use. Imported by the hook: the standard library only.
+``SYNCED`` is the one table of what is written: per row the ``skip_fields`` name, the Plex field
+or tag type, the page's label, the Stash fields it reads and the ``SceneUpdateInput`` keys that
+can alter it. The Stash query, the hook's field filter, the planner's Plex keys, the reader of
+Plex's state and the page's labels derive from it; values are computed in ``plex/desired.py``.
+Title templates (``{studio} - {title}``) may use ``TEMPLATE_FIELDS``. Imported by the hook: the
+standard library only.
 """
 
 from __future__ import annotations

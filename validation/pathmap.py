@@ -1,14 +1,9 @@
 """Translate Stash file paths into the paths Plex sees, and compare paths.
 
-Stash and Plex often mount the same files at different places (Docker volumes, a
-Windows share seen from Linux). The ``path_map`` setting lists prefix rules::
-
-    /data=/media/stash;C:\\Videos=/mnt/videos
-
-A path is handled as an *anchor* plus components: ``/`` for POSIX paths, ``C:`` for
-Windows drive paths, ``//`` for UNC paths (``\\\\server\\share``). Windows-style paths
-accept both ``\\`` and ``/`` as separators; POSIX paths only ``/`` (a backslash is a
-legal character in a POSIX file name).
+``path_map`` lists prefix rules (``/data=/media/stash;C:\\Videos=/mnt/videos``) for files mounted
+at different places (Docker volumes, a Windows share seen from Linux). A path is an *anchor*
+(``/`` POSIX, ``C:`` drive, ``//`` UNC ``\\\\server\\share``) plus components. Windows-style paths
+accept ``\\`` and ``/`` as separators, POSIX paths only ``/`` (a backslash is legal in a POSIX name).
 """
 
 from __future__ import annotations
@@ -112,13 +107,10 @@ def _join(prefix: str, rest: tuple[str, ...]) -> str:
 def map_path(path: str, rules: Iterable[PathRule], case_insensitive: bool = False) -> str:
     """Return the Plex path for a Stash path; unchanged when no rule matches.
 
-    A rule matches when its Stash prefix equals the path's leading components (so
-    ``/data`` matches ``/data/x`` but not ``/database/x``); the rule with the most
-    components wins. Trailing separators in rules do not matter. The remainder is
-    joined with the Plex prefix's separator, so ``C:\\Videos\\a\\b.mp4`` under
-    ``C:\\Videos=/data`` becomes ``/data/a/b.mp4`` and the reverse turns ``/`` into ``\\``.
-    Drive letters always compare case-insensitively; the rest only when
-    ``case_insensitive`` is set.
+    A rule matches the path's leading components (``/data`` matches ``/data/x``, not ``/database/x``);
+    the rule with the most components wins; trailing separators do not matter. The rest is joined
+    with the Plex prefix's separator. Drive letters compare case-insensitively, the rest only with
+    ``case_insensitive``.
 
     >>> map_path("C:\\\\Videos\\\\a.mp4", parse_path_map("C:\\\\Videos=/data"))
     '/data/a.mp4'
@@ -204,11 +196,9 @@ def _derive(stash: str, plex: str, case_insensitive: bool) -> PathRule | None:
 def suggest_path_map(pairs: Sequence[tuple[str, str]], case_insensitive: bool = False) -> str | None:
     """A ``stash_prefix=plex_prefix`` rule explaining the most (Stash path, Plex path) pairs.
 
-    Each pair is a Stash file and a Plex file of the same name. Its candidate rule
-    swaps the leading folders where the two paths differ and keeps their common tail.
-    The candidate whose mapping turns the most distinct Stash paths into one of their
-    paired Plex paths wins (ties: derived from more pairs, then the shorter Stash
-    prefix). ``None`` when no pair yields a rule.
+    Each pair is a Stash and a Plex file of one name; its candidate rule swaps the leading folders
+    where they differ. The candidate mapping the most distinct Stash paths onto a paired Plex path
+    wins (ties: more pairs, then the shorter Stash prefix). ``None`` when no pair yields a rule.
 
     >>> suggest_path_map([("/mnt/nas/videos/a/x.mp4", "/plex/media/a/x.mp4"),
     ...                   ("/mnt/nas/videos/y.mp4", "/plex/media/y.mp4")])

@@ -1,17 +1,12 @@
 """Circuit breaker that stops every process from hammering a Plex that is down.
 
-Pure transitions of ``(state, now)``; ``BreakerStore`` shares the state between
-processes in a JSON file; ``CircuitBreaker`` binds store, policy and clock. ::
-
-    CLOSED --threshold consecutive failures--> OPEN
-    OPEN --probe wait passed, one caller admitted--> HALF_OPEN (it probes: a request of its own)
-    OPEN/HALF_OPEN --a user's task probes at once (force_probe)--> HALF_OPEN
-    HALF_OPEN --Plex answers the probe (a 4xx too)--> CLOSED
-    HALF_OPEN --refused, no answer, 5xx--> OPEN (a longer probe wait, from the failure)
-    HALF_OPEN --probe silent for probe_timeout (its process died)--> next caller probes
-
-The probe wait doubles per failed probe from ``first_probe`` up to ``recovery``. A changed
-plex_url or token resets the state; a corrupt file is reset to CLOSED with a warning.
+Pure transitions of ``(state, now)``; ``BreakerStore`` shares the state in a JSON file;
+``CircuitBreaker`` binds store, policy and clock. CLOSED → OPEN after ``threshold`` failures in a
+row; OPEN → HALF_OPEN when the probe wait passed (one caller probes with a request of its own) or a
+user's task forces it; HALF_OPEN → CLOSED when Plex answers the probe (a 4xx too), → OPEN on a
+refusal, silence or 5xx, the wait doubling from ``first_probe`` up to ``recovery``; a probe silent
+for ``probe_timeout`` (its process died) passes to the next caller. A changed plex_url or token
+resets the state; a corrupt file is reset to CLOSED with a warning.
 """
 
 from __future__ import annotations

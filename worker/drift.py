@@ -1,15 +1,11 @@
-"""Drift noticed as it happens: an item Stash2Plex owns changed in Plex (a user's edit,
-an agent refresh), seen from its timeline event in the resident ``watch``.
+"""Drift noticed as it happens: an item Stash2Plex owns changed in Plex, seen from its timeline
+event in the resident ``watch``, and repaired as ``reconcile`` does (worker/reconcile.py: the
+same plan, ``preserve_plex_edits`` and ``skip_fields`` apply, the write reads the item again).
 
-The item is checked and repaired exactly as ``reconcile`` checks and repairs
-(``worker/reconcile.py``: the same plan, so ``preserve_plex_edits`` and ``skip_fields``
-apply; the repair goes through the sync's write step, which reads the item again first).
-Our own writes make the same event: an event whose ``updatedAt`` is not after our last
-sync of the item's scene (the ledger's ``synced_at``, saved after the write) is that
-write's echo and skipped (without ``updatedAt``: one within ``ECHO_S`` of the sync); an
-item in line with Stash costs a check, never a write. Only one
-process writes to Plex at a time: the repair takes the drainer lock without waiting; while
-a drainer or a task holds it, the item stays pending and is tried again at the next poll.
+Our own writes make the same event: one whose ``updatedAt`` is not after the ledger's
+``synced_at`` for the scene (saved after the write) is an echo and skipped (without ``updatedAt``:
+within ``ECHO_S`` of the sync). Only one process writes to Plex: the repair takes the drainer lock
+without waiting, else the item stays pending until the next poll.
 """
 
 from __future__ import annotations

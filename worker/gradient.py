@@ -1,24 +1,10 @@
 """How many scenes Plex takes at once, read from its latency (a Vegas-style limit).
 
-Plex answers from a few worker threads: while one is free a request takes its service
-time, beyond that requests wait their turn and every answer takes longer. So latency
-says whether one more sync at once buys throughput or only a queue at Plex (which the
-people watching wait in too). As TCP Vegas does (Brakmo and Peterson, 1994; Netflix's
-``concurrency-limits`` ``VegasLimit``), each round of ``limit`` clean syncs estimates
-how many of ours were waiting:
-
-    waiting = limit × (1 − unloaded / latency)      (latency: the round's mean, relative)
-
-fewer than ``alpha``: one more at once; more than ``beta``: one fewer; the limit stays
-within ``maximum`` (``plex_concurrency``). Fewer than ``limit`` of ours can wait, so
-latency alone never takes it below ``beta`` (4: the client's own CPU also slows syncs as
-concurrency grows, which a lower ``beta`` read as Plex's queue); Plex's errors take it
-lower (Pacer). ``unloaded`` is the fastest sync of
-the last ``window_s`` seconds, kept per kind of sync (one with a poster upload makes
-more requests than one without, so each is compared with its own kind). It is forgotten
-after the window, so a Plex that became slower for everyone (its service time grew) is
-learnt anew instead of read as a queue for ever. The limit starts at ``start`` and grows
-a round at a time, so the first rounds see Plex before our load does.
+As TCP Vegas (Brakmo and Peterson, 1994; Netflix ``concurrency-limits`` ``VegasLimit``), each round
+of ``limit`` clean syncs estimates how many of ours waited at Plex,
+``waiting = limit × (1 − unloaded / latency)``: fewer than ``alpha``, one more at once; more than
+``beta``, one fewer; always within ``maximum`` (``plex_concurrency``). ``unloaded`` is the fastest
+sync of each kind in the last ``window_s`` seconds. Why: docs/architecture.md, step 10.
 
 Pure: ``observe(seconds, kind, now)`` with the time passed in; tests assert exact limits.
 """

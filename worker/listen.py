@@ -1,15 +1,11 @@
 """Keeping a Plex notification listener alive, and what its events do.
 
-plexapi's listener thread simply ends when its connection closes, and never tries
-again (``plex/notifications.py``). ``PlexListener`` watches the thread and starts a
-new one: at once after a connection that was open, else after ``probe_wait`` (2, 4,
-8 … 60 s, the backoff the drainer uses for a server that is down), and never while
-the shared circuit breaker is open (the jobs' probe decides when Plex is back; the
-listener then waits for that probe time). Events go through a queue to a thread of
-their own, so a handler's Plex request never delays the socket's reads.
-
-Events are triggers, never the only path: a job waiting for Plex keeps its timed
-retry, so a listener that is down or an event Plex never sent holds nothing back.
+plexapi's listener thread ends when its connection closes and never retries
+(plex/notifications.py). ``PlexListener`` starts a new one: at once after a connection that was
+open, else after ``probe_wait`` (the drainer's backoff for a server that is down), never while the
+shared circuit breaker is open. Events go through a queue to a thread of their own, so a handler's
+Plex request never delays the socket's reads. Events are triggers, never the only path: a job
+waiting for Plex keeps its timed retry.
 """
 
 from __future__ import annotations

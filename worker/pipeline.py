@@ -1,13 +1,10 @@
 """The worker's run as one continuous, bounded pipeline, so Plex never waits for bookkeeping.
 
-    take a chunk (users' edits first) → breaker → Stash data → triage → one Plex
-    detail read for the chunk → staged → submitted → writer threads → settled
-
-One thread (the caller's) does the queue, triage and settling, keeping ``limit ×
-SUBMIT_DEPTH`` syncs handed to the writers ahead; :class:`Limiter` bounds the syncs in
-Plex, :class:`Pacer` adapts that bound (halved on Plex's errors, and moved by its latency,
-worker/gradient.py). One scene is never in flight twice; nothing more is
-taken while the breaker is not closed; ``stop`` leaves taken, unstarted jobs unacked.
+take a chunk (users' edits first) → breaker → Stash data → triage → one Plex detail read for the
+chunk → staged → submitted → writer threads → settled. The caller's thread does the queue, triage
+and settling, keeping ``limit × SUBMIT_DEPTH`` syncs handed ahead; :class:`Limiter` bounds the
+syncs in Plex, :class:`Pacer` adapts the bound (worker/gradient.py). One scene is never in flight
+twice; nothing is taken while the breaker is not closed; ``stop`` leaves taken, unstarted jobs unacked.
 """
 
 from __future__ import annotations

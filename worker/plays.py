@@ -1,20 +1,12 @@
 """Plex plays into Stash's play history, each exactly once.
 
-Stash's ``sceneAddPlay`` adds a row per call (the same time twice is two plays), so
-every Plex watch-history entry goes through three steps, under one OS lock for all
-processes (``plays.lock``: a ``watch`` side-car and a task never interleave them):
+``sceneAddPlay`` adds a row per call, so each history entry of an item Stash2Plex wrote takes
+three steps under one OS lock for every process (``plays.lock``); plays from before
+``import_plays`` was on are left to ``from_start``:
 
-1. skip it when the journal (``sync_queue/plays.py``) has its ``historyKey``;
-2. read the scene's ``play_history``; when Stash already holds more plays at that
-   second than the journal applied there (our write landed, then the process died
-   before step 3), only record it;
-3. else add the play at Plex's time, then record it.
-
-A restart, a re-read of the same history, a kill between steps 2 and 3, or two
-processes at once therefore never count a play twice. Only items Stash2Plex wrote
-(the ledger's owner of the item) are mapped to scenes; plays of other items are
-left alone. Plays made before ``import_plays`` was turned on are left to the
-explicit task (``from_start``).
+1. skip it when the journal (sync_queue/plays.py) has its ``historyKey``;
+2. when Stash holds more plays at that second than the journal applied there (our write landed,
+   then the process died), only record it; else add the play at Plex's time, then record it.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
-"""Plex ratings and resume points back into Stash (the owner's only: the owner's token
-sees only the owner's ``userRating`` and ``viewOffset``).
+"""Plex ratings and resume points back into Stash (the owner's only: the owner's token sees only
+the owner's ``userRating`` and ``viewOffset``).
 
-Ratings: Plex sends no notification for them, so the synced sections are read for items
-rated since the last look (``lastRatedAt``). No ping-pong with the Stash → Plex sync,
-which writes ``rating100`` as Plex's ``userRating`` (and a ``sceneUpdate`` of ours fires
-the scene hook, so it comes back that way):
-
-* a Plex rating equal to what Stash2Plex last wrote to the item (the ledger) is ours, never
-  the user's: it is not read back;
-* a Plex rating that Stash already shows (within 5 of 100, half a star) changes nothing;
-* otherwise the newer change wins: Plex's ``lastRatedAt`` against the scene's Stash
-  ``updated_at`` (Stash keeps no time per field). Stash newer: left to the Stash → Plex
-  sync. Plex newer: ``rating100 = round(userRating × 10)``; the hook it fires plans
-  Plex's own value, so nothing is written back.
-
-Resume points: a stopped playback's item is read for the owner's ``viewOffset``; when it
-differs from the scene's ``resume_time`` by 5 s or more it is saved (``sceneSaveActivity``
-with ``resume_time`` only). A watched item has none, so it resets Stash's too.
+Ratings: Plex sends no event for them, so the synced sections are read for items rated since
+``lastRatedAt``; a Plex rating that wins (docs/architecture.md, "Plex back into Stash", says which)
+is saved as ``rating100 = round(userRating × 10)``. Resume points: a stopped playback's
+``viewOffset`` is saved (``sceneSaveActivity``, ``resume_time`` only) when it is 5 s or more from
+the scene's; a watched item has none, so it resets Stash's too.
 """
 
 from __future__ import annotations
