@@ -13,7 +13,7 @@ import os
 import sys
 
 DEPS_DIR = "deps"
-HOOK_PACKAGE = "persistqueue"  # the one package a hook imports
+HOOK_PACKAGE = "persistqueue"  # present in deps/ once the bootstrap installed the requirements there
 
 
 class DependencyError(Exception):
