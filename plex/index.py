@@ -100,9 +100,9 @@ class LibraryIndex:
         return self._sections
 
     @property
-    def ready(self) -> bool:
-        """Whether the index is built (``index()`` returns without listing)."""
-        return self._index is not None
+    def listing(self) -> bool:
+        """Whether the first listing of a single library runs now (``early`` can answer)."""
+        return self._early is not None and self._index is None
 
     def early(self, path: str) -> list[PlexFile]:
         """The files at exactly ``path`` that the first listing has read so far, while it

@@ -96,11 +96,11 @@ def test_files_already_listed_are_found_by_exact_path_while_the_first_listing_ru
     while not index.early("/plex/media/00000.mp4") and time.monotonic() < deadline:
         time.sleep(0.01)
     found = index.early("/plex/media/00000.mp4")
-    assert not index.ready and [f.rating_key for f in found] == [keys[0]]
+    assert index.listing and [f.rating_key for f in found] == [keys[0]]
     assert [s.key for s in index.sections] == [1]  # named by Plex before the listing ends, without waiting
     assert index.early("/plex/media/01600.mp4") == []  # not on a page read yet
     warm.join(30)
-    assert index.ready and index.early("/plex/media/00000.mp4") == []  # from now on the whole index decides
+    assert not index.listing and index.early("/plex/media/00000.mp4") == []  # from now on the whole index decides
     assert [f.rating_key for f in index.index().by_path("/plex/media/01500.mp4")] == [keys[1500]]
 
 

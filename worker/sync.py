@@ -182,9 +182,9 @@ class Syncer:
 
     def _quick_key(self, scene: SceneMetadata) -> int | None:
         """The item an exact or accepted match points at, without any refresh (nor a wait
-        for the first listing: a scene not listed yet is read when it syncs)."""
+        for a first listing that runs: a scene not listed yet is read when it syncs)."""
         files = SceneFile.of(scene.files)
-        if not self.index.ready:
+        if self.index.listing:
             early = self._early_match(files)
             return early[0].rating_key if early is not None else None
         match = match_scene(files, self.index.index(), self.settings.path_map, self.settings.case_insensitive_paths)
@@ -480,7 +480,7 @@ class Syncer:
     def _match(self, scene: SceneMetadata) -> tuple[PlexFile, str]:
         files = SceneFile.of(scene.files)
         rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
-        early = None if self.index.ready else self._early_match(files)
+        early = self._early_match(files) if self.index.listing else None
         if early is not None:
             return early
         match = match_scene(files, self.index.index(), rules, ci)
