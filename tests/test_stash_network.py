@@ -139,6 +139,8 @@ def test_a_drainer_that_asks_stash_keeps_its_session_past_the_first_hour(plex, t
         now[0] += 1200  # the first cookie is 70 minutes old, the one Stash renewed 20
         plex.accept_connections()
         wait_for(lambda: not titles_match(plugin, scenes), 30, "both edits in Plex", step=0.1)
+        # the edit is in Plex a moment before its job is acknowledged
+        wait_for(lambda: status(plugin)["pending"] == 0, 10, "the jobs acknowledged", step=0.1)
         after = status(plugin)
         assert after["dlq"] == 0 and after["pending"] == 0, after
         assert "refused the plugin's session" not in plugin.drainer_log()
