@@ -46,30 +46,25 @@ def _chain(exc: BaseException, depth: int = 0) -> Iterator[BaseException]:
 
 def network_cause(exc: BaseException) -> Cause:
     """The innermost known cause of a failed request; ``Cause.NONE`` when ``exc`` is not a network error."""
-    import http.client
     import socket
     import ssl
 
-    import requests
-    import urllib3.exceptions as u3
+    import requests  # requests' own exceptions; the stdlib's are the innermost causes it wraps
 
     chain = list(_chain(exc))
     kinds = [
         (Cause.TLS_CERT, (ssl.SSLCertVerificationError,)),
-        (Cause.TLS, (ssl.SSLError, u3.SSLError, requests.exceptions.SSLError)),
-        (Cause.DNS, (socket.gaierror, u3.NameResolutionError)),
+        (Cause.TLS, (ssl.SSLError, requests.exceptions.SSLError)),
+        (Cause.DNS, (socket.gaierror,)),
         (Cause.REFUSED, (ConnectionRefusedError,)),
-        (Cause.CONNECT_TIMEOUT, (requests.exceptions.ConnectTimeout, u3.ConnectTimeoutError)),
-        (Cause.READ_TIMEOUT, (requests.exceptions.ReadTimeout, u3.ReadTimeoutError, socket.timeout)),
+        (Cause.CONNECT_TIMEOUT, (requests.exceptions.ConnectTimeout,)),
+        (Cause.READ_TIMEOUT, (requests.exceptions.ReadTimeout, socket.timeout)),
         (
             Cause.RESET,
             (
                 ConnectionResetError,
                 ConnectionAbortedError,
                 BrokenPipeError,
-                http.client.RemoteDisconnected,
-                http.client.IncompleteRead,
-                u3.ProtocolError,
                 requests.exceptions.ChunkedEncodingError,
             ),
         ),
@@ -79,7 +74,8 @@ def network_cause(exc: BaseException) -> Cause:
             return cause
     if isinstance(exc, requests.exceptions.Timeout):
         return Cause.READ_TIMEOUT
-    if isinstance(exc, (requests.exceptions.ConnectionError, u3.HTTPError, OSError)):
+    # an error of urllib3 that requests did not wrap, told by its module (not imported here)
+    if isinstance(exc, (requests.exceptions.ConnectionError, OSError)) or type(exc).__module__.startswith("urllib3"):
         return Cause.OTHER
     return Cause.NONE
 

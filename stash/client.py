@@ -254,12 +254,10 @@ def _quiet_unverified(host: str) -> None:
     """urllib3 warns on every unverified request, on stderr, which Stash logs as errors."""
     import warnings
 
-    from urllib3.exceptions import InsecureRequestWarning
-
     warnings.filterwarnings(
         "ignore",
         message=f"Unverified HTTPS request is being made to host '{re.escape(host)}'",
-        category=InsecureRequestWarning,
+        category=Warning,  # urllib3's InsecureRequestWarning, matched by its text
     )
 
 
