@@ -239,6 +239,45 @@ def test_an_expired_session_leaves_the_jobs_queued_and_the_next_hook_resumes(ple
         assert status(plugin)["dlq"] == 0
 
 
+def test_a_screenshot_refused_by_the_expired_session_holds_the_job_after_its_fields(plex, tmp_path):
+    """The scene was read before the session expired, its screenshot after (a run that
+    waited for Plex meanwhile): Stash answers the download 401. That is the refused
+    session (held: the job keeps its budget), not a poster failure (retried, budget spent)."""
+    import io
+    import random
+
+    from app.root import App
+    from core.errors import StashRefused
+    from core.log import StashLog
+    from validation.metadata import scene_from_stash
+    from validation.plugin_input import ServerConnection
+    from worker.settle import HOLD, decide
+
+    now = [time.time()]
+    with StashEmulator(session_cookie=STASH_COOKIE) as stash:
+        stash.clock = lambda: now[0]
+        plugin = Plugin(stash, plex, tmp_path / "data", {"STASH2PLEX_DATA_DIR": str(tmp_path / "data")})
+        plugin.configure()
+        sid, rk = plugin.add_scene(1)
+        stash.update_scene(sid, title="Read in time")
+        connection = ServerConnection.model_validate(plugin.connection)
+        app = App(connection, plugin.env, StashLog(io.StringIO()), data_dir=plugin.data_dir)
+        try:
+            syncer = app.syncer()
+            scene = scene_from_stash(app.stash().scenes_by_id([sid])[sid])
+            assert scene.screenshot
+            now[0] += 3700  # the session expired before the screenshot was read
+            with pytest.raises(StashRefused) as refused:
+                syncer.sync(scene, None, scan_allowed=False)
+            assert plex.item(rk)["fields"]["title"] == "Read in time"  # the fields went first
+            record = app.ledger().get_many([sid])[sid]
+            assert record.poster_hash is None and not record.state_hash  # the next try does the poster
+        finally:
+            app.close()
+    decision = decide(Job(sid), refused.value, now[0], random.Random(1))
+    assert (decision.action, decision.job.attempt) == (HOLD, 0)
+
+
 # -- 5. one bad queue row costs one job ---------------------------------------------------------
 def test_an_undecodable_row_is_set_aside_alone(plugin):
     scenes = dict(plugin.add_scene(n) for n in range(4))

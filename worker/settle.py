@@ -16,6 +16,7 @@ from sync_queue.job import Job
 ACK, RETRY, POSTPONE, DLQ, HOLD, WAIT_STASH = "ack", "retry", "postpone", "dlq", "hold", "wait_stash"
 UNAVAILABLE_RECHECK_S = 2.0  # before the breaker opens; then its probe waits (2, 4, 8 … 60 s)
 STASH_RECHECK_S = 5.0
+HELD = (errors.ConfigError, errors.RunStopped, errors.StashRefused)  # a setting or the run, not the job
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,19 @@ def _dlq_message(job: Job, error: BaseException) -> str:
     return f"gave up after {job.attempt + 1} attempts: {type(error).__name__}: {error}"
 
 
+def not_the_jobs(error: BaseException) -> bool:
+    """Whether ``error`` holds or postpones every job alike (a wrong setting, the run
+    stopping, a refused Stash session, Plex down), so the job keeps its retry budget. A
+    poster that failed for one of these did not fail on its own (worker/sync.py ``_poster``)."""
+    return isinstance(error, (*HELD, errors.PlexUnavailable))
+
+
 def decide(
     job: Job, error: BaseException | None, now: float, rng: random.Random, probe_at: float | None = None
 ) -> Decision:
     if error is None:
         return Decision(ACK, job)
-    if isinstance(error, (errors.ConfigError, errors.RunStopped, errors.StashRefused)):
+    if isinstance(error, HELD):
         # A setting is wrong (or the run is stopping), not the job: it keeps its budget
         # and stays queued, and the run stops so the reply can name the cause.
         return Decision(HOLD, job, now, str(error))

@@ -40,6 +40,7 @@ from validation.config import Settings
 from validation.metadata import SceneMetadata
 from validation.pathmap import map_path, normalize
 from worker.images import POSTER_KINDS, SVG, image_kind
+from worker.settle import not_the_jobs
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -278,8 +279,8 @@ class Syncer:
         result = SyncResult(scene.id, state.rating_key, plan, "none", how, list(scene.warnings))
         try:
             result.poster = self._poster(scene, new)
-        except PosterNotUpdated:
-            self._save(new)  # the fields are in Plex; no state hash, so the retry does the poster
+        except Stash2PlexError:
+            self._save(new)  # the fields are in Plex; no state hash, so the next try does the poster
             raise
         new.state_hash = self.state_hash(scene)
         self._save(new)
@@ -582,7 +583,9 @@ class Syncer:
 
     def _poster(self, scene: SceneMetadata, record: SceneRecord) -> str:
         """uploaded | unchanged | none (no cover in Stash: Plex keeps its own poster).
-        Raises PosterNotUpdated when the image could not be fetched, checked or uploaded."""
+        Raises PosterNotUpdated when the image could not be fetched, checked or uploaded; an
+        error that holds or postpones every job (a refused Stash session, Plex down) is raised
+        as it is, so the job keeps its retry budget (worker/settle.py ``not_the_jobs``)."""
         url = scene.screenshot if self.settings.writes("poster") else None
         if not url:
             return "none"
@@ -607,6 +610,8 @@ class Syncer:
         except PosterNotUpdated:
             raise
         except Stash2PlexError as exc:
+            if not_the_jobs(exc):
+                raise
             raise PosterNotUpdated(
                 f"poster not updated ({exc}); the fields are written and the poster is retried"
             ) from None
