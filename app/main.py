@@ -23,7 +23,9 @@ def _reply(stdout: TextIO, output: Any, error: str | None) -> None:
     stdout.flush()
 
 
-def _dispatch(plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_dir: Path) -> Any:
+def _dispatch(
+    plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_dir: Path, queued: bool | None = None
+) -> Any:
     from app.root import App
     from validation.plugin_input import HOOK_MODE
 
@@ -41,7 +43,7 @@ def _dispatch(plugin_input: PluginInput, env: dict[str, str], log: StashLog, plu
                 from app.bootstrap import ensure_dependencies
 
                 ensure_dependencies(plugin_dir, log)
-            return handle(context, app, log)
+            return handle(context, app, log, queued)
         from core.log import capture_library_logs
         from tasks import run_task
 
@@ -69,11 +71,13 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
     the detached background drainer. Anything else: the standalone command line.
     """
     argv = argv or []
-    raw = None
+    raw, queued = None, None
     if not argv and not _terminal(stdin):
         raw = stdin.read()
-        if _fast_hook(raw, stdout, stderr, env):
-            return 0
+        fast = _fast_hook(raw, stdout, stderr, env)
+        if isinstance(fast, tuple):
+            return 0  # queued for the running drainer, the reply written
+        queued = fast  # True/False: the job's row is written and no drainer runs (hooks/fast.py)
     from pathlib import Path
 
     from core.log import Redactor, StashLog
@@ -101,18 +105,19 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
 
     # Stash's log protocol (\x01e\x02…) is for Stash; a person at a terminal gets plain lines.
     log = StashLog(stderr, Redactor(), plain=_terminal(stderr))
-    return _plugin(raw or "", stdout, env, log, plugin_dir)
+    return _plugin(raw or "", stdout, env, log, plugin_dir, queued)
 
 
-def _fast_hook(raw: str, stdout: TextIO, stderr: TextIO, env: dict[str, str]) -> bool:
-    """A scene hook queued by the fast lane (hooks/fast.py): its log line and reply written."""
+def _fast_hook(raw: str, stdout: TextIO, stderr: TextIO, env: dict[str, str]) -> tuple[str, str] | bool | None:
+    """The fast lane's answer (hooks/fast.py ``queue_scene_hook``); when it queued the hook's
+    job for a running drainer, its log line and reply are written here."""
     if _terminal(stderr):
-        return False  # a person at a terminal: the full lane writes plain lines
+        return None  # a person at a terminal: the full lane writes plain lines
     from hooks.fast import queue_scene_hook
 
     done = queue_scene_hook(raw, env)
-    if done is None:
-        return False
+    if not isinstance(done, tuple):
+        return done
     # Stash's log protocol, as core/log.py's StashLog writes it (a short line of ours, with
     # no secret in it): that module and the threading it imports are not worth a hook's time.
     try:
@@ -121,7 +126,7 @@ def _fast_hook(raw: str, stdout: TextIO, stderr: TextIO, env: dict[str, str]) ->
     except (OSError, ValueError):
         pass  # Stash stopped reading our log: the reply still matters
     _reply(stdout, done[0], None)
-    return True
+    return done
 
 
 def _cli(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], plugin_dir: Path) -> int:
@@ -143,7 +148,9 @@ def _terminal(stream: TextIO) -> bool:
         return False
 
 
-def _run(plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_dir: Path) -> Any:
+def _run(
+    plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_dir: Path, queued: bool | None = None
+) -> Any:
     """Dispatch with the runtime packages in place (app/startup.py, app/bootstrap.py); a
     hook checks them only when it starts the drainer (``_dispatch``)."""
     from app import startup
@@ -155,18 +162,21 @@ def _run(plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_d
         from app.bootstrap import ensure_dependencies
 
         ensure_dependencies(plugin_dir, log)
-    return _dispatch(plugin_input, env, log, plugin_dir)
+    return _dispatch(plugin_input, env, log, plugin_dir, queued)
 
 
-def _plugin(raw: str, stdout: TextIO, env: dict[str, str], log: StashLog, plugin_dir: Path) -> int:
-    """A run by Stash: parse its stdin text, dispatch, write exactly one reply."""
+def _plugin(
+    raw: str, stdout: TextIO, env: dict[str, str], log: StashLog, plugin_dir: Path, queued: bool | None = None
+) -> int:
+    """A run by Stash: parse its stdin text, dispatch, write exactly one reply (``queued``:
+    ``_fast_hook``'s word that the hook's job is written already)."""
     from app.startup import DependencyError
     from core.errors import InputError, Stash2PlexError
     from validation.plugin_input import parse_plugin_input
 
     try:
         plugin_input = parse_plugin_input(raw)
-        output = _run(plugin_input, env, log, plugin_dir)
+        output = _run(plugin_input, env, log, plugin_dir, queued)
     except DependencyError as exc:
         log.error(str(exc))
         _reply(stdout, None, str(exc))

@@ -23,16 +23,21 @@ from validation.document import SCENE_HOOKS, args_values, connection_values, hoo
 DATA_DIR_VARIABLE = "STASH2PLEX_DATA_DIR"
 
 
-def queue_scene_hook(raw: str, env: dict[str, str]) -> tuple[str, str] | None:
-    """(reply, debug log line) when this lane queued the hook's job (or found nothing to
-    queue); None hands the run to the full lane."""
+def queue_scene_hook(raw: str, env: dict[str, str]) -> tuple[str, str] | bool | None:
+    """(reply, debug log line) when this lane queued the hook's job for a running drainer
+    (or found nothing to queue). True or False (the row was added, or collapsed into the
+    scene's row) when it wrote the row but the drainer had let go of its lock meanwhile:
+    the full lane only starts a drainer (``hooks/handler.py`` ``handle(queued=…)``). It
+    must not write the job again: a drainer that looked once more may have moved the row
+    and taken its job already, and a second row would be a second job of the same event.
+    None hands the whole run to the full lane (nothing was written)."""
     try:
         return _queue(raw, env)
     except (Stash2PlexError, OSError, sqlite3.Error, ValueError):
         return None
 
 
-def _queue(raw: str, env: dict[str, str]) -> tuple[str, str] | None:
+def _queue(raw: str, env: dict[str, str]) -> tuple[str, str] | bool | None:
     document = read_document(raw)
     context = args_values(document.get("args"))["hookContext"]
     if context is None:
@@ -56,14 +61,23 @@ def _queue(raw: str, env: dict[str, str]) -> tuple[str, str] | None:
     if not is_locked(lock):
         return None  # no drainer: the full lane queues the job and starts one
     added = inbox.put(inbox.queue_path(data_dir), scene, priority, hook["type"], fields, time.time())
-    # Looked at again after the write: a drainer that finished meanwhile either sees the
-    # row (it checks once more after letting go of its lock) or is gone, and then the
-    # full lane starts one (its job collapses into this row when the drainer moves it).
-    if added is None or not is_locked(lock):
+    if added is None:
         return None
+    # Looked at again after the write: a drainer that finished meanwhile either sees the
+    # row (it checks once more after letting go of its lock) or is gone; either way the
+    # row is the job, and the full lane only makes sure a drainer runs.
+    if not _still_locked(lock):
+        return added
     inbox.nudge(data_dir)
     what = "queued" if added else "already queued"
     return f"scene {scene} {what}", f"scene {scene} {what} ({priority})"
+
+
+def _still_locked(lock: str) -> bool:
+    try:
+        return is_locked(lock)
+    except OSError:  # the row is written: the full lane starts a drainer unless one runs
+        return False
 
 
 def claimed_data_dir(connection: dict, env: dict[str, str]) -> str | None:

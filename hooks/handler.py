@@ -66,8 +66,10 @@ def job_for(context: HookContext, now: float) -> Job | None:
     return Job(scene_id=context.id, priority=priority, event=context.type, fields=fields, enqueued_at=now)
 
 
-def handle(context: HookContext, app, log: StashLog) -> str:
-    """Enqueue the event's job and start the drainer; returns the reply's output."""
+def handle(context: HookContext, app, log: StashLog, queued: bool | None = None) -> str:
+    """Enqueue the event's job and start the drainer; returns the reply's output.
+    ``queued``: the fast lane wrote the job's inbox row already (True: added, False: it
+    collapsed) and found no drainer (hooks/fast.py): only the drainer is started."""
     if context.entity_kind is not None:
         return handle_entity(context, app, log)
     job = job_for(context, time.time())
@@ -75,7 +77,7 @@ def handle(context: HookContext, app, log: StashLog) -> str:
         changed = ", ".join(context.inputFields or [])
         log.debug(f"scene {context.id}: only {changed} changed, which Plex does not show; nothing queued")
         return f"scene {context.id}: nothing to sync"
-    added = app.producer_queue().put_hook_job(job)
+    added = app.producer_queue().put_hook_job(job) if queued is None else queued
     _warn_if_failing(app, log)
     started = app.ensure_drainer()
     what = "queued" if added else "already queued"

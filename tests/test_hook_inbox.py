@@ -10,6 +10,7 @@ import pytest
 from sync_queue import inbox
 from sync_queue.job import BULK, INTERACTIVE, Job
 from sync_queue.queue import JobQueue
+from tests.runner import REPO, create_context, hook_document
 
 NOW = 1_800_000_000.0
 
@@ -113,3 +114,77 @@ def test_a_damaged_inbox_row_is_set_aside_and_the_rest_move(folder):
     assert queue.take_rejected() == [("inbox", 5, "ValueError: not a scene job: scene 5, priority 'urgent'")]
     assert inbox_rows(folder) == []
     queue.close()
+
+
+# -- a hook's row is one job, whichever lane finishes the hook ---------------------------------
+def _run_hook(context: dict, data) -> str:
+    """The plugin's entry as Stash runs it (in this process): the reply's output."""
+    import io
+    import json
+
+    from app import main
+
+    connection = {"Scheme": "http", "Host": "127.0.0.1", "Port": 9, "PluginDir": str(REPO), "Dir": "/stash/config"}
+    connection["SessionCookie"] = {"Name": "session", "Value": "cookie-value"}
+    out = io.StringIO()
+    env = {"STASH2PLEX_DATA_DIR": str(data)}
+    assert main.main(io.StringIO(json.dumps(hook_document(connection, context))), out, io.StringIO(), env) == 0
+    reply = json.loads(out.getvalue())
+    assert reply["error"] is None, reply
+    return reply["output"]
+
+
+@pytest.mark.parametrize("drainer_comes_back", [True, False])
+def test_a_hook_that_sees_the_drainer_leave_after_writing_its_row_queues_one_job(
+    tmp_path, monkeypatch, drainer_comes_back
+):
+    """The fast lane writes its row while a drainer holds the lock, then finds the lock
+    free: the drainer has finished. That drainer looks once more, sees the row, takes the
+    lock again, moves the row and takes its job, all before the hook's full lane runs. The
+    full lane used to write the job again: a second row, moved as a second job of the same
+    event (the scene synced, or dead-lettered, twice in one run). It only makes sure a
+    drainer runs. Without a drainer coming back, the full lane starts one for the row."""
+    from app import root
+    from core.platform import HeldLock, is_locked
+    from hooks import fast
+
+    data = tmp_path / "data"
+    spawned: list = []
+    monkeypatch.setattr(root, "spawn_detached", lambda *args: spawned.append(args))
+    assert _run_hook(create_context(3), data) == "scene 3 queued"  # the full lane: folder, queue file
+    assert len(spawned) == 1
+    lock = HeldLock(data / inbox.LOCK_FILE)
+    assert lock.acquire()  # the drainer that started runs
+    drainer = JobQueue(data / "queue", consumer=True, clock=lambda: NOW + 10)
+    taken: list = []
+    looks: list = []
+
+    def drainer_leaves_as_the_hook_writes(path: str) -> bool:
+        looks.append(path)
+        if len(looks) == 1:
+            return is_locked(path)  # before the write: the drainer runs
+        lock.release()  # the drainer's run ends, its lock let go
+        free = is_locked(path)
+        if drainer_comes_back:  # it looks once more: the row arrived, it drains again
+            assert lock.acquire()
+            taken.extend(drainer.take(10))
+        return free
+
+    monkeypatch.setattr(fast, "is_locked", drainer_leaves_as_the_hook_writes)
+    try:
+        assert _run_hook(create_context(4), data) == "scene 4 queued"
+        assert len(looks) == 2  # the fast lane wrote the row
+        if drainer_comes_back:
+            assert [t.job.scene_id for t in taken] == [3, 4]
+            assert len(spawned) == 1  # the drainer runs: nudged, not started again
+        else:
+            assert len(spawned) == 2  # no drainer: the full lane started one
+            assert lock.acquire()
+            taken.extend(drainer.take(10))
+            assert [t.job.scene_id for t in taken] == [3, 4]
+        assert drainer.take(10) == [] and inbox_rows(data / "queue") == []  # one job for the hook's row
+        assert drainer.counts()["pending"] == 2  # both in flight
+    finally:
+        drainer.close()
+        lock.path.write_text("")
+        lock.release()
