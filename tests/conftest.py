@@ -203,6 +203,20 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
+def _rewrite_tests_once() -> None:
+    """Let pytest rewrite the test modules' asserts here, once, into its cache (their
+    ``__pycache__``): each xdist worker then reads them instead of rewriting them all again
+    (a few seconds of CPU a worker), even where ``PYTHONDONTWRITEBYTECODE`` is set."""
+    import importlib
+
+    dont_write, sys.dont_write_bytecode = sys.dont_write_bytecode, False
+    try:
+        for path in sorted(Path(__file__).parent.glob("test_*.py")):
+            importlib.import_module(f"tests.{path.stem}")
+    finally:
+        sys.dont_write_bytecode = dont_write
+
+
 def pytest_configure(config):
     os.environ.setdefault("PLEXAPI_HEADER_IDENTIFIER", "stash2plex-tests")
     # Drainers exit as soon as the queue is empty (tests wait for that); tests of the
@@ -212,6 +226,8 @@ def pytest_configure(config):
     os.environ.setdefault("STASH2PLEX_DRAINER_FIX_WAIT_S", "0")
     if not hasattr(config, "workerinput"):  # once, in the controller (pytest-xdist workers skip it)
         compile_plugin()
+        if config.getoption("numprocesses", None):
+            _rewrite_tests_once()
     import stashapi.log  # noqa: F401 - installs its handler on the StashLogger logger
 
     for handler in logging.getLogger("StashLogger").handlers:

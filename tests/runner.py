@@ -163,6 +163,19 @@ def run_plugin(
     return PluginRun(parse_reply(stdout, returncode), logs, progress, returncode, wall, stdout, stderr, peak)
 
 
+def run_command(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``argv`` (``python Stash2Plex.py <command> ...``, as a
+    user types it) with stdin at its end: forked from the fork server where a fork behaves
+    as a new interpreter would, started anew otherwise (as :func:`run_plugin` decides)."""
+    if FORK_SERVER.possible(argv, env):
+        proc: Any = FORK_SERVER.start(argv, env, None)
+    else:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out, err = _communicate(proc, b"", timeout)
+    returncode, _ = _reap(proc)
+    return returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
 def _limit_file_size(limit: int):
     def apply() -> None:
         import resource

@@ -1,8 +1,10 @@
 """The standalone command line (app/cli.py), run as a user runs it from a shell.
 
-Every command runs ``python Stash2Plex.py <command>`` as a subprocess against the
-emulators, configured by flags and environment variables, with Stash reached by
-its API key. The progress bar is checked on a real pseudo-terminal.
+Every command runs ``python Stash2Plex.py <command>`` as a process of its own against the
+emulators, configured by flags and environment variables, with Stash reached by its API
+key: forked by the suite's fork server (tests/runner.py ``run_command``), and started anew
+where a terminal is involved (the progress bar on a real pseudo-terminal, Ctrl-C) and in
+tests/test_cli_native.py.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import pytest
 from app.cli import HELP, setting_names
 from app.terminal import TerminalLog, render_bar
 from tests.conftest import PLEX_TOKEN, SECRETS, STASH_API_KEY
-from tests.runner import REPO, drainer_lock_held
+from tests.runner import REPO, drainer_lock_held, run_command
 from validation.plugin_input import TASK_MODES
 
 ENTRY = str(REPO / "Stash2Plex.py")
@@ -51,15 +53,7 @@ def cli(plugin, *args: str, tty: bool = False, timeout: float = 120, **env: str)
     if tty:
         done = _run_on_pty([sys.executable, ENTRY, *args], full, timeout)
     else:
-        proc = subprocess.run(
-            [sys.executable, ENTRY, *args],
-            env=full,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
-        done = Done(proc.returncode, proc.stdout, proc.stderr)
+        done = Done(*run_command([sys.executable, ENTRY, *args], full, timeout))
     for secret in SECRETS:
         assert secret not in done.stdout and secret not in done.stderr, "a secret leaked into the output"
     return done
