@@ -262,24 +262,33 @@ def _quiet_unverified(host: str) -> None:
 
 
 def _interface(verify: bool) -> Any:
-    """stashapi's ``StashInterface``; without verification, one whose Session ignores the
-    environment from its first request. requests lets ``REQUESTS_CA_BUNDLE`` (set on many
-    systems) override a Session's ``verify=False`` while ``trust_env`` is on
-    (``Session.merge_environment_settings``), and stashapi's constructor sends three
-    requests before we see its Session. The class below sits between ``StashInterface``
-    and the ``GQLWrapper`` that makes the Session, so it runs before them."""
+    """stashapi's ``StashInterface`` without its schema introspection: its constructor
+    fetches Stash's whole schema to build fragments for its own query helpers, and every
+    query we send is complete (no fragment of stashapi's), so that reply (the largest Stash
+    gives) would cost each drainer and task start for nothing.
+
+    Without verification, its Session also ignores the environment from its first
+    request: requests lets ``REQUESTS_CA_BUNDLE`` (set on many systems) override a
+    Session's ``verify=False`` while ``trust_env`` is on
+    (``Session.merge_environment_settings``), and the constructor sends requests before we
+    see its Session; ``_Untrusting`` sits between ``StashInterface`` and the ``GQLWrapper``
+    that makes the Session, so it runs before them."""
     from stashapi.classes import GQLWrapper
     from stashapi.stashapp import StashInterface
 
+    class _NoFragments(StashInterface):
+        def _get_fragments_introspection(self, fragment_overrides, attribute_overrides=None) -> dict:
+            return {}
+
     if verify:
-        return StashInterface
+        return _NoFragments
 
     class _Untrusting(GQLWrapper):
         def __init__(self) -> None:
             super().__init__()
             self.s.trust_env = False  # fixed_environment_session sets the proxies later
 
-    class _Interface(StashInterface, _Untrusting):
+    class _Interface(_NoFragments, _Untrusting):
         pass
 
     return _Interface

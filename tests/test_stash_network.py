@@ -31,6 +31,15 @@ class _GateLog:
             self.release.wait(10)
 
 
+def test_connecting_sends_two_small_queries_and_no_introspection(stash):
+    """stashapi's constructor introspects Stash's whole schema for fragments we never use:
+    our client connects with the version and the API key alone."""
+    StashClient(ServerConnection.model_validate(stash.server_connection(str(REPO))))
+    sent = [r["query"] for r in stash.requests]
+    assert len(sent) == 2 and not any("__schema" in q for q in sent), sent
+    assert "StashVersion" in sent[0] and "getApiKey" in sent[1]
+
+
 def test_a_failed_call_is_explained_by_its_own_reply_not_another_threads(stash):
     """A deleted scene fails ``findScenes(ids:)`` as a whole and is dropped by the id its
     error names; another thread's good reply arriving meanwhile must not hide that error."""
