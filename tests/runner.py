@@ -143,17 +143,7 @@ def run_plugin(
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (full_env.get("PYTHONPATH"), str(plugin_dir.parent)) if p)
     argv = build_argv(plugin_dir, exec_args, python)
     started = time.perf_counter()
-    if FORK_SERVER.possible(argv, full_env):
-        proc: Any = FORK_SERVER.start(argv, full_env, file_size_limit)
-    else:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=full_env,
-            preexec_fn=None if file_size_limit is None else _limit_file_size(file_size_limit),
-        )
+    proc = _start(argv, full_env, file_size_limit)
     out, err = _communicate(proc, data, timeout)
     returncode, peak = _reap(proc)
     wall = time.perf_counter() - started
@@ -165,15 +155,26 @@ def run_plugin(
 
 def run_command(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of ``argv`` (``python Stash2Plex.py <command> ...``, as a
-    user types it) with stdin at its end: forked from the fork server where a fork behaves
-    as a new interpreter would, started anew otherwise (as :func:`run_plugin` decides)."""
-    if FORK_SERVER.possible(argv, env):
-        proc: Any = FORK_SERVER.start(argv, env, None)
-    else:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    user types it) with stdin at its end (:func:`_start` decides how it starts)."""
+    proc = _start(argv, env)
     out, err = _communicate(proc, b"", timeout)
     returncode, _ = _reap(proc)
     return returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def _start(argv: list[str], env: dict[str, str], file_size_limit: int | None = None) -> Any:
+    """The process of ``argv`` with pipes on fds 0-2: forked from the fork server where a
+    fork behaves as a new interpreter would, started anew otherwise."""
+    if FORK_SERVER.possible(argv, env):
+        return FORK_SERVER.start(argv, env, file_size_limit)
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=None if file_size_limit is None else _limit_file_size(file_size_limit),
+    )
 
 
 def _limit_file_size(limit: int):
