@@ -11,6 +11,7 @@ import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote_plus
 
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random
 
@@ -335,6 +336,24 @@ class PlexClient:
         """[plexapi mixins/resources.py ``uploadPoster(filepath=<bytes>)``]"""
         with plex_errors(f"uploading the poster of Plex item {rating_key}", self.url):
             self._write("POST", f"/library/metadata/{int(rating_key)}/posters", image)
+
+    @blip_retry
+    def posters(self, rating_key: int) -> list[tuple[str, bool]]:
+        """The item's posters as (ratingKey, selected), in Plex's order [plexapi mixins.py
+        ``PosterMixin.posters``: ``GET /library/metadata/{id}/posters``, one ``Photo`` each].
+        An upload is ``upload://posters/<sha1 of its bytes>``; Plex's own are ``media://``
+        (a frame of the video) or ``metadata://`` (an agent's)."""
+        with plex_errors(f"reading the posters of Plex item {rating_key}", self.url):
+            root = self.server.query(f"/library/metadata/{int(rating_key)}/posters")
+        return [(p.attrib.get("ratingKey", ""), p.attrib.get("selected") == "1") for p in root.iter("Photo")]
+
+    @blip_retry
+    def select_poster(self, rating_key: int, poster: str) -> None:
+        """Show one of the item's posters [plexapi media.py ``BaseResource.select``: ``PUT
+        /library/metadata/{id}/poster?url=<quote_plus(ratingKey)>``; PMS answers with a bare
+        path, which plexapi ignores, and so does this]."""
+        with plex_errors(f"choosing the poster of Plex item {rating_key}", self.url):
+            self._write("PUT", f"/library/metadata/{int(rating_key)}/poster?url={quote_plus(poster)}")
 
     def _section_of(self, rating_key: int) -> int:
         section = self._sections.get(rating_key)

@@ -170,6 +170,28 @@ def plan_item(
     return ItemPlan(plex.rating_key, tuple(fields), tuple(tags), written_fields, written_tags)
 
 
+def release_plan(plex: PlexItemState, written: Written, title: str, preserve: bool) -> ItemPlan:
+    """What takes off the item everything Stash2Plex wrote there, when no scene owns the
+    item any more (docs/architecture.md, write-time invariant 11): a field still showing
+    what was written goes back to Plex's own value (the title to ``title``, the file's name,
+    as Plex's scanner names a personal video; every other field to empty), the tags written
+    are removed; what the user changed or added in Plex since stays, as in an owner change
+    (``_tag_change``: in fill-only mode a tag list holding the user's tags is left as it is).
+    ``edit_params(plan, locked=False)`` sends it with the locks released."""
+    fields = []
+    for name, wrote in written.fields.items():
+        shown = plex.fields.get(name, "")
+        back = title if name == "title" else ""
+        if wrote and shown == wrote and shown != back:
+            fields.append(FieldChange(name, shown, back))
+    tags = []
+    for tag_type, wrote_tags in written.tags.items():
+        change = _tag_change(tag_type, (), plex.tags.get(tag_type, ()), wrote_tags, preserve)
+        if change is not None:
+            tags.append(change)
+    return ItemPlan(plex.rating_key, tuple(fields), tuple(tags), {}, {})
+
+
 def rating_change(plan: ItemPlan) -> tuple[bool, float | None]:
     """(whether the rating changes, the new rating or None to clear it)."""
     for change in plan.fields:
@@ -178,19 +200,21 @@ def rating_change(plan: ItemPlan) -> tuple[bool, float | None]:
     return False, None
 
 
-def edit_params(plan: ItemPlan) -> dict[str, Any]:
-    """The plexapi ``edit()`` keyword arguments for the whole plan (each field locked).
+def edit_params(plan: ItemPlan, locked: bool = True) -> dict[str, Any]:
+    """The plexapi ``edit()`` keyword arguments for the whole plan, each field and tag type
+    locked (``locked=False``: unlocked, Plex's again, as ``editField(…, locked=False)`` sends).
 
     The user rating is not part of it: Plex takes it through ``rate()`` (``rating_change``)."""
     params: dict[str, Any] = {}
+    lock = int(locked)
     for change in plan.fields:
         if change.name == RATING:
             continue
         if change.stash or change.plex:  # a lock alone for an empty field (an empty date is no date)
             params[f"{change.name}.value"] = change.stash
-        params[f"{change.name}.locked"] = 1
+        params[f"{change.name}.locked"] = lock
     for tag in plan.tags:
-        params[f"{tag.tag_type}.locked"] = 1
+        params[f"{tag.tag_type}.locked"] = lock
         for i, name in enumerate(tag.result):
             params[f"{tag.tag_type}[{i}].tag.tag"] = name
         if tag.removed:
@@ -251,7 +275,11 @@ def fit_plan(
 
 
 def edit_batches(
-    plan: ItemPlan, length: Callable[[dict[str, Any]], int], budget: int = EDIT_URL_BUDGET, cut_tags: bool = False
+    plan: ItemPlan,
+    length: Callable[[dict[str, Any]], int],
+    budget: int = EDIT_URL_BUDGET,
+    cut_tags: bool = False,
+    locked: bool = True,
 ) -> list[dict[str, Any]]:
     """The plan's edit parameters as few requests as fit ``budget``: one when it fits,
     else the fields first, each tag type joining the first request it still fits in,
@@ -259,19 +287,19 @@ def edit_batches(
     sent as it is (Plex itself may take it), or with ``cut_tags`` (it was refused as too
     long) with the first of its tags that fit: a tag list must go in one request, since an
     indexed list replaces the item's list of that type."""
-    whole = edit_params(plan)
+    whole = edit_params(plan, locked)
     if length(whole) <= budget:
         return [whole]
     parts = [dataclasses.replace(plan, tags=())]
     for tags in plan.tags:
         for n, part in enumerate(parts):
             joined = dataclasses.replace(part, tags=(*part.tags, tags))
-            if length(edit_params(joined)) <= budget:
+            if length(edit_params(joined, locked)) <= budget:
                 parts[n] = joined
                 break
         else:
             parts.append(dataclasses.replace(plan, fields=(), tags=(tags,)))
-    batches = [edit_params(p) for p in parts if not p.empty]
+    batches = [edit_params(p, locked) for p in parts if not p.empty]
     if cut_tags:
         batches = [b if length(b) <= budget else _cut_tags(b, length, budget) for b in batches]
     return batches
@@ -291,3 +319,27 @@ def cut_count(sent: list[dict[str, Any]], plan: ItemPlan) -> int:
     """How many of the plan's tags ``sent`` left out (``edit_batches`` with ``cut_tags``)."""
     planned = sum(len(t.result) for t in plan.tags)
     return planned - sum(1 for params in sent for k in params if "[" in k and not k.endswith("[].tag.tag-"))
+
+
+def split_removals(
+    params: dict[str, Any], length: Callable[[dict[str, Any]], int], budget: int = EDIT_URL_BUDGET
+) -> list[dict[str, Any]]:
+    """``params`` as requests within ``budget`` when only a long removal list (``-=``, one
+    tag type: ``edit_batches`` gives such a type a request of its own) makes it too long:
+    the names go in as many requests as they need, each with the type's lock, the first
+    with the other parameters. Removing a name twice, or one not there, changes nothing."""
+    key = next((k for k in params if k.endswith("[].tag.tag-")), None)
+    if key is None or length(params) <= budget:
+        return [params]
+    lock = key[: -len("[].tag.tag-")] + ".locked"
+    rest = {k: v for k, v in params.items() if k != key}
+    requests: list[dict[str, Any]] = []
+    names: list[str] = []
+    for name in params[key].split(","):
+        base = rest if not requests else {lock: params.get(lock, 1)}
+        if names and length({**base, key: ",".join([*names, name])}) > budget:
+            requests.append({**base, key: ",".join(names)})
+            names = []
+        names.append(name)
+    requests.append({**(rest if not requests else {lock: params.get(lock, 1)}), key: ",".join(names)})
+    return requests

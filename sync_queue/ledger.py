@@ -5,8 +5,10 @@ all), per-field hashes, the tags we put on the item (a removal in Stash removes 
 those), the poster's source and hash (uploaded only when its bytes changed) and the
 entities it showed (a renamed or deleted tag fans out to exactly those scenes). Per item
 (``items``): what was last written there and for which scene, so a change of owner
-removes the previous scene's values. Also small state (last sync, client id) and the
-cached Plex section index; outcome counts are in ``stats.db``.
+removes the previous scene's values, and the poster uploaded there (``item_posters``), so
+Plex's own comes back when the item's new scene has none or no scene owns it. Also small
+state (last sync, client id) and the cached Plex section index; outcome counts are in
+``stats.db``.
 """
 
 from __future__ import annotations
@@ -51,6 +53,11 @@ CREATE TABLE IF NOT EXISTS items (
     scene_id INTEGER NOT NULL,
     fields TEXT NOT NULL DEFAULT '{}',
     written_tags TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS item_posters (
+    rating_key INTEGER PRIMARY KEY,
+    scene_id INTEGER NOT NULL,
+    poster_hash TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS scenes_rating_key ON scenes (rating_key);
 CREATE TABLE IF NOT EXISTS pins (
@@ -202,6 +209,11 @@ class Ledger(sqlite.Store):
                             json.dumps(record.written_tags, sort_keys=True),
                         ),
                     )
+                    if record.poster_hash is not None:  # the item shows this scene's upload
+                        conn.execute(
+                            "INSERT OR REPLACE INTO item_posters VALUES (?, ?, ?)",
+                            (record.rating_key, record.scene_id, record.poster_hash),
+                        )
 
     def items(self, rating_keys: list[int]) -> dict[int, ItemRecord]:
         """What was last written to each of these Plex items, and for which scene.
@@ -234,6 +246,56 @@ class Ledger(sqlite.Store):
 
     def item(self, rating_key: int) -> ItemRecord | None:
         return self.items([rating_key]).get(rating_key)
+
+    def item_poster(self, rating_key: int) -> tuple[int, str] | None:
+        """(scene, SHA-1 of the image) of the poster Stash2Plex last uploaded to the item
+        and did not take back since; None when none is known. An item written before this
+        record existed is found through the newest scene record that links it."""
+        with self._lock:
+            db = self._db()
+            row = db.execute(
+                "SELECT scene_id, poster_hash FROM item_posters WHERE rating_key = ?", (rating_key,)
+            ).fetchone()
+            if row is None:
+                row = db.execute(
+                    "SELECT scene_id, poster_hash FROM scenes WHERE rating_key = ? AND poster_hash IS NOT NULL "
+                    "ORDER BY synced_at DESC LIMIT 1",
+                    (rating_key,),
+                ).fetchone()
+        return (row[0], row[1]) if row is not None else None
+
+    @sqlite.retry_locked
+    def forget_poster(self, rating_key: int) -> None:
+        """The item shows Plex's own poster again (or the user's): no upload of ours is on it."""
+        with self._lock, sqlite.write(self._db()) as conn:
+            conn.execute("DELETE FROM item_posters WHERE rating_key = ?", (rating_key,))
+            conn.execute("UPDATE scenes SET poster_hash = NULL WHERE rating_key = ?", (rating_key,))
+
+    @sqlite.retry_locked
+    def forget_item(self, rating_key: int) -> None:
+        """Nothing Stash2Plex wrote is on the item any more (it was released): no record of
+        what was written there, and no scene links it (its next sync finds its item anew
+        and writes everything, the poster included)."""
+        with self._lock, sqlite.write(self._db()) as conn:
+            conn.execute("DELETE FROM items WHERE rating_key = ?", (rating_key,))
+            conn.execute("DELETE FROM item_posters WHERE rating_key = ?", (rating_key,))
+            conn.execute(
+                "UPDATE scenes SET rating_key = NULL, plex_path = NULL, state_hash = NULL, poster_source = NULL, "
+                "poster_hash = NULL WHERE rating_key = ?",
+                (rating_key,),
+            )
+
+    @sqlite.retry_locked
+    def forget_scene(self, scene_id: int) -> None:
+        """The scene is gone from Stash: its record, the entities it showed and its loose match."""
+        with self._lock, sqlite.write(self._db()) as conn:
+            for table in ("scenes", "scene_entities", "loose_matches"):
+                conn.execute(f"DELETE FROM {table} WHERE scene_id = ?", (scene_id,))
+
+    def scene_ids(self) -> set[int]:
+        """Every scene with a record (``all`` and ``reconcile`` find the ones gone from Stash)."""
+        with self._lock:
+            return {row[0] for row in self._db().execute("SELECT scene_id FROM scenes").fetchall()}
 
     @staticmethod
     def _write_entities(conn, scene_id: int, entities: dict[str, list[int]]) -> None:

@@ -32,7 +32,7 @@ class DriftReport:
 
     def __init__(self) -> None:
         self.kinds: dict[str, dict[str, Any]] = {}
-        self.counts = {"checked": 0, "in_line": 0, "repaired": 0, "unmatched": 0, "failed": 0}
+        self.counts = {"checked": 0, "in_line": 0, "repaired": 0, "unmatched": 0, "failed": 0, "released": 0}
 
     def add(self, kind: str, scene_id: int) -> None:
         entry = self.kinds.setdefault(kind, {"count": 0, "first": []})
@@ -49,6 +49,7 @@ class DriftReport:
         head = (
             f"reconcile: {c['checked']:,} scenes checked, {c['in_line']:,} in line, {c['repaired']:,} repaired, "
             f"{c['unmatched']:,} without a Plex item, {c['failed']:,} failed"
+            + (f", {c['released']:,} Plex items released (no scene holds their file)" if c["released"] else "")
         )
         return [head] + [
             f"  {kind}: {v['count']:,} (first: {', '.join(map(str, v['first']))})"
@@ -67,23 +68,53 @@ def run(app: App) -> dict[str, Any]:
         plex_answered(app)
         reconciler = Reconciler(app.syncer(), app.ledger(), settings)
         progress = ProgressReporter(app.log, 0, "scenes")
-        page, seen = 1, 0
+        page, seen, ids = 1, 0, set[int]()
         while True:
             total, raw = stash.scenes_page(page, PAGE_SIZE)
             if not raw:
                 break
             _page(app, reconciler, raw, report, plan)
+            ids.update(int(item["id"]) for item in raw)
             seen += len(raw)
             progress.update(seen, total)
             if seen >= total or len(raw) < PAGE_SIZE:
                 break
             page += 1
+        if not dry:
+            _release_gone(app, app.ledger().scene_ids() - ids, report)
     result = {"dry_run": dry, **report.as_dict(), "plex_detail_reads": reconciler.reads}
     for line in report.lines():
         app.log.info(line)
     if plan is not None:
         result.update(publish(app, plan.finish(checked=report.counts["checked"])))
     return result
+
+
+def _release_gone(app: App, candidates: set[int], report: DriftReport) -> None:
+    """Scenes with a record that no page showed, and that Stash confirms are gone (a
+    scene deleted meanwhile shifts the pages): the items written for them that no scene
+    holds now are released (worker/sync.py ``release_gone``)."""
+    ordered = sorted(candidates)
+    for start in range(0, len(ordered), PAGE_SIZE):
+        chunk = ordered[start : start + PAGE_SIZE]
+        alive = app.stash().scenes_by_id(chunk)
+        records = app.ledger().get_many([sid for sid in chunk if sid not in alive])
+        for sid, record in sorted(records.items()):
+            try:
+                released = app.syncer().release_gone(sid, record)
+            except (PlexUnavailable, PlexAuthError, ConfigError):
+                raise
+            except Stash2PlexError as exc:
+                report.counts["failed"] += 1
+                report.add("failed", sid)
+                app.log.warning(f"scene {sid} (deleted in Stash): its Plex item was not released: {exc}")
+                continue
+            for key in released:
+                report.counts["released"] += 1
+                report.add("released", sid)
+                app.log.info(
+                    f"scene {sid} no longer exists in Stash: Plex item {key} released (no scene holds its file)"
+                )
 
 
 def _page(app: App, reconciler: Reconciler, raw: list[dict], report: DriftReport, plan: PlanReport | None) -> None:

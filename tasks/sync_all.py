@@ -70,7 +70,8 @@ class PageFeed:
         self.app, self.queue, self.label = app, queue, label
         self.updated_after = updated_after
         self.prefetched: dict[int, dict] = {}  # scene data of queued bulk jobs, until taken
-        self._unqueued: list[tuple[int, dict]] = []  # the current page's changed scenes not queued yet
+        self._unqueued: list[tuple[int, dict | None]] = []  # the current page's changed scenes not queued yet
+        self._ids: set[int] = set()  # every scene a page showed (``all``: the ledger's others are gone)
         self.total = self.seen = self.skipped = self.queued = self.out_of_scope = 0
         self._done = False
         self._pages: Queue = Queue(maxsize=1)
@@ -132,7 +133,7 @@ class PageFeed:
             return False
         now = time.time()
         chosen, self._unqueued = self._unqueued[:SLICE], self._unqueued[SLICE:]
-        self.prefetched.update(chosen)
+        self.prefetched.update((sid, raw) for sid, raw in chosen if raw is not None)
         event = f"task:{self.label}"
         self.queued += self.queue.put_many(
             Job(scene_id=sid, priority=BULK, event=event, enqueued_at=now) for sid, _ in chosen
@@ -146,7 +147,8 @@ class PageFeed:
         item = self._pages.get()
         if item is _END:
             self._done = True
-            return False
+            self._unqueued = [(sid, None) for sid in self._gone()]
+            return bool(self._unqueued)
         if isinstance(item, BaseException):
             self._done = True
             raise item
@@ -154,10 +156,20 @@ class PageFeed:
         self.out_of_scope += out_of_scope
         wanted = set(changed)
         self._unqueued = [(int(s["id"]), s) for s in scenes if int(s["id"]) in wanted]
+        self._ids.update(int(s["id"]) for s in scenes)
         self.seen += len(scenes)
         self.skipped += len(scenes) - len(changed)
         _count_unchanged(self.app, len(scenes) - len(changed) - out_of_scope, time.time())
         return True
+
+    def _gone(self) -> list[int]:
+        """After the last page of ``all``: the scenes with a record that no page showed.
+        Each is queued like a deletion's hook: its job asks Stash for the scene again and,
+        only when Stash no longer has it, releases the items written for it that no scene
+        holds now (worker/sync.py ``release_gone``)."""
+        if self.updated_after is not None:
+            return []  # ``recent`` sees only the changed scenes
+        return sorted(self.app.ledger().scene_ids() - self._ids)
 
     def close(self) -> None:
         self._stop.set()

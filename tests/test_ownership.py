@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 
+from tests.emulators.stash_emulator import _DEFAULT_SVG
+
 A_PATH, B_PATH = "/plex/media/scene-00000.mp4", "/plex/media/scene-00001.mp4"
 
 
@@ -21,9 +23,11 @@ def _server(plugin):
     return PlexServer(plugin.plex.url, plugin.plex.token)
 
 
-def _two_scenes(plugin) -> tuple[tuple[int, int], tuple[int, int]]:
+def _two_scenes(plugin, b_cover: bool = True) -> tuple[tuple[int, int], tuple[int, int]]:
     a = plugin.add_scene(0, tags=["Alpha"], performers=["Ann"], studio="A Studio", details="About A")
     b = plugin.add_scene(1, tags=["Beta", "Both"], performers=["Bob"], studio="B Studio", details="About B")
+    if not b_cover:
+        plugin.stash.update_scene(b[0], cover=None)  # Stash serves its default image: Plex keeps its own
     assert plugin.task("all").output["synced"] == 2
     return a, b
 
@@ -36,7 +40,8 @@ def _exchange(plex, ka: int, kb: int) -> None:
 
 
 def _shows(plugin, rating_key: int, sid: int) -> None:
-    """The item shows scene ``sid`` and nothing of any other scene."""
+    """The item shows scene ``sid`` and nothing of any other scene (a scene without a
+    cover: Plex's own poster, not another scene's upload)."""
     scene, item = plugin.stash.scene(sid), plugin.plex.item(rating_key)
     assert item["fields"]["title"] == scene["title"]
     assert (item["fields"]["summary"] or "") == (scene["details"] or "")
@@ -44,7 +49,20 @@ def _shows(plugin, rating_key: int, sid: int) -> None:
     assert sorted(item["tags"]["genre"]) == sorted(scene["tags"])
     assert sorted(item["tags"]["actor"]) == sorted(scene["performers"])
     assert item["tags"]["collection"] == [scene["studio"]]
-    assert item["poster_hash"] == hashlib.sha1(plugin.stash.screenshot_bytes(sid)).hexdigest()
+    cover = plugin.stash.screenshot_bytes(sid)
+    assert item["poster_hash"] == (None if cover == _DEFAULT_SVG else hashlib.sha1(cover).hexdigest())
+
+
+def _released(plugin, rating_key: int) -> None:
+    """The item shows nothing Stash2Plex wrote: Plex's own title (the file's name), no
+    summary, studio, tags, actors or collections of ours, Plex's own poster, unlocked."""
+    item = plugin.plex.item(rating_key)
+    name = item["files"][0].rsplit("/", 1)[1].rsplit(".", 1)[0]
+    assert item["fields"]["title"] == name, item["fields"]
+    assert (item["fields"]["summary"] or "", item["fields"]["studio"] or "") == ("", ""), item["fields"]
+    assert item["tags"]["genre"] == item["tags"]["actor"] == item["tags"]["collection"] == [], item["tags"]
+    assert item["poster_hash"] is None
+    assert not item["locks"] & {"title", "summary", "studio", "genre", "actor", "collection", "thumb"}, item["locks"]
 
 
 def test_a_new_scene_at_a_deleted_scenes_path_gets_the_item_without_anything_written_for_the_old_one(plugin):
@@ -85,11 +103,24 @@ def test_items_exchanging_files_keep_nothing_of_the_other_scene_after_reconcile(
     again = plugin.task("reconcile").output
     assert again["in_line"] == 2 and plugin.plex.edit_requests() == []
     assert plugin.task("all").output["queued"] == 0
+    # Back again, and B deleted in Stash without a hook (the plugin was not installed, or
+    # Stash's clean task): reconcile gives A its item and takes A's data off B's.
+    _exchange(plugin.plex, kb, ka)
+    plugin.stash.delete_scene(sb)
+    out = plugin.task("reconcile").output
+    _shows(plugin, ka, sa)
+    _released(plugin, kb)
+    assert (out["repaired"], out["released"]) == (1, 1), out
+    plugin.plex.clear_requests()
+    assert plugin.task("reconcile").output["released"] == 0 and plugin.plex.edit_requests() == []
 
 
 def test_items_exchanging_files_keep_nothing_of_the_other_scene_after_edits(plugin):
+    """Also: B has no cover, so the item that takes B's file gets Plex's own poster back
+    (not A's); and once B is deleted in Stash, the item holding B's file keeps nothing
+    of A either (it was written for A when it held A's file)."""
     stash = plugin.stash
-    (sa, ka), (sb, kb) = _two_scenes(plugin)
+    (sa, ka), (sb, kb) = _two_scenes(plugin, b_cover=False)
     _exchange(plugin.plex, ka, kb)
     for sid in (sa, sb):
         assert plugin.hook(stash.update_scene(sid, title=f"Edited {sid}")).error is None
@@ -102,6 +133,12 @@ def test_items_exchanging_files_keep_nothing_of_the_other_scene_after_edits(plug
     plugin.wait_drained()
     _shows(plugin, ka, sa)
     _shows(plugin, kb, sb)
+    _exchange(plugin.plex, ka, kb)  # once more, and B is deleted in Stash (its file stays)
+    assert plugin.hook(stash.delete_scene(sb)).error is None
+    assert plugin.hook(stash.update_scene(sa, title="After B left")).error is None
+    plugin.wait_drained()
+    _shows(plugin, kb, sa)
+    _released(plugin, ka)
 
 
 def test_reconcile_checks_the_file_on_a_read_made_after_it_decided_to_write(plugin):

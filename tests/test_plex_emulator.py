@@ -327,12 +327,21 @@ def test_upload_poster_by_url_and_bytes(emu, section_key, plex) -> None:
     state = emu.item(rk)
     assert (state["uploads"], state["poster_hash"]) == (2, hashlib.sha1(png).hexdigest())
     posters = item.posters()
-    assert [(p.ratingKey, p.selected) for p in posters] == [
+    own, by_url, by_bytes = posters
+    assert own.ratingKey.startswith("media://") and own.ratingKey.endswith(".bundle/Contents/Thumbnails/thumb1.jpg")
+    assert [(p.ratingKey, p.selected) for p in (by_url, by_bytes)] == [
         (f"upload://posters/{hashlib.sha1(url.encode()).hexdigest()}", False),
         (f"upload://posters/{hashlib.sha1(png).hexdigest()}", True),
     ]
-    item.setPoster(posters[0])
-    assert [p.selected for p in item.posters()] == [True, False]
+    item.setPoster(by_url)
+    assert [p.selected for p in item.posters()] == [False, True, False]
+    assert emu.item(rk)["poster_hash"] == hashlib.sha1(url.encode()).hexdigest()
+    item.uploadPoster(filepath=png)  # the same bytes again: the same entry, selected
+    assert [p.selected for p in item.posters()] == [False, False, True]
+    item.setPoster(own)  # Plex's own poster (a frame of the video) back
+    assert [p.selected for p in item.posters()] == [True, False, False] and emu.item(rk)["poster_hash"] is None
+    item.unlockPoster()
+    assert "thumb" not in emu.item(rk)["locks"]
     item.uploadArt(filepath=png)
     assert emu.item(rk)["art_hash"] == hashlib.sha1(png).hexdigest()
     assert "art" in emu.item(rk)["locks"]

@@ -127,9 +127,9 @@ BAD_INPUT = {
         lambda d: _hook(d, type="Image.Update.Post"),
         ["args.hookContext.type", "'Image.Update.Post'"],
     ),
-    "hookContext Scene.Destroy.Post": (
-        lambda d: _hook(d, type="Scene.Destroy.Post"),
-        ["args.hookContext.type", "'Scene.Destroy.Post'"],
+    "hookContext Gallery.Destroy.Post": (
+        lambda d: _hook(d, type="Gallery.Destroy.Post"),
+        ["args.hookContext.type", "'Gallery.Destroy.Post'"],
     ),
     "hookContext type missing": (lambda d: _hook(d, type=None), ["args.hookContext.type", "missing"]),
     "hookContext a list": (lambda d: _task(d, {"hookContext": [7]}), ["args.hookContext", "list"]),

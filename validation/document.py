@@ -17,7 +17,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 HOOK_MODE = "hook"
-SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post")
+# Scene.Destroy.Post queues the deleted scene's id like an edit: its job finds the scene gone
+# and takes what was written for it off the items no scene owns now (worker/sync.py
+# ``release_gone``). Stash sends it for sceneDestroy, scenesDestroy and its clean task, with
+# the scene's path in the input and no inputFields (internal/api/resolver_mutation_scene.go
+# ``SceneDestroy``; internal/manager/task_clean.go).
+SCENE_HOOKS = ("Scene.Update.Post", "Scene.Create.Post", "Scene.Destroy.Post")
 # Stash's entity hooks (pkg/plugin/hook/hooks.go): the trigger → the kind of entity its
 # hookContext.id names. There is no Performer/Studio/Group merge hook (performerMerge
 # fires none). A group is a movie before Stash v0.27, which fires Movie.* only; from

@@ -137,6 +137,8 @@ class Steps(Protocol):
     def scenes_or_wait(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None] | None: ...
     def triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[Work]: ...
     def prefetch(self, work: list[Work]) -> list[int] | None: ...
+    def gone_waiting(self) -> bool: ...
+    def release_gone(self, stopping: bool = False) -> None: ...
     def sync_one(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Outcome: ...
     def paced(self, seconds: float, limit: int) -> None: ...
     def report(
@@ -184,6 +186,10 @@ class Pipeline:
             try:
                 while not self._stopping():
                     more = self._fill()
+                    if self.w.gone_waiting():  # with no sync in flight: a release reads what they wrote
+                        while self.pending:
+                            self._settle(self._finished())
+                        self.w.release_gone()
                     self._submit(pool)
                     if self.pending:
                         self._settle(self._finished())
@@ -193,6 +199,7 @@ class Pipeline:
                 self.staged.clear()  # taken, never started: unacknowledged, the next consumer gets them
                 while self.pending:
                     self._settle(wait(self.pending)[0])
+                self.w.release_gone(stopping=self._stopping())
                 self._checkpoint(force=True)
         return self._stopping()
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import (
     AmbiguousMatch,
+    InvalidMetadata,
     PinnedItemGone,
     PlexBadRequest,
     PlexNotFound,
@@ -34,10 +35,22 @@ from plex.client import PlexClient, PlexItemState
 from plex.desired import Choices, desired_for
 from plex.index import LibraryIndex
 from plex.matcher import Confidence, PathIndex, PlexFile, SceneFile, choose, match_scene
-from plex.plan import EDIT_URL_BUDGET, ItemPlan, Written, cut_count, edit_batches, edit_params, fit_plan, rating_change
-from sync_queue.ledger import NOT_IN_PLEX, PIN_ITEM, SKIP, Ledger, Pin, SceneRecord, entity_map
+from plex.plan import (
+    EDIT_URL_BUDGET,
+    ItemPlan,
+    Written,
+    cut_count,
+    edit_batches,
+    edit_params,
+    fit_plan,
+    rating_change,
+    release_plan,
+    split_removals,
+)
+from sync_queue.ledger import NOT_IN_PLEX, PIN_ITEM, SKIP, ItemRecord, Ledger, Pin, SceneRecord, entity_map
 from validation.config import Settings
-from validation.metadata import SceneMetadata
+from validation.fields import SYNCED
+from validation.metadata import SceneMetadata, scene_from_stash
 from validation.pathmap import map_path, normalize
 from worker.images import POSTER_KINDS, SVG, image_kind
 from worker.settle import not_the_jobs
@@ -364,6 +377,83 @@ class Syncer:
                     self._held_saves[:0] = done
             raise
 
+    # -- an item no scene owns: what we wrote there is taken off -------------------
+    def release_gone(self, scene_id: int, record: SceneRecord) -> list[int]:
+        """The scene is gone from Stash (deleted; its file may stay, and Plex its item).
+        The item its record links and every item now at its last path (files may have
+        moved between items since) are released when the scene they were last written for
+        is gone or no longer holds their file (``release``); the scene's record is dropped.
+        Returns the items released."""
+        keys = [record.rating_key] if record.rating_key is not None else []
+        if record.plex_path:
+            self.index.refresh(force=True)
+            keys += [f.rating_key for f in self.index.index().by_path(record.plex_path)]
+        released = [key for key in dict.fromkeys(keys) if self._release_if_orphaned(key, scene_id)]
+        self.ledger.forget_scene(scene_id)
+        return released
+
+    def _release_if_orphaned(self, rating_key: int, gone: int) -> bool:
+        prior = self.ledger.item(rating_key)
+        if prior is None:
+            return False  # nothing of ours is on it
+        state = self._read(rating_key, fresh=True)
+        if state is None:
+            return False
+        try:
+            if state.section_id not in {s.key for s in self.index.sections}:
+                return False  # a library plex_libraries leaves out: never written
+            if prior.scene_id != gone and self._holds(prior.scene_id, state):
+                return False
+            self.release(state, prior)
+        finally:
+            self.client.forget(rating_key)
+        return True
+
+    def _holds(self, scene_id: int, state: PlexItemState) -> bool:
+        """Whether the scene the item was last written for still exists and holds its file
+        (or was pinned to it, or accepted it by name): then the item is still its own."""
+        pin = self.pin(scene_id)
+        if pin is not None and pin.rating_key == state.rating_key:
+            return True
+        raw = self.stash.scenes_by_id([scene_id]).get(scene_id)
+        if raw is None:
+            return False
+        try:
+            scene = scene_from_stash(raw)
+        except InvalidMetadata:
+            return True  # cannot tell: left as it is
+        return self._mismatch(scene, state, state.rating_key, exact=False) is None
+
+    def release(self, state: PlexItemState, prior: ItemRecord) -> ItemPlan:
+        """Take off the item everything written there for ``prior``'s scene, which no longer
+        owns it: a field still showing what was written goes back to Plex's own value (the
+        title to the file's name, as Plex's scanner names a personal video; the others to
+        empty), the tags written are removed, every one of them unlocked; the rating is
+        cleared; the poster uploaded there gives way to Plex's own (``restore_poster``).
+        What the user changed or added in Plex stays (``plex/plan.py`` ``release_plan``);
+        fields in ``skip_fields`` are left alone. The item's record is dropped."""
+        kept = {row.plex for row in SYNCED if self.settings.writes(row.name)}
+        written = Written(
+            {k: v for k, v in prior.fields.items() if k in kept},
+            {k: v for k, v in prior.written_tags.items() if k in kept},
+        )
+        path = state.files[0] if state.files else ""
+        module = ntpath if "\\" in path and "/" not in path else posixpath
+        title = module.splitext(module.basename(path))[0]
+        plan = release_plan(state, written, title, self.settings.preserve_plex_edits)
+        if edit_params(plan):
+            for params in edit_batches(plan, self._length(state), locked=False):
+                for request in split_removals(params, self._length(state)):
+                    self.client.edit(state.rating_key, request)
+        rerate, _ = rating_change(plan)
+        if rerate:
+            self.client.rate(state.rating_key, None)
+        uploaded = self.ledger.item_poster(state.rating_key)
+        if uploaded is not None and "poster" in kept:
+            self.restore_poster(state.rating_key, uploaded[1])
+        self.ledger.forget_item(state.rating_key)
+        return plan
+
     # -- finding the item ------------------------------------------------------
     def _locate(self, scene: SceneMetadata, record: SceneRecord | None) -> tuple[PlexItemState, str]:
         """The item to write, checked on its current detail view (see the module docstring).
@@ -581,22 +671,57 @@ class Syncer:
         digest = hashlib.sha1(image).hexdigest()
         return "unchanged" if record is not None and digest == record.poster_hash else "upload"
 
+    def _poster_not_ours(self, scene_id: int, record: SceneRecord) -> str:
+        """A scene without a cover: the item keeps the poster it shows, unless that is one
+        Stash2Plex uploaded for another scene (the item changed owner): then Plex's own
+        comes back. restored | none."""
+        assert record.rating_key is not None
+        uploaded = self.ledger.item_poster(record.rating_key)
+        if uploaded is None or uploaded[0] == scene_id:
+            return "none"  # nothing of ours, or the scene's own earlier cover (kept, as before)
+        self.restore_poster(record.rating_key, uploaded[1])
+        self.ledger.forget_poster(record.rating_key)
+        return "restored"
+
+    def restore_poster(self, rating_key: int, digest: str) -> bool:
+        """Plex's own poster back on the item, when it shows the one Stash2Plex uploaded
+        (``upload://posters/<SHA-1 of the bytes>``, ``digest``); another poster chosen in Plex
+        since stays. Plex's own is the first of the item's posters that is not an upload (a
+        frame of the video, ``media://``, or an agent's, ``metadata://``); then the poster is
+        unlocked, as plexapi's own tests leave an item after choosing its default image
+        again (tests/test_mixins.py ``_test_mixins_edit_image``), so Plex may choose anew
+        at a refresh (with no poster of its own listed, that refresh brings one). False
+        when the shown poster was not ours."""
+        posters = self.client.posters(rating_key)
+        shown = next((key for key, selected in posters if selected), None)
+        if shown != f"upload://posters/{digest}":
+            return False
+        own = next((key for key, _ in posters if not key.startswith("upload://")), None)
+        if own is not None:
+            self.client.select_poster(rating_key, own)
+        self.client.edit(rating_key, {"thumb.locked": 0})
+        return True
+
     def _poster(self, scene: SceneMetadata, record: SceneRecord) -> str:
-        """uploaded | unchanged | none (no cover in Stash: Plex keeps its own poster).
+        """uploaded | unchanged | none (no cover in Stash: Plex keeps its own poster) |
+        restored (no cover, and the item showed another scene's upload: Plex's own is back).
         Raises PosterNotUpdated when the image could not be fetched, checked or uploaded; an
         error that holds or postpones every job (a refused Stash session, Plex down) is raised
         as it is, so the job keeps its retry budget (worker/settle.py ``not_the_jobs``)."""
-        url = scene.screenshot if self.settings.writes("poster") else None
-        if not url:
+        if not self.settings.writes("poster"):
             return "none"
-        if url == record.poster_source:
+        url = scene.screenshot
+        if url and url == record.poster_source:
             return "unchanged"
         try:
+            if not url:
+                return self._poster_not_ours(scene.id, record)
             image, content_type = self._cover_image(url)
             kind = image_kind(image)
             if kind == SVG:  # Stash's default image for a scene without a cover
+                outcome = self._poster_not_ours(scene.id, record)
                 record.poster_source = url
-                return "none"
+                return outcome
             if kind not in POSTER_KINDS:
                 raise PosterNotUpdated(
                     f"Stash answered the screenshot with {content_type.split(';')[0] or 'unknown data'}, not a "

@@ -101,6 +101,7 @@ class Worker:
         self._entity_changed: dict[tuple[str, int], float] = {}  # (kind, id) → newest event's time seen
         self._read_at: dict[int, float] = {}  # scenes being synced → when their data was asked of Stash
         self.waits = waits  # worker/waits.py: jobs parked until Plex has their file; an event wakes them
+        self._gone: list[tuple[Taken, SceneRecord]] = []  # jobs of scenes deleted in Stash, to release their items
 
     # -- the loop ----------------------------------------------------------------
     def run(
@@ -329,6 +330,9 @@ class Worker:
             seen.add(sid)
             raw = scenes.get(sid)
             if raw is None:
+                if sid in records:  # what was written for it may be on an item no scene owns now
+                    self._gone.append((item, records[sid]))
+                    continue
                 self.log.info(f"scene {sid} no longer exists in Stash; nothing to sync")
                 self.queue.ack(item)
                 self.delta.gone()
@@ -407,6 +411,44 @@ class Worker:
         if self._breaker_seen.state == State.OPEN:
             return PlexUnavailable("Plex is unavailable (circuit breaker open); waiting for the next probe")
         return None
+
+    def gone_waiting(self) -> bool:
+        """Whether jobs of scenes deleted in Stash wait for ``release_gone``."""
+        return bool(self._gone)
+
+    def release_gone(self, stopping: bool = False) -> None:
+        """Settle the jobs of scenes deleted in Stash that had a record: the items written
+        for them that no scene owns now are released (worker/sync.py ``release_gone``).
+        The pipeline calls this with no sync in flight, after their records are saved: a
+        release reads what the syncs wrote. ``stopping``: they are left unacknowledged
+        for the next consumer."""
+        gone, self._gone = self._gone, []
+        if stopping:
+            return
+        self.syncer.flush_saves()
+        for item, record in gone:
+            sid = item.job.scene_id
+            held = self._held_back()
+            if held is not None:
+                self.settle(item, held)
+                continue
+            try:
+                released = self.syncer.release_gone(sid, record)
+            except Stash2PlexError as exc:
+                if isinstance(exc, PlexUnavailable):
+                    self._plex_failed(exc)
+                self.settle(item, exc)
+                continue
+            for key in released:
+                self.log.info(
+                    f"scene {sid} no longer exists in Stash: what Stash2Plex wrote to Plex item {key} is taken off "
+                    "(no scene in Stash holds its file)"
+                )
+            if not released:
+                self.log.info(f"scene {sid} no longer exists in Stash; nothing to sync")
+            self.queue.ack(item)
+            self.delta.gone()
+            self.stats["released"] += len(released)
 
     def sync_one(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Outcome:
         """(result, error, seconds the Plex work took: None when it was not tried)."""

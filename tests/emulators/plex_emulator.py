@@ -402,6 +402,7 @@ class Library:
             now,
         )
         item.thumb, item.art = (f"/library/metadata/{rk}/{k}/{now}" for k in ("thumb", "art"))
+        item.images["posters"].append({"id": plex_poster_id(rk, file), "selected": True, "hash": None})
         self.canonical_tags(item)
         self.items[rk] = item
         section.scanned(now)
@@ -480,24 +481,33 @@ class Library:
         return self.add_item(old.section, old.file, size=old.size, duration_ms=old.duration_ms)
 
     def upload(self, rk: int, kind: str, source: bytes) -> None:
-        """Store an uploaded image, select it, and lock thumb/art like PMS does."""
+        """Store an uploaded image as ``upload://<kind>/<sha1 of its bytes>`` (the same bytes
+        again are the same entry: plexapi's tests find an upload by that name, tests/test_mixins.py
+        ``_test_mixins_edit_image``, ``CUTE_CAT_SHA1``), select it, and lock thumb/art like PMS does."""
         item = self.items[rk]
         digest = hashlib.sha1(source).hexdigest()
+        name = f"upload://{kind}/{digest}"
+        if not any(e["id"] == name for e in item.images[kind]):
+            item.images[kind].append({"id": name, "selected": False, "hash": digest})
         for entry in item.images[kind]:
-            entry["selected"] = False
-        item.images[kind].append({"id": f"upload://{kind}/{digest}", "selected": True})
+            entry["selected"] = entry["id"] == name
         item.uploads += 1
         item.hashes[kind] = digest
         self._set_image(item, kind)
 
     def select(self, rk: int, kind: str, url: str) -> str:
-        """Select an image by its ratingKey/URL; an unknown URL counts as an upload by URL."""
+        """Select an image by its ratingKey/URL (``PUT …/poster?url=``, plexapi media.py
+        ``BaseResource.select``); the item then shows that image (``poster_hash``: the
+        upload's hash, None for Plex's own) and thumb/art is locked, as after any choice made
+        in Plex. An unknown URL counts as an upload by URL."""
         item = self.items[rk]
         if not any(e["id"] == url for e in item.images[kind]):
             self.upload(rk, kind, url.encode())
             return self._image_attr(item, kind)
         for entry in item.images[kind]:
             entry["selected"] = entry["id"] == url
+            if entry["selected"]:
+                item.hashes[kind] = entry["hash"]
         return self._set_image(item, kind)
 
     def _set_image(self, item: Item, kind: str) -> str:
@@ -686,6 +696,17 @@ def _render_tags(lib: Library, video: ET.Element, ttype: str, tags: list[dict], 
         if full and tag.get("thumb"):
             attrs["thumb"] = tag["thumb"]
         ET.SubElement(video, TAG_TYPES[ttype], attrs)
+
+
+def plex_poster_id(rating_key: int, file: str) -> str:
+    """The poster Plex makes itself for an item a scan added: a frame of the video kept in the
+    media bundle, listed by ``GET …/posters`` as ``media://<n>/<hash>.bundle/Contents/Thumbnails/thumb1.jpg``
+    with no provider (the form of a real PMS reply for a movie, beside its agent's ``metadata://``
+    posters and ``upload://`` uploads; plexapi media.py ``BaseResource.resourceFilepath`` maps
+    ``media://`` to the server's Media folder). A personal-media item has no agent posters, so
+    this one is its own poster, selected until something else is."""
+    digest = hashlib.sha1(f"{rating_key}:{file}".encode()).hexdigest()
+    return f"media://{digest[0]}/{digest[1:]}.bundle/Contents/Thumbnails/thumb1.jpg"
 
 
 def render_images(item: Item, kind: str) -> ET.Element:

@@ -505,9 +505,25 @@ class StashEmulator:
             given = {"id": str(sid), "parent_id": str(studio["_parent_id"]) if parent else None}
         return self._entity_hook("studio", "Update", sid, _omit_empty(given), ["id", "parent_id"])
 
-    def delete_scene(self, scene_id: int) -> None:
+    def delete_scene(self, scene_id: int, delete_file: bool | None = None) -> dict:
+        """``sceneDestroy``; returns the hookContext Stash fires after it:
+        ``Scene.Destroy.Post`` with the scene's id and, as input, the ``SceneDestroyInput``
+        given plus the scene's checksum, oshash and primary path, no inputFields
+        (internal/api/resolver_mutation_scene.go ``SceneDestroy`` → ``ExecutePostHooks(ctx,
+        s.ID, hook.SceneDestroyPost, plugin.SceneDestroyInput{…}, nil)``; pkg/plugin/hooks.go
+        ``SceneDestroyInput``). The file itself stays unless ``delete_file``."""
         with self._lock:
-            del self._scenes[scene_id]
+            scene = self._scenes.pop(scene_id)
+        given = {"id": str(scene_id), "delete_file": delete_file, "delete_generated": None}
+        path = scene["files"][0]["path"] if scene["files"] else ""
+        context = {
+            "id": scene_id,
+            "type": "Scene.Destroy.Post",
+            "input": {**given, "checksum": "", "oshash": "", "path": path},
+        }
+        self.hook_contexts.append(context)
+        self.last_hooks = [context]
+        return context
 
     def scene(self, scene_id: int) -> dict:
         """A plain view of a stored scene (names instead of ids), for assertions."""
