@@ -2,15 +2,17 @@
 tests/bench/convergence.py.
 
 A seeded random sequence of what users and servers do (scene edits of every synced
-field, hundreds of tags at once, covers, case-only and ordinary renames, deletions, Plex
+field, hundreds of tags at once, covers, case-only and ordinary renames, deletions (with
+their ``Scene.Destroy.Post`` hook, or unheard), Plex
 rescans that move files or re-add items, a new file taking a moved file's path, a new
 scene saved at a deleted scene's path (the same Plex item), two items exchanging files
 (also while ``reconcile`` runs), bulk tasks with edits and entity renames or deletions
 arriving mid-way; Plex plays, with imports of the watch history between), each through
 the real plugin process and the emulators. Then the plugin's
 tasks run until the queue is empty, and every live scene's Plex item must show what
-Stash holds, no item may carry another scene's data, and every Plex play of an item a
-scene owns is in that scene's Stash play history exactly once.
+Stash holds (a scene without a cover: no other scene's cover as its poster), no item may
+carry another scene's data, an item no scene holds shows nothing Stash2Plex wrote, and
+every Plex play of an item a scene owns is in that scene's Stash play history exactly once.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class World:
     # Plex plays come from an RNG of their own, so the operations of a seed stay as they were
     plays_rng: random.Random = field(default_factory=random.Random)
     plays: int = 0
+    covers: dict[int, set[str]] = field(default_factory=dict)  # SHA-1 of every cover a scene had
 
     @property
     def stash(self):
@@ -70,7 +73,24 @@ class World:
         self.plex.add_item(1, f"/plex/media/{name}", size=size, duration_ms=60000)
         self.history[sid] = {f"/plex/media/{name}"}
         self.live.add(sid)
+        self.note_cover(sid)
         return sid
+
+    def note_cover(self, sid: int) -> None:
+        shown = self.stash.screenshot_bytes(sid)
+        if shown != _DEFAULT_SVG:
+            self.covers.setdefault(sid, set()).add(hashlib.sha1(shown).hexdigest())
+
+    def destroyed(self, sid: int) -> str:
+        """Delete the scene in Stash (its file stays); Stash fires ``Scene.Destroy.Post``,
+        which reaches the plugin in most runs (else: the plugin was not installed then,
+        and ``all``/``reconcile`` find it gone)."""
+        context = self.stash.delete_scene(sid)
+        self.live.discard(sid)
+        if self.rng.random() < 0.6:
+            self.hook(context)
+            return "with its hook"
+        return "without a hook"
 
     def hook(self, context: dict) -> None:
         run = self.plugin.hook(context)
@@ -120,6 +140,7 @@ class World:
         cover = None if self.rng.random() < 0.3 else cover_png(sid, 1000 + self.version)
         self.log.append(f"cover {sid} {'none' if cover is None else 'new'}")
         self.hook(self.stash.update_scene(sid, cover=cover))
+        self.note_cover(sid)
 
     def rename(self) -> None:
         """A tag, performer or studio renamed (case-only or not): every scene showing it changes."""
@@ -144,10 +165,9 @@ class World:
         if sid is None or len(self.live) < 3:
             return
         path = self.stash.scene(sid)["files"][0]["path"]
-        self.stash.delete_scene(sid)
-        self.live.discard(sid)
+        how = self.destroyed(sid)
         self.orphaned.add(path.replace("/stash/media", "/plex/media"))
-        self.log.append(f"delete {sid} ({path})")  # Stash2Plex has no Destroy hook: jobs find it gone
+        self.log.append(f"delete {sid} ({path}) {how}")
 
     def move(self, new_at_old_path: bool = False) -> None:
         """A rescan found the file in a subfolder (same ratingKey in Plex, a scan update in Stash);
@@ -179,15 +199,15 @@ class World:
         if sid is None or len(self.live) < 3:
             return
         file = self.stash.scene(sid)["files"][0]
-        self.stash.delete_scene(sid)
-        self.live.discard(sid)
+        how = self.destroyed(sid)
         fresh = self.stash.add_scene(title="pending", files=[{k: file[k] for k in ("path", "size", "duration")}])
         title = self.next_title(fresh)
         tags = self.rng.sample(TAGS, self.rng.randint(0, 2))
         self.stash.update_scene(fresh, title=title, tags=tags, performers=self.rng.sample(PERFORMERS, 1))
         self.history[fresh] = {file["path"].replace("/stash/media", "/plex/media")}
         self.live.add(fresh)
-        self.log.append(f"scene {fresh} at the path of deleted {sid}")
+        self.note_cover(fresh)
+        self.log.append(f"scene {fresh} at the path of deleted {sid} ({how})")
         self.hook({"id": fresh, "type": "Scene.Create.Post", "input": None})
 
     def _pair(self) -> tuple[dict, dict] | None:
@@ -370,14 +390,27 @@ class World:
         held = {self.stash.scene(s)["files"][0]["path"].replace("/stash/media", "/plex/media") for s in self.live}
         for item in items:
             if item["files"][0] in self.orphaned - held:
-                # The video of a deleted scene: no scene writes it any more, and it keeps what
-                # it showed. After an exchange of files that can be the other scene's data
-                # (issue 25: known limitation, an item is not cleared when its scene leaves it).
+                problems += self._check_released(item)  # the video of a deleted scene: no scene's data
                 continue
             owner = TITLE.match(item["fields"]["title"] or "")
             if owner and item["files"][0] not in self.history.get(int(owner.group(1)), set()):
                 problems.append(f"item {item['ratingKey']} at {item['files'][0]} shows {item['fields']['title']!r}")
         return problems + (self._check_plays(items) if self.plays else [])
+
+    def _check_released(self, item: dict) -> list[str]:
+        """An item no scene holds shows nothing Stash2Plex wrote: Plex's own title (the
+        file's name), no summary, studio, date or tags, and no scene's cover as its poster."""
+        name = item["files"][0].rsplit("/", 1)[1].rsplit(".", 1)[0]
+        fields = {k: v or "" for k, v in item["fields"].items()}
+        wrong = [f"{k} {fields[k]!r}" for k in ("summary", "studio", "originallyAvailableAt") if fields[k]]
+        if fields["title"] != name:
+            wrong.append(f"title {fields['title']!r}")
+        wrong += [f"{t} {item['tags'][t]}" for t in ("genre", "actor", "collection") if item["tags"][t]]
+        if any(item["poster_hash"] in hashes for hashes in self.covers.values()):
+            wrong.append("a scene's cover as its poster")
+        return (
+            [f"item {item['ratingKey']} at {item['files'][0]} (no scene holds it): {', '.join(wrong)}"] if wrong else []
+        )
 
     def _check_plays(self, items: list[dict]) -> list[str]:
         """Each Plex play reaches Stash exactly once: a live scene holds as many plays as the
@@ -434,6 +467,8 @@ class World:
         if shown == _DEFAULT_SVG:
             if item["poster_hash"] == hashlib.sha1(_DEFAULT_SVG).hexdigest():
                 wrong.append("the default SVG was uploaded as the poster")
+            elif any(item["poster_hash"] in hashes for other, hashes in self.covers.items() if other != sid):
+                wrong.append("no cover in Stash, and the poster is another scene's cover")
         elif item["poster_hash"] != hashlib.sha1(shown).hexdigest():
             wrong.append("poster differs from Stash's cover")
         return [f"scene {sid} (item {item['ratingKey']}): {w}" for w in wrong]

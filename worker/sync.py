@@ -115,6 +115,7 @@ class Syncer:
         self._cover = threading.local()  # the cover this thread read ahead: (url, bytes, Content-Type)
         self._pins: dict[int, Pin | None] = {}  # this batch's pins (load_pins); others are read when asked
         self._loose: set[int] | None = None  # scenes whose item was accepted by name only (ledger)
+        self._released: set[int] = set()  # items released by this process and not written since
 
     # -- what Stash wants ------------------------------------------------------
     def mapped_paths(self, scene: SceneMetadata) -> list[str]:
@@ -252,9 +253,13 @@ class Syncer:
         # What was written to the item is the item's, whichever scene it was for: when the
         # item changes owner (a new scene at a deleted one's path, two items exchanging
         # files), everything written there for the previous owner is removed.
+        # An item released since the scene's record was read (``release``; the ledger no
+        # longer links it, a record read before does) holds nothing of this scene either.
         prior = self.ledger.item(state.rating_key)
         if record is not None and (
-            record.rating_key != state.rating_key or (prior is not None and prior.scene_id != scene.id)
+            record.rating_key != state.rating_key
+            or (prior is not None and prior.scene_id != scene.id)
+            or state.rating_key in self._released
         ):
             record = SceneRecord(scene_id=scene.id)  # not this scene's item until now: no poster of its own is there
         written = Written(prior.fields, prior.written_tags) if prior is not None else None
@@ -297,6 +302,7 @@ class Syncer:
             raise
         new.state_hash = self.state_hash(scene)
         self._save(new)
+        self._released.discard(state.rating_key)
         self._note_how(scene, state.rating_key, how)
         return result
 
@@ -452,6 +458,8 @@ class Syncer:
         if uploaded is not None and "poster" in kept:
             self.restore_poster(state.rating_key, uploaded[1])
         self.ledger.forget_item(state.rating_key)
+        self._prefetched.pop(state.rating_key, None)  # a batch's read of it shows what was taken off
+        self._released.add(state.rating_key)
         return plan
 
     # -- finding the item ------------------------------------------------------
