@@ -33,6 +33,10 @@ ALIASES = {"status": "queue_status"}
 DRY_RUN_COMMANDS = ("all", "recent", "reconcile", "import_plays")
 DRY_RUN_TEXT = "write nothing, print the plan (per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why)"
 POSITIONALS = {"inspect": " <scene id>", "pin": " <scene id> <ratingKey>", "unpin": " <scene id>"}
+ONCE_TEXT = (
+    "read what Plex recorded since the last look (plays, ratings; each setting that is on) once, "
+    "then exit: a scheduled job instead of a side-car"
+)
 QUIET = ("status", "queue_status")  # their log lines repeat what stdout shows
 HELP = {
     "all": "sync every scene that differs from what was last written to Plex",
@@ -130,7 +134,7 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"Stash2Plex {version(plugin_dir or _PLUGIN_DIR)}")
     parser.add_argument("--dry-run", action="store_true", help=f"{', '.join(DRY_RUN_COMMANDS)}: {DRY_RUN_TEXT}")
-    parser.set_defaults(scene_id=None, rating_key=None)
+    parser.set_defaults(scene_id=None, rating_key=None, once=False)
     _add_options(parser, nested=False)
     # No help= per command: the description above lists them, once.
     commands = parser.add_subparsers(dest="command", metavar="command", required=True, help="see the list above")
@@ -146,6 +150,8 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
         sub.set_defaults(command=name)
         if name in DRY_RUN_COMMANDS:
             sub.add_argument("--dry-run", action="store_true", default=argparse.SUPPRESS, help=DRY_RUN_TEXT)
+        if name == "watch":
+            sub.add_argument("--once", action="store_true", default=False, help=ONCE_TEXT)
         if name in POSITIONALS:
             sub.add_argument("scene_id", nargs="?", help="the id of a Stash scene")
         if name == "pin":
@@ -295,7 +301,7 @@ def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: Ter
         if mode == "watch":
             from app.watch import run as watch
 
-            return watch(app)
+            return watch(app, once=args.once)
         output = resolve(mode)(app)
     except UsageError as exc:
         log.error(str(exc))

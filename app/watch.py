@@ -6,6 +6,8 @@ service) can keep one process listening instead, the way PlexTraktSync's ``watch
 does: it keeps the connection open (``worker/listen.py``: reconnects with backoff,
 respects the shared circuit breaker) and acts on what Plex announces (``App.watch_handler``).
 SIGTERM or Ctrl-C ends it; a SIGKILL loses nothing (everything it applied is recorded first).
+``watch --once`` reads what Plex recorded since the last look (the timer's work) once and
+exits, without listening: for a scheduled job (cron, a timer) instead of a side-car.
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ STATUS_EVERY_S = 600.0  # one line in the log while nothing happens
 POLL_S = 60.0  # Plex's history and ratings are read this often besides the events
 
 
-def run(app: App, stop: threading.Event | None = None) -> int:
+def run(app: App, stop: threading.Event | None = None, once: bool = False) -> int:
     stop = stop or threading.Event()
     poll_s = float(app.env.get("STASH2PLEX_WATCH_POLL_S") or POLL_S)
     try:
         handler = app.watch_handler()
+        if once:
+            handler.poll()
+            return 0
         listener = app.plex_listener(handler)
     except Stash2PlexError as exc:
         app.log.error(str(exc))

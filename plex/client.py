@@ -55,6 +55,7 @@ class PlexItemState:
     locked: frozenset[str] = field(default_factory=frozenset)
     parts: tuple[tuple[str, int | None, int | None], ...] = ()  # (file, size, duration ms) per Part
     thumb: str = ""  # the poster's path on the server (``/library/metadata/<key>/thumb/<stamp>``)
+    rated_at: int | None = None  # ``lastRatedAt``: when the token's user (or we) last rated it
 
 
 class PlexClient:
@@ -428,6 +429,7 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
             (p.get("file", ""), _int(p.get("size")), _int(p.get("duration") or attrs.get("duration"))) for p in parts
         ),
         thumb=attrs.get("thumb", ""),
+        rated_at=_int(attrs.get("lastRatedAt")),
     )
 
 

@@ -13,14 +13,27 @@ tasks run until the queue is empty, and every live scene's Plex item must show w
 Stash holds (a scene without a cover: no other scene's cover as its poster), no item may
 carry another scene's data, an item no scene holds shows nothing Stash2Plex wrote, and
 every Plex play of an item a scene owns is in that scene's Stash play history exactly once.
+
+With ``ratings`` (the bench's seeds; the suite's stay as they were) ratings are played too,
+from an RNG of their own: a user's rating set, changed or cleared in Stash (the scene hook)
+and in Plex (``PUT /:/rate``, as Plex Web sends it), both nearly at once (either order, or in
+the same second), among every operation above, with ``import_ratings`` on and the import run
+as a scheduled ``watch --once`` between. The two emulators share one clock (``Wall``), so a
+change made after another is dated after it. At the end every live scene's rating and its
+item's follow the rule the product implements (docs/architecture.md, "Plex back into Stash"):
+the newer change wins, Plex's ``lastRatedAt`` against the scene's ``updated_at``, Stash on a
+tie; and no rating is written in a loop (a last round of imports and syncs writes nothing).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import random
 import re
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +46,27 @@ DATES = ("2024-01-02", "2023-06-30", "2020-02-29")
 TITLE = re.compile(r"^S(\d+) ")
 MANY_TAGS = tuple(f"many tag {n:03d}" for n in range(500))  # a scene with hundreds of tags
 KINDS = {"tag": "tags", "performer": "performers", "studio": "studio"}
+STASH_RATINGS = (None, 20, 40, 50, 60, 73, 80, 100)  # rating100; 73 is no half star (Plex: 7.5)
+PLEX_RATINGS = (None, 2.0, 4.0, 5.0, 6.0, 7.5, 8.0, 10.0)  # userRating; None clears (rating=-1)
+
+
+class Wall:
+    """One clock for both emulators, as two servers reading the same wall clock: a change
+    made after another is dated after it, also when the Stash emulator's logical clock (a
+    strict second per update) runs ahead of real time. ``hold`` dates Plex's next changes at
+    a given second (two changes in the same second)."""
+
+    def __init__(self, stash) -> None:
+        self.stash, self.last, self.held = stash, 0, None
+
+    def plex(self) -> float:
+        if self.held is not None:
+            return float(self.held)
+        self.last = max(self.last, int(time.time()), self.stash._last_ts + 1)
+        return float(self.last)
+
+    def stash_clock(self) -> float:
+        return max(time.time(), float(self.last + 1))
 
 
 @dataclass
@@ -48,6 +82,20 @@ class World:
     plays_rng: random.Random = field(default_factory=random.Random)
     plays: int = 0
     covers: dict[int, set[str]] = field(default_factory=dict)  # SHA-1 of every cover a scene had
+    # Ratings (``ratings``): an RNG of their own too; what users did on each side
+    ratings: bool = False
+    ratings_rng: random.Random = field(default_factory=random.Random)
+    wall: Wall | None = None
+    stash_side: dict[int, tuple[int, int | None]] = field(default_factory=dict)  # sid → (updated_at, rating100)
+    seen_ts: dict[int, int] = field(default_factory=dict)  # sid → the newest updated_at seen
+    plex_side: dict[int, tuple[int, float | None]] = field(default_factory=dict)  # rk → the user's last (time, rating)
+    loose: set[int] = field(default_factory=set)  # scenes whose item changed hands: agreement checked only
+    stash_hist: dict[int, set[float]] = field(default_factory=dict)  # sid → every rating it had, in Plex's terms
+    user_plex_rates: int = 0
+    user_stash_rates: int = 0
+    owner_changes: int = 0  # a rating given to an item may reach each scene that holds it in turn
+    delivered: set[int] = field(default_factory=set)  # id() of the hook contexts the model delivered
+    fired_seen: int = 0  # how many of Stash's hook contexts were looked at for the plugin's own
 
     @property
     def stash(self):
@@ -93,6 +141,7 @@ class World:
         return "without a hook"
 
     def hook(self, context: dict) -> None:
+        self.delivered.add(id(context))
         run = self.plugin.hook(context)
         assert run.error is None, run.stderr[-2000:]
 
@@ -207,6 +256,8 @@ class World:
         self.history[fresh] = {file["path"].replace("/stash/media", "/plex/media")}
         self.live.add(fresh)
         self.note_cover(fresh)
+        self.loose.add(fresh)  # the item (and a rating given to it in Plex) was the deleted scene's
+        self.owner_changes += 1
         self.log.append(f"scene {fresh} at the path of deleted {sid} ({how})")
         self.hook({"id": fresh, "type": "Scene.Create.Post", "input": None})
 
@@ -225,6 +276,8 @@ class World:
     def _exchange(self, first: dict, second: dict) -> None:
         """A rescan finds each item's file at the other's path (both ratingKeys stay)."""
         a, b = first["ratingKey"], second["ratingKey"]
+        self.loose |= {s for s in self.live if self._path(s) in (first["files"][0], second["files"][0])}
+        self.owner_changes += 2
         self.plex.move_file(a, "/plex/media/exchange.tmp")
         self.plex.move_file(b, first["files"][0])
         self.plex.move_file(a, second["files"][0])
@@ -381,6 +434,12 @@ class World:
         if self.plays:
             self.import_plays()
             self.import_plays()  # a re-read of the same history adds nothing
+        if self.ratings:
+            for _ in range(2):  # an import's Stash writes fire hooks; their syncs may be followed by an import
+                self.deliver_fired()
+                self.import_ratings(relock=False)
+                self.plugin.task("process_queue")
+                self.plugin.wait_drained()
 
     def check(self) -> list[str]:
         problems = []
@@ -395,7 +454,8 @@ class World:
             owner = TITLE.match(item["fields"]["title"] or "")
             if owner and item["files"][0] not in self.history.get(int(owner.group(1)), set()):
                 problems.append(f"item {item['ratingKey']} at {item['files'][0]} shows {item['fields']['title']!r}")
-        return problems + (self._check_plays(items) if self.plays else [])
+        problems += self._check_plays(items) if self.plays else []
+        return problems + (self._check_ratings(items) if self.ratings else [])
 
     def _check_released(self, item: dict) -> list[str]:
         """An item no scene holds shows nothing Stash2Plex wrote: Plex's own title (the
@@ -473,21 +533,202 @@ class World:
             wrong.append("poster differs from Stash's cover")
         return [f"scene {sid} (item {item['ratingKey']}): {w}" for w in wrong]
 
+    # -- ratings --------------------------------------------------------------------
+    def _path(self, sid: int) -> str:
+        return self.stash.scene(sid)["files"][0]["path"].replace("/stash/media", "/plex/media")
+
+    def note_stash(self, by_user: bool = True) -> None:
+        """Record each live scene's newest change in Stash (``updated_at`` and the rating it
+        left); changes the plugin made (an import) are seen but are no user's."""
+        for sid in self.live:
+            ts = self.stash.updated_ts(sid)
+            if ts > self.seen_ts.get(sid, 0):
+                self.seen_ts[sid] = ts
+                rating = self.stash.scene(sid)["rating100"]
+                if rating is not None:
+                    self.stash_hist.setdefault(sid, set()).add(round(rating / 5) / 2)
+                if by_user or sid not in self.stash_side:
+                    self.stash_side[sid] = (ts, self.stash.scene(sid)["rating100"])
+
+    def rate(self) -> None:
+        """Maybe a user's rating in Stash, in Plex, or both nearly at once; maybe an import."""
+        rng = self.ratings_rng
+        sid = rng.choice(sorted(self.live)) if self.live else None
+        choice = rng.random()
+        if sid is not None and choice < 0.3:
+            self.rate_in_stash(sid)
+        elif sid is not None and choice < 0.6:
+            self.rate_in_plex(sid)
+        elif sid is not None and choice < 0.8:
+            orders = ["stash, then plex", "plex, then stash", "the same second", "synced, then plex in the same second"]
+            order = rng.choice(orders)
+            self.log.append(f"both rated at once ({order}):")
+            if order == "plex, then stash":
+                self.rate_in_plex(sid)
+                self.rate_in_stash(sid)
+            else:
+                self.rate_in_stash(sid)
+                if order.startswith("synced"):  # Stash's rating reached Plex before the user rated there
+                    with self.unlocked():
+                        run = self.plugin.task("process_queue")
+                    assert run.error is None, run.stderr[-2000:]
+                self.rate_in_plex(sid, same_second="same second" in order)
+        if rng.random() < 0.35:
+            self.import_ratings()
+
+    def rate_in_stash(self, sid: int) -> None:
+        current = self.stash.scene(sid)["rating100"]
+        value = self.ratings_rng.choice([v for v in STASH_RATINGS if v != current])
+        self.log.append(f"stash rating {sid} {current} -> {value}")
+        self.hook(self.stash.update_scene(sid, rating100=value))
+        self.user_stash_rates += 1
+        self.note_stash()
+
+    def rate_in_plex(self, sid: int, same_second: bool = False) -> None:
+        """A user's rating in Plex Web (plexapi ``RatingMixin.rate``: ``PUT /:/rate``, -1 clears)."""
+        import requests
+
+        item = self.item_at(self._path(sid))
+        if item is None:
+            return
+        rk = item["ratingKey"]
+        current = float(item["fields"]["userRating"]) if item["fields"]["userRating"] else None
+        # Not a rating the scene had in Stash: one equal to what Stash2Plex last wrote to the item
+        # is taken for its own (the ledger knows values, not times; a known limitation).
+        had = self.stash_hist.get(sid, set())
+        value = self.ratings_rng.choice([v for v in PLEX_RATINGS if v != current and v not in had])
+        if same_second:
+            self.wall.held = self.stash.updated_ts(sid)
+        try:
+            params = {"key": rk, "identifier": "com.plexapp.plugins.library", "rating": -1 if value is None else value}
+            headers = {"X-Plex-Token": self.plex.token}
+            requests.put(f"{self.plex.url}/:/rate", params=params, headers=headers, timeout=10).raise_for_status()
+            at = self.plex.item(rk)["lastRatedAt"] if value is not None else int(self.wall.plex())
+        finally:
+            self.wall.held = None
+        self.plex_side[rk] = (at, value)
+        self.user_plex_rates += 1
+        self.log.append(f"plex rating {sid} (item {rk}) {current} -> {value} at {at}")
+
+    def import_ratings(self, relock: bool = True) -> None:
+        """``watch --once`` (what the resident ``watch`` does on its timer); the hooks its
+        Stash writes fire are delivered as Stash would."""
+        from tests.conftest import STASH_API_KEY
+        from tests.runner import REPO, run_command
+
+        before = len(self.stash.hook_contexts)
+        env = {**os.environ, **self.plugin.env, "STASH2PLEX_STASH_URL": self.stash.url}
+        env["STASH2PLEX_STASH_API_KEY"] = STASH_API_KEY
+        self.release()
+        try:
+            code, _, err = run_command([sys.executable, str(REPO / "Stash2Plex.py"), "watch", "--once"], env, 120)
+        finally:
+            if relock:
+                self.hold()
+        assert code == 0 and "not brought to Stash" not in err, err[-2000:]
+        self.note_stash(by_user=False)
+        self.log.append(f"import ratings ({len(self.stash.hook_contexts) - before} hook(s))")
+        self.deliver_fired()
+
+    def deliver_fired(self) -> None:
+        """The scene hooks the plugin's own rating writes to Stash fired (an import's, or a
+        sync's bringing a newer Plex rating), delivered as Stash would."""
+        fired = self.stash.hook_contexts[self.fired_seen :]
+        self.fired_seen += len(fired)
+        for context in fired:
+            if id(context) not in self.delivered and context.get("inputFields") == ["id", "rating100"]:
+                self.hook(context)
+
+    def writes(self) -> tuple[int, int]:
+        """(ratings the plugin wrote to Plex, ratings it wrote to Stash)."""
+        return len(self.plex.rate_requests()) - self.user_plex_rates, len(self.stash.graphql_requests("S2PRate"))
+
+    def _check_ratings(self, items: list[dict]) -> list[str]:
+        """The newer change wins (Plex's ``lastRatedAt`` against the scene's ``updated_at``, Stash
+        on a tie); a rating cleared in Plex is not brought back (Plex keeps no ``lastRatedAt``
+        for it: Plex then shows nothing or Stash's rating again), and a scene without a rating
+        leaves a Plex rating Stash2Plex never wrote alone (docs/configuration.md
+        ``import_ratings``). Then one more round writes nothing (no loop)."""
+        problems = []
+        at_path = {i["files"][0]: i for i in items}
+        for sid in sorted(self.live):
+            item = at_path.get(self._path(sid))
+            if item is None:
+                continue
+            rk = item["ratingKey"]
+            stash = self.stash.scene(sid)["rating100"]
+            plex = float(item["fields"]["userRating"]) if item["fields"]["userRating"] else None
+            s_at, s_value = self.stash_side.get(sid, (0, None))
+            p_at, p_value = self.plex_side.get(rk, (None, None))
+            plex_touched = rk in self.plex_side
+            where = f"scene {sid} (item {rk}): Stash {stash}, Plex {plex}"
+            if sid in self.loose:
+                cleared = plex_touched and p_value is None and plex is None
+                if not (_agree(stash, plex) or (stash is None and plex == p_value) or cleared):
+                    problems.append(f"{where} disagree")
+                continue
+            if plex_touched and p_value is not None and p_at > s_at:  # Plex's is newer
+                if plex != p_value or not _agree(stash, p_value):
+                    problems.append(f"{where}: Plex's newer {p_value} (at {p_at}, Stash's at {s_at}) should win")
+                continue
+            if stash != s_value:
+                problems.append(f"{where}: Stash's newer {s_value} (at {s_at}) was overwritten")
+            elif not _agree(stash, plex):
+                left_alone = s_value is None and plex_touched and plex == p_value
+                not_back = plex_touched and p_value is None and plex is None
+                if not (left_alone or not_back):
+                    problems.append(f"{where}: Plex should show Stash's {s_value}")
+        if problems:
+            return problems
+        before = self.writes()
+        self.deliver_fired()
+        self.import_ratings(relock=False)
+        self.plugin.task("process_queue")
+        self.plugin.wait_drained()
+        self.import_ratings(relock=False)
+        after = self.writes()
+        if after != before:
+            problems.append(f"ratings still written after settling (Plex, Stash writes): {before} -> {after}")
+        if before[1] > self.user_plex_rates + self.owner_changes:
+            problems.append(
+                f"{before[1]} ratings written to Stash for {self.user_plex_rates} given in Plex "
+                f"and {self.owner_changes} items changing hands"
+            )
+        return problems
+
+
+def _agree(rating100: int | None, user_rating: float | None) -> bool:
+    """Stash's rating and Plex's show the same (within half a star), or neither has one."""
+    if rating100 is None or user_rating is None:
+        return rating100 is None and user_rating is None
+    return abs(rating100 - user_rating * 10) <= 5
+
 
 def _folded(names) -> list[str]:
     return sorted({n.casefold() for n in names})
 
 
-def run_seed(plugin, seed: int, scenes: int = 5, steps: int = 10) -> World:
-    """Play one seeded sequence; raises AssertionError naming the seed and the operations."""
+def run_seed(plugin, seed: int, scenes: int = 5, steps: int = 10, ratings: bool = False) -> World:
+    """Play one seeded sequence; raises AssertionError naming the seed and the operations.
+    ``ratings``: also ratings on both sides (the plugin must be configured with ``import_ratings``)."""
     world = World(plugin, random.Random(seed), plays_rng=random.Random(f"plays {seed}"))
+    if ratings:
+        world.ratings, world.ratings_rng, world.wall = True, random.Random(f"ratings {seed}"), Wall(plugin.stash)
+        plugin.plex.clock, plugin.stash.clock = world.wall.plex, world.wall.stash_clock
     world.hold()
     try:
         for n in range(scenes):
             world.add(f"c{n:03d}.mp4", size=1000 + n)
+        if ratings:
+            world.note_stash()
+            world.import_ratings()  # the first look: ratings are read from now on
         for _ in range(steps):
             world.step()
             world.play()
+            if ratings:
+                world.deliver_fired()
+                world.note_stash()
+                world.rate()
     finally:
         world.release()
     world.settle()

@@ -252,24 +252,79 @@ def test_a_rating_set_on_each_side_in_turn_ends_equal_on_both_without_a_write_lo
     watch = start_watch(plugin, log)
     try:
         until(lambda: plugin.plex.notifications.listening == 1, 20, "watch listens")
-        time.sleep(1.1)  # Plex dates ratings in whole seconds: after the sync's Stash update
-        rate_in_plex(plugin, rk, 8)  # the user rates in Plex …
+        rate_in_plex_at(plugin, rk, 8, plugin.stash.updated_ts(sid) + 1)  # the user rates in Plex …
         until(lambda: plugin.stash.scene(sid)["rating100"] == 80, 10, f"in Stash {log.read_text()}")
         plugin.hook(plugin.stash.hook_contexts[-1])  # … our sceneUpdate fired the scene hook
         plugin.wait_drained()
         rates_before = len(plugin.plex.rate_requests())  # the test's own one: the hook wrote nothing back
         assert rates_before == 1
-        time.sleep(1.1)
+        rated_at = plugin.plex.item(rk)["lastRatedAt"]
+        plugin.stash.clock = lambda: max(time.time(), rated_at + 1.0)  # a second later, without waiting
         plugin.hook(plugin.stash.update_scene(sid, rating100=40))  # then in Stash
         plugin.wait_drained()
         until(lambda: plugin.plex.item(rk)["fields"]["userRating"] == "4", 10, "in Plex")
-        time.sleep(1.5)  # several polls see Plex's new lastRatedAt
+        time.sleep(1.0)  # several polls see Plex's new lastRatedAt
     finally:
         watch.kill()
         watch.wait()
     assert plugin.stash.scene(sid)["rating100"] == 40 and plugin.plex.item(rk)["fields"]["userRating"] == "4"
     assert len(plugin.plex.rate_requests()) == rates_before + 1  # the Stash rating, once
     assert len(plugin.stash.graphql_requests("S2PRate")) == 1  # the Plex rating, once
+
+
+def watch_once(plugin) -> None:
+    """``watch --once``: what ``watch`` does on its timer, once (a scheduled job)."""
+    import os
+    import sys
+
+    from tests.conftest import STASH_API_KEY
+    from tests.runner import REPO, run_command
+
+    env = {**os.environ, **plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url}
+    env["STASH2PLEX_STASH_API_KEY"] = STASH_API_KEY
+    code, _, err = run_command([sys.executable, str(REPO / "Stash2Plex.py"), "watch", "--once"], env, 60)
+    assert code == 0 and "not brought to Stash" not in err, err
+
+
+def rate_in_plex_at(plugin, rk: int, rating: float, at: int) -> None:
+    """A user's rating in Plex that Plex dates ``at`` (its clock, set for the request)."""
+    plugin.plex.clock = lambda: float(at)
+    try:
+        rate_in_plex(plugin, rk, rating)
+    finally:
+        plugin.plex.clock = time.time
+
+
+def test_the_newer_rating_wins_when_both_sides_change_whichever_runs_first(plugin):
+    """Found by the convergence model's ratings (tests/convergence.py). A Stash rating still
+    queued when the user rates in Plex a second later: the sync kept writing Stash's older
+    rating over Plex's (and marked it its own). A Plex rating given in the same second as the
+    Stash change that was already synced (a tie is Stash's): the import skipped it as Stash's
+    to write and nothing wrote it, so the two sides stayed apart."""
+    from tests.runner import drainer_lock_held
+
+    plugin.configure(import_ratings=True)
+    queued_sid, queued_rk = synced_scene(plugin)
+    synced_sid, synced_rk = synced_scene(plugin, 2)
+    watch_once(plugin)  # the first look: ratings are read from now on
+    with drainer_lock_held(plugin.data_dir):  # the drainer is busy elsewhere: the job waits
+        plugin.hook(plugin.stash.update_scene(queued_sid, rating100=40))
+    rate_in_plex_at(plugin, queued_rk, 8, plugin.stash.updated_ts(queued_sid) + 1)
+    plugin.hook(plugin.stash.update_scene(synced_sid, rating100=40))
+    plugin.wait_drained()
+    rate_in_plex_at(plugin, synced_rk, 8, plugin.stash.updated_ts(synced_sid))  # the same second
+    plugin.task("process_queue")
+    plugin.wait_drained()
+    assert plugin.plex.item(queued_rk)["fields"]["userRating"] == "8"  # Plex's, newer, kept
+    assert plugin.stash.scene(queued_sid)["rating100"] == 80  # and brought to Stash by the sync
+    plugin.hook(plugin.stash.hook_contexts[-1])  # the hook our sceneUpdate fired: nothing written back
+    plugin.wait_drained()
+    watch_once(plugin)
+    assert plugin.plex.item(synced_rk)["fields"]["userRating"] == "4"  # Stash's, on the tie, again
+    assert plugin.stash.scene(synced_sid)["rating100"] == 40
+    watch_once(plugin)  # nothing more to do: no loop
+    assert len(plugin.plex.rate_requests()) == 2 + 1 + 1  # the user's two, the sync's 4.0, the import's 4.0
+    assert len(plugin.stash.graphql_requests("S2PRate")) == 1
 
 
 def test_a_stopped_playback_brings_the_owners_resume_point_to_stash(plugin, tmp_path):

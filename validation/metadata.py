@@ -74,6 +74,7 @@ class SceneMetadata(BaseModel):
     code: str = ""
     director: str = ""
     rating100: int | None = None
+    updated_at: float | None = None  # epoch seconds of the scene's last change in Stash (None: unknown)
     organized: bool = False
     files: tuple[SceneFileMeta, ...] = ()
     screenshot: str | None = None
@@ -143,6 +144,19 @@ def entities_of(raw: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     return {kind: ids for kind, ids in found.items() if ids}
 
 
+def _instant(value: Any) -> float | None:
+    """Stash's RFC3339 ``updated_at`` as epoch seconds; None when absent or not RFC3339 with an offset.
+
+    >>> _instant("2025-01-02T03:04:05+01:00"), _instant("2025-01-02T03:04:05Z"), _instant(None)
+    (1735783445.0, 1735787045.0, None)
+    """
+    try:
+        instant = dt.datetime.fromisoformat(str(value).strip())
+    except ValueError:
+        return None
+    return instant.timestamp() if instant.tzinfo is not None else None
+
+
 def _rating(value: Any, warnings: list[str]) -> int | None:
     """Stash's rating100 (1-100; null = no rating)."""
     if value is None:
@@ -173,6 +187,7 @@ def scene_from_stash(raw: dict[str, Any]) -> SceneMetadata:
             code=clean_line(raw.get("code")),
             director=clean_line(raw.get("director")),
             rating100=_rating(raw.get("rating100"), warnings),
+            updated_at=_instant(raw.get("updated_at")),
             organized=bool(raw.get("organized")),
             files=tuple(raw.get("files") or ()),
             screenshot=(raw.get("paths") or {}).get("screenshot"),

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from plex.desired import half_stars
 from plex.history import rated_since, view_offset
 from stash.timestamps import parse as parse_timestamp
 from validation.fields import RATING, rating_text
@@ -87,9 +88,24 @@ class RatingsBack:
             return "ratings_agree"
         changed = parse_timestamp(scene.get("updated_at") or "")
         if changed is not None and changed.timestamp() >= rated.rated_at:
-            return "ratings_stash_newer"
+            return self._stash_newer(record.scene_id, rated.rating_key, scene.get("rating100"))
         self.stash.set_rating(record.scene_id, to_rating100(rated.user_rating))
         return "ratings_to_stash"
+
+    def _stash_newer(self, scene_id: int, rating_key: int, rating100: int | None) -> str:
+        """Stash's rating changed after the one given in Plex: Plex shows Stash's again. The
+        scene's sync may have written it before the user rated in Plex (the same second: a tie
+        is Stash's), and an unchanged scene is not synced again. A scene without a rating
+        leaves the user's alone, as the sync does."""
+        want = half_stars(rating100)
+        record = self.ledger.get_many([scene_id]).get(scene_id)
+        if not want or record is None or record.rating_key != rating_key:
+            return "ratings_stash_newer"
+        self.plex.rate(rating_key, float(want))
+        record.fields[RATING] = want
+        self.ledger.save(record)
+        self.log.info(f"Plex item {rating_key}: scene {scene_id}'s rating, changed in Stash since, written again")
+        return "ratings_to_plex"
 
     def resume(self, rating_key: int) -> str:
         record = self.ledger.item(rating_key)

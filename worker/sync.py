@@ -43,16 +43,18 @@ from plex.plan import (
     edit_batches,
     edit_params,
     fit_plan,
+    plex_rating_newer,
     rating_change,
     release_plan,
     split_removals,
 )
 from sync_queue.ledger import NOT_IN_PLEX, PIN_ITEM, SKIP, ItemRecord, Ledger, Pin, SceneRecord, entity_map
 from validation.config import Settings
-from validation.fields import SYNCED
+from validation.fields import RATING, SYNCED
 from validation.metadata import SceneMetadata, scene_from_stash
 from validation.pathmap import map_path, normalize
 from worker.images import POSTER_KINDS, SVG, image_kind
+from worker.ratings import agrees, to_rating100
 from worker.settle import not_the_jobs
 
 if TYPE_CHECKING:
@@ -264,10 +266,30 @@ class Syncer:
             record = SceneRecord(scene_id=scene.id)  # not this scene's item until now: no poster of its own is there
         written = Written(prior.fields, prior.written_tags) if prior is not None else None
         desired = desired_for(scene, self.choices)
+        if self._plex_rating_newer(scene, state, prior):  # the user's newer rating in Plex stays
+            desired = dataclasses.replace(desired, fields={**desired.fields, RATING: None})
         plan, shortened = fit_plan(
             desired, state, written, self.settings.preserve_plex_edits, self._length(state), budget, relock=relock
         )
         return record, plan, shortened
+
+    def _plex_rating_newer(self, scene: SceneMetadata, state: PlexItemState, prior: ItemRecord | None) -> bool:
+        """With ``import_ratings``: Plex shows a user's rating newer than the scene's last change."""
+        if not self.settings.import_ratings:
+            return False
+        return plex_rating_newer(state, prior.fields.get(RATING) if prior else None, scene.updated_at)
+
+    def _rating_to_stash(self, scene: SceneMetadata, state: PlexItemState) -> None:
+        """A user's rating in Plex newer than the scene's last change goes to Stash now: the
+        ratings import reads only what was rated since its last look, and the scene may have
+        had no item in the ledger then (the ``sceneUpdate`` fires the scene hook, whose sync
+        finds Plex showing Stash's rating: nothing is written back)."""
+        if not self._plex_rating_newer(scene, state, self.ledger.item(state.rating_key)):
+            return
+        plex = float(state.fields[RATING])
+        if not agrees(scene.rating100, plex):
+            self.stash.set_rating(scene.id, to_rating100(plex))
+            self.log.info(f"scene {scene.id}: the newer rating given in Plex ({plex:g} of 10) written to Stash")
 
     def _length(self, state: PlexItemState) -> Callable[[dict[str, Any]], int]:
         return lambda params: self.client.edit_target_length(state, params)
@@ -284,6 +306,7 @@ class Syncer:
         rerate, rating = rating_change(plan)
         if rerate:
             self.client.rate(state.rating_key, rating)
+        self._rating_to_stash(scene, state)
         new = SceneRecord(
             scene_id=scene.id,
             rating_key=state.rating_key,

@@ -2,6 +2,9 @@
 
     python -m tests.bench.convergence 50          # seeds 1..50, stops at the first failure
     python -m tests.bench.convergence 1 --from 17 # one given seed again
+    python -m tests.bench.convergence 50 --no-ratings  # without ratings (the suite's kind of seed)
+
+Ratings on both sides are played by default (``run_seed(ratings=True)``, ``import_ratings`` on).
 
 Prints each seed and its time; a failure prints the seed and the operations played.
 """
@@ -21,7 +24,7 @@ from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
 
 
-def one(seed: int, scenes: int, steps: int) -> None:
+def one(seed: int, scenes: int, steps: int, ratings: bool = True) -> None:
     root = Path(tempfile.mkdtemp(prefix=f"s2p-convergence-{seed}-"))
     data_dir = root / "data"
     env = {"STASH2PLEX_DATA_DIR": str(data_dir), "STASH2PLEX_BREAKER_RECOVERY_S": "2"}
@@ -31,9 +34,9 @@ def one(seed: int, scenes: int, steps: int) -> None:
     ):
         plex.add_section("Stash", ["/plex/media"], key=1)
         plugin = Plugin(stash, plex, data_dir, env)
-        plugin.configure(plex_concurrency=2)
+        plugin.configure(plex_concurrency=2, import_ratings=ratings or None)
         try:
-            run_seed(plugin, seed, scenes=scenes, steps=steps)
+            run_seed(plugin, seed, scenes=scenes, steps=steps, ratings=ratings)
         finally:
             _stop_drainers(data_dir)
     shutil.rmtree(root, ignore_errors=True)
@@ -45,11 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="first", type=int, default=1)
     parser.add_argument("--scenes", type=int, default=6)
     parser.add_argument("--steps", type=int, default=14)
+    parser.add_argument("--no-ratings", dest="ratings", action="store_false", help="no ratings on either side")
     args = parser.parse_args(argv)
     for seed in range(args.first, args.first + args.count):
         started = time.perf_counter()
         try:
-            one(seed, args.scenes, args.steps)
+            one(seed, args.scenes, args.steps, args.ratings)
         except AssertionError as exc:
             print(f"seed {seed}: FAILED\n{exc}", flush=True)
             return 1

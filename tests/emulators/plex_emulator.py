@@ -247,6 +247,7 @@ class Item:
             "art_hash": self.hashes["arts"],
             "thumb": self.thumb,
             "art": self.art,
+            "lastRatedAt": self.rated_at,
         }
 
 

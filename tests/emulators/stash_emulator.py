@@ -537,6 +537,10 @@ class StashEmulator:
         view["cover_version"] = s["_cover_version"]
         return view
 
+    def updated_ts(self, scene_id: int) -> int:
+        """The scene's ``updated_at`` as epoch seconds (the emulator's logical clock)."""
+        return int(self._scenes[scene_id]["_updated_ts"])
+
     def scene_plays(self, scene_id: int) -> list[int]:
         """The scene's play history as epoch seconds, oldest first."""
         return sorted(self._scenes[scene_id].get("_plays", ()))
