@@ -202,3 +202,13 @@ def test_reconcile_names_an_item_written_for_another_scene_since_and_gives_it_ba
     _shows(plugin, ka, sa)
     _shows(plugin, kb, sb)
     assert plugin.task("all").output["queued"] == 0
+    # Exchanged once more, and A deleted in Stash unheard: ``all`` gives B its item and
+    # finds A gone, so the item now holding A's file keeps nothing of B.
+    _exchange(plugin.plex, ka, kb)
+    plugin.stash.delete_scene(sa)
+    run = plugin.task("all")
+    # kb (A's file, B's data) is released; ka (B's file, A's data) too when the deletion's
+    # job runs before B's sync, which then writes B there.
+    assert (run.output["synced"], run.output["gone"], run.output["released"] in (1, 2)) == (1, 1, True), run.output
+    _shows(plugin, ka, sb)
+    _released(plugin, kb)

@@ -6,7 +6,16 @@ from __future__ import annotations
 import pytest
 
 from plex.client import PlexItemState
-from plex.plan import Desired, FieldChange, TagChange, Written, edit_params, plan_item
+from plex.plan import (
+    Desired,
+    FieldChange,
+    TagChange,
+    Written,
+    edit_params,
+    plan_item,
+    release_plan,
+    split_removals,
+)
 
 
 def item(fields: dict[str, str] | None = None, **tags: tuple[str, ...]) -> PlexItemState:
@@ -91,6 +100,57 @@ def test_removed_tags_with_commas_are_quoted_one_by_one():
         want(None, actor=()), item(actor=("Doe, J", "A&B")), Written(tags={"actor": ["Doe, J", "A&B"]}), False
     )
     assert edit_params(plan) == {"actor.locked": 1, "actor[].tag.tag-": "Doe%2C%20J,A%26B"}
+
+
+# -- releasing an item no scene owns --------------------------------------------------------
+def test_a_release_takes_off_only_what_is_still_ours_and_unlocks_it():
+    plex = item(
+        {"title": "Ours", "summary": "User's", "studio": "S", "userRating": "8"},
+        genre=("A", "U"),
+        actor=("P",),
+        collection=(),
+    )
+    wrote = Written(
+        fields={"title": "Ours", "summary": "Ours", "studio": "S", "userRating": "8"},
+        tags={"genre": ["A"], "actor": ["P"], "collection": ["S"]},
+    )
+    plan = release_plan(plex, wrote, "a", preserve=False)
+    assert plan.fields == (
+        FieldChange("title", "Ours", "a"),  # Plex's own title for the file a.mp4
+        FieldChange("studio", "S", ""),
+        FieldChange("userRating", "8", ""),
+    )  # the summary the user typed stays
+    assert plan.tags == (TagChange("genre", ("A", "U"), ("U",), ("A",)), TagChange("actor", ("P",), (), ("P",)))
+    assert edit_params(plan, locked=False) == {
+        "title.value": "a",
+        "title.locked": 0,
+        "studio.value": "",
+        "studio.locked": 0,
+        "genre.locked": 0,
+        "genre[0].tag.tag": "U",
+        "genre[].tag.tag-": "A",
+        "actor.locked": 0,
+        "actor[].tag.tag-": "P",
+    }
+    kept = release_plan(plex, wrote, "a", preserve=True)  # fill-only: a list holding the user's tags stays
+    assert [t.tag_type for t in kept.tags] == ["actor"]
+    assert release_plan(item({"title": "a"}), Written({"title": "a"}), "a", False).empty  # already Plex's own
+
+
+def test_a_long_removal_list_goes_in_as_many_requests_as_it_needs():
+    params = {"genre.locked": 0, "genre[0].tag.tag": "U", "genre[].tag.tag-": ",".join(f"t{n}" for n in range(10))}
+
+    def length(p: dict) -> int:
+        return sum(len(k) + len(str(v)) for k, v in p.items())
+
+    assert split_removals(params, length, 200) == [params]
+    parts = split_removals(params, length, 50)
+    assert parts == [
+        {"genre.locked": 0, "genre[0].tag.tag": "U", "genre[].tag.tag-": "t0"},  # 48: with ",t1" 51
+        {"genre.locked": 0, "genre[].tag.tag-": "t1,t2,t3,t4,t5,t6,t7"},  # 49
+        {"genre.locked": 0, "genre[].tag.tag-": "t8,t9"},
+    ]
+    assert all(length(p) <= 50 for p in parts)
 
 
 def test_the_state_hash_is_unchanged_by_the_faster_digest():
