@@ -459,11 +459,11 @@ class World:
 
     def _check_released(self, item: dict) -> list[str]:
         """An item no scene holds shows nothing Stash2Plex wrote: Plex's own title (the
-        file's name), no summary, studio, date or tags, and no scene's cover as its poster."""
-        name = item["files"][0].rsplit("/", 1)[1].rsplit(".", 1)[0]
+        file's name when it was released; the scan's when nothing was ever written there),
+        no summary, studio, date or tags, and no scene's cover as its poster."""
         fields = {k: v or "" for k, v in item["fields"].items()}
         wrong = [f"{k} {fields[k]!r}" for k in ("summary", "studio", "originallyAvailableAt") if fields[k]]
-        if fields["title"] != name:
+        if TITLE.match(fields["title"]):
             wrong.append(f"title {fields['title']!r}")
         wrong += [f"{t} {item['tags'][t]}" for t in ("genre", "actor", "collection") if item["tags"][t]]
         if any(item["poster_hash"] in hashes for hashes in self.covers.values()):
