@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from core.errors import Stash2PlexError
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
 
 STATUS_EVERY_S = 600.0  # one line in the log while nothing happens
 POLL_S = 60.0  # Plex's history and ratings are read this often besides the events
+# The main thread waits in slices this long. CPython runs a signal's Python handler only in
+# the main thread, between bytecodes; the kernel may deliver SIGTERM or SIGINT to any thread
+# (here: the listener's), and then nothing wakes a main thread blocked on a lock until its
+# timeout. A whole poll interval would keep ``docker stop`` (10 s, then SIGKILL) waiting.
+WAKE_S = 0.25
 
 
 def run(app: App, stop: threading.Event | None = None, once: bool = False) -> int:
@@ -43,7 +49,7 @@ def run(app: App, stop: threading.Event | None = None, once: bool = False) -> in
     polls = 0
     try:
         handler.poll()  # what happened while nothing watched
-        while not stop.wait(poll_s):
+        while not _wait(stop, poll_s):
             handler.poll()
             polls += 1
             if polls % max(1, int(STATUS_EVERY_S // poll_s)) == 0:
@@ -57,6 +63,17 @@ def run(app: App, stop: threading.Event | None = None, once: bool = False) -> in
         listener.close()
     app.log.info("stopped watching Plex")
     return 0
+
+
+def _wait(stop: threading.Event, seconds: float) -> bool:
+    """``stop.wait(seconds)`` in slices of ``WAKE_S``, so a signal's handler runs meanwhile."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return stop.is_set()
+        if stop.wait(min(WAKE_S, left)):
+            return True
 
 
 def _on_sigterm(stop: threading.Event) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from worker.waits import PlexWaits
 
 WATCH_S = 0.25  # how often the supervisor looks whether the listener thread still runs
+CLOSE_S = 3.0  # close() waits this long in all: ``docker stop`` sends SIGKILL 10 s after SIGTERM
 
 
 @dataclass
@@ -75,11 +77,14 @@ class PlexListener:
     def started(self) -> bool:
         return bool(self._threads)
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_S) -> None:
+        """Stop both threads, waiting ``timeout`` for them in all (they are daemons: one still
+        closing its socket or finishing an event is left to end with the process)."""
         self._stop.set()
         self._events.put(None)
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout=5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def wait_connected(self, timeout: float) -> bool:
         return self._opened.wait(timeout)
