@@ -717,17 +717,21 @@ class Syncer:
     def restore_poster(self, rating_key: int, digest: str) -> bool:
         """Plex's own poster back on the item, when it shows the one Stash2Plex uploaded
         (``upload://posters/<SHA-1 of the bytes>``, ``digest``); another poster chosen in Plex
-        since stays. Plex's own is the first of the item's posters that is not an upload (a
-        frame of the video, ``media://``, or an agent's, ``metadata://``); then the poster is
+        since stays. Plex's own is the first of the item's posters held on the server that is
+        not an upload (a frame of the video, ``media://``, or an agent's or a local file's,
+        ``metadata://``), else the first an agent offers from the web; then the poster is
         unlocked, as plexapi's own tests leave an item after choosing its default image
         again (tests/test_mixins.py ``_test_mixins_edit_image``), so Plex may choose anew
-        at a refresh (with no poster of its own listed, that refresh brings one). False
-        when the shown poster was not ours."""
+        at a refresh (with none of its own listed, only the lock is released). A poster the
+        user uploaded before ours is not chosen again: which one showed before is not kept.
+        False when the shown poster was not ours."""
         posters = self.client.posters(rating_key)
         shown = next((key for key, selected in posters if selected), None)
         if shown != f"upload://posters/{digest}":
             return False
-        own = next((key for key, _ in posters if not key.startswith("upload://")), None)
+        theirs = [key for key, _ in posters if not key.startswith("upload://")]
+        own = next((key for key in theirs if key.startswith(("media://", "metadata://"))), None)
+        own = own or next(iter(theirs), None)
         if own is not None:
             self.client.select_poster(rating_key, own)
         self.client.edit(rating_key, {"thumb.locked": 0})
