@@ -43,12 +43,19 @@ CHECKPOINT_JOBS = 100
 
 
 class Limiter:
-    """At most ``limit`` holders at once; the limit may change at any time (pacing)."""
+    """At most ``limit`` holders at once; the limit may change at any time (pacing).
+    Once ``closed``, waiters go in at once (and see ``closed``: they begin nothing)."""
 
     def __init__(self, limit: int) -> None:
         self._cond = threading.Condition()
         self.limit = limit
         self.active = 0
+        self.closed = False
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
 
     def set(self, limit: int) -> None:
         if limit == self.limit:
@@ -59,7 +66,7 @@ class Limiter:
 
     def __enter__(self) -> Limiter:
         with self._cond:
-            while self.active >= self.limit:
+            while self.active >= self.limit and not self.closed:
                 self._cond.wait()
             self.active += 1
         return self
@@ -172,7 +179,7 @@ class Pipeline:
         self.limiter = Limiter(self.pacer.limit)
         self._logged_limit = self.pacer.limit
         self.staged: deque[Staged] = deque()
-        self.pending: dict[Future[Outcome], Staged] = {}
+        self.pending: dict[Future[Outcome | None], Staged] = {}  # None: never begun (closed)
         self.busy: set[int] = set()  # scenes staged or in flight
         self.deferred: list[Taken] = []  # taken jobs of a busy scene: staged once it settles
         self._settled_since = 0
@@ -197,13 +204,21 @@ class Pipeline:
                         break
             finally:
                 self.staged.clear()  # taken, never started: unacknowledged, the next consumer gets them
+                self.limiter.close()  # writers waiting for a Plex slot begin nothing: the same
+                self._drop_unstarted()
                 while self.pending:
                     self._settle(wait(self.pending)[0])
                 self.w.release_gone(stopping=self._stopping())
                 self._checkpoint(force=True)
         return self._stopping()
 
-    def _finished(self) -> set[Future[Outcome]]:
+    def _drop_unstarted(self) -> None:
+        """Syncs handed to the pool that no writer began are left unacknowledged, as the
+        staged ones: a stop (or Ctrl-C) waits only for the syncs already under way in Plex."""
+        for future in [f for f in self.pending if f.cancel()]:
+            del self.pending[future]
+
+    def _finished(self) -> set[Future[Outcome | None]]:
         """The syncs finished so far, once one has: gathered for up to ``GATHER_S`` more,
         so that one round of settling (one ledger commit) covers several scenes while
         the writers still have ``SUBMIT_DEPTH`` syncs each handed to them."""
@@ -262,17 +277,22 @@ class Pipeline:
             entry = self.staged.popleft()
             self.pending[pool.submit(self._write, *entry[:3])] = entry
 
-    def _write(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Outcome:
+    def _write(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Outcome | None:
         with self.w.syncer.cover_read_ahead(scene, record), self.limiter:
+            if self.limiter.closed:
+                return None
             return self.w.sync_one(item, scene, record)
 
     # -- settling --------------------------------------------------------------------
-    def _settle(self, done: set[Future[Outcome]]) -> None:
+    def _settle(self, done: set[Future[Outcome | None]]) -> None:
         w = self.w
         w.syncer.flush_saves()  # what the finished syncs wrote, saved before their jobs are acknowledged
         for future in [f for f in self.pending if f in done]:  # in the order they were handed out
             item, scene, _, chunk = self.pending.pop(future)
-            result, error, seconds = future.result()
+            outcome = future.result()
+            if outcome is None:  # never begun: unacknowledged, as a staged job
+                continue
+            result, error, seconds = outcome
             if seconds is not None:
                 kind = result.poster if result is not None else ""  # an upload is one request more
                 self.pacer.outcome(error, seconds, kind, self.clock())
