@@ -220,6 +220,19 @@ def _rewrite_tests_once() -> None:
         sys.dont_write_bytecode = dont_write
 
 
+def pytest_ignore_collect(collection_path, config):
+    """Folders no test of this stage is in, left unimported: ``--doctest-modules`` would
+    import every module of them in every xdist worker (they hold no doctests): the benches
+    (scripts, ``tests/bench``) and the browser stage's tests (Playwright; ``-m browser``,
+    ``python -m tests.browser``). A second of CPU a worker."""
+    here = Path(__file__).parent
+    if collection_path == here / "bench":
+        return True
+    if collection_path == here / "browser" and config.getoption("markexpr") == "not browser":
+        return True
+    return None
+
+
 def pytest_configure(config):
     os.environ.setdefault("PLEXAPI_HEADER_IDENTIFIER", "stash2plex-tests")
     # Drainers exit as soon as the queue is empty (tests wait for that); tests of the
