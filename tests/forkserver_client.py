@@ -49,7 +49,15 @@ class ForkedRun:
         except ProcessLookupError:
             pass
 
+    def poll(self) -> int | None:
+        """The exit status once the server has said the run ended, else None (not blocking)."""
+        if self.returncode is None and select.select([self._conn], [], [], 0)[0]:
+            self.wait()
+        return self.returncode
+
     def wait(self) -> tuple[int, int | None]:
+        if self._conn.fileno() < 0:  # already reaped by poll()
+            return self.returncode, None  # type: ignore[return-value]
         ended = read_message(self._replies)
         self._replies.close()
         self._conn.close()

@@ -153,6 +153,60 @@ def run_plugin(
     return PluginRun(parse_reply(stdout, returncode), logs, progress, returncode, wall, stdout, stderr, peak)
 
 
+class StartedRun:
+    """A plugin run started and not waited for (a test kills or signals it): ``poll``,
+    ``kill``, ``send_signal``, ``wait``; its stderr goes to ``stderr_path``."""
+
+    def __init__(self, proc: Any, data: bytes, stderr_path: Path) -> None:
+        self.proc, self.pid = proc, proc.pid
+        self._sinks = [open(os.devnull, "wb"), open(stderr_path, "wb")]  # noqa: SIM115 - closed by wait()
+        self._drains = [
+            threading.Thread(target=_copy, args=(stream, sink), daemon=True)
+            for stream, sink in zip((proc.stdout, proc.stderr), self._sinks)
+        ]
+        for drain in self._drains:
+            drain.start()
+        try:
+            proc.stdin.write(data)
+        except BrokenPipeError:
+            pass
+        proc.stdin.close()
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+    def send_signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
+
+    def wait(self, timeout: float | None = None) -> int:
+        if isinstance(self.proc, ForkedRun):
+            returncode = self.proc.wait()[0]
+        else:
+            returncode = self.proc.wait(timeout)
+        for drain in self._drains:
+            drain.join(timeout)
+        for sink in self._sinks:
+            sink.close()
+        return returncode
+
+
+def _copy(stream: Any, sink: Any) -> None:
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        sink.write(chunk)
+    stream.close()
+
+
+def start_plugin(document: dict, env: dict[str, str], stderr_path: Path, plugin_dir: Path = REPO) -> StartedRun:
+    """Start a run as :func:`run_plugin` does (forked where it may be), without waiting for it."""
+    full_env = {**os.environ, **env}
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (full_env.get("PYTHONPATH"), str(plugin_dir.parent)) if p)
+    return StartedRun(_start(build_argv(plugin_dir), full_env), json.dumps(document).encode(), stderr_path)
+
+
 def run_command(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of ``argv`` (``python Stash2Plex.py <command> ...``, as a
     user types it) with stdin at its end (:func:`_start` decides how it starts)."""

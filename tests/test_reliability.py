@@ -6,35 +6,25 @@ against the emulators, exactly as Stash would run the plugin.
 from __future__ import annotations
 
 import json
-import os
 import random
 import sqlite3
-import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.runner import REPO, build_argv, drainer_lock_held, kill_lock_holder, task_document
+from tests.runner import StartedRun, drainer_lock_held, kill_lock_holder, start_plugin, task_document
 
 SEED = 20240229
 
 
 # -- helpers ---------------------------------------------------------------------
-def start_task(plugin, mode: str, log_dir: Path) -> tuple[subprocess.Popen, Path]:
+def start_task(plugin, mode: str, log_dir: Path) -> tuple[StartedRun, Path]:
     """Start a task as ``run_plugin`` would, without waiting for it (so it can be killed)."""
-    env = dict(os.environ)
-    env.update(plugin.env)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(REPO.parent)) if p)
     log_dir.mkdir(parents=True, exist_ok=True)
     stderr_path = log_dir / f"{mode}-{time.monotonic_ns()}.stderr"
-    with open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(build_argv(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, env=env)
-    assert proc.stdin is not None
-    proc.stdin.write(json.dumps(task_document(plugin.connection, mode)).encode())
-    proc.stdin.close()
-    return proc, stderr_path
+    return start_plugin(task_document(plugin.connection, mode), plugin.env, stderr_path), stderr_path
 
 
 def wait_for(predicate, timeout: float, what: str, step: float = 0.02) -> None:

@@ -7,10 +7,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
-import json
-import os
 import signal
-import subprocess
 import time
 from types import SimpleNamespace
 
@@ -22,7 +19,7 @@ from sync_queue.ledger import Ledger, SceneRecord
 from sync_queue.memory import MemoryQueue
 from sync_queue.stats import STATS_FILE, Delta, StatsStore, iso_local
 from tasks.queue_status import format_status
-from tests.runner import REPO, build_argv, task_document
+from tests.runner import start_plugin, task_document
 from worker.breaker import BreakerState
 from worker.pipeline import Pipeline
 from worker.worker import Worker
@@ -410,19 +407,14 @@ def test_queue_status_shows_cumulative_stats_across_processes(plugin):
     store.close()
 
 
-def test_counts_recorded_before_a_sigkill_survive_it(plugin):
+def test_counts_recorded_before_a_sigkill_survive_it(plugin, tmp_path):
     """Stash cancels a task with SIGKILL: every finished batch is already in stats.db."""
     total = 400  # long enough at 10 ms a request that the kill lands mid-run (stats are recorded each second)
     for n in range(total):
         plugin.add_scene(n)
     plugin.configure(plex_concurrency=1)
     plugin.plex.latency = 0.01  # 400 scenes of edit+poster at concurrency 1: seconds of work to kill it in
-    env = {**os.environ, **plugin.env, "PYTHONPATH": str(REPO.parent)}
-    proc = subprocess.Popen(
-        build_argv(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
-    )
-    proc.stdin.write(json.dumps(task_document(plugin.connection, "all")).encode())
-    proc.stdin.close()
+    proc = start_plugin(task_document(plugin.connection, "all"), plugin.env, tmp_path / "all.stderr")
     store = StatsStore(plugin.data_dir)
     try:
         deadline = time.monotonic() + 60
