@@ -159,7 +159,8 @@ class StartedRun:
 
     def __init__(self, proc: Any, data: bytes, stderr_path: Path) -> None:
         self.proc, self.pid = proc, proc.pid
-        self._sinks = [open(os.devnull, "wb"), open(stderr_path, "wb")]  # noqa: SIM115 - closed by wait()
+        self.returncode: int | None = None
+        self._sinks = [open(os.devnull, "wb"), open(stderr_path, "ab", buffering=0)]  # noqa: SIM115 - closed by wait(); read while it runs
         self._drains = [
             threading.Thread(target=_copy, args=(stream, sink), daemon=True)
             for stream, sink in zip((proc.stdout, proc.stderr), self._sinks)
@@ -173,7 +174,9 @@ class StartedRun:
         proc.stdin.close()
 
     def poll(self) -> int | None:
-        return self.proc.poll()
+        if self.returncode is None and self.proc.poll() is not None:
+            self.wait()
+        return self.returncode
 
     def kill(self) -> None:
         self.proc.kill()
@@ -183,14 +186,20 @@ class StartedRun:
             os.kill(self.pid, signum)
 
     def wait(self, timeout: float | None = None) -> int:
-        if isinstance(self.proc, ForkedRun):
-            returncode = self.proc.wait()[0]
-        else:
-            returncode = self.proc.wait(timeout)
+        """The exit status; ``subprocess.TimeoutExpired`` when the run outlives ``timeout``."""
+        if self.returncode is not None:
+            return self.returncode
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while isinstance(self.proc, ForkedRun) and deadline is not None and self.proc.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+            time.sleep(0.02)
+        returncode = self.proc.wait()[0] if isinstance(self.proc, ForkedRun) else self.proc.wait(timeout)
         for drain in self._drains:
-            drain.join(timeout)
+            drain.join(10)
         for sink in self._sinks:
             sink.close()
+        self.returncode = returncode
         return returncode
 
 
@@ -205,6 +214,13 @@ def start_plugin(document: dict, env: dict[str, str], stderr_path: Path, plugin_
     full_env = {**os.environ, **env}
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (full_env.get("PYTHONPATH"), str(plugin_dir.parent)) if p)
     return StartedRun(_start(build_argv(plugin_dir), full_env), json.dumps(document).encode(), stderr_path)
+
+
+def start_command(args: list[str], env: dict[str, str], stderr_path: Path) -> StartedRun:
+    """``python Stash2Plex.py <args>`` as a user starts it (stdin at its end), not waited for."""
+    return StartedRun(
+        _start([sys.executable, str(REPO / "Stash2Plex.py"), *args], {**os.environ, **env}), b"", stderr_path
+    )
 
 
 def run_command(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:

@@ -97,25 +97,10 @@ def test_health_check_says_whether_the_notification_websocket_connects(plugin):
     assert any("notifications cannot be read" in p and "503" in p for p in run.output["problems"])
 
 
-def test_watch_stays_connected_until_sigterm(plugin):
-    import os
+def test_watch_stays_connected_until_sigterm(plugin, tmp_path):
     import signal
-    import subprocess
-    import sys
 
-    from tests.conftest import STASH_API_KEY
-    from tests.runner import REPO
-
-    env = {**os.environ, **plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url}
-    env["STASH2PLEX_STASH_API_KEY"] = STASH_API_KEY
-    proc = subprocess.Popen(
-        [sys.executable, str(REPO / "Stash2Plex.py"), "watch"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_watch(plugin, tmp_path / "watch.log")
     try:
         notes = plugin.plex.notifications
         until(lambda: notes.listening == 1 or proc.poll() is not None, 20, "watch listens")
@@ -125,11 +110,12 @@ def test_watch_stays_connected_until_sigterm(plugin):
         # The kernel may hand SIGTERM to any thread; CPython runs the handler in the main
         # thread only, when that thread runs: here it lands on another one, as it did in CI.
         to_a_thread(proc.pid, signal.SIGTERM)
-        out, err = proc.communicate(timeout=5)  # within docker stop's 10 s, with room
+        proc.wait(timeout=5)  # within docker stop's 10 s, with room
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    err = (tmp_path / "watch.log").read_text()
     assert proc.returncode == 0, err
     assert "listening to Plex's notifications" in err and "stopped watching Plex" in err
     assert notes.listening == 0
@@ -156,23 +142,11 @@ def to_a_thread(pid: int, signum: int) -> None:
 
 # -- plays -------------------------------------------------------------------------------------
 def start_watch(plugin, log_path):
-    import os
-    import subprocess
-    import sys
-
     from tests.conftest import STASH_API_KEY
-    from tests.runner import REPO
+    from tests.runner import start_command
 
-    env = {**os.environ, **plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url}
-    env["STASH2PLEX_STASH_API_KEY"] = STASH_API_KEY
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, str(REPO / "Stash2Plex.py"), "watch"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
+    env = {**plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url, "STASH2PLEX_STASH_API_KEY": STASH_API_KEY}
+    return start_command(["watch"], env, log_path)
 
 
 def synced_scene(plugin, n: int = 1) -> tuple[int, int]:
