@@ -157,10 +157,11 @@ class StartedRun:
     """A plugin run started and not waited for (a test kills or signals it): ``poll``,
     ``kill``, ``send_signal``, ``wait``; its stderr goes to ``stderr_path``."""
 
-    def __init__(self, proc: Any, data: bytes, stderr_path: Path) -> None:
+    def __init__(self, proc: Any, data: bytes, stderr_path: Path, stdout_path: Path | None = None) -> None:
         self.proc, self.pid = proc, proc.pid
         self.returncode: int | None = None
-        self._sinks = [open(os.devnull, "wb"), open(stderr_path, "ab", buffering=0)]  # noqa: SIM115 - closed by wait(); read while it runs
+        # unbuffered: tests read the log while the run goes on; both closed by wait()
+        self._sinks = [open(stdout_path or os.devnull, "ab", buffering=0), open(stderr_path, "ab", buffering=0)]  # noqa: SIM115
         self._drains = [
             threading.Thread(target=_copy, args=(stream, sink), daemon=True)
             for stream, sink in zip((proc.stdout, proc.stderr), self._sinks)
@@ -216,11 +217,12 @@ def start_plugin(document: dict, env: dict[str, str], stderr_path: Path, plugin_
     return StartedRun(_start(build_argv(plugin_dir), full_env), json.dumps(document).encode(), stderr_path)
 
 
-def start_command(args: list[str], env: dict[str, str], stderr_path: Path) -> StartedRun:
+def start_command(
+    args: list[str], env: dict[str, str], stderr_path: Path, stdout_path: Path | None = None
+) -> StartedRun:
     """``python Stash2Plex.py <args>`` as a user starts it (stdin at its end), not waited for."""
-    return StartedRun(
-        _start([sys.executable, str(REPO / "Stash2Plex.py"), *args], {**os.environ, **env}), b"", stderr_path
-    )
+    proc = _start([sys.executable, str(REPO / "Stash2Plex.py"), *args], {**os.environ, **env})
+    return StartedRun(proc, b"", stderr_path, stdout_path)
 
 
 def run_command(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:

@@ -24,7 +24,7 @@ import pytest
 from app.cli import HELP, setting_names
 from app.terminal import TerminalLog, render_bar
 from tests.conftest import PLEX_TOKEN, SECRETS, STASH_API_KEY
-from tests.runner import REPO, drainer_lock_held, run_command
+from tests.runner import REPO, drainer_lock_held, run_command, start_command
 from validation.plugin_input import TASK_MODES
 
 ENTRY = str(REPO / "Stash2Plex.py")
@@ -218,18 +218,11 @@ def test_status_is_local_and_readable(plugin):
     assert cli(plugin, "queue_status", "--json").json()["stats"]["synced"] == 1
 
 
-def test_ctrl_c_stops_cleanly_and_loses_nothing(plugin):
+def test_ctrl_c_stops_cleanly_and_loses_nothing(plugin, tmp_path):
     scenes = [plugin.add_scene(n) for n in range(60)]
     plugin.plex.latency = 0.1  # slow enough to interrupt mid-run
-    env = {
-        **os.environ,
-        **plugin.env,
-        "STASH2PLEX_STASH_URL": plugin.stash.url,
-        "STASH2PLEX_STASH_API_KEY": STASH_API_KEY,
-    }
-    proc = subprocess.Popen(
-        [sys.executable, ENTRY, "all"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    env = {**plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url, "STASH2PLEX_STASH_API_KEY": STASH_API_KEY}
+    proc = start_command(["all"], env, tmp_path / "all.stderr", tmp_path / "all.stdout")
     deadline = time.monotonic() + 60
     while not plugin.plex.edit_requests() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -237,10 +230,16 @@ def test_ctrl_c_stops_cleanly_and_loses_nothing(plugin):
     # thread runs, and Ctrl-C must not wait for the syncs handed ahead (20 s of them here).
     plugin.plex.latency = 2.0
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=10)
+    try:
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = (tmp_path / "all.stderr").read_text()
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted; nothing is lost" in err and "Traceback" not in err, err[-2000:]
-    assert out == ""
+    assert (tmp_path / "all.stdout").read_text() == ""
     plugin.plex.latency = 0
     assert cli(plugin, "all").returncode == 0
     assert all(plugin.plex.item(rk)["fields"]["title"] == f"Scene {n}" for n, (_, rk) in enumerate(scenes))
