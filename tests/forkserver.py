@@ -165,7 +165,8 @@ def _handle(conn: socket.socket, base_path: list[str], server: str) -> dict:
     if request.get("detached"):
         os._exit(0)  # nobody waits for a detached drainer: it is reparented, as a real one is
     _, status, usage = os.wait4(pid, 0)
-    send_message(conn, {"returncode": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss})
+    cpu = usage.ru_utime + usage.ru_stime  # the run's own CPU (tests/bench/start_cost.py)
+    send_message(conn, {"returncode": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss, "cpu": cpu})
     os._exit(0)
 
 

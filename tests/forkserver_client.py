@@ -42,6 +42,7 @@ class ForkedRun:
             raise RuntimeError("the fork server did not start the plugin run")
         self.pid: int = started["pid"]
         self.returncode: int | None = None
+        self.cpu: float | None = None  # user + system seconds of the run, once it ended
 
     def kill(self) -> None:
         try:
@@ -64,6 +65,7 @@ class ForkedRun:
         if ended is None:
             raise RuntimeError("the fork server's handler ended without the plugin's exit status")
         self.returncode = ended["returncode"]
+        self.cpu = ended.get("cpu")
         return ended["returncode"], ended["maxrss"]
 
 
