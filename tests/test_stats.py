@@ -409,11 +409,11 @@ def test_queue_status_shows_cumulative_stats_across_processes(plugin):
 
 def test_counts_recorded_before_a_sigkill_survive_it(plugin, tmp_path):
     """Stash cancels a task with SIGKILL: every finished batch is already in stats.db."""
-    total = 400  # long enough at 10 ms a request that the kill lands mid-run (stats are recorded each second)
+    total = 240  # long enough at 10 ms a request that the kill lands mid-run (stats are recorded each second)
     for n in range(total):
         plugin.add_scene(n)
     plugin.configure(plex_concurrency=1)
-    plugin.plex.latency = 0.01  # 400 scenes of edit+poster at concurrency 1: seconds of work to kill it in
+    plugin.plex.latency = 0.01  # 240 scenes of edit+poster at concurrency 1: seconds of work to kill it in
     proc = start_plugin(task_document(plugin.connection, "all"), plugin.env, tmp_path / "all.stderr")
     store = StatsStore(plugin.data_dir)
     try:
