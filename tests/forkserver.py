@@ -19,8 +19,11 @@ per plugin run. The child becomes exactly what ``python Stash2Plex.py`` would be
 
 The plugin's own modules are imported too (they do nothing at import time), and removed
 again in a child that runs another copy of the plugin; a fork is a copy, so nothing one
-run changes reaches the next. persist-queue is not imported: the hook loads it its own
-way (``sync_queue/queue.py``), as it does in a new interpreter. What a fork
+run changes reaches the next. persist-queue is loaded the way the plugin loads it
+(``sync_queue/pq_insides.py`` ``load``: its three modules, without the package's
+``__init__``, kept by that module and out of ``sys.modules``), so a child has what a new
+interpreter has after its first ``load()``, and ``import persistqueue`` still loads the
+whole package afresh; a run of another copy gets its own. What a fork
 cannot reproduce is left to real processes (``tests/runner.py`` decides): another
 interpreter, an environment that changes how Python or an imported package starts
 (``PYTHON*``, locale, ``HOME``, ``PLEXAPI_*``), systems other than Linux, and
@@ -110,6 +113,7 @@ def _preimport_plugin() -> None:
             package = importlib.import_module(name)
             for module in pkgutil.walk_packages(package.__path__, name + "."):
                 importlib.import_module(module.name)
+        importlib.import_module("sync_queue.pq_insides").load()  # what a run's first queue does
     finally:
         sys.path.remove(str(REPO))
 
