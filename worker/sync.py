@@ -34,7 +34,7 @@ from core.errors import (
 from plex.client import PlexClient, PlexItemState
 from plex.desired import Choices, desired_for
 from plex.index import LibraryIndex
-from plex.matcher import Confidence, PathIndex, PlexFile, SceneFile, choose, match_scene
+from plex.matcher import Choice, Confidence, Match, PathIndex, PlexFile, SceneFile, choose, match_scene
 from plex.plan import (
     EDIT_URL_BUDGET,
     ItemPlan,
@@ -204,9 +204,8 @@ class Syncer:
         if self.index.listing:
             early = self._early_match(files)
             return early[0].rating_key if early is not None else None
-        match = match_scene(files, self.index.index(), self.settings.path_map, self.settings.case_insensitive_paths)
         try:
-            return choose(match, not self.settings.loose_matching, files).item.rating_key
+            return self._choose(files)[0].item.rating_key
         except (PlexNotFound, AmbiguousMatch):
             return None
 
@@ -601,23 +600,25 @@ class Syncer:
 
     def _match(self, scene: SceneMetadata) -> tuple[PlexFile, str]:
         files = SceneFile.of(scene.files)
-        rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
         early = self._early_match(files) if self.index.listing else None
         if early is not None:
             return early
-        match = match_scene(files, self.index.index(), rules, ci)
         try:
-            picked = choose(match, not self.settings.loose_matching, files)
+            picked, match = self._choose(files)
         except (PlexNotFound, AmbiguousMatch) as exc:
             # A stale index causes either (a file Plex has just scanned in, moved or
             # deleted): re-check the section stamps (rate-limited) and match once more.
             if not self.index.refresh(missing=isinstance(exc, PlexNotFound)):
                 raise
-            match = match_scene(files, self.index.index(), rules, ci)
-            picked = choose(match, not self.settings.loose_matching, files)
+            picked, match = self._choose(files)
         if match.confidence.value != "high":
             self.log.info(f"scene {scene.id}: matched Plex item {picked.item.rating_key} ({picked.reason})")
         return picked.item, f"{match.confidence.value}: {picked.reason}"
+
+    def _choose(self, files: list[SceneFile]) -> tuple[Choice, Match]:
+        """The item the whole index holds for ``files`` (``choose``'s rules), and the match."""
+        match = match_scene(files, self.index.index(), self.settings.path_map, self.settings.case_insensitive_paths)
+        return choose(match, not self.settings.loose_matching, files), match
 
     def _early_match(self, files: list[SceneFile]) -> tuple[PlexFile, str] | None:
         """While the first listing of the library runs (plex/index.py ``early``): the item
