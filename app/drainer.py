@@ -215,7 +215,7 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
                 continue
             # pending, not only ready: jobs this drainer held back when a handover request
             # came (its requester may have died since) are left 'unack' until resumed
-            if not clean or app.handover_requested() or not app.producer_queue().counts()["pending"]:
+            if not clean or app.handover_requested() or not app.producer_queue().pending():
                 return 0
             log.info("jobs arrived while finishing; draining again")
     finally:

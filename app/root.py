@@ -482,7 +482,7 @@ class App:
         from worker.reconcile import Reconciler
 
         def after_lock() -> None:  # a hook that found the lock held started no drainer
-            if self.producer_queue().counts()["pending"]:
+            if self.producer_queue().pending():
                 self.ensure_drainer()
 
         return self._part(

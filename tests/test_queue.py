@@ -46,6 +46,13 @@ def ids(items) -> list[int]:
     return [item.job.scene_id for item in items]
 
 
+def counted(queue) -> dict:
+    """``counts()``, with ``pending()`` (the drainer's last look) checked against it."""
+    counts = queue.counts()
+    assert queue.pending() == counts["pending"]
+    return counts
+
+
 EMPTY = {
     "pending": 0,
     "in_flight": 0,
@@ -61,15 +68,15 @@ EMPTY = {
 # -- the contract ----------------------------------------------------------------------------
 def test_an_empty_queue(queue):
     assert queue.take(10) == [] and queue.next_due() is None and queue.parked_count() == 0
-    assert queue.ready_count() == 0 and queue.counts() == EMPTY and queue.clear() == 0
+    assert queue.ready_count() == 0 and counted(queue) == EMPTY and queue.clear() == 0
 
 
 def test_interactive_first_then_bulk_each_in_order(queue):
     assert queue.put_many([job(1, BULK), job(2, BULK), job(3), job(4)]) == 4
     assert queue.ready_count() == 4
-    assert queue.counts() == {**EMPTY, "pending": 4, INTERACTIVE: 2, BULK: 2}
+    assert counted(queue) == {**EMPTY, "pending": 4, INTERACTIVE: 2, BULK: 2}
     assert ids(queue.take(3)) == [3, 4, 1]
-    assert queue.counts() == {**EMPTY, "pending": 4, "in_flight": 3, INTERACTIVE: 2, BULK: 2}
+    assert counted(queue) == {**EMPTY, "pending": 4, "in_flight": 3, INTERACTIVE: 2, BULK: 2}
     assert ids(queue.take(3)) == [2]
     assert queue.ready_count() == 0
 
@@ -80,7 +87,7 @@ def test_one_waiting_job_per_scene_and_a_users_edit_replaces_bulk_work(queue):
     assert queue.put(job(1)) is True  # a user's edit is not held back behind bulk work: it replaces it
     assert queue.put(job(1)) is False and queue.put(job(1, BULK)) is False
     assert queue.put_many([job(2, BULK), job(2), job(2, BULK)]) == 1  # within one call too
-    assert queue.counts() == {**EMPTY, "pending": 2, INTERACTIVE: 2}
+    assert counted(queue) == {**EMPTY, "pending": 2, INTERACTIVE: 2}
     assert [(t.job.scene_id, t.job.priority) for t in queue.take(10)] == [(1, INTERACTIVE), (2, INTERACTIVE)]
     assert queue.put(job(1)) is True  # taken: a new event is a new job
 
@@ -89,9 +96,9 @@ def test_ack_finishes_a_job(queue):
     queue.put_many([job(1), job(2)])
     first, second = queue.take(2)
     queue.ack(first)
-    assert queue.counts() == {**EMPTY, "pending": 1, "in_flight": 1, INTERACTIVE: 1}
+    assert counted(queue) == {**EMPTY, "pending": 1, "in_flight": 1, INTERACTIVE: 1}
     queue.ack(second)
-    assert queue.counts() == EMPTY and queue.take(10) == []
+    assert counted(queue) == EMPTY and queue.take(10) == []
 
 
 def test_a_retry_is_parked_until_due_and_counted(queue, clock):
@@ -100,7 +107,7 @@ def test_a_retry_is_parked_until_due_and_counted(queue, clock):
     retried = item.job.retry(NOW + 30, RuntimeError("Plex timed out"))
     queue.retry_later(item, retried)
     assert queue.next_due() == NOW + 30 and queue.parked_count() == 1
-    assert queue.counts() == {**EMPTY, "pending": 1, "retrying": 1, "next_retry_at": NOW + 30, INTERACTIVE: 1}
+    assert counted(queue) == {**EMPTY, "pending": 1, "retrying": 1, "next_retry_at": NOW + 30, INTERACTIVE: 1}
     assert queue.put(job(1)) is False  # a new edit of the scene collapses into the waiting retry
     assert queue.take(10) == [] and queue.parked_count() == 1
     clock.now = NOW + 30
@@ -118,7 +125,7 @@ def test_a_newer_job_supersedes_a_parked_one_of_the_same_scene(queue, clock):
     clock.now = NOW + 5
     [newer] = queue.take(10)
     assert (newer.job.priority, newer.job.attempt) == (INTERACTIVE, 0)
-    assert queue.parked_count() == 0 and queue.counts()["pending"] == 1  # the retry left the queue
+    assert queue.parked_count() == 0 and counted(queue)["pending"] == 1  # the retry left the queue
 
 
 def test_one_job_per_scene_in_a_take_and_the_users_edit_is_kept(queue, clock):
@@ -128,7 +135,7 @@ def test_one_job_per_scene_in_a_take_and_the_users_edit_is_kept(queue, clock):
     clock.now = NOW + 10
     [kept] = queue.take(10)
     assert kept.job.priority == INTERACTIVE
-    assert queue.counts() == {**EMPTY, "pending": 1, "in_flight": 1, INTERACTIVE: 1}  # the bulk one was acked
+    assert counted(queue) == {**EMPTY, "pending": 1, "in_flight": 1, INTERACTIVE: 1}  # the bulk one was acked
 
 
 def test_early_takes_parked_jobs_before_they_are_due(queue):
@@ -145,7 +152,7 @@ def test_postpone_parks_without_touching_the_job(queue, clock):
     [item] = queue.take(1)
     queue.postpone(item, NOW + 5)
     assert queue.take(1) == [] and queue.next_due() == NOW + 5
-    assert queue.counts() == {**EMPTY, "pending": 1, "in_flight": 1, INTERACTIVE: 1}
+    assert counted(queue) == {**EMPTY, "pending": 1, "in_flight": 1, INTERACTIVE: 1}
     clock.now = NOW + 5
     [back] = queue.take(1)
     assert back.job == job(1) and back.job.attempt == 0
@@ -184,7 +191,7 @@ def test_one_event_per_entity_expanded_step_by_step(queue):
     renamed = EntityEvent("tag", 5, "Tag.Update.Post", NOW)
     assert queue.put_entity_events([renamed, EntityEvent("performer", 9, "Performer.Destroy.Post", NOW + 1)]) == 2
     assert queue.entity_event_count() == 2 and queue.ready_count() == 2
-    assert queue.counts() == {**EMPTY, "pending": 2, "entity_events": 2}
+    assert counted(queue) == {**EMPTY, "pending": 2, "entity_events": 2}
     queue.advance_entity_event(renamed, after_scene=40, finished=False)
     assert queue.entity_events()[0] == EntityEvent("tag", 5, "Tag.Update.Post", NOW, after_scene=40)
     again = EntityEvent("tag", 5, "Tag.Merge.Post", NOW + 2)
@@ -203,7 +210,7 @@ def test_clear_drops_what_is_not_done(queue):
     queue.put_entity_events([EntityEvent("studio", 3, "Studio.Update.Post", NOW)])
     queue.ack(queue.take(1)[0])
     assert queue.clear() == 3
-    assert queue.counts() == EMPTY and queue.take(10) == []
+    assert counted(queue) == EMPTY and queue.take(10) == []
     assert queue.put(job(2, BULK)) is True  # cleared scenes may be queued again
 
 
@@ -216,8 +223,11 @@ def test_jobs_and_their_retry_state_survive_reopening(tmp_path, clock):
     first, second = consumer.take(2)
     consumer.retry_later(first, first.job.retry(NOW + 30, RuntimeError("x")))
     consumer.close()  # as if the drainer died: nothing acked
+    look = JobQueue(tmp_path / "queue", clock=clock)  # the drainer's last look: a producer
+    assert look.pending() == 2 and not look.store.opened()  # persist-queue's tables stay closed
+    look.close()
     again = JobQueue(tmp_path / "queue", consumer=True, clock=clock)
-    assert again.counts()["pending"] == 2
+    assert counted(again)["pending"] == 2
     assert ids(again.take(10)) == [2]  # the retry came back parked, with its due time intact
     assert again.next_due() == NOW + 30
     again.close()
