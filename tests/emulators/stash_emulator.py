@@ -245,6 +245,48 @@ def _basename(path: str) -> str:
 # --- the emulator ------------------------------------------------------------
 
 
+@functools.cache
+def _release_schema(release: str | None) -> GraphQLSchema:
+    """The schema with this module's resolvers, built once per release and process (the
+    suite starts hundreds of emulators): each resolver finds its emulator in the execution
+    context (``StashEmulator.execute`` passes ``context_value["emulator"]``)."""
+    document = stash_releases.schema_document(release) if release else _schema_document()
+    schema = build_ast_schema(document, assume_valid_sdl=True)
+    emu = _emulator
+    scene = schema.type_map["Scene"].fields  # type: ignore[union-attr]
+    scene["studio"].resolve = lambda s, i: emu(i)._studios.get(s["_studio_id"])
+    scene["performers"].resolve = lambda s, i: [emu(i)._performers[p] for p in s["_performer_ids"]]
+    scene["tags"].resolve = lambda s, i: [emu(i)._tags[t] for t in s["_tag_ids"]]
+    # Scene.groups from v0.27; Scene.movies (deprecated from v0.27) in every release: the
+    # same rows, as the v0.27 migration renamed movies to groups keeping their ids
+    # (pkg/sqlite/migrations/65_movie_group_rename.up.sql).
+    for field, key in (("groups", "group"), ("movies", "movie")):
+        if field in scene:
+            scene[field].resolve = lambda s, i, key=key: [
+                {key: emu(i)._groups[g], "scene_index": None} for g in s["_group_ids"]
+            ]
+    scene["paths"].resolve = lambda s, i: emu(i)._resolve_paths(s, i)
+    # play_count = COUNT, last_played_at = MAX, play_history = every date, newest first
+    # (the scene loaders over viewHistoryTable, pkg/sqlite/history.go), stored in UTC.
+    scene["play_history"].resolve = lambda s, _i: [
+        rfc3339(t, timezone.utc) for t in sorted(s.get("_plays", ()), reverse=True)
+    ]
+    scene["play_count"].resolve = lambda s, _i: len(s.get("_plays", ()))
+    scene["last_played_at"].resolve = lambda s, _i: rfc3339(max(s["_plays"]), timezone.utc) if s.get("_plays") else None
+    studio = schema.type_map["Studio"].fields  # type: ignore[union-attr]
+    studio["parent_studio"].resolve = lambda s, i: emu(i)._studios.get(s["_parent_id"])
+    # Tag.parents / Tag.children: the direct ones only (internal/api/resolver_model_tag.go
+    # Parents, Children load by TagStore.FindByChildTagID / FindByParentTagID).
+    tag = schema.type_map["Tag"].fields  # type: ignore[union-attr]
+    tag["parents"].resolve = lambda t, i: [emu(i)._tags[p] for p in t.get("_parent_ids", []) if p in emu(i)._tags]
+    tag["children"].resolve = lambda t, i: [c for c in emu(i)._tags.values() if t["id"] in c.get("_parent_ids", [])]
+    return schema
+
+
+def _emulator(info: Any) -> StashEmulator:
+    return info.context["emulator"]
+
+
 class StashEmulator:
     """An in-process Stash: scenes, studios, performers, tags, settings and jobs.
 
@@ -310,7 +352,7 @@ class StashEmulator:
         self._name_index: dict[str, dict[str, int]] = {}
         self._next = {"scene": 1, "file": 1, "studio": 1, "performer": 1, "tag": 1, "group": 1, "job": 1}
         self._last_ts = 0
-        self._schema = self._build_schema()
+        self._schema = _release_schema(self.release)
         self._documents: dict[str, DocumentNode | list[GraphQLError]] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -780,42 +822,6 @@ class StashEmulator:
 
     # -- internals: GraphQL --------------------------------------------------
 
-    def _build_schema(self) -> GraphQLSchema:
-        # A schema of its own (the resolvers below are this emulator's), from the SDL parsed
-        # and checked once per process: the suite starts hundreds of emulators.
-        document = stash_releases.schema_document(self.release) if self.release else _schema_document()
-        schema = build_ast_schema(document, assume_valid_sdl=True)
-        scene = schema.type_map["Scene"].fields  # type: ignore[union-attr]
-        scene["studio"].resolve = lambda s, _i: self._studios.get(s["_studio_id"])
-        scene["performers"].resolve = lambda s, _i: [self._performers[i] for i in s["_performer_ids"]]
-        scene["tags"].resolve = lambda s, _i: [self._tags[i] for i in s["_tag_ids"]]
-        # Scene.groups from v0.27; Scene.movies (deprecated from v0.27) in every release: the
-        # same rows, as the v0.27 migration renamed movies to groups keeping their ids
-        # (pkg/sqlite/migrations/65_movie_group_rename.up.sql).
-        for field, key in (("groups", "group"), ("movies", "movie")):
-            if field in scene:
-                scene[field].resolve = lambda s, _i, key=key: [
-                    {key: self._groups[i], "scene_index": None} for i in s["_group_ids"]
-                ]
-        scene["paths"].resolve = self._resolve_paths
-        # play_count = COUNT, last_played_at = MAX, play_history = every date, newest first
-        # (the scene loaders over viewHistoryTable, pkg/sqlite/history.go), stored in UTC.
-        scene["play_history"].resolve = lambda s, _i: [
-            rfc3339(t, timezone.utc) for t in sorted(s.get("_plays", ()), reverse=True)
-        ]
-        scene["play_count"].resolve = lambda s, _i: len(s.get("_plays", ()))
-        scene["last_played_at"].resolve = lambda s, _i: (
-            rfc3339(max(s["_plays"]), timezone.utc) if s.get("_plays") else None
-        )
-        studio = schema.type_map["Studio"].fields  # type: ignore[union-attr]
-        studio["parent_studio"].resolve = lambda s, _i: self._studios.get(s["_parent_id"])
-        # Tag.parents / Tag.children: the direct ones only (internal/api/resolver_model_tag.go
-        # Parents, Children load by TagStore.FindByChildTagID / FindByParentTagID).
-        tag = schema.type_map["Tag"].fields  # type: ignore[union-attr]
-        tag["parents"].resolve = lambda t, _i: [self._tags[p] for p in t.get("_parent_ids", []) if p in self._tags]
-        tag["children"].resolve = lambda t, _i: [c for c in self._tags.values() if t["id"] in c.get("_parent_ids", [])]
-        return schema
-
     def _root(self) -> dict[str, Callable]:
         return {
             "version": lambda _info: {**VERSION, "version": self.version},
@@ -1149,7 +1155,7 @@ class StashEmulator:
             doc,
             root_value=root,
             **extra,
-            context_value={"base_url": base_url},
+            context_value={"base_url": base_url, "emulator": self},
             variable_values=body.get("variables") or None,
             operation_name=body.get("operationName"),
         )
