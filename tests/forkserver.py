@@ -28,8 +28,9 @@ cannot reproduce is left to real processes (``tests/runner.py`` decides): anothe
 interpreter, an environment that changes how Python or an imported package starts
 (``PYTHON*``, locale, ``HOME``, ``PLEXAPI_*``), systems other than Linux, and
 ``S2P_TEST_FRESH_PROCESSES=1`` (every run a new interpreter, for a slower, fuller check).
-The drainer a forked run starts is forked by the server too (``_fork_drainers_too``);
-every other process the plugin starts is a real one.
+The drainer a forked run starts is forked by the server too (``_fork_drainers_too``), in a
+session of its own; the server, its parent, reaps it (a real one is reparented to init).
+Every other process the plugin starts is a real one.
 """
 
 from __future__ import annotations
@@ -124,54 +125,88 @@ def _forget_plugin() -> None:
         del sys.modules[name]
 
 
-def _serve(path: str) -> socket.socket:
-    """Accept runs until our stdin closes (the pytest process is gone); returns, in a
-    forked handler, that handler's connection."""
+def _serve(path: str, base_path: list[str]) -> dict:
+    """Fork one plugin process per request until our stdin closes (the pytest process is
+    gone); returns only in a plugin process, with its run's request.
+
+    The server forks the run itself and tells its client when it ends (a pidfd per run in
+    the same ``select``): a handler process per run between them cost a second fork of
+    this interpreter and its exit (docs/architecture.md has the figures)."""
     import gc
 
     gc.freeze()  # what was imported stays out of the children's collections: fewer copied pages
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # handlers are reaped by the kernel
+    runs: dict[int, tuple[int, socket.socket | None]] = {}  # pidfd: the run's pid, its client
     os.write(1, b"ready\n")
     while True:
-        readable, _, _ = select.select([listener, 0], [], [])
+        readable, _, _ = select.select([listener, 0, *runs], [], [])
         if 0 in readable and not os.read(0, 1 << 10):
             os._exit(0)
+        for pidfd in [fd for fd in readable if fd in runs]:
+            _ended(pidfd, *runs.pop(pidfd))
         if listener not in readable:
             continue
         conn, _ = listener.accept()
-        if os.fork() == 0:
+        request = _start(conn, path, runs)
+        if request is not None:
             listener.close()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            return conn
+            _become(request[0], request[1], base_path)
+            return request[0]
+
+
+def _start(conn: socket.socket, server: str, runs: dict[int, tuple[int, socket.socket | None]]):
+    """Receive one run's request and fork it; in the plugin process, (request, fds)."""
+    conn.settimeout(30)  # a client sends its request as it connects: never hang the server on one
+    try:
+        request, fds = receive_request(conn)
+    except (OSError, EOFError, ValueError):
         conn.close()
-
-
-def _handle(conn: socket.socket, base_path: list[str], server: str) -> dict:
-    """In the handler: fork the plugin process, report its pid, wait for it and report its
-    exit. Returns only in the plugin process, with its run's request."""
-    request, fds = receive_request(conn)
+        return None
+    conn.settimeout(None)
     if request is None:
-        os._exit(0)
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        return None
     request["server"] = server
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
+        for pidfd, (_, other) in runs.items():
+            os.close(pidfd)
+            if other is not None:
+                other.close()
         conn.close()
-        _become(request, fds, base_path)
-        return request
+        return request, fds
     for fd in fds:
         os.close(fd)
-    send_message(conn, {"pid": pid})
+    try:
+        send_message(conn, {"pid": pid})
+    except OSError:
+        pass  # the client is gone: the run still ends, and is reaped, as any other
     if request.get("detached"):
-        os._exit(0)  # nobody waits for a detached drainer: it is reparented, as a real one is
+        conn.close()  # nobody waits for a detached drainer; the server reaps it when it ends
+        runs[os.pidfd_open(pid)] = (pid, None)
+    else:
+        runs[os.pidfd_open(pid)] = (pid, conn)
+    return None
+
+
+def _ended(pidfd: int, pid: int, conn: socket.socket | None) -> None:
+    """Reap a run that ended and tell its client how (exit status, peak RSS, CPU)."""
+    os.close(pidfd)
     _, status, usage = os.wait4(pid, 0)
+    if conn is None:
+        return
     cpu = usage.ru_utime + usage.ru_stime  # the run's own CPU (tests/bench/start_cost.py)
-    send_message(conn, {"returncode": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss, "cpu": cpu})
-    os._exit(0)
+    try:
+        send_message(conn, {"returncode": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss, "cpu": cpu})
+    except OSError:
+        pass
+    conn.close()
 
 
 def _become(request: dict, fds: list[int], base_path: list[str]) -> None:
@@ -261,8 +296,7 @@ def main() -> None:
     base_path = sys.path[1:]  # without this file's folder: a real run has the script's there
     _preimport()
     _preimport_plugin()
-    conn = _serve(sys.argv[1])
-    request = _handle(conn, base_path, sys.argv[1])
+    request = _serve(sys.argv[1], base_path)
     _run_as_main(request["argv"][1])
 
 

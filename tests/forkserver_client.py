@@ -63,7 +63,7 @@ class ForkedRun:
         self._replies.close()
         self._conn.close()
         if ended is None:
-            raise RuntimeError("the fork server's handler ended without the plugin's exit status")
+            raise RuntimeError("the fork server ended the connection without the plugin's exit status")
         self.returncode = ended["returncode"]
         self.cpu = ended.get("cpu")
         return ended["returncode"], ended["maxrss"]

@@ -1,38 +1,37 @@
 """The CPU of the plugin's own processes for one scene edit, start to exit: the hook that
-queues it and starts the drainer (full lane), the drainer that writes it to Plex (one
-job, ``STASH2PLEX_DRAINER_LINGER_S=0`` as in the suite), a hook while a drainer runs
-(fast lane) and a ``process_queue`` task that writes its job. Each is measured as a new
-interpreter (as Stash starts it) and forked from the suite's fork server
-(tests/forkserver.py), beside a trivial plugin started the same two ways, in the same
-run; medians of the rounds. CPU is the process's own user + system time from ``wait4``
-(the detached drainer too: this process becomes the child subreaper that reaps it).
-Linux only.
+queues it and starts the drainer (full lane), a hook while a drainer runs (fast lane), the
+drainer writing one job to Plex (``STASH2PLEX_DRAINER_LINGER_S=0``, as in the suite) and a
+``process_queue`` task writing one job. Each is measured as a new interpreter (as Stash
+starts it) and forked from the suite's fork server (tests/forkserver.py), beside a trivial
+plugin started the same two ways, in the same run; medians of the rounds. CPU is the
+process's own user + system time from ``wait4`` (the fork server reports its runs'). The
+drainer is started here as the hook starts it (``Stash2Plex.py drain``, the connection on
+stdin), so that it is waited for. Linux only.
 
     python tests/bench/start_cost.py [rounds]
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from core.platform import HeldLock  # noqa: E402
+from core.platform import HeldLock, is_locked  # noqa: E402
 from tests.emulators.plex_emulator import PlexEmulator  # noqa: E402
 from tests.emulators.stash_emulator import StashEmulator  # noqa: E402
 from tests.forkserver_client import ForkedRun  # noqa: E402
 from tests.runner import _communicate, _start, build_argv, compile_plugin, hook_document, task_document  # noqa: E402
 
 TRIVIAL = 'import sys; sys.stdin.read(); print(\'{"output": "ok"}\')\n'
-PR_SET_CHILD_SUBREAPER = 36
 
 
 def _cpu_of(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, str, str]:
@@ -48,10 +47,19 @@ def _cpu_of(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, 
     return cpu, out.decode(), err.decode()
 
 
-def _orphan_cpu() -> float:
-    """The CPU of the next descendant that ends (the detached drainer, reparented to us)."""
-    _, _, usage = os.wait4(-1, 0)
-    return usage.ru_utime + usage.ru_stime
+def _settled(data_dir: Path, timeout: float = 60.0) -> None:
+    """Wait until no drainer runs and nothing is queued (the drainer a hook started is done)."""
+    import sqlite3
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not is_locked(data_dir / "drainer.lock"):
+            with sqlite3.connect(data_dir / "queue" / "data.db") as conn:
+                left = conn.execute("SELECT (SELECT COUNT(*) FROM s2p_inbox) + (SELECT COUNT(*) FROM s2p_jobs)")
+                if left.fetchone()[0] == 0 and not is_locked(data_dir / "drainer.lock"):
+                    return
+        time.sleep(0.02)
+    raise TimeoutError("the drainer a hook started did not finish")
 
 
 class Lab:
@@ -83,22 +91,33 @@ class Lab:
         context = self.stash.update_scene(self.sid, title=f"Scene 1, edit {self.edits}")
         return json.dumps(hook_document(self.stash.server_connection(str(REPO)), context)).encode()
 
-    def round(self, fresh: bool) -> dict[str, float]:
-        env = self.env(fresh)
-        figures = {}
-        figures["trivial plugin"], _, _ = _cpu_of([sys.executable, "-S", str(self.trivial)], b"{}", env)
-        figures["hook, starts the drainer"], out, err = _cpu_of(build_argv(REPO), self._edit(), env)
-        assert '"error": null' in out, err
-        figures["drainer, one job"] = _orphan_cpu()
+    def _queued(self, env: dict[str, str]) -> float:
+        """A hook while a drainer "runs" (the lock held): its CPU; its job stays queued."""
         lock = HeldLock(self.data_dir / "drainer.lock")
         assert lock.acquire(), "a drainer still runs"
         try:
-            figures["hook, drainer running"], out, err = _cpu_of(build_argv(REPO), self._edit(), env)
+            cpu, out, err = _cpu_of(build_argv(REPO), self._edit(), env)
             assert '"error": null' in out, err
         finally:
             lock.path.write_text("")
             lock.release()
-        task = json.dumps(task_document(self.stash.server_connection(str(REPO)), "process_queue")).encode()
+        return cpu
+
+    def round(self, fresh: bool) -> dict[str, float]:
+        env = self.env(fresh)
+        connection = self.stash.server_connection(str(REPO))
+        figures = {}
+        figures["trivial plugin"], _, _ = _cpu_of([sys.executable, "-S", str(self.trivial)], b"{}", env)
+        figures["hook, starts the drainer"], out, err = _cpu_of(build_argv(REPO), self._edit(), env)
+        assert '"error": null' in out, err
+        _settled(self.data_dir)
+        figures["hook, drainer running"] = self._queued(env)
+        payload = json.dumps({"server_connection": connection, "data_dir": str(self.data_dir)}).encode()
+        drain = [sys.executable, str(REPO / "Stash2Plex.py"), "drain"]
+        figures["drainer, one job"], _, err = _cpu_of(drain, payload, env)
+        assert "drainer finished: 1 synced" in err, err
+        self._queued(env)
+        task = json.dumps(task_document(connection, "process_queue")).encode()
         figures["process_queue, one job"], out, err = _cpu_of(build_argv(REPO), task, env)
         assert '"error": null' in out and '"synced": 1' in out, (out, err)
         return figures
@@ -110,8 +129,6 @@ class Lab:
 
 def main(argv: list[str]) -> int:
     rounds = int(argv[0]) if argv else 7
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
     compile_plugin()
     with tempfile.TemporaryDirectory() as folder:
         lab = Lab(Path(folder))
