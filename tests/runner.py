@@ -162,17 +162,8 @@ class StartedRun:
         self.returncode: int | None = None
         # unbuffered: tests read the log while the run goes on; both closed by wait()
         self._sinks = [open(stdout_path or os.devnull, "ab", buffering=0), open(stderr_path, "ab", buffering=0)]  # noqa: SIM115
-        self._drains = [
-            threading.Thread(target=_copy, args=(stream, sink), daemon=True)
-            for stream, sink in zip((proc.stdout, proc.stderr), self._sinks)
-        ]
-        for drain in self._drains:
-            drain.start()
-        try:
-            proc.stdin.write(data)
-        except BrokenPipeError:
-            pass
-        proc.stdin.close()
+        out, err = self._sinks
+        self._drains = _feed(proc, data, lambda s: _copy(s, out), lambda s: _copy(s, err))
 
     def poll(self) -> int | None:
         if self.returncode is None and self.proc.poll() is not None:
@@ -263,13 +254,23 @@ def _limit_file_size(limit: int):
 def _communicate(proc: Any, data: bytes, timeout: float) -> tuple[bytes, bytes]:
     """Write stdin, close it, read stdout and stderr to EOF (as Stash does), without reaping."""
     chunks: dict[str, bytes] = {}
+    readers = _feed(
+        proc, data, lambda s: chunks.__setitem__("out", s.read()), lambda s: chunks.__setitem__("err", s.read())
+    )
+    for reader in readers:
+        reader.join(timeout)
+        if reader.is_alive():
+            proc.kill()
+            raise TimeoutError(f"the plugin did not close its output within {timeout} s")
+    return chunks.get("out", b""), chunks.get("err", b"")
 
-    def drain(name: str, stream) -> None:
-        chunks[name] = stream.read()
 
+def _feed(proc: Any, data: bytes, read_out: Any, read_err: Any) -> list[threading.Thread]:
+    """Threads reading the run's stdout and stderr (``read_out(stream)``, ``read_err(stream)``)
+    are started, then ``data`` is written to its stdin and stdin closed, as Stash does."""
     readers = [
-        threading.Thread(target=drain, args=(n, s), daemon=True)
-        for n, s in (("out", proc.stdout), ("err", proc.stderr))
+        threading.Thread(target=read, args=(stream,), daemon=True)
+        for read, stream in ((read_out, proc.stdout), (read_err, proc.stderr))
     ]
     for reader in readers:
         reader.start()
@@ -278,12 +279,7 @@ def _communicate(proc: Any, data: bytes, timeout: float) -> tuple[bytes, bytes]:
     except BrokenPipeError:
         pass
     proc.stdin.close()
-    for reader in readers:
-        reader.join(timeout)
-        if reader.is_alive():
-            proc.kill()
-            raise TimeoutError(f"the plugin did not close its output within {timeout} s")
-    return chunks.get("out", b""), chunks.get("err", b"")
+    return readers
 
 
 def _reap(proc: Any) -> tuple[int, int | None]:
