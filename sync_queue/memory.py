@@ -89,6 +89,10 @@ class MemoryStore:
             groups.setdefault((row.taken, row.job.attempt > 0), []).append(row.job.next_attempt_at)
         return [(taken, retrying, len(ats), min(ats)) for (taken, retrying), ats in groups.items()]
 
+    def ready(self) -> int:
+        """Rows not taken, and entity events (there is no inbox here)."""
+        return sum(not row.taken for p in PRIORITIES for row in self.rows[p].values()) + len(self.events)
+
     def set_aside(self, priority: str) -> int:
         return 0
 

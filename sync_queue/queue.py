@@ -57,6 +57,10 @@ CREATE TABLE IF NOT EXISTS s2p_entity_events (
     + inbox.SCHEMA
 )
 _RECORD = "INSERT OR IGNORE INTO s2p_jobs VALUES (?, ?, ?, ?, ?, ?, ?)"
+_READY = (
+    f"SELECT (SELECT COUNT(*) FROM s2p_jobs WHERE taken = 0 AND priority IN ({', '.join('?' * len(PRIORITIES))})) "
+    "+ (SELECT COUNT(*) FROM s2p_inbox) + (SELECT COUNT(*) FROM s2p_entity_events)"
+)
 _TOOK = (
     "INSERT INTO s2p_jobs VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (priority, pqid) DO UPDATE SET "
     "scene_id = excluded.scene_id, attempt = excluded.attempt, next_attempt_at = excluded.next_attempt_at, "
@@ -322,6 +326,11 @@ class SQLiteStore:
             (priority,),
         )
         return [(bool(taken), bool(retrying), n, at) for taken, retrying, n, at in rows.fetchall()]
+
+    def ready(self) -> int:
+        """Rows not taken, the hooks' inbox and the entity events, in one statement (a
+        lingering drainer asks at every poll)."""
+        return self._records().execute(_READY, PRIORITIES).fetchone()[0]
 
     def set_aside(self, priority: str) -> int:
         with sqlite.corruption_named(self.path):

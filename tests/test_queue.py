@@ -233,6 +233,17 @@ def test_jobs_and_their_retry_state_survive_reopening(tmp_path, clock):
     again.close()
 
 
+def test_a_lingering_drainers_look_for_work_is_one_statement(tmp_path, clock):
+    queue = JobQueue(tmp_path / "queue", consumer=True, clock=clock)
+    queue.put_many([job(1), job(2, BULK), job(3)])
+    queue.put_entity_events([EntityEvent("tag", 4, "Tag.Update.Post", NOW)])
+    assert ids(queue.take(1)) == [1]  # in flight: not ready
+    statements: list[str] = []
+    queue.store.side().set_trace_callback(statements.append)
+    assert queue.ready_count() == 3 and len(statements) == 1, statements
+    queue.close()
+
+
 def test_parked_jobs_come_back_soonest_first_early_ones_on_request_dropped_ones_never():
     from sync_queue.job import Taken
     from sync_queue.rules import Parked
