@@ -145,13 +145,15 @@ class Bootstrap:
         return [r for r in self.requirements if importlib.util.find_spec(r.module) is None]
 
     def missing(self) -> list[Requirement]:
-        """Requirements not importable, or (checked once per stamp) of the wrong version."""
-        absent = self.absent()
-        if absent or self._stamp_current():
+        """Requirements not importable, or (checked once per stamp) of the wrong version.
+        Each package is looked up once: the stamp is made of the same lookups."""
+        specs = {r.module: importlib.util.find_spec(r.module) for r in self.requirements}
+        absent = [r for r in self.requirements if specs[r.module] is None]
+        if absent or self._stamp_current(specs):
             return absent
         wrong = self._wrong_versions()
         if not wrong:
-            self._write_stamp()
+            self._write_stamp(specs)
         return wrong
 
     def _wrong_versions(self) -> list[Requirement]:
@@ -171,23 +173,23 @@ class Bootstrap:
     def _stamp_path(self) -> Path:
         return self.plugin_dir / DEPS_DIR / "checked.json"
 
-    def _stamp_current(self) -> bool:
+    def _stamp_current(self, specs: dict[str, ModuleSpec | None]) -> bool:
         try:
-            return self._stamp_path().read_text(encoding="utf-8") == self._stamp()
+            return self._stamp_path().read_text(encoding="utf-8") == self._stamp(specs)
         except OSError:
             return False
 
-    def _stamp(self) -> str:
+    def _stamp(self, specs: dict[str, ModuleSpec | None]) -> str:
         """What the version check depends on: interpreter, requirements, where each package lives."""
-        origins = [_origin(r.module) for r in self.requirements]
+        origins = [str(spec.origin if spec else None) for spec in (specs[r.module] for r in self.requirements)]
         text = (self.plugin_dir / REQUIREMENTS_FILE).read_text(encoding="utf-8")
         key = [sys.executable, sys.version, text, origins]
         return json.dumps(key)
 
-    def _write_stamp(self) -> None:
+    def _write_stamp(self, specs: dict[str, ModuleSpec | None]) -> None:
         try:
             self._stamp_path().parent.mkdir(parents=True, exist_ok=True)
-            self._stamp_path().write_text(self._stamp(), encoding="utf-8")
+            self._stamp_path().write_text(self._stamp(specs), encoding="utf-8")
         except OSError:
             pass  # a read-only plugin folder: the check simply runs again next time
 
@@ -342,9 +344,3 @@ def ensure_dependencies(plugin_dir: Path, log: StashLog) -> bool:
     if missing:
         boot.install(missing)
     return bool(missing)
-
-
-def _origin(module: str) -> str:
-    """Where ``module`` would be imported from ("None" when it cannot be found)."""
-    spec = importlib.util.find_spec(module)
-    return str(spec.origin if spec else None)

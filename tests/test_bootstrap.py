@@ -291,7 +291,7 @@ def test_version_tuple_and_dep_manager_spec():
     assert _dep_manager_spec("<3") == ""
 
 
-def test_a_version_too_old_counts_as_missing_and_the_check_is_remembered(tmp_path):
+def test_a_version_too_old_counts_as_missing_and_the_check_is_remembered(tmp_path, monkeypatch):
     (tmp_path / "requirements.txt").write_text("requests>=999\ntenacity>=8\n")
     stream = io.StringIO()
     log = StashLog(stream, Redactor())
@@ -301,3 +301,8 @@ def test_a_version_too_old_counts_as_missing_and_the_check_is_remembered(tmp_pat
     (tmp_path / "requirements.txt").write_text("requests>=2\ntenacity>=8\n")
     assert Bootstrap(tmp_path, log).missing() == []
     assert (tmp_path / "deps" / "checked.json").is_file()  # the next run skips the version check
+    looked: list[str] = []
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: looked.append(name) or real(name, *a))
+    assert Bootstrap(tmp_path, log).missing() == []
+    assert sorted(looked) == ["requests", "tenacity"]  # once each: the stamp is made of the same lookups
