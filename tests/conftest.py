@@ -233,6 +233,17 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+def pytest_collection_finish(session):
+    """What collection imported (modules, the collected tests) is moved out of the cyclic
+    collector's way, and it runs less often: the emulators allocate a lot per request (the
+    plugin's forked runs get the same freeze from the fork server; docs/architecture.md)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20000, 20, 20)
+
+
 def pytest_configure(config):
     os.environ.setdefault("PLEXAPI_HEADER_IDENTIFIER", "stash2plex-tests")
     # Drainers exit as soon as the queue is empty (tests wait for that); tests of the
