@@ -29,22 +29,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests import forkserver  # noqa: E402
-from tests.emulators.plex_emulator import PlexEmulator  # noqa: E402
-from tests.emulators.stash_emulator import StashEmulator  # noqa: E402
+from tests.bench.start_cost import one_scene  # noqa: E402
 from tests.runner import drainer_lock_held, hook_document, run_plugin, task_document  # noqa: E402
 
 
 class Lab:
     def __init__(self, linger: str) -> None:
-        self.stash = StashEmulator().start()
-        self.plex = PlexEmulator().start()
-        self.plex.add_section("Stash", ["/plex/media"], key=1)
-        self.sid = self.stash.add_scene(
-            title="Scene 1", files=[{"path": "/stash/media/scene-1.mp4", "size": 1001, "duration": 60.0}]
-        )
-        self.plex.add_item(1, "/plex/media/scene-1.mp4", size=1001, duration_ms=60000)
-        settings = {"plex_url": self.plex.url, "plex_token": self.plex.token, "path_map": "/stash/media=/plex/media"}
-        self.stash.plugin_settings = {"Stash2Plex": settings}
+        self.stash, self.plex, self.sid = one_scene()
         self.data_dir = Path(tempfile.mkdtemp()) / "data"
         self.env = dict(os.environ, STASH2PLEX_DATA_DIR=str(self.data_dir), STASH2PLEX_DRAINER_LINGER_S=linger)
         self.connection = self.stash.server_connection(str(REPO))

@@ -62,17 +62,21 @@ def _settled(data_dir: Path, timeout: float = 60.0) -> None:
     raise TimeoutError("the drainer a hook started did not finish")
 
 
+def one_scene() -> tuple[StashEmulator, PlexEmulator, int]:
+    """Both emulators started, one scene in Stash and its item in Plex, the plugin configured
+    for them (``fork_ab.py`` measures against the same)."""
+    stash, plex = StashEmulator().start(), PlexEmulator().start()
+    plex.add_section("Stash", ["/plex/media"], key=1)
+    sid = stash.add_scene(title="Scene 1", files=[{"path": "/stash/media/scene-1.mp4", "size": 1001, "duration": 60.0}])
+    plex.add_item(1, "/plex/media/scene-1.mp4", size=1001, duration_ms=60000)
+    settings = {"plex_url": plex.url, "plex_token": plex.token, "path_map": "/stash/media=/plex/media"}
+    stash.plugin_settings = {"Stash2Plex": settings}
+    return stash, plex, sid
+
+
 class Lab:
     def __init__(self, folder: Path) -> None:
-        self.stash = StashEmulator().start()
-        self.plex = PlexEmulator().start()
-        self.plex.add_section("Stash", ["/plex/media"], key=1)
-        self.sid = self.stash.add_scene(
-            title="Scene 1", files=[{"path": "/stash/media/scene-1.mp4", "size": 1001, "duration": 60.0}]
-        )
-        self.plex.add_item(1, "/plex/media/scene-1.mp4", size=1001, duration_ms=60000)
-        settings = {"plex_url": self.plex.url, "plex_token": self.plex.token, "path_map": "/stash/media=/plex/media"}
-        self.stash.plugin_settings = {"Stash2Plex": settings}
+        self.stash, self.plex, self.sid = one_scene()
         self.data_dir = folder / "data"
         self.trivial = folder / "trivial.py"
         self.trivial.write_text(TRIVIAL)
