@@ -283,6 +283,8 @@ class Syncer:
         ratings import reads only what was rated since its last look, and the scene may have
         had no item in the ledger then (the ``sceneUpdate`` fires the scene hook, whose sync
         finds Plex showing Stash's rating: nothing is written back)."""
+        if not self.settings.import_ratings:  # (before the ledger read: every sync passes here)
+            return
         if not self._plex_rating_newer(scene, state, self.ledger.item(state.rating_key)):
             return
         plex = float(state.fields[RATING])
