@@ -64,6 +64,9 @@ def _work(app: App, lock: HeldLock, stop: threading.Event, outcome: dict) -> Non
                 return
             outcome["stats"] = worker.run(stop=stop, wait_for_retries=True)
             while worker.abort_error is None and _work_arrives(queue, stop, app.linger_s(LINGER_S)):
+                if app.settings_changed():  # saved while it lingered: the new job goes by them, as in a task
+                    outcome["settings_changed"] = True
+                    return
                 outcome["stats"] = worker.run(stop=stop, wait_for_retries=True)
         if worker.abort_error is not None:  # the token or a setting is wrong: stop, and say so
             outcome["error"] = worker.abort_error
@@ -122,6 +125,9 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | None:
             log.info("the plugin settings changed; the drainer starts over with them")
             restart = True
             stop.set()
+    if outcome.get("settings_changed") and not restart:
+        log.info("the plugin settings changed; the drainer starts over with them")
+        restart = True
     if restart and "error" not in outcome:
         return None
     if "error" in outcome:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -263,7 +264,7 @@ class App:
             for url in settings.notify_urls:
                 for secret in secrets_of(url):
                     self.log.redact.add(secret)
-            for warning in settings.adopted.warnings:
+            for warning in (*settings.adopted.warnings, *settings.problems):
                 self.log.warning(warning)
             return settings
 
@@ -544,7 +545,8 @@ class App:
         def build() -> SyncEvents:
             settings = self.settings()
             notifier = Notifier(settings.notify_urls, self.log) if settings.notify_urls else None
-            down_after_s = settings.notify_plex_down_minutes * 60
+            minutes = settings.notify_plex_down_minutes
+            down_after_s = math.inf if minutes is None else minutes * 60  # None: a bad value turned the notice off
             return SyncEvents(self.health(), notifier, down_after_s, fix_for(PlexUnavailable(""), self.surface))
 
         return self._part("events", build)

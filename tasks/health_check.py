@@ -96,6 +96,8 @@ def _report_settings(settings: Settings, report: _Report) -> None:
     """The effective configuration, and what became of settings saved under old names."""
     report.data["settings"] = settings.summary()
     report.data["old_settings"] = settings.adopted.summary()
+    for problem in settings.problems:  # a bad optional value: its feature is off, scenes still sync
+        report.bad(problem)
     for line in settings.adopted.taken_over:
         report.good(f"old setting taken over: {line}")
     if settings.adopted.ignored:

@@ -8,11 +8,15 @@ would add and writes nothing.
 
 from __future__ import annotations
 
+from core.errors import ConfigError
 from tasks import App
 
 
 def run(app: App) -> dict:
     settings = app.settings()
+    why = settings.problem("plays_accounts")
+    if why:  # whose plays to read is unknown: none are read (a bad value turns only this off)
+        raise ConfigError(why)
     dry_run = bool(app.options.get("dry_run"))
     counts = app.play_import().run(settings.play_accounts, from_start=True, dry_run=dry_run)
     keys = ("plays_to_add", "plays_in_stash", "plays_known", "plays_not_synced")

@@ -76,7 +76,17 @@ def status(app: App) -> dict[str, Any]:
         "synced_scenes": ledger.count(),
         "stats": app.stats().snapshot(),
         "last_drainer_error": ledger.meta("last_drainer_error"),
+        "settings_problems": _settings_problems(app),
     }
+
+
+def _settings_problems(app: App) -> list[str]:
+    """The bad optional values (each feature it turns off); a setting that stops the sync
+    is ``plex.problem``'s."""
+    try:
+        return list(app.settings().problems)
+    except ConfigError:
+        return []
 
 
 def dlq_groups(entries: list[dict[str, Any]], by_reason: dict[str, int] | None = None) -> list[dict[str, Any]]:

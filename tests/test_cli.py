@@ -109,7 +109,7 @@ def test_help_lists_every_command_setting_and_variable(plugin):
             "--stash-url must look like http://localhost:9999, got 'ftp://stash'",
         ),
         (["all", "--stash-url", "http://stash:9999/graphql"], 2, "--stash-url must be Stash's address without a path"),
-        (["all", "--plex-concurrency", "99"], 1, "setting plex_concurrency: Input should be less than or equal to 16"),
+        (["all", "--tags-as", "tags"], 1, "setting tags_as: must be one of genres, labels, both, got 'tags'"),
         (["all", "--loose-matching", "maybe"], 1, "setting loose_matching: must be true or false, got 'maybe'"),
     ],
 )

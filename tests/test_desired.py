@@ -123,15 +123,30 @@ def test_render_template(template, values, text):
         ({"skip_fields": "title, ratings"}, "setting skip_fields: 'ratings' is not a field Stash2Plex writes"),
         ({"tags_as": "tags"}, "setting tags_as: must be one of genres, labels, both, got 'tags'"),
         ({"collections": "series"}, "setting collections: 'series' is not a collection source"),
-        ({"title_template": "{name}"}, "setting title_template: {name} is not a field a template can use"),
-        ({"sort_title_template": "{title!r}"}, "setting sort_title_template: {title!r} is not a field"),
-        ({"title_template": "{title"}, "setting title_template: is not a valid template"),
         ({"organized_only": "maybe"}, "setting organized_only: must be true or false, got 'maybe'"),
     ],
 )
 def test_bad_choices_are_clear_errors(settings, message):
     with pytest.raises(ConfigError, match="^" + __import__("re").escape(message)):
         load_settings({**REQUIRED, **settings})
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"title_template": "{name}"}, "setting title_template: {name} is not a field a template can use"),
+        ({"sort_title_template": "{title!r}"}, "setting sort_title_template: {title!r} is not a field"),
+        ({"title_template": "{title"}, "setting title_template: is not a valid template"),
+    ],
+)
+def test_a_bad_template_is_named_and_not_used(settings, message):
+    """A template is optional: a bad one is left out (the plain title, Plex's sort title), named."""
+    loaded = load_settings({**REQUIRED, **settings})
+    (name,) = settings
+    assert getattr(loaded, name) == ""
+    (problem,) = loaded.problems
+    assert problem.startswith(message) and problem == loaded.problem(name), problem
+    assert problem.endswith("until it is fixed")
 
 
 def test_the_public_plugins_field_switches_saved_false_become_skip_fields():

@@ -162,19 +162,11 @@ SETTINGS_CASES = [
         error=True,
     ),
     Case(
-        "settings-concurrency-negative",
+        "settings-tags-as-text",
         "settings",
         "error",
-        "setting plex_concurrency",
-        lambda p: {"plex_concurrency": -1},
-        error=True,
-    ),
-    Case(
-        "settings-concurrency-text",
-        "settings",
-        "error",
-        "setting plex_concurrency",
-        lambda p: {"plex_concurrency": "lots"},
+        "setting tags_as: must be one of genres, labels, both, got 'lots'",
+        lambda p: {"tags_as": "lots"},
         error=True,
     ),
     Case(

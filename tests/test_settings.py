@@ -12,7 +12,6 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from core.errors import ConfigError
 from tests.runner import REPO
 from validation.config import DEFAULTS, load_settings
 
@@ -50,8 +49,9 @@ def test_a_number_saved_as_zero_means_its_default():
     assert load_settings({**REQUIRED, "plex_concurrency": 0}).plex_concurrency == DEFAULTS["plex_concurrency"]
     assert load_settings({**REQUIRED, "plex_concurrency": "0"}).plex_concurrency == DEFAULTS["plex_concurrency"]
     assert load_settings({**REQUIRED, "plex_concurrency": 3}).plex_concurrency == 3
-    with pytest.raises(ConfigError, match="setting plex_concurrency: Input should be greater than or equal to 1"):
-        load_settings({**REQUIRED, "plex_concurrency": -2})
+    assert load_settings({**REQUIRED, "plex_concurrency": -2}).problem("plex_concurrency") == (
+        "setting plex_concurrency: must be a whole number from 1 to 16, got '-2'; the default, 6, is used"
+    )
 
 
 @pytest.mark.parametrize(("saved", "loose"), [(True, False), (False, True), ("false", True), ("0", True)])

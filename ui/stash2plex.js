@@ -296,6 +296,9 @@
     } else if (s.plex.problem) {
       out.push(h(Message, { key: "problem", variant: "warning" }, s.plex.problem));
     }
+    (s.settings_problems || []).forEach((p, i) =>
+      out.push(h(Message, { key: "setting-" + i, variant: "warning" }, p))
+    );
     if (s.last_drainer_error && s.last_drainer_error.error) {
       out.push(h(Message, { key: "drainer", variant: "warning" }, "The background worker stopped: " + s.last_drainer_error.error));
     }

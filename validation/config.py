@@ -4,10 +4,16 @@ Stash stores no defaults (a never-saved setting is absent), so every default liv
 and Stash2Plex.yml's descriptions state the same values (a test checks). Stash's page draws
 a never-saved setting as off, ``0`` or empty and the first click saves that: every switch
 defaults to false and a number saved as 0 means its default. Old names: ``validation.legacy``.
+
+Every run (hook's drainer, task, command line, ``watch``) reads them through ``load_settings``
+and decides alike: a bad value of a setting in ``OPTIONAL`` turns only its feature off (the
+reason is in ``Settings.problems``: health check, the page's status, the log), any other bad
+value stops the sync (``ConfigError``), since it would change what is written to Plex.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
@@ -45,6 +51,29 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+@dataclass(frozen=True)
+class Fallback:
+    """What a bad value of an optional setting becomes: ``value``, with ``also`` set too
+    (a feature switched off), and the sentence that says so."""
+
+    value: Any
+    consequence: str
+    also: dict[str, Any] = field(default_factory=dict)
+
+
+PLAYS_OFF = "Plex plays are not imported until it is fixed"
+OPTIONAL: dict[str, Fallback] = {
+    "plex_concurrency": Fallback(DEFAULTS["plex_concurrency"], f"the default, {DEFAULTS['plex_concurrency']}, is used"),
+    "notify_urls": Fallback((), "no notification is sent until it is fixed"),
+    "notify_plex_down_minutes": Fallback(None, "no notice that Plex is down is sent until it is fixed"),
+    "title_template": Fallback("", "Stash's title is written until it is fixed"),
+    "sort_title_template": Fallback("", "Plex's own sort title is kept until it is fixed"),
+    "import_plays": Fallback(False, PLAYS_OFF),
+    "plays_accounts": Fallback((), PLAYS_OFF, {"import_plays": False}),
+    "import_resume": Fallback(False, "resume points are not brought to Stash until it is fixed"),
+    "import_ratings": Fallback(False, "ratings are not brought to Stash until it is fixed"),
+}
+MAX_ACCOUNT_ID = 2**63 - 1  # the largest integer SQLite stores (plays.db keeps each account's place)
 MAX_CONTENT_RATING = 64  # Plex's ratings are short (R, TV-MA, de/16); a long one made every edit's URL too long
 
 
@@ -63,7 +92,8 @@ class Settings(BaseModel):
     case_insensitive_paths: bool = DEFAULTS["case_insensitive_paths"]
     plex_concurrency: int = Field(default=DEFAULTS["plex_concurrency"], ge=1, le=16)
     notify_urls: tuple[str, ...] = Field(default=(), repr=False)  # secrets: tokens live in these URLs
-    notify_plex_down_minutes: float = Field(default=DEFAULTS["notify_plex_down_minutes"], gt=0, le=10080)
+    # None: the notice is off (a bad value, OPTIONAL)
+    notify_plex_down_minutes: float | None = Field(default=DEFAULTS["notify_plex_down_minutes"], gt=0, le=10080)
     private_logs: bool = DEFAULTS["private_logs"]
 
     @field_validator("notify_urls", mode="before")
@@ -85,7 +115,11 @@ class Settings(BaseModel):
     @field_validator("notify_plex_down_minutes", mode="before")
     @classmethod
     def _minutes(cls, value: Any) -> Any:
-        return DEFAULTS["notify_plex_down_minutes"] if value in (0, "0") else value
+        if value is None:
+            return None  # the fallback of a bad value (load_settings drops a saved None)
+        if value in (0, "0"):
+            return DEFAULTS["notify_plex_down_minutes"]  # what Stash shows (and may save) for a never-set number
+        return _number_in(value, 0, 10080, "a number of minutes above 0, at most 10080 (a week)", whole=False)
 
     skip_fields: tuple[str, ...] = ()
     tags_as: str = DEFAULTS["tags_as"]
@@ -102,6 +136,7 @@ class Settings(BaseModel):
     import_resume: bool = DEFAULTS["import_resume"]
     import_ratings: bool = DEFAULTS["import_ratings"]
     _adopted: Adopted = PrivateAttr(default_factory=Adopted)
+    _problems: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def writes(self, field: str) -> bool:
         """False when ``skip_fields`` names this field."""
@@ -112,12 +147,23 @@ class Settings(BaseModel):
         """The old setting names this configuration took over or ignored."""
         return self._adopted
 
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """One sentence per bad optional value: the setting, why, and what is off meanwhile."""
+        return tuple(self._problems.values())
+
+    def problem(self, name: str) -> str | None:
+        """Why the optional setting ``name`` is not used (None when its value is good)."""
+        return self._problems.get(name)
+
     def summary(self) -> dict[str, Any]:
         """Every setting's effective value, for people (health_check): the token is never shown."""
         shown: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
-            if name == "plex_token":
+            if name in self._problems:
+                value = "(bad value: not used)"
+            elif name == "plex_token":
                 value = "(set, hidden)"
             elif name == "notify_urls":
                 value = f"({len(value)} set, hidden)" if value else ""  # tokens live in these URLs
@@ -207,9 +253,14 @@ class Settings(BaseModel):
         if isinstance(value, tuple):
             return value
         parts = [p.strip() for p in _text(value).split(",") if p.strip()]
-        bad = [p for p in parts if not p.isdigit()]
+        if parts == ["0"]:
+            return ()  # what Stash may save for a never-set value: the default (the server owner)
+        bad = [p for p in parts if not (p.isascii() and p.isdigit() and 0 < int(p) <= MAX_ACCOUNT_ID)]
         if bad:
-            raise ValueError(f"must be Plex account ids separated by commas (1 is the server owner), got {bad[0]!r}")
+            raise ValueError(
+                "must be Plex account ids (whole numbers from 1 to 2^63-1) separated by commas "
+                f"(1 is the server owner), got {bad[0][:40]!r}"
+            )
         return tuple(int(p) for p in parts)
 
     @property
@@ -256,11 +307,9 @@ class Settings(BaseModel):
     @field_validator("plex_concurrency", mode="before")
     @classmethod
     def _number(cls, value: Any) -> Any:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
         if value == 0 or (isinstance(value, str) and value.strip() in ("0", "")):
             return DEFAULTS["plex_concurrency"]  # what Stash shows (and may save) for a never-set number
-        return value
+        return _number_in(value, 1, 16, "a whole number from 1 to 16")
 
 
 def boolean(value: Any) -> bool:
@@ -272,6 +321,24 @@ def boolean(value: Any) -> bool:
     if isinstance(value, (int, float)) and value in (0, 1):
         return bool(value)
     raise ValueError(f"must be true or false, got {value!r}")
+
+
+def _number_in(value: Any, low: float, high: float, wanted: str, whole: bool = True) -> float | int:
+    """``value`` (a number, or its text) within ``low``..``high`` (above ``low`` when not
+    ``whole``); ValueError naming ``wanted`` otherwise."""
+    number: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if number is None or not (low <= number <= high if whole else low < number <= high):  # NaN fails both
+        raise ValueError(f"must be {wanted}, got {str(value)[:40]!r}")
+    if whole and not float(number).is_integer():
+        raise ValueError(f"must be {wanted}, got {str(value)[:40]!r}")
+    return int(number) if whole else float(number)
 
 
 def _no_login(url: str) -> str:
@@ -292,27 +359,54 @@ def _text(value: Any) -> str:
 
 
 def _message(error: ValidationError, missing=_in_stash) -> str:
-    parts = []
-    for item in error.errors()[:5]:
-        name = ".".join(str(p) for p in item["loc"]) or "settings"
-        reason = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "missing":
-            reason = f"is not set: {missing(name)}"
-        parts.append(f"setting {name} {reason}" if item["type"] == "missing" else f"setting {name}: {reason}")
-    return "; ".join(parts)
+    return "; ".join(_message_of(item, missing) for item in error.errors()[:5])
+
+
+def _message_of(item: Any, missing=_in_stash) -> str:
+    """One validation error as a sentence naming the setting."""
+    name = ".".join(str(p) for p in item["loc"]) or "settings"
+    reason = item["msg"].removeprefix("Value error, ")
+    if item["type"] == "missing":
+        return f"setting {name} is not set: {missing(name)}"
+    return f"setting {name}: {reason}"
 
 
 def load_settings(saved: dict[str, Any] | None, missing=_in_stash) -> Settings:
-    """Validate the saved settings map (``{}`` when none were saved).
+    """Validate the saved settings map (``{}`` when none were saved): the one reader of
+    settings for every run.
 
     ``missing(name)`` says where to set a missing setting, in the words of the place
-    the message is read (Stash's settings page, or the command line's flags).
+    the message is read (Stash's settings page, or the command line's flags). A bad
+    optional value (``OPTIONAL``) takes its fallback and is named in ``problems``;
+    any other bad value raises ConfigError.
     """
     values = {k: v for k, v in (saved or {}).items() if v is not None and v != ""}
     values, adopted = translate(values, set(Settings.model_fields))
+    problems: dict[str, str] = {}
     try:
         settings = Settings.model_validate(values)
     except ValidationError as exc:
-        raise ConfigError(_message(exc, missing)) from None
+        bad = {str(item["loc"][0]) for item in exc.errors() if item["loc"]}
+        if not bad or not bad <= set(OPTIONAL):
+            raise ConfigError(_message(exc, missing)) from None
+        problems = {
+            _name(item): f"{_message_of(item, missing)}; {OPTIONAL[_name(item)].consequence}" for item in exc.errors()
+        }
+        settings = Settings.model_validate({**values, **_fallbacks(bad)})
     settings._adopted = adopted
+    settings._problems = problems
     return settings
+
+
+def _name(item: Any) -> str:
+    return str(item["loc"][0])
+
+
+def _fallbacks(names: set[str]) -> dict[str, Any]:
+    """The values that replace bad optional ones (a feature's switch off with them)."""
+    values: dict[str, Any] = {}
+    for name in sorted(names):
+        values.update(OPTIONAL[name].also)
+    for name in names:
+        values[name] = OPTIONAL[name].value
+    return values
