@@ -276,7 +276,7 @@ def test_task_modes_all_resolve_to_a_task_function():
 def _yaml_type(annotation: Any) -> str:
     if annotation is bool:
         return "BOOLEAN"
-    if annotation in (int, float):  # Stash keeps a NUMBER as a JSON number
+    if annotation in (int, float, float | None):  # Stash keeps a NUMBER as a JSON number (None: a bad value's fallback)
         return "NUMBER"
     return "STRING"
 
