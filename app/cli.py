@@ -289,7 +289,7 @@ def _options(args: argparse.Namespace, mode: str) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: TerminalLog, plugin_dir: Path) -> int:
-    from tasks import resolve
+    from tasks import run_task
 
     mode = ALIASES.get(args.command, args.command)
     app = None
@@ -302,7 +302,7 @@ def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: Ter
             from app.watch import run as watch
 
             return watch(app, once=args.once)
-        output = resolve(mode)(app)
+        output = run_task(mode, app, {})
     except UsageError as exc:
         log.error(str(exc))
         return 2

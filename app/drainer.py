@@ -203,6 +203,7 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
         surface=payload.get("surface") or STASH_UI,
     )
     try:
+        app.take_over(start_drainer=False)  # the public plugin's jobs, for this drainer
         while True:
             lock = HeldLock(app.lock_path)
             if not lock.acquire(patience=LOCK_PATIENCE_S):

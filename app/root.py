@@ -214,6 +214,26 @@ class App:
             queue.close()
             lock.release()
 
+    def take_over(self, start_drainer: bool = True) -> None:
+        """The public Stash2Plex plugin's waiting jobs and dead letters, once, at the start of
+        every run but a hook's (sync_queue/predecessor.py); a drainer syncs the jobs. Its files
+        unreadable: said, and our own sync goes on."""
+        import sqlite3
+
+        from sync_queue import predecessor
+
+        try:
+            if not predecessor.present(self.data_dir):
+                return
+            line = predecessor.take_over(self.data_dir, self.producer_queue(), self.dlq(), self.ledger())
+        except (sqlite3.Error, DataFileError) as exc:
+            self.log.warning(f"the data of {predecessor.ORIGIN} in {self.data_dir} could not be read: {exc}")
+            return
+        if line:
+            self.log.warning(line)
+            if start_drainer and self.producer_queue().pending():
+                self.ensure_drainer()
+
     def _wait_for_handover(self, lock: HeldLock, wait_s: float) -> None:
         deadline = time.monotonic() + wait_s
         request = HeldLock(self.handover_path)

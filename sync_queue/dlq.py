@@ -53,6 +53,17 @@ class DeadLetterQueue(sqlite.Store):
                 ),
             )
 
+    @sqlite.retry_locked
+    def adopt(self, job: Job, error_class: str, message: str, attempts: int, failed_at: float) -> bool:
+        """Record a dead letter of another plugin's (sync_queue/predecessor.py) as it was;
+        False when the scene has an entry of ours already (it is kept)."""
+        with sqlite.write(self._db()) as conn:
+            added = conn.execute(
+                "INSERT OR IGNORE INTO dlq VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                (job.scene_id, json.dumps(job.to_dict()), error_class, message[:4000], attempts, failed_at),
+            )
+            return added.rowcount > 0
+
     def count(self) -> int:
         return self._db().execute("SELECT COUNT(*) FROM dlq").fetchone()[0]
 

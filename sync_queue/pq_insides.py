@@ -3,10 +3,11 @@
 Everything else uses ``SQLiteAckQueue``'s documented API; what it does not offer is here:
 * :func:`load`: the package without its ``__init__`` (the hook's import cost).
 * :func:`relax_sync`: ``PRAGMA synchronous=NORMAL`` on its two connections (it has no option).
-* :func:`not_done_rows`, :func:`unack_rows`, :func:`delete_not_done`: SQL on its table
-  (``ack_queue_<name>``: ``_id``, ``data``, ``status``) and its ``AckStatus`` numbers, to rebuild
-  our records after a crash or an upgrade, find a row it cannot decode (its ``get`` does not say
-  which) and clear many rows in one statement.
+* :func:`not_done_rows`, :func:`unack_rows`, :func:`delete_not_done`, :func:`last_row`: SQL on
+  its table (``ack_queue_<name>``: ``_id``, ``data``, ``status``) and its ``AckStatus`` numbers, to
+  rebuild our records after a crash or an upgrade, find a row it cannot decode (its ``get`` does
+  not say which), clear many rows in one statement and read the public plugin's queue
+  (``sync_queue/predecessor.py``).
 """
 
 from __future__ import annotations
@@ -97,6 +98,13 @@ def not_done_rows(conn: sqlite3.Connection, name: str) -> list[tuple[int, bytes]
     if not has_table(conn, name):
         return []
     return conn.execute(f"SELECT {KEY}, {DATA} FROM {table(name)} WHERE {_NOT_DONE} ORDER BY {KEY}").fetchall()
+
+
+def last_row(conn: sqlite3.Connection, name: str) -> int:
+    """The highest row id of the table (0 when it has none, or there is no table)."""
+    if not has_table(conn, name):
+        return 0
+    return conn.execute(f"SELECT COALESCE(MAX({KEY}), 0) FROM {table(name)}").fetchone()[0]
 
 
 def unack_rows(conn: sqlite3.Connection, name: str) -> list[tuple[int, bytes]]:

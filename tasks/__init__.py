@@ -58,6 +58,8 @@ def resolve(mode: str) -> Callable[..., Any]:
 
 
 def run_task(mode: str, app: App, params: dict) -> Any:
-    """Run the task for ``mode``; those in ``TAKES_ARGS`` also get the other args."""
+    """Run the task for ``mode``; those in ``TAKES_ARGS`` also get the other args. The
+    public Stash2Plex plugin's queue and dead letters are taken over first (once)."""
     func = resolve(mode)
+    app.take_over()
     return func(app, params) if mode in TAKES_ARGS else func(app)
