@@ -301,6 +301,7 @@ def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: Ter
         if mode == "watch":
             from app.watch import run as watch
 
+            app.take_over()  # as every task does (tasks/__init__.py run_task)
             return watch(app, once=args.once)
         output = run_task(mode, app, {})
     except UsageError as exc:
