@@ -93,11 +93,12 @@ def has_table(conn: sqlite3.Connection, name: str) -> bool:
     return found.fetchone() is not None
 
 
-def not_done_rows(conn: sqlite3.Connection, name: str) -> list[tuple[int, bytes]]:
-    """(row id, serialized data) of every row not acked nor failed, in queue order."""
+def not_done_rows(conn: sqlite3.Connection, name: str, after: int = 0) -> list[tuple[int, bytes]]:
+    """(row id, serialized data) of every row not acked nor failed (after row ``after``), in queue order."""
     if not has_table(conn, name):
         return []
-    return conn.execute(f"SELECT {KEY}, {DATA} FROM {table(name)} WHERE {_NOT_DONE} ORDER BY {KEY}").fetchall()
+    query = f"SELECT {KEY}, {DATA} FROM {table(name)} WHERE {_NOT_DONE} AND {KEY} > ? ORDER BY {KEY}"
+    return conn.execute(query, (after,)).fetchall()
 
 
 def last_row(conn: sqlite3.Connection, name: str) -> int:

@@ -101,9 +101,8 @@ def find(data_dir: Path, after_queue: int = 0, after_dead: int = 0) -> Found:
     queue_file = data_dir / inbox.QUEUE_FOLDER / inbox.QUEUE_FILE
     if queue_file.is_file():
         with _reading(queue_file) as conn:
-            for row_id, data in pq_insides.not_done_rows(conn, QUEUE_NAME):
-                if row_id > after_queue:
-                    _add_job(found, data)
+            for _, data in pq_insides.not_done_rows(conn, QUEUE_NAME, after_queue):
+                _add_job(found, data)
             found.last_queue = max(after_queue, pq_insides.last_row(conn, QUEUE_NAME))
     dead_file = data_dir / DLQ_FILE
     if dead_file.is_file():

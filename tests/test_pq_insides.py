@@ -64,6 +64,7 @@ def test_private_connections_and_the_sql_on_its_table(tmp_path):
         pq_insides.INITED,
     ]
     assert [i for i, _ in pq_insides.not_done_rows(conn, "bulk")] == ids[2:]
+    assert [i for i, _ in pq_insides.not_done_rows(conn, "bulk", after=ids[3])] == ids[4:]
     assert [(i, pq.json.loads(d)) for i, d in pq_insides.unack_rows(conn, "bulk")] == [(ids[3], {"n": 3})]
     assert pq_insides.last_row(conn, "bulk") == ids[-1] and pq_insides.last_row(conn, "interactive") == 0
     assert pq_insides.delete_not_done(conn, "bulk") == 3
