@@ -131,3 +131,20 @@ def test_the_drainer_and_process_queue_refuse_alike(plugin, name, value, says):
     assert run.error and run.error.startswith(says), run.error
     assert plugin.plex.item(rk)["fields"]["title"] == "Good settings"
     assert plugin.status()["pending"] == 1
+
+
+def test_the_command_line_decides_as_the_plugin_does(plugin):
+    """A flag is read by the same function: a bad optional value syncs (named), a bad value of
+    what is written stops before Plex (the job kept)."""
+    from tests.test_cli import cli
+
+    sid, rk = plugin.add_scene(1)
+    with drainer_lock_held(plugin.data_dir):
+        assert plugin.hook(_edit(plugin, sid, "By the command line")).error is None
+    refused = cli(plugin, "process_queue", "--tags-as", "garbage")
+    assert refused.returncode == 1 and FATAL_BAD[0][2] in refused.stderr, refused.stderr
+    assert plugin.status()["pending"] == 1
+    done = cli(plugin, "process_queue", "--json", STASH2PLEX_PLEX_CONCURRENCY="2.5")
+    assert done.returncode == 0 and done.json()["synced"] == 1, done.stderr
+    assert done.stderr.count(OPTIONAL_BAD[-1][2]) == 1, done.stderr
+    assert plugin.plex.item(rk)["fields"]["title"] == "By the command line"
