@@ -1,0 +1,81 @@
+"""A flood of Plex notifications as a few looks: per item, per section, per session.
+
+Plex may send thousands of frames for one item in a second (a client reporting, an agent
+refreshing); each would cost a Plex request. Events are held by what they are about
+(``key``): the first of a key goes at once, the ones after it within ``WINDOW_S`` are folded
+into the newest, which goes when the window ends. So an item is looked at most once a
+second, its last event is never lost, and an event about anything else passes the flood
+at once (it is not queued behind it). Pure: the caller passes the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from plex.notifications import Event, ItemProcessed, LibraryScanned, PlaybackState
+
+WINDOW_S = 1.0
+
+
+def key(event: Event) -> Hashable:
+    """What an event is about: events of the same key fold into one.
+
+    >>> key(ItemProcessed(7, 1)) == key(ItemProcessed(7, 2)), key(LibraryScanned(3))
+    (True, ('section', 3))
+    >>> key(PlaybackState(7, "playing", 0, "5")) == key(PlaybackState(7, "stopped", 0, "5"))
+    False
+    """
+    if isinstance(event, ItemProcessed):
+        return ("item", event.item_id)
+    if isinstance(event, LibraryScanned):
+        return ("section", event.section_id)
+    if isinstance(event, PlaybackState):  # a stop is never folded into the frames before it
+        return ("session", event.session_key, event.rating_key, event.state == "stopped")
+    return (type(event).__name__,)
+
+
+class Coalescer:
+    """``offer`` each event as it comes, ``take`` the ones due; ``wait`` says how long until
+    the next is due (None: nothing held).
+
+    >>> c = Coalescer()
+    >>> c.offer(ItemProcessed(7, 1, 1), now=0.0); c.take(0.0)
+    [ItemProcessed(item_id=7, section_id=1, updated_at=1)]
+    >>> for at in (2, 3, 4): c.offer(ItemProcessed(7, 1, at), now=0.1)
+    >>> c.offer(LibraryScanned(1), now=0.2); c.take(0.2), c.wait(0.2)
+    ([LibraryScanned(section_id=1)], 0.8)
+    >>> c.take(1.0), c.wait(1.0)
+    ([ItemProcessed(item_id=7, section_id=1, updated_at=4)], None)
+    """
+
+    def __init__(self, window: float = WINDOW_S) -> None:
+        self.window = window
+        self._held: dict[Hashable, tuple[float, Event]] = {}  # key → (when due, the newest event)
+        self._last: dict[Hashable, float] = {}  # key → when its last event went
+
+    def offer(self, event: Event, now: float) -> None:
+        k = key(event)
+        last = self._last.get(k)
+        due = now if last is None else max(now, last + self.window)
+        held = self._held.pop(k, None)
+        self._held[k] = (held[0] if held else due, event)
+        if isinstance(event, PlaybackState) and event.state == "stopped":  # its session's reports are moot
+            self._held.pop(key(PlaybackState(event.rating_key, "playing", 0, event.session_key)), None)
+
+    def take(self, now: float) -> list[Event]:
+        due = [(at, k, event) for k, (at, event) in self._held.items() if at <= now]
+        for _, k, _ in due:
+            del self._held[k]
+            self._last[k] = now
+        self._forget(now)
+        return [event for _, _, event in sorted(due, key=lambda d: d[0])]
+
+    def wait(self, now: float) -> float | None:
+        if not self._held:
+            return None
+        return max(0.0, min(at for at, _ in self._held.values()) - now)
+
+    def _forget(self, now: float) -> None:
+        """Keys whose window has passed are forgotten (their next event goes at once)."""
+        if len(self._last) > 256:
+            self._last = {k: at for k, at in self._last.items() if now - at < self.window}
