@@ -86,3 +86,16 @@ def view_offset(client, rating_key: int) -> int:
     for node in root:
         return int(node.attrib.get("viewOffset") or 0)
     return 0
+
+
+def in_progress(client, section_key: int) -> dict[int, int]:
+    """The section's items the token user (the owner) has a resume point in: ratingKey →
+    ``viewOffset`` ms (``inProgress=1``, a boolean filter of the section listing: plexapi
+    library.py ``LibrarySection.search``)."""
+    query = f"/library/sections/{int(section_key)}/all?type=1&inProgress=1"
+    found: dict[int, int] = {}
+    for node in _rows(client, query, "reading Plex's resume points"):
+        a = node.attrib
+        if a.get("ratingKey") and int(a.get("viewOffset") or 0) > 0:
+            found[int(a["ratingKey"])] = int(a["viewOffset"])
+    return found
