@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from worker.listen import PlexListener
     from worker.plays import PlayImport
     from worker.ratings import RatingsBack
+    from worker.resume import ResumeBack
+    from worker.sessions import SessionAccounts
     from worker.sync import Syncer
     from worker.waits import PlexWaits
     from worker.watching import Watching
@@ -488,14 +490,36 @@ class App:
         )
 
     def watch_handler(self) -> Watching:
-        """What the resident ``watch`` process does with each Plex event: a stopped playback
-        reads the watch history (with ``import_plays``)."""
+        """What the resident ``watch`` process does with each Plex event and on its timer
+        (``worker/watching.py``)."""
         from worker.watching import Watching
 
         return self._part(
             "watching",
-            lambda: Watching(self.settings(), self.play_import, self.ratings_back, self.drift_watch, self.log),
+            lambda: Watching(
+                self.settings(),
+                self.play_import,
+                self.ratings_back,
+                self.resume_back,
+                self.session_accounts,
+                self.drift_watch,
+                self.log,
+            ),
         )
+
+    def resume_back(self) -> ResumeBack:
+        """The owner's Plex resume points into Stash (``worker/resume.py``)."""
+        from worker.resume import ResumeBack
+
+        return self._part(
+            "resume_back", lambda: ResumeBack(self.plex(), self.stash(), self.ledger(), self.index(), self.log)
+        )
+
+    def session_accounts(self) -> SessionAccounts:
+        """Which Plex account each playback session is (``worker/sessions.py``)."""
+        from worker.sessions import SessionAccounts
+
+        return self._part("session_accounts", lambda: SessionAccounts(self.plex()))
 
     def drift_watch(self) -> DriftWatch:
         """Plex-side changes to items we own, checked and repaired as reconcile does (``worker/drift.py``)."""
@@ -519,7 +543,7 @@ class App:
         )
 
     def ratings_back(self) -> RatingsBack:
-        """Plex ratings and resume points into Stash (``worker/ratings.py``)."""
+        """Plex ratings into Stash (``worker/ratings.py``)."""
         from worker.ratings import RatingsBack
 
         return self._part(

@@ -4,8 +4,15 @@ plexapi/alert.py's ``AlertListener`` opens ``/:/websockets/notifications``; its 
 replaced here to report the open and the close and to send pings (plexapi's sends none, so a
 half-open connection would go unnoticed). It never reconnects: ``worker/listen.py`` does.
 websocket-client is imported only here, when a listener starts (never by the hook). Frames:
-``shared/contracts/plex-events.md`` §1 (plexapi ``alert.py``, Tautulli ``activity_handler.py``,
-PlexTraktSync ``watch/events.py``).
+``shared/contracts/plex-events.md`` §1 and §7 (plexapi ``alert.py``, Tautulli ``activity_handler.py``,
+PlexTraktSync ``watch/events.py``, fuzeman/plex.activity.py ``sources/s_websocket/main.py``).
+
+"Look at the item again" is any of: timeline ``state 0`` with ``metadataState "created"`` (Tautulli's
+new-item signal), ``state 1`` without ``mediaState`` (the last state of a section without a metadata
+agent: plexapi ``alert.py``, its ``tools/plex-bootstraptest.py``; "Other Videos" sections usually
+have none), ``state 5`` without ``metadataState`` (processed, with an agent). "Look at the library
+again": an ``activity`` of a section scan that ``ended``, a ``status`` "Library scan complete".
+A flood of these is coalesced by the listener (``worker/coalesce.py``), not here.
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ from core.errors import PlexAuthError, PlexUnavailable, Stash2PlexError
 from plex.errors import plex_errors
 
 LIBRARY = "com.plexapp.plugins.library"
-PROCESSED, DELETED = 5, 9
+CREATED, PROGRESS, PROCESSED, DELETED = 0, 1, 5, 9
+SECTION_SCAN = "library.update.section"  # the activity of a section's scan
+SCAN_COMPLETE = "library scan complete"  # a status notification's title, case aside
 PING_S = 30.0  # a silent peer is noticed after PING_S + PING_TIMEOUT_S
 PING_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
@@ -27,7 +36,7 @@ CONNECT_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class ItemProcessed:
-    """Plex finished processing an item: it was added, or its metadata changed."""
+    """Plex has an item to look at: it was created, or its processing (or an edit) ended."""
 
     item_id: int
     section_id: int
@@ -35,12 +44,22 @@ class ItemProcessed:
 
 
 @dataclass(frozen=True)
+class LibraryScanned:
+    """A scan ended: of section ``section_id``, or of some section (None: a status notification
+    names none)."""
+
+    section_id: int | None = None
+
+
+@dataclass(frozen=True)
 class PlaybackState:
-    """A playback session's state (``playing``, ``paused``, ``buffering``, ``stopped``)."""
+    """A playback session's state (``playing``, ``paused``, ``buffering``, ``stopped``). The frame
+    names no account: ``session_key`` is looked up in ``/status/sessions`` (plex/sessions.py)."""
 
     rating_key: int
     state: str
     view_offset_ms: int
+    session_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -49,7 +68,7 @@ class Connected:
     not announced to us, so a handler catches up."""
 
 
-Event = ItemProcessed | PlaybackState | Connected
+Event = ItemProcessed | LibraryScanned | PlaybackState | Connected
 
 
 def _int(value: Any) -> int | None:
@@ -62,21 +81,29 @@ def _int(value: Any) -> int | None:
 
 def read_events(container: dict) -> list[Event]:
     """The events we act on in one ``NotificationContainer`` (PMS may batch several); the rest is skipped:
-    >>> read_events({"type": "timeline", "size": 3, "TimelineEntry": [
+    >>> read_events({"type": "timeline", "size": 6, "TimelineEntry": [
     ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": "1", "state": 0, "metadataState": "created"},
+    ...     {"identifier": LIBRARY, "itemID": "8", "sectionID": "1", "state": 1, "mediaState": "analyzing"},
+    ...     {"identifier": LIBRARY, "itemID": "8", "sectionID": "1", "state": 1},
+    ...     {"identifier": LIBRARY, "itemID": "9", "sectionID": "1", "state": 3},
     ...     {"identifier": "tv.plex.grabbers", "itemID": "7", "sectionID": "1", "state": 5},
     ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": 1, "state": 5, "updatedAt": 1700000000}]})
-    [ItemProcessed(item_id=7, section_id=1, updated_at=1700000000)]
+    [ItemProcessed(item_id=7, section_id=1, updated_at=0), ItemProcessed(item_id=8, section_id=1, updated_at=0), ItemProcessed(item_id=7, section_id=1, updated_at=1700000000)]
     >>> read_events({"type": "playing", "PlaySessionStateNotification": [
     ...     {"ratingKey": "7", "state": "stopped", "viewOffset": 61000, "sessionKey": "3"}]})
-    [PlaybackState(rating_key=7, state='stopped', view_offset_ms=61000)]
+    [PlaybackState(rating_key=7, state='stopped', view_offset_ms=61000, session_key='3')]
+    >>> read_events({"type": "activity", "ActivityNotification": [
+    ...     {"event": "ended", "Activity": {"type": SECTION_SCAN, "Context": {"librarySectionID": "2"}}},
+    ...     {"event": "updated", "Activity": {"type": SECTION_SCAN, "Context": {"librarySectionID": "2"}}}]})
+    [LibraryScanned(section_id=2)]
+    >>> read_events({"type": "status", "StatusNotification": [{"title": "Library scan complete"}]})
+    [LibraryScanned(section_id=None)]
     """
     kind = container.get("type")
-    if kind == "timeline":
-        return [e for e in map(_timeline, _entries(container, "TimelineEntry")) if e is not None]
-    if kind == "playing":
-        return [e for e in map(_playing, _entries(container, "PlaySessionStateNotification")) if e is not None]
-    return []
+    read, array = _READERS.get(kind, (None, "")) if isinstance(kind, str) else (None, "")
+    if read is None:
+        return []
+    return [e for e in map(read, _entries(container, array)) if e is not None]
 
 
 def _entries(container: dict, array: str) -> list[dict]:
@@ -84,8 +111,18 @@ def _entries(container: dict, array: str) -> list[dict]:
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
 
+def _look_again(entry: dict) -> bool:
+    """The entry says the item is there to look at (the module's docstring says which)."""
+    state, metadata = _int(entry.get("state")), entry.get("metadataState")
+    if state == CREATED:
+        return metadata == "created"
+    if state == PROGRESS:
+        return metadata is None and "mediaState" not in entry
+    return state == PROCESSED and metadata is None
+
+
 def _timeline(entry: dict) -> ItemProcessed | None:
-    if entry.get("identifier") != LIBRARY or _int(entry.get("state")) != PROCESSED or "metadataState" in entry:
+    if entry.get("identifier") != LIBRARY or not _look_again(entry):
         return None
     item, section = _int(entry.get("itemID")), _int(entry.get("sectionID"))
     if item is None or section is None:
@@ -97,7 +134,28 @@ def _playing(entry: dict) -> PlaybackState | None:
     key, offset, state = _int(entry.get("ratingKey")), _int(entry.get("viewOffset")), entry.get("state")
     if key is None or not isinstance(state, str):
         return None
-    return PlaybackState(key, state, offset or 0)
+    return PlaybackState(key, state, offset or 0, str(entry.get("sessionKey") or ""))
+
+
+def _activity(entry: dict) -> LibraryScanned | None:
+    activity = entry.get("Activity")
+    if entry.get("event") != "ended" or not isinstance(activity, dict) or activity.get("type") != SECTION_SCAN:
+        return None
+    context = activity.get("Context")
+    return LibraryScanned(_int(context.get("librarySectionID")) if isinstance(context, dict) else None)
+
+
+def _status(entry: dict) -> LibraryScanned | None:
+    title = entry.get("title")
+    return LibraryScanned() if isinstance(title, str) and title.strip().lower() == SCAN_COMPLETE else None
+
+
+_READERS: dict[str, tuple[Callable[[dict], Event | None], str]] = {
+    "timeline": (_timeline, "TimelineEntry"),
+    "playing": (_playing, "PlaySessionStateNotification"),
+    "activity": (_activity, "ActivityNotification"),
+    "status": (_status, "StatusNotification"),
+}
 
 
 def connection_error(error: BaseException) -> Stash2PlexError:

@@ -33,7 +33,9 @@ def plex_requests(plugin) -> list[dict]:
     return [r for r in plugin.plex.requests if not r["path"].startswith("/:/websocket")]
 
 
-def test_an_item_plex_adds_is_written_at_once_without_timed_retries(plugin):
+def test_an_item_an_agentless_section_adds_is_written_within_5_s_of_its_scan(plugin):
+    """The section has no metadata agent (as "Other Videos" sections holding Stash content
+    have): Plex's processing of the new item ends at timeline state 1, never state 5."""
     plugin.env["STASH2PLEX_RANDOM_SEED"] = SEED
     sid = add_scene(plugin, "/stash/media/new/fresh.mp4", "Fresh Scene")
     plugin.hook(create_context(sid))
@@ -49,6 +51,10 @@ def test_an_item_plex_adds_is_written_at_once_without_timed_retries(plugin):
     until(lambda: plugin.plex.item(rk)["fields"]["title"] == "Fresh Scene", 5, "written", plugin)
     assert time.monotonic() - added < 5
     assert "1 waiting job(s) go now" in plugin.drainer_log()
+    states = [
+        e["state"] for m in plugin.plex.notifications.sent for e in m["NotificationContainer"].get("TimelineEntry", [])
+    ]
+    assert states[:3] == [0, 1, 1] and set(states[3:]) == {5}  # the scan ended at state 1; 5: our write
     until(lambda: not plugin.drainer_busy(), 10, "the drainer leaves once nothing waits")
     status = plugin.status()
     assert status["pending"] == 0 and status["dlq"] == 0
@@ -138,6 +144,31 @@ def to_a_thread(pid: int, signum: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.syscall(syscall, pid, others[0], signum) != 0:
         raise OSError(ctypes.get_errno(), f"tgkill of thread {others[0]} of {pid}")
+
+
+def test_a_flood_of_notifications_costs_a_few_plex_reads_and_a_stop_after_it_goes_at_once(plugin, tmp_path):
+    """10,000 timeline frames for one item in a burst (under 0.5 s), then a playback stops:
+    the item is looked at about once a second, and the stop is not queued behind the flood."""
+    from tests.emulators.plex_notify import timeline
+
+    plugin.configure(import_resume=True)
+    sid, rk = synced_scene(plugin)
+    log = tmp_path / "watch.log"
+    watch = start_watch(plugin, log)
+    try:
+        until(lambda: "resume points go to Stash from now on" in log.read_text(), 20, "the first look")
+        until(lambda: plugin.plex.notifications.listening == 1, 10, "watch listens")
+        session = plugin.plex.start_playback(rk)
+        until(lambda: plugin.plex.requests_matching("GET", "/status/sessions")[-1:], 5, "the session looked up")
+        reads = len(plugin.plex.metadata_reads(rk))
+        plugin.plex.notifications.flood(timeline(rk, 1, 5, "Synced 1", int(time.time()) + 5), 10_000)
+        plugin.plex.stop_playback(session, 125_000)
+        until(lambda: plugin.stash.scene(sid).get("resume_time") == 125.0, 2, f"the stop acted on {log.read_text()}")
+        time.sleep(1.5)  # the flood's folded last look comes at the end of its second
+    finally:
+        watch.kill()
+        watch.wait()
+    assert len(plugin.plex.metadata_reads(rk)) - reads <= 4  # two looks for the flood, one for the stop
 
 
 # -- plays -------------------------------------------------------------------------------------
@@ -327,8 +358,10 @@ def test_a_stopped_playback_brings_the_owners_resume_point_to_stash(plugin, tmp_
 
     plugin.configure(import_resume=True)
     sid, rk = synced_scene(plugin)
-    watch = start_watch(plugin, tmp_path / "watch.log")
+    log = tmp_path / "watch.log"
+    watch = start_watch(plugin, log)
     try:
+        until(lambda: "resume points go to Stash from now on" in log.read_text(), 20, "the first look")
         until(lambda: plugin.plex.notifications.listening == 1, 20, "watch listens")
         plugin.plex.set_view_offset(rk, 125_000)
         plugin.plex.notifications.publish(playing("5", rk, 125_000, "stopped"))

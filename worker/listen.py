@@ -4,7 +4,8 @@ plexapi's listener thread ends when its connection closes and never retries
 (plex/notifications.py). ``PlexListener`` starts a new one: at once after a connection that was
 open, else after ``probe_wait`` (the drainer's backoff for a server that is down), never while the
 shared circuit breaker is open. Events go through a queue to a thread of their own, so a handler's
-Plex request never delays the socket's reads. Events are triggers, never the only path: a job
+Plex request never delays the socket's reads; there a flood is folded (``worker/coalesce.py``: one
+look per item, section or session a second). Events are triggers, never the only path: a job
 waiting for Plex keeps its timed retry.
 """
 
@@ -19,8 +20,9 @@ from typing import TYPE_CHECKING
 
 from core.backoff import probe_wait
 from core.errors import PlexNotFound, Stash2PlexError
-from plex.notifications import Connected, Event, ItemProcessed, read_events
+from plex.notifications import Connected, Event, ItemProcessed, LibraryScanned, read_events
 from worker.breaker import State
+from worker.coalesce import Coalescer
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -53,8 +55,10 @@ class PlexListener:
         log: StashLog,
         breaker: CircuitBreaker | None = None,
         sleep: Callable[[float], object] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._start_listener, self._handle, self.log, self.breaker = start_listener, handle, log, breaker
+        self._clock, self._coalescer = clock, Coalescer()
         self.status = ListenerStatus()
         self._stop = threading.Event()
         self._sleep = sleep or self._stop.wait  # tests record the waits instead
@@ -160,15 +164,25 @@ class PlexListener:
             self._events.put(event)
 
     def _dispatch(self) -> None:
-        while True:
-            event = self._events.get()
-            if event is None or self._stop.is_set():
-                return
-            self.status.events += 1
+        """Take what came, hand on what is due (folded), sleep until the next is due."""
+        while not self._stop.is_set():
             try:
-                self._handle(event)
-            except Stash2PlexError as exc:  # one event lost; the timed paths cover it
-                self.log.info(f"a Plex event was not acted on: {exc}")
+                event = self._events.get(timeout=self._coalescer.wait(self._clock()))
+            except queue.Empty:  # nothing came: a held event is due
+                pass
+            else:
+                if event is None or self._stop.is_set():
+                    return
+                self.status.events += 1
+                self._coalescer.offer(event, self._clock())
+            for due in self._coalescer.take(self._clock()):
+                self._handle_one(due)
+
+    def _handle_one(self, event: Event) -> None:
+        try:
+            self._handle(event)
+        except Stash2PlexError as exc:  # one event lost; the timed paths cover it
+            self.log.info(f"a Plex event was not acted on: {exc}")
 
 
 class WakeWaitingJobs:
@@ -179,7 +193,7 @@ class WakeWaitingJobs:
         self.plex, self.index, self.waits, self.log = plex, index, waits, log
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, Connected):
+        if isinstance(event, Connected | LibraryScanned):
             self.catch_up()
         if not isinstance(event, ItemProcessed) or not self.waits.waiting():
             return

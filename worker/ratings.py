@@ -1,11 +1,9 @@
-"""Plex ratings and resume points back into Stash (the owner's only: the owner's token sees only
-the owner's ``userRating`` and ``viewOffset``).
+"""Plex ratings back into Stash (the owner's only: the owner's token sees only the owner's
+``userRating``; resume points: worker/resume.py).
 
 Ratings: Plex sends no event for them, so the synced sections are read for items rated since
 ``lastRatedAt``; a Plex rating that wins (docs/architecture.md, "Plex back into Stash", says which)
-is saved as ``rating100 = round(userRating × 10)``. Resume points: a stopped playback's
-``viewOffset`` is saved (``sceneSaveActivity``, ``resume_time`` only) when it is 5 s or more from
-the scene's; a watched item has none, so it resets Stash's too.
+is saved as ``rating100 = round(userRating × 10)``.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from plex.desired import half_stars
-from plex.history import rated_since, view_offset
+from plex.history import rated_since
 from stash.timestamps import parse as parse_timestamp
 from validation.fields import RATING, rating_text
 
@@ -30,7 +28,6 @@ if TYPE_CHECKING:
     from sync_queue.plays import PlayJournal
 
 OVERLAP_S = 120
-RESUME_TOLERANCE_S = 5.0
 RATING_TOLERANCE = 5
 
 
@@ -106,17 +103,6 @@ class RatingsBack:
         self.ledger.save(record)
         self.log.info(f"Plex item {rating_key}: scene {scene_id}'s rating, changed in Stash since, written again")
         return "ratings_to_plex"
-
-    def resume(self, rating_key: int) -> str:
-        record = self.ledger.item(rating_key)
-        if record is None:
-            return "resume_not_synced"
-        seconds = view_offset(self.plex, rating_key) / 1000
-        scene = self.stash.scene_state(record.scene_id)
-        if scene is None or abs((scene.get("resume_time") or 0.0) - seconds) < RESUME_TOLERANCE_S:
-            return "resume_same"
-        self.stash.save_resume(record.scene_id, seconds)
-        return "resume_to_stash"
 
 
 RATINGS_MARK = -1  # the journal's "since" row for ratings (account ids are >= 1)

@@ -1,12 +1,15 @@
 """What the resident ``watch`` process does with Plex's events, and on its timer.
 
 An item Stash2Plex owns that Plex processed again (a user's edit, an agent refresh) is
-checked and repaired as ``reconcile`` would (``worker/drift.py``). A playback that stopped may have become a watch-history entry (PMS scrobbles at the
-end; the websocket says nothing of it) and has moved the item's resume point: with
-``import_plays`` the history is read then, with ``import_resume`` the resume point. The
-timer (``poll``) reads the history again and, with ``import_ratings``, Plex's ratings
-(Plex announces none): the websocket is a trigger, never the only path, so what happened
-while the process was down or killed is caught up by the next read.
+checked and repaired as ``reconcile`` would (``worker/drift.py``). A playback that stopped may have
+become a watch-history entry (PMS scrobbles at the end; the websocket says nothing of it) and may
+have moved the owner's resume point: with ``import_plays`` the history is read then, with
+``import_resume`` the item's resume point (``worker/resume.py``). A playback of an account that
+``plays_accounts`` does not name is left alone: its session's account is learnt from its first
+reports (``worker/sessions.py``). The timer (``poll``, also ``watch --once``) reads the history,
+the owner's resume points and, with ``import_ratings``, Plex's ratings (Plex announces none): the
+websocket is a trigger, never the only path, so what happened while the process was down or
+killed is caught up by the next read.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ if TYPE_CHECKING:
     from worker.drift import DriftWatch
     from worker.plays import PlayImport
     from worker.ratings import RatingsBack
+    from worker.resume import ResumeBack
+    from worker.sessions import SessionAccounts
+
+OWNER = 1  # the server owner's account id: the only one whose resume points Plex shows us
 
 
 class Watching:
@@ -31,23 +38,48 @@ class Watching:
         settings: Settings,
         play_import: Callable[[], PlayImport],
         ratings: Callable[[], RatingsBack],
+        resume: Callable[[], ResumeBack],
+        sessions: Callable[[], SessionAccounts],
         drift: Callable[[], DriftWatch],
         log: StashLog,
     ) -> None:
         self.settings, self.play_import, self.ratings, self.log = settings, play_import, ratings, log
-        self.drift = drift
+        self.resume, self.sessions, self.drift = resume, sessions, drift
+
+    @property
+    def _resume_on(self) -> bool:
+        """Resume points come back: asked for, and the owner's plays count."""
+        return self.settings.import_resume and OWNER in self.settings.play_accounts
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ItemProcessed):
             self._guarded("drift check", lambda: self.drift()(event))
-        if isinstance(event, PlaybackState) and event.state == "stopped":
-            self._guarded("plays", self._plays)
-            if self.settings.import_resume:
-                self._guarded("resume point", lambda: self.ratings().resume(event.rating_key))
+        if isinstance(event, PlaybackState) and (self.settings.import_plays or self._resume_on):
+            self._playback(event)
+
+    def _playback(self, event: PlaybackState) -> None:
+        if event.state != "stopped":
+            self._guarded("playback's account", lambda: self.sessions().learn(event))
+            return
+        account = self._account(event)
+        if account is not None and account not in self.settings.play_accounts:
+            self.log.info(f"Plex item {event.rating_key}: a playback of account {account} (not in plays_accounts)")
+            return
+        self._guarded("plays", self._plays)
+        if self._resume_on:
+            self._guarded("resume point", lambda: self.resume().item(event.rating_key))
+
+    def _account(self, event: PlaybackState) -> int | None:
+        try:
+            return self.sessions().stopped(event)
+        except Stash2PlexError:  # unknown: the checks below read only what the accounts allow
+            return None
 
     def poll(self) -> None:
         """Read what Plex recorded since the last look (each setting that is on)."""
         self._guarded("plays", self._plays)
+        if self._resume_on:
+            self._guarded("resume points", lambda: self.resume().run())
         self._guarded("drift check", lambda: self.drift().run())
         if self.settings.import_ratings:
             self._guarded("ratings", lambda: self.ratings().run())

@@ -60,7 +60,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from tests.emulators import plex_history, plex_notify
+from tests.emulators import plex_history, plex_notify, plex_sessions
 from tests.emulators.serving import EmulatorServer, TrackedHandler
 
 MACHINE_ID = "5f1c0ffee0ddba11ab1ec0de5eed1dea11e1ba5e"
@@ -198,6 +198,7 @@ class Section:
     updated_at: int = 0
     scanned_at: int = 0
     content_changed_at: int = 1
+    agent: str = "tv.plex.agents.none"  # none: processing ends at timeline state 1 (plex_notify)
 
     def __post_init__(self) -> None:
         self.updated_at = self.scanned_at = self.stamp
@@ -357,13 +358,15 @@ class Library:
         self.next_key = 101
         self.notify: Callable[[dict], Any] = lambda message: None  # the notification websocket
         self.history = plex_history.History()
+        self.sessions = plex_sessions.Sessions()
+        self._scanned: dict[int, list[tuple[int, str]]] | None = None  # a scan's items, announced at its end
 
     def now(self) -> int:
         return int(self.clock())
 
-    def add_section(self, title: str, locations: list[str], key: int | None, type: str) -> int:
+    def add_section(self, title: str, locations: list[str], key: int | None, type: str, agent: str) -> int:
         key = key if key is not None else max(self.sections, default=0) + 1
-        self.sections[key] = Section(key, title, type, list(locations), self.now())
+        self.sections[key] = Section(key, title, type, list(locations), self.now(), agent=agent)
         return key
 
     def allocate_key(self) -> int:
@@ -407,10 +410,16 @@ class Library:
         self.canonical_tags(item)
         self.items[rk] = item
         section.scanned(now)
-        title = fields["title"]
-        self.notify(plex_notify.timeline(rk, section_key, 0, title, now, metadataState="created"))
-        self.notify(plex_notify.timeline(rk, section_key, 5, title, now))
+        if self._scanned is None:
+            self._announce(section_key, [(rk, fields["title"])])
+        else:
+            self._scanned.setdefault(section_key, []).append((rk, fields["title"]))
         return rk
+
+    def _announce(self, section_key: int, items: list[tuple[int, str]]) -> None:
+        """The notifications of a scan that added ``items`` to the section."""
+        for message in plex_notify.scan_frames(section_key, items, self.sections[section_key].agent, self.now()):
+            self.notify(message)
 
     def remove_item(self, rating_key: int) -> None:
         item = self.items.pop(rating_key)
@@ -430,13 +439,19 @@ class Library:
         """Add scheduled items that are due, or that a scan of ``scan_path`` would find."""
         now = self.clock()
         keep = []
-        for job in self.pending:
-            scanned = section_key == job.section and _covers(scan_path, job.file)
-            if scanned or job.due <= now:
-                self.add_item(job.section, job.file, rating_key=job.rating_key, **job.kwargs)
-            else:
-                keep.append(job)
+        self._scanned = {}
+        try:
+            for job in self.pending:
+                scanned = section_key == job.section and _covers(scan_path, job.file)
+                if scanned or job.due <= now:
+                    self.add_item(job.section, job.file, rating_key=job.rating_key, **job.kwargs)
+                else:
+                    keep.append(job)
+        finally:
+            added, self._scanned = self._scanned, None
         self.pending = keep
+        for key, items in added.items():  # one scan per section: its items' entries share frames
+            self._announce(key, items)
 
     def refreshing(self, key: int) -> bool:
         return any(job.section == key for job in self.pending)
@@ -599,7 +614,7 @@ def render_sections(lib: Library) -> ET.Element:
                 "key": str(s.key),
                 "type": s.type,
                 "title": s.title,
-                "agent": "tv.plex.agents.none",
+                "agent": s.agent,
                 "scanner": "Plex Video Files",
                 "language": "xn",
                 "uuid": f"0b6b3c1e-0000-4a4a-9c9c-{s.key:012d}",
@@ -735,6 +750,8 @@ def section_all(lib: Library, req: Request, key: int) -> Reply:
     items = [] if wanted_type not in (None, "1", "movie") else lib.section_items(key)
     needle = (req.param("title") or "").lower()
     items = [i for i in items if needle in (i.fields["title"] or "").lower()]
+    if req.param("inProgress") == "1":  # plexapi library.py ``search(inProgress=True)``: a resume point
+        items = [i for i in items if int(lib.history.item_attrs(i.rating_key).get("viewOffset") or 0) > 0]
     rated_after = req.param("lastRatedAt>>")  # "lastRatedAt>>=N" (plexapi's date filter): rated at N or later
     if rated_after is not None:
         items = [i for i in items if i.rated_at is not None and i.rated_at >= int(rated_after)]
@@ -897,6 +914,8 @@ def route(lib: Library, req: Request, semantics: str, strict: bool = True) -> Re
     segs = [s for s in req.path.split("/") if s]
     if segs == [":", "rate"] and req.method == "PUT":
         return rate(lib, req)
+    if req.path == "/status/sessions" and req.method == "GET":
+        return xml_reply(lib.sessions.render(_container))
     if req.path == "/status/sessions/history/all" and req.method == "GET":
         rows = lib.history.select(req.query)
         start, size = _page_bounds(req, len(rows))
@@ -1124,9 +1143,17 @@ class PlexEmulator:
         self._thread.start()
 
     # -- library set-up and inspection
-    def add_section(self, title: str, locations: list[str], key: int | None = None, type: str = "movie") -> int:
+    def add_section(
+        self,
+        title: str,
+        locations: list[str],
+        key: int | None = None,
+        type: str = "movie",
+        agent: str = "tv.plex.agents.none",
+    ) -> int:
+        """A section; ``agent`` its metadata agent (none, the default, as for "Other Videos")."""
         with self._lib.lock:
-            return self._lib.add_section(title, locations, key, type)
+            return self._lib.add_section(title, locations, key, type, agent)
 
     def add_item(
         self,
@@ -1182,6 +1209,9 @@ class PlexEmulator:
 
     def edit_requests(self) -> list[dict]:
         return self._log_where("PUT", r"/library/(sections/\d+/all|metadata/[\d,]+)/?")
+
+    def metadata_reads(self, rating_key: int) -> list[dict]:
+        return self._log_where("GET", rf"/library/metadata/{rating_key}/?")
 
     def rate_requests(self) -> list[dict]:
         return self._log_where("PUT", r"/:/rate")
@@ -1287,6 +1317,30 @@ class PlexEmulator:
     def set_view_offset(self, rating_key: int, offset_ms: int, account_id: int = plex_history.OWNER) -> None:
         """A playback stopped part-way: the account's resume point (``/:/timeline`` reports)."""
         self._lib.history.set_offset(rating_key, offset_ms, account_id)
+
+    # -- playback sessions (plex_sessions)
+    def start_playback(self, rating_key: int, account_id: int = plex_history.OWNER) -> str:
+        """An account starts playing an item: a session in ``/status/sessions`` and its first
+        ``playing`` report. Returns the session key."""
+        with self._lib.lock:
+            title = self._lib.items[rating_key].fields["title"] or ""
+        playback = self._lib.sessions.start(rating_key, title, account_id)
+        self.notifications.publish(plex_notify.playing(playback.session_key, rating_key, 0, "playing"))
+        return playback.session_key
+
+    def report_playback(self, session_key: str, offset_ms: int) -> None:
+        """The player's next ``playing`` report (clients report every 1-10 s)."""
+        with self._lib.sessions.lock:
+            playback = self._lib.sessions.live[session_key]
+            playback.offset_ms = offset_ms
+        self.notifications.publish(plex_notify.playing(session_key, playback.rating_key, offset_ms, "playing"))
+
+    def stop_playback(self, session_key: str, offset_ms: int) -> None:
+        """The session stops part-way: the account's resume point moves, the session leaves
+        ``/status/sessions``, then ``stopped`` is sent."""
+        playback = self._lib.sessions.end(session_key)
+        self._lib.history.set_offset(playback.rating_key, offset_ms, playback.account_id)
+        self.notifications.publish(plex_notify.playing(session_key, playback.rating_key, offset_ms, "stopped"))
 
     # -- rescans
     def move_file(self, rating_key: int, new_file: str) -> None:

@@ -15,13 +15,25 @@ pong, a close with a close) and nothing else. What PMS sends, as the contract
 * every frame is ``{"NotificationContainer": {"type": T, "size": N, <Array>: [...]}}``
   with PMS's typing: ``itemID`` a string, ``state``/``type`` ints (Tautulli
   ``activity_handler.py`` ``TimelineHandler``; PlexTraktSync ``watch/events.py``);
-* a scan that adds an item sends timeline entries state 0 (``metadataState:
-  "created"``) and then state 5 without ``metadataState`` (plexapi ``alert.py``'s
-  state table; Tautulli treats ``state == 5`` without ``metadataState`` as done);
-  an edit sends state 5 again (PlexKodiConnect's "new or changed" comment); a
-  deletion state 9 ``deleted``; a rating sends nothing (PlexTraktSync polls ratings).
+* a scan (``scan_frames``) sends an ``activity`` ``library.update.section`` started
+  with ``Context.librarySectionID`` (third-party readers of ``/activities``, reported),
+  timeline entries state 0 (``metadataState: "created"``), then state 1 with
+  ``mediaState`` while the media is analysed, then, in a section without a metadata
+  agent (``tv.plex.agents.none``, ``com.plexapp.agents.none``), state 1 without
+  ``mediaState`` as its last state (plexapi ``alert.py``'s state table: "When metadata
+  agent is not set for the library processing ends with state=1"; its
+  ``tools/plex-bootstraptest.py`` waits for state 1 there), else states 2, 3, 4 and 5
+  (with ``mediaState``, then without: the bootstrap script reads a missing
+  ``mediaState`` as analysed); then the activity ``ended`` and a ``status``
+  "Library scan complete" (fuzeman/plex.activity.py ``sources/s_websocket/main.py``
+  ``process_status``). The entries of every item of one scan share a frame (the
+  contract §1 says to iterate the arrays: PMS's batching is not documented, and the
+  emulator batches so a reader of only the first entry is caught);
+* an edit sends state 5 again (PlexKodiConnect's "new or changed" comment); a
+  deletion state 9 ``deleted``; a rating sends nothing (PlexTraktSync polls ratings);
 
-Switches for tests: ``close_all()`` (a clean close frame: plexapi's listener thread
+Switches for tests: ``flood(message, count)`` (one notification many times in one
+burst), ``close_all()`` (a clean close frame: plexapi's listener thread
 just ends), ``drop_all()`` (the TCP connection cut: a PMS restart), ``connections``
 (how many handshakes were accepted), ``refuse`` (answer every handshake with 503),
 ``muted`` (send nothing).
@@ -97,6 +109,48 @@ def timeline(item_id: int, section_id: int, state: int, title: str, updated_at: 
         **extra,
     }
     return container("timeline", "TimelineEntry", [entry])
+
+
+AGENTLESS = ("tv.plex.agents.none", "com.plexapp.agents.none")
+
+
+def scan_frames(section_id: int, items: list[tuple[int, str]], agent: str, now: int) -> list[dict]:
+    """The notifications of one scan of ``section_id`` that added ``items`` ((ratingKey,
+    title) each), in order (the module's docstring says where each comes from)."""
+
+    def entries(state: int, **extra: Any) -> dict:
+        rows = [timeline(rk, section_id, state, title, now, **extra) for rk, title in items]
+        return container("timeline", "TimelineEntry", [r["NotificationContainer"]["TimelineEntry"][0] for r in rows])
+
+    last = (
+        [entries(1)]
+        if agent in AGENTLESS
+        else [entries(s) for s in (2, 3, 4)] + [entries(5, mediaState="analyzing"), entries(5)]
+    )
+    return [
+        activity("started", section_id),
+        entries(0, metadataState="created"),
+        entries(1, mediaState="analyzing"),
+        *last,
+        activity("ended", section_id),
+        container("status", "StatusNotification", [{"title": "Library scan complete", "description": ""}]),
+    ]
+
+
+def activity(event: str, section_id: int) -> dict:
+    """An ``ActivityNotification`` of a section scan (the contract §1's recorded shape)."""
+    uuid = f"5ca1ab1e-0000-4000-8000-{section_id:012d}"
+    body = {
+        "uuid": uuid,
+        "type": "library.update.section",
+        "cancellable": True,
+        "userID": 1,
+        "title": "Scanning",
+        "subtitle": "",
+        "progress": 100 if event == "ended" else 0,
+        "Context": {"librarySectionID": str(section_id)},
+    }
+    return container("activity", "ActivityNotification", [{"event": event, "uuid": uuid, "Activity": body}])
 
 
 def playing(session_key: str, rating_key: int, view_offset_ms: int, state: str, client_id: str = "emu-player") -> dict:
@@ -191,6 +245,16 @@ class Notifications:
             clients = list(self._clients.items())
             self.sent.append(message)
         return sum(self._send(conn, lock, data) for conn, lock in clients)
+
+    def flood(self, message: dict, count: int) -> None:
+        """The same notification ``count`` times, as fast as the sockets take it (a client
+        or an agent reporting on one item in a burst)."""
+        data = frame(TEXT, json.dumps(message).encode()) * count
+        with self._lock:
+            clients = list(self._clients.items())
+            self.sent.extend([message] * count)
+        for conn, lock in clients:
+            self._send(conn, lock, data)
 
     def close_all(self) -> None:
         """A clean close frame (status 1001, going away) to every listener."""
