@@ -37,38 +37,40 @@ class ResumeBack:
 
     def run(self) -> Counter[str]:
         """Every owned item's resume point in the synced sections, against the last look."""
-        showing: dict[int, int] = {}
-        for section in self.index.sections:
-            showing.update(in_progress(self.plex, section.key))
-        owned = self.ledger.items(sorted(showing))
-        now = {rk: offset for rk, offset in showing.items() if rk in owned}
-        with self._lock:
+        with self._lock:  # a look and its record are one step: a stop's look never falls between
+            showing: dict[int, int] = {}
+            for section in self.index.sections:
+                showing.update(in_progress(self.plex, section.key))
+            owned = self.ledger.items(sorted(showing))
+            now = {rk: offset for rk, offset in showing.items() if rk in owned}
             seen = self._seen()
-            self.ledger.set_meta(SEEN, {str(rk): offset for rk, offset in now.items()})
-        if seen is None:
-            self.log.info("Plex resume points go to Stash from now on")
-            return Counter()
-        moved = [rk for rk in sorted(set(now) | set(seen)) if now.get(rk, 0) != seen.get(rk, 0)]
-        return Counter(self._bring(rk, now.get(rk, 0)) for rk in moved)
+            if seen is None:  # the first look: from now on
+                self.log.info("Plex resume points go to Stash from now on")
+                seen = now
+            moved = [rk for rk in sorted(set(now) | set(seen)) if now.get(rk, 0) != seen.get(rk, 0)]
+            counts = Counter(self._bring(rk, now.get(rk, 0)) for rk in moved)
+            self._save(now)  # after the writes: one that failed is tried again at the next look
+            return counts
 
     def item(self, rating_key: int) -> str:
         """One item's resume point (a playback of it stopped), against the last look."""
         if self.ledger.item(rating_key) is None:
             return "resume_not_synced"
-        offset = view_offset(self.plex, rating_key)
         with self._lock:
             seen = self._seen()
             if seen is None:
                 return "resume_first_look"
-            before = seen.pop(rating_key, 0)
-            if offset:
-                seen[rating_key] = offset
-            self.ledger.set_meta(SEEN, {str(rk): value for rk, value in seen.items()})
-        return "resume_same" if offset == before else self._bring(rating_key, offset)
+            offset = view_offset(self.plex, rating_key)
+            outcome = "resume_same" if offset == seen.pop(rating_key, 0) else self._bring(rating_key, offset)
+            self._save({**seen, rating_key: offset})
+            return outcome
 
     def _seen(self) -> dict[int, int] | None:
         stored = self.ledger.meta(SEEN)
         return None if stored is None else {int(rk): int(offset) for rk, offset in stored.items()}
+
+    def _save(self, seen: dict[int, int]) -> None:
+        self.ledger.set_meta(SEEN, {str(rk): offset for rk, offset in seen.items() if offset})
 
     def _bring(self, rating_key: int, offset_ms: int) -> str:
         record = self.ledger.item(rating_key)
