@@ -124,3 +124,24 @@ def test_waits_wake_only_the_jobs_looking_for_that_path_and_forget_taken_ones():
     waits.forget(("interactive", 1))
     assert not waits.woken(("interactive", 1)) and len(waits) == 1 and started == [1, 1]
     assert waits.wake(["/plex/A.mp4"]) == 0
+
+
+def test_a_flood_for_one_item_is_two_looks_and_news_of_anything_else_passes_it():
+    from plex.notifications import LibraryScanned, PlaybackState
+    from worker.coalesce import Coalescer
+
+    c, handled = Coalescer(window=1.0), []
+    for i in range(10_000):  # 0.5 s of frames for item 7, its updatedAt rising
+        c.offer(ItemProcessed(7, 1, i), now=i * 0.00005)
+        handled += c.take(i * 0.00005)
+    c.offer(PlaybackState(7, "playing", 1000, "5"), now=0.5)
+    c.offer(PlaybackState(7, "stopped", 2000, "5"), now=0.5)  # the session's report before it is moot
+    c.offer(LibraryScanned(1), now=0.5)
+    handled += c.take(0.5)
+    assert handled == [ItemProcessed(7, 1, 0), PlaybackState(7, "stopped", 2000, "5"), LibraryScanned(1)]
+    assert c.wait(0.5) == 0.5 and c.take(0.99) == []
+    assert c.take(1.0) == [ItemProcessed(7, 1, 9_999)] and c.wait(1.0) is None
+    c.offer(ItemProcessed(7, 1, 10_000), now=1.5)  # within a second of the last look: held
+    assert c.take(1.5) == [] and c.take(2.0) == [ItemProcessed(7, 1, 10_000)]
+    c.offer(ItemProcessed(7, 1, 10_001), now=3.5)  # a second after: at once
+    assert c.take(3.5) == [ItemProcessed(7, 1, 10_001)]

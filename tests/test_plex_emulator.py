@@ -583,3 +583,43 @@ def test_rescans_move_a_file_or_readd_an_item(emu, section_key, plex) -> None:
     assert new != rk and fresh.title == "x" and fresh.genres == [] and not fresh.fields
     with pytest.raises(NotFound):
         plex.fetchItem(rk)
+
+
+def test_sessions_read_by_plexapi_carry_the_users_account_and_leave_when_stopped(emu, section_key, plex) -> None:
+    rk = emu.add_item(section_key, f"{ROOT}/a.mp4")
+    mine, theirs = emu.start_playback(rk), emu.start_playback(rk, account_id=7)
+    emu.report_playback(theirs, 30_000)
+    sessions = {s.sessionKey: s for s in plex.sessions()}  # plexapi's PlexSession._loadData
+    seen = {k: (s._userId, s.ratingKey, s.player.state, s.session.location) for k, s in sessions.items()}
+    assert seen == {int(mine): (1, rk, "playing", "lan"), int(theirs): (7, rk, "playing", "lan")}
+    assert sessions[int(theirs)].viewOffset == 30_000
+    emu.stop_playback(theirs, 40_000)
+    assert [s.sessionKey for s in plex.sessions()] == [int(mine)]
+    sent = [m["NotificationContainer"] for m in emu.notifications.sent]
+    reports = [c["PlaySessionStateNotification"][0] for c in sent if c["type"] == "playing"]
+    assert (reports[-1]["sessionKey"], reports[-1]["state"]) == (theirs, "stopped")
+    assert not any("User" in r or "accountID" in r for r in reports)  # a report names no account
+    assert len(plex.query(f"/library/sections/{section_key}/all?type=1&inProgress=1")) == 0  # 7's is not the owner's
+
+
+@pytest.mark.parametrize(("agent", "last"), [("tv.plex.agents.none", [1]), ("tv.plex.agents.movie", [2, 3, 4, 5, 5])])
+def test_a_scan_ends_at_state_1_without_an_agent_and_batches_its_items(emu, agent, last) -> None:
+    key = emu.add_section("Other", ["/other"], agent=agent)
+    for name in ("a", "b"):
+        emu.schedule_item(key, f"/other/{name}.mp4", delay=3600)
+    requests.get(f"{emu.url}/library/sections/{key}/refresh", headers={"X-Plex-Token": TOKEN}, timeout=5)
+    sent = [m["NotificationContainer"] for m in emu.notifications.sent]
+    assert [c["type"] for c in sent] == [
+        "activity",
+        "timeline",
+        "timeline",
+        *["timeline"] * len(last),
+        "activity",
+        "status",
+    ]
+    timelines = [c for c in sent if c["type"] == "timeline"]
+    assert {(c["size"], len(c["TimelineEntry"])) for c in timelines} == {(2, 2)}  # both items in each frame
+    assert [c["TimelineEntry"][0]["state"] for c in timelines] == [0, 1, *last]
+    assert set(timelines[-1]["TimelineEntry"][0]) & {"mediaState", "metadataState"} == set()
+    assert sent[-2]["ActivityNotification"][0]["event"] == "ended"
+    assert sent[-1]["StatusNotification"][0]["title"] == "Library scan complete"
