@@ -4,6 +4,7 @@ Plex serves the notification websocket (``tests/emulators/plex_notify.py``)."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 from tests.conftest import POLL_S
 from tests.runner import create_context
@@ -151,13 +152,8 @@ def test_a_flood_of_notifications_costs_a_few_plex_reads_and_a_stop_after_it_goe
     the item is looked at about once a second, and the stop is not queued behind the flood."""
     from tests.emulators.plex_notify import timeline
 
-    plugin.configure(import_resume=True)
     sid, rk = synced_scene(plugin)
-    log = tmp_path / "watch.log"
-    watch = start_watch(plugin, log)
-    try:
-        until(lambda: "resume points go to Stash from now on" in log.read_text(), 20, "the first look")
-        until(lambda: plugin.plex.notifications.listening == 1, 10, "watch listens")
+    with watching_resume(plugin, tmp_path / "watch.log") as log:
         session = plugin.plex.start_playback(rk)
         until(lambda: plugin.plex.requests_matching("GET", "/status/sessions")[-1:], 5, "the session looked up")
         reads = len(plugin.plex.metadata_reads(rk))
@@ -165,10 +161,21 @@ def test_a_flood_of_notifications_costs_a_few_plex_reads_and_a_stop_after_it_goe
         plugin.plex.stop_playback(session, 125_000)
         until(lambda: plugin.stash.scene(sid).get("resume_time") == 125.0, 2, f"the stop acted on {log.read_text()}")
         time.sleep(1.5)  # the flood's folded last look comes at the end of its second
+    assert len(plugin.plex.metadata_reads(rk)) - reads <= 4  # two looks for the flood, one for the stop
+
+
+@contextmanager
+def watching_resume(plugin, log):
+    """``watch`` with ``import_resume``, past its first look and listening; killed at the end."""
+    plugin.configure(import_resume=True)
+    watch = start_watch(plugin, log)
+    try:
+        until(lambda: "resume points go to Stash from now on" in log.read_text(), 20, "the first look")
+        until(lambda: plugin.plex.notifications.listening == 1, 10, "watch listens")
+        yield log
     finally:
         watch.kill()
         watch.wait()
-    assert len(plugin.plex.metadata_reads(rk)) - reads <= 4  # two looks for the flood, one for the stop
 
 
 # -- plays -------------------------------------------------------------------------------------
@@ -356,21 +363,13 @@ def test_the_newer_rating_wins_when_both_sides_change_whichever_runs_first(plugi
 def test_a_stopped_playback_brings_the_owners_resume_point_to_stash(plugin, tmp_path):
     from tests.emulators.plex_notify import playing
 
-    plugin.configure(import_resume=True)
     sid, rk = synced_scene(plugin)
-    log = tmp_path / "watch.log"
-    watch = start_watch(plugin, log)
-    try:
-        until(lambda: "resume points go to Stash from now on" in log.read_text(), 20, "the first look")
-        until(lambda: plugin.plex.notifications.listening == 1, 20, "watch listens")
+    with watching_resume(plugin, tmp_path / "watch.log"):
         plugin.plex.set_view_offset(rk, 125_000)
         plugin.plex.notifications.publish(playing("5", rk, 125_000, "stopped"))
         until(lambda: plugin.stash.scene(sid).get("resume_time") == 125.0, 10, "resume point in Stash")
         plugin.plex.play(rk)  # watched to the end: Plex forgets the resume point, so does Stash
         until(lambda: plugin.stash.scene(sid).get("resume_time") == 0.0, 10, "resume point cleared")
-    finally:
-        watch.kill()
-        watch.wait()
     assert plugin.stash.activity_writes == 2
 
 

@@ -4,7 +4,7 @@ playback, and never over a newer one Stash's own player saved."""
 
 from __future__ import annotations
 
-from tests.test_listener_e2e import start_watch, synced_scene, until, watch_once
+from tests.test_listener_e2e import synced_scene, until, watch_once, watching_resume
 
 
 def save_resume_in_stash(plugin, scene_id: int, seconds: float) -> None:
@@ -48,17 +48,12 @@ def test_another_accounts_stop_leaves_the_owners_resume_point_and_stashs_newer_o
     """A household member (account 7, not in plays_accounts) plays the scene in Plex. The
     owner's socket sees the session's stop; the owner's resume point in Plex did not move,
     and Stash's own player saved a newer one: it stays, through the stop and the polls."""
-    plugin.configure(import_resume=True)
     plugin.env["STASH2PLEX_WATCH_POLL_S"] = "0.3"
     sid, rk = synced_scene(plugin)
     other_sid, other_rk = synced_scene(plugin, 2)
     plugin.plex.set_view_offset(rk, 125_000)  # the owner stopped there, long ago
     save_resume_in_stash(plugin, sid, 300.0)  # Stash's player since
-    log = tmp_path / "watch.log"
-    watch = start_watch(plugin, log)
-    try:
-        until(lambda: "resume points go to Stash from now on" in log.read_text(), 20, "the first look")
-        until(lambda: plugin.plex.notifications.listening == 1, 10, "watch listens")
+    with watching_resume(plugin, tmp_path / "watch.log") as log:
         theirs = plugin.plex.start_playback(rk, account_id=7)
         until(lambda: sessions_read(plugin) == 1, 5, "the session looked up")
         plugin.plex.report_playback(theirs, 30_000)
@@ -69,8 +64,5 @@ def test_another_accounts_stop_leaves_the_owners_resume_point_and_stashs_newer_o
         until(lambda: resume_time(plugin, other_sid) == 50.0, 10, f"the owner's stop {log.read_text()}")
         polls = resume_polls(plugin)
         until(lambda: resume_polls(plugin) >= polls + 2, 5, "two more polls")
-    finally:
-        watch.kill()
-        watch.wait()
     assert resume_time(plugin, sid) == 300.0
     assert "a playback of account 7 (not in plays_accounts)" in log.read_text()
