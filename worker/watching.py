@@ -59,7 +59,7 @@ class Watching:
 
     def _playback(self, event: PlaybackState) -> None:
         if event.state != "stopped":
-            self._guarded("playback's account", lambda: self.sessions().learn(event))
+            self._learn(event)
             return
         account = self._account(event)
         if account is not None and account not in self.settings.play_accounts:
@@ -68,6 +68,12 @@ class Watching:
         self._guarded("plays", self._plays)
         if self._resume_on:
             self._guarded("resume point", lambda: self.resume().item(event.rating_key))
+
+    def _learn(self, event: PlaybackState) -> None:
+        try:
+            self.sessions().learn(event)
+        except Stash2PlexError as exc:  # looked up again at the session's next report or its stop
+            self.log.info(f"the account of a Plex playback is not known yet: {exc}")
 
     def _account(self, event: PlaybackState) -> int | None:
         try:
