@@ -75,6 +75,7 @@ OPTIONAL: dict[str, Fallback] = {
 }
 MAX_ACCOUNT_ID = 2**63 - 1  # the largest integer SQLite stores (plays.db keeps each account's place)
 MAX_CONTENT_RATING = 64  # Plex's ratings are short (R, TV-MA, de/16); a long one made every edit's URL too long
+OWNER_ACCOUNT = 1  # the Plex server owner's account id (plexapi ``PlexSession.user``, ``MyPlexAccount.history``)
 
 
 class Settings(BaseModel):
@@ -266,7 +267,13 @@ class Settings(BaseModel):
     @property
     def play_accounts(self) -> tuple[int, ...]:
         """Whose Plex plays count: ``plays_accounts``, or the server owner (account 1)."""
-        return self.plays_accounts or (1,)
+        return self.plays_accounts or (OWNER_ACCOUNT,)
+
+    @property
+    def resume_on(self) -> bool:
+        """Resume points come back: ``import_resume``, and the owner's plays count (Plex shows
+        the owner's token the owner's resume points only)."""
+        return self.import_resume and OWNER_ACCOUNT in self.play_accounts
 
     @field_validator("skip_fields", mode="before")
     @classmethod

@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from worker.resume import ResumeBack
     from worker.sessions import SessionAccounts
 
-OWNER = 1  # the server owner's account id: the only one whose resume points Plex shows us
-
 
 class Watching:
     def __init__(
@@ -46,15 +44,10 @@ class Watching:
         self.settings, self.play_import, self.ratings, self.log = settings, play_import, ratings, log
         self.resume, self.sessions, self.drift = resume, sessions, drift
 
-    @property
-    def _resume_on(self) -> bool:
-        """Resume points come back: asked for, and the owner's plays count."""
-        return self.settings.import_resume and OWNER in self.settings.play_accounts
-
     def __call__(self, event: Event) -> None:
         if isinstance(event, ItemProcessed):
             self._guarded("drift check", lambda: self.drift()(event))
-        if isinstance(event, PlaybackState) and (self.settings.import_plays or self._resume_on):
+        if isinstance(event, PlaybackState) and (self.settings.import_plays or self.settings.resume_on):
             self._playback(event)
 
     def _playback(self, event: PlaybackState) -> None:
@@ -66,7 +59,7 @@ class Watching:
             self.log.info(f"Plex item {event.rating_key}: a playback of account {account} (not in plays_accounts)")
             return
         self._guarded("plays", self._plays)
-        if self._resume_on:
+        if self.settings.resume_on:
             self._guarded("resume point", lambda: self.resume().item(event.rating_key))
 
     def _learn(self, event: PlaybackState) -> None:
@@ -84,7 +77,7 @@ class Watching:
     def poll(self) -> None:
         """Read what Plex recorded since the last look (each setting that is on)."""
         self._guarded("plays", self._plays)
-        if self._resume_on:
+        if self.settings.resume_on:
             self._guarded("resume points", lambda: self.resume().run())
         self._guarded("drift check", lambda: self.drift().run())
         if self.settings.import_ratings:
