@@ -65,4 +65,4 @@ def test_another_accounts_stop_leaves_the_owners_resume_point_and_stashs_newer_o
         polls = resume_polls(plugin)
         until(lambda: resume_polls(plugin) >= polls + 2, 5, "two more polls")
     assert resume_time(plugin, sid) == 300.0
-    assert "a playback of account 7 (not in plays_accounts)" in log.read_text()
+    assert "a playback of account 7 left alone (not in plays_accounts)" in log.read_text()

@@ -52,6 +52,7 @@ class Coalescer:
         self.window = window
         self._held: dict[Hashable, tuple[float, Event]] = {}  # key → (when due, the newest event)
         self._last: dict[Hashable, float] = {}  # key → when its last event went
+        self._pruned = float("-inf")
 
     def offer(self, event: Event, now: float) -> None:
         k = key(event)
@@ -76,6 +77,8 @@ class Coalescer:
         return max(0.0, min(at for at, _ in self._held.values()) - now)
 
     def _forget(self, now: float) -> None:
-        """Keys whose window has passed are forgotten (their next event goes at once)."""
-        if len(self._last) > 256:
+        """Keys whose window has passed are forgotten (their next event goes at once); looked
+        for at most once a window, so a scan of many items costs no more than one pass each."""
+        if len(self._last) > 256 and now >= self._pruned + self.window:
             self._last = {k: at for k, at in self._last.items() if now - at < self.window}
+            self._pruned = now

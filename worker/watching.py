@@ -56,7 +56,9 @@ class Watching:
             return
         account = self._account(event)
         if account is not None and account not in self.settings.play_accounts:
-            self.log.info(f"Plex item {event.rating_key}: a playback of account {account} (not in plays_accounts)")
+            self.log.info(
+                f"Plex item {event.rating_key}: a playback of account {account} left alone (not in plays_accounts)"
+            )
             return
         self._guarded("plays", self._plays)
         if self.settings.resume_on:
