@@ -39,13 +39,14 @@ FATAL_BAD = [
 # -- pure: what load_settings decides ---------------------------------------------------------
 @pytest.mark.parametrize(("name", "value", "says"), OPTIONAL_BAD)
 def test_a_bad_optional_value_takes_its_fallback_and_is_named(name, value, says):
-    settings = load_settings({**REQUIRED, "import_plays": True, name: value})
+    settings = load_settings({**REQUIRED, "import_plays": True, "import_resume": True, name: value})
     fallback = OPTIONAL[name]
     assert getattr(settings, name) == fallback.value
     (problem,) = settings.problems
     assert problem.startswith(says) and problem.endswith(fallback.consequence), problem
     assert settings.problem(name) == problem and settings.summary()[name] == "(bad value: not used)"
     assert settings.import_plays is (name != "plays_accounts")  # whose plays is unknown: none are read
+    assert settings.resume_on is (name != "plays_accounts")  # nor whose resume points
 
 
 @pytest.mark.parametrize(("name", "value", "says"), FATAL_BAD)

@@ -69,7 +69,12 @@ OPTIONAL: dict[str, Fallback] = {
     "title_template": Fallback("", "Stash's title is written until it is fixed"),
     "sort_title_template": Fallback("", "Plex's own sort title is kept until it is fixed"),
     "import_plays": Fallback(False, PLAYS_OFF),
-    "plays_accounts": Fallback((), PLAYS_OFF, {"import_plays": False}),
+    # whose plays and resume points count is unknown: none are read
+    "plays_accounts": Fallback(
+        (),
+        "Plex plays and resume points are not brought to Stash until it is fixed",
+        {"import_plays": False, "import_resume": False},
+    ),
     "import_resume": Fallback(False, "resume points are not brought to Stash until it is fixed"),
     "import_ratings": Fallback(False, "ratings are not brought to Stash until it is fixed"),
 }
