@@ -455,23 +455,26 @@ class App:
         def build() -> PlexWaits:
             waits = PlexWaits(self.settings().case_insensitive_paths)
             waits.on_wait = self.plex_listener(
-                WakeWaitingJobs(self.plex(), self.index(), waits, self.log)
+                WakeWaitingJobs(self.plex(), self.index(), waits, self.log), fold_at=WakeWaitingJobs.FOLD_AT
             ).ensure_started
             return waits
 
         return self._part("waits", build)
 
-    def plex_listener(self, handle: Callable[[Event], None]) -> PlexListener:
+    def plex_listener(self, handle: Callable[[Event], None], fold_at: int | None = None) -> PlexListener:
         """Plex's notification websocket, kept open (``worker/listen.py``); ``handle(event)``
-        acts on each event. Started by its first user; closed with the App."""
+        acts on each event (``fold_at``: a section's items past that many a second come as one
+        section event). Started by its first user; closed with the App."""
         from functools import partial
 
         from plex.notifications import start_listener
         from worker.listen import PlexListener
 
-        return self._part(
-            "listener", lambda: PlexListener(partial(start_listener, self.plex()), handle, self.log, self.breaker())
-        )
+        def build() -> PlexListener:
+            start = partial(start_listener, self.plex())
+            return PlexListener(start, handle, self.log, self.breaker(), fold_at=fold_at)
+
+        return self._part("listener", build)
 
     def play_journal(self) -> PlayJournal:
         from sync_queue.plays import PlayJournal

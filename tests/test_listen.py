@@ -145,3 +145,19 @@ def test_a_flood_for_one_item_is_two_looks_and_news_of_anything_else_passes_it()
     assert c.take(1.5) == [] and c.take(2.0) == [ItemProcessed(7, 1, 10_000)]
     c.offer(ItemProcessed(7, 1, 10_001), now=3.5)  # a second after: at once
     assert c.take(3.5) == [ItemProcessed(7, 1, 10_001)]
+
+
+def test_a_scan_of_many_items_is_one_look_at_the_section_a_second_for_a_handler_that_reads_sections():
+    from plex.notifications import LibraryScanned
+    from worker.coalesce import Coalescer
+
+    c, handled = Coalescer(window=1.0, fold_at=3), []
+    for n in range(10):  # ten new items of section 1 in 0.1 s, then one of section 2
+        c.offer(ItemProcessed(100 + n, 1), now=n / 100)
+        handled += c.take(n / 100)
+    c.offer(ItemProcessed(200, 2), now=0.1)
+    handled += c.take(0.1)
+    assert handled == [*(ItemProcessed(rk, 1) for rk in (100, 101, 102)), LibraryScanned(1), ItemProcessed(200, 2)]
+    assert c.take(1.0) == [] and c.take(1.03) == [LibraryScanned(1)]  # the rest: one more look
+    c.offer(ItemProcessed(300, 1), now=1.5)  # a new second: items one by one again
+    assert c.take(1.5) == [ItemProcessed(300, 1)]

@@ -61,6 +61,27 @@ def test_an_item_an_agentless_section_adds_is_written_within_5_s_of_its_scan(plu
     assert status["pending"] == 0 and status["dlq"] == 0
 
 
+def test_a_scan_of_many_files_is_a_look_at_the_library_not_a_read_per_item(plugin):
+    """300 files and the one a job waits for, in one scan: past 20 items in a second the
+    drainer looks at the library once instead of reading each item."""
+    import requests
+
+    plugin.env["STASH2PLEX_RANDOM_SEED"] = SEED
+    sid = add_scene(plugin, "/stash/media/new/wanted.mp4", "Wanted")
+    plugin.hook(create_context(sid))
+    until(lambda: plugin.plex.notifications.listening == 1, 15, "the drainer listens", plugin)
+    until(lambda: plugin.status()["retrying"] == 1, 10, "the job waits for Plex")
+    until(lambda: caught_up(plugin), 10, "the listener's catch-up on connecting", plugin)
+    for n in range(300):
+        plugin.plex.schedule_item(1, f"/plex/media/bulk/{n:03}.mp4", delay=3600)
+    rk = plugin.plex.schedule_item(1, "/plex/media/new/wanted.mp4", delay=3600, size=SIZE, duration_ms=60_000)
+    scan = f"{plugin.plex.url}/library/sections/1/refresh"
+    requests.get(scan, headers={"X-Plex-Token": plugin.plex.token}, timeout=5).raise_for_status()
+    until(lambda: titled(plugin, rk, "Wanted"), 5, "written", plugin)
+    reads = [r for r in plugin.plex.requests_matching("GET", "/library/metadata/") if str(rk) not in r["path"]]
+    assert len(reads) <= 20
+
+
 def test_a_job_is_not_held_hostage_when_plex_sends_no_event(plugin):
     """The listener is connected but Plex announces nothing: the timed retry still runs."""
     plugin.env["STASH2PLEX_RANDOM_SEED"] = "8"  # first retry 6.8 s later

@@ -5,7 +5,10 @@ refreshing); each would cost a Plex request. Events are held by what they are ab
 (``key``): the first of a key goes at once, the ones after it within ``WINDOW_S`` are folded
 into the newest, which goes when the window ends. So an item is looked at most once a
 second, its last event is never lost, and an event about anything else passes the flood
-at once (it is not queued behind it). Pure: the caller passes the clock.
+at once (it is not queued behind it). With ``fold_at``, a section whose items come faster
+than that in a window (a scan adding thousands) is looked at as a whole instead, at most
+once a window (``LibraryScanned``), for a handler that reads sections. Pure: the caller
+passes the clock.
 """
 
 from __future__ import annotations
@@ -48,13 +51,16 @@ class Coalescer:
     ([ItemProcessed(item_id=7, section_id=1, updated_at=4)], None)
     """
 
-    def __init__(self, window: float = WINDOW_S) -> None:
-        self.window = window
+    def __init__(self, window: float = WINDOW_S, fold_at: int | None = None) -> None:
+        self.window, self.fold_at = window, fold_at
+        self._bursts: dict[int, tuple[float, int]] = {}  # section → (its window's start, items in it)
         self._held: dict[Hashable, tuple[float, Event]] = {}  # key → (when due, the newest event)
         self._last: dict[Hashable, float] = {}  # key → when its last event went
         self._pruned = float("-inf")
 
     def offer(self, event: Event, now: float) -> None:
+        if isinstance(event, ItemProcessed) and self._burst(event.section_id, now):
+            event = LibraryScanned(event.section_id)
         k = key(event)
         last = self._last.get(k)
         due = now if last is None else max(now, last + self.window)
@@ -75,6 +81,15 @@ class Coalescer:
         if not self._held:
             return None
         return max(0.0, min(at for at, _ in self._held.values()) - now)
+
+    def _burst(self, section: int, now: float) -> bool:
+        """Whether this item of ``section`` is one too many for its window (``fold_at``)."""
+        if self.fold_at is None:
+            return False
+        start, count = self._bursts.get(section, (now, 0))
+        start, count = (start, count + 1) if now < start + self.window else (now, 1)
+        self._bursts[section] = (start, count)
+        return count > self.fold_at
 
     def _forget(self, now: float) -> None:
         """Keys whose window has passed are forgotten (their next event goes at once); looked

@@ -56,9 +56,10 @@ class PlexListener:
         breaker: CircuitBreaker | None = None,
         sleep: Callable[[float], object] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        fold_at: int | None = None,
     ) -> None:
         self._start_listener, self._handle, self.log, self.breaker = start_listener, handle, log, breaker
-        self._clock, self._coalescer = clock, Coalescer()
+        self._clock, self._coalescer = clock, Coalescer(fold_at=fold_at)
         self.status = ListenerStatus()
         self._stop = threading.Event()
         self._sleep = sleep or self._stop.wait  # tests record the waits instead
@@ -187,7 +188,11 @@ class PlexListener:
 
 class WakeWaitingJobs:
     """An item Plex finished, in a section we sync, at a path jobs wait for: those jobs go
-    now (``waits.wake``), and the section is listed again before they look (``index.expect``)."""
+    now (``waits.wake``), and the section is listed again before they look (``index.expect``).
+    A scan that ended (or more than ``FOLD_AT`` items of a section in a second: the listener
+    folds them) is a catch-up instead: one look at the libraries, not a read per item."""
+
+    FOLD_AT = 20
 
     def __init__(self, plex: PlexClient, index: LibraryIndex, waits: PlexWaits, log: StashLog) -> None:
         self.plex, self.index, self.waits, self.log = plex, index, waits, log
