@@ -34,15 +34,21 @@ def plex_requests(plugin) -> list[dict]:
     return [r for r in plugin.plex.requests if not r["path"].startswith("/:/websocket")]
 
 
-def test_an_item_an_agentless_section_adds_is_written_within_5_s_of_its_scan(plugin):
-    """The section has no metadata agent (as "Other Videos" sections holding Stash content
-    have): Plex's processing of the new item ends at timeline state 1, never state 5."""
+def job_waiting_for_plex(plugin, path: str, title: str) -> int:
+    """A scene saved before Plex has its file: its job waits, the drainer listens (caught up)."""
     plugin.env["STASH2PLEX_RANDOM_SEED"] = SEED
-    sid = add_scene(plugin, "/stash/media/new/fresh.mp4", "Fresh Scene")
+    sid = add_scene(plugin, path, title)
     plugin.hook(create_context(sid))
     until(lambda: plugin.plex.notifications.listening == 1, 15, "the drainer listens", plugin)
     until(lambda: plugin.status()["retrying"] == 1, 10, "the job waits for Plex")
     until(lambda: caught_up(plugin), 10, "the listener's catch-up on connecting", plugin)
+    return sid
+
+
+def test_an_item_an_agentless_section_adds_is_written_within_5_s_of_its_scan(plugin):
+    """The section has no metadata agent (as "Other Videos" sections holding Stash content
+    have): Plex's processing of the new item ends at timeline state 1, never state 5."""
+    job_waiting_for_plex(plugin, "/stash/media/new/fresh.mp4", "Fresh Scene")
     before = len(plex_requests(plugin))
     time.sleep(0.5)  # the drainer idles: nothing asks Plex while the job waits
     assert len(plex_requests(plugin)) == before
@@ -66,12 +72,7 @@ def test_a_scan_of_many_files_is_a_look_at_the_library_not_a_read_per_item(plugi
     drainer looks at the library once instead of reading each item."""
     import requests
 
-    plugin.env["STASH2PLEX_RANDOM_SEED"] = SEED
-    sid = add_scene(plugin, "/stash/media/new/wanted.mp4", "Wanted")
-    plugin.hook(create_context(sid))
-    until(lambda: plugin.plex.notifications.listening == 1, 15, "the drainer listens", plugin)
-    until(lambda: plugin.status()["retrying"] == 1, 10, "the job waits for Plex")
-    until(lambda: caught_up(plugin), 10, "the listener's catch-up on connecting", plugin)
+    job_waiting_for_plex(plugin, "/stash/media/new/wanted.mp4", "Wanted")
     for n in range(300):
         plugin.plex.schedule_item(1, f"/plex/media/bulk/{n:03}.mp4", delay=3600)
     rk = plugin.plex.schedule_item(1, "/plex/media/new/wanted.mp4", delay=3600, size=SIZE, duration_ms=60_000)
