@@ -14,6 +14,7 @@ import pytest
 from core.log import StashLog
 from core.platform import is_locked
 from stash.releases import MIN_STASH_VERSION, NEWEST_TESTED
+from tests import reference
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
 from tests.runner import REPO, compile_plugin, hook_document, kill_lock_holder, run_plugin, task_document
@@ -41,9 +42,11 @@ EDGE_RELEASES = tuple(f"v{'.'.join(map(str, v))}" for v in (MIN_STASH_VERSION, N
 
 @pytest.fixture
 def stash(request):
-    """The Stash emulator; as a given release (``shared/stash-schema/versions/<tag>``) when
-    parametrized indirectly with its tag."""
+    """The Stash emulator; as a given release (``stash-schema/versions/<tag>`` of the
+    reference data, tests/reference.py) when parametrized indirectly with its tag."""
     release = getattr(request, "param", None)
+    if release is not None:
+        reference.need(f"stash-schema/versions/{release}", f"Stash {release}'s schema")
     with StashEmulator(session_cookie=STASH_COOKIE, api_key=STASH_API_KEY, release=release) as emulator:
         yield emulator
 

@@ -15,10 +15,11 @@ import requests
 
 from hooks.handler import job_for
 from stash.releases import GROUPS_SINCE, parse_version
+from tests import reference
 from tests.conftest import EDGE_RELEASES
 from validation.plugin_input import HookContext
 
-RELEASES = Path(__file__).resolve().parent.parent.parent / "shared" / "stash-schema" / "versions"
+RELEASES = reference.path("stash-schema/versions")
 # Input keys whose change Plex never shows (ids, galleries, play history, links, stash-box ids).
 NOT_SHOWN = {
     "clientMutationId",
@@ -49,7 +50,7 @@ def _input_keys(release: Path, name: str) -> list[str]:
 def _releases() -> list[Path]:
     found = sorted(p for p in RELEASES.glob("v*") if (p / "types" / "scene.graphql").exists())
     if not found:
-        pytest.skip(f"no Stash schemas under {RELEASES}")
+        pytest.skip(reference.missing("Stash's schemas per release", RELEASES))
     return found
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import time
 from datetime import UTC, timedelta, timezone
-from pathlib import Path
 
 import pytest
 import requests
@@ -17,9 +16,9 @@ from graphql import (
 )
 from stashapi.stashapp import StashInterface
 
+from tests import reference
 from tests.emulators.stash_emulator import SCHEMA_PATH, StashEmulator, cover_png
 
-REAL_SCHEMA_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "stash-schema"
 FRAGMENT = (
     "id title code details director urls date rating100 organized created_at updated_at "
     "studio { id name parent_studio { id name } } performers { id name } tags { id name } "
@@ -399,12 +398,8 @@ def test_a_middle_page_of_a_large_library(emu: StashEmulator, stash: StashInterf
 
 
 def _real_schema_sdl() -> str:
-    if not (REAL_SCHEMA_DIR / "schema.graphql").is_file():
-        pytest.skip(
-            f"Stash's reference schema not found at {REAL_SCHEMA_DIR.resolve()} "
-            "(only present in the development workspace)"
-        )
-    files = [REAL_SCHEMA_DIR / "schema.graphql", *sorted((REAL_SCHEMA_DIR / "types").glob("*.graphql"))]
+    schema_dir = reference.need("stash-schema", "Stash's full schema")
+    files = [schema_dir / "schema.graphql", *sorted((schema_dir / "types").glob("*.graphql"))]
     return "\n".join(f.read_text(encoding="utf-8") for f in files)
 
 

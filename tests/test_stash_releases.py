@@ -28,12 +28,14 @@ from graphql.execution.values import get_variable_values
 import stash as stash_package
 from stash.client import StashClient
 from stash.releases import GROUPS_SINCE, MIN_STASH_VERSION, NEWEST_TESTED, PARTIAL_DATES_SINCE, spelled
+from tests import reference
 from tests.emulators import stash_releases
 from tests.emulators.stash_emulator import StashEmulator
 from tests.emulators.stash_releases import releases, stored_date, triggers, version_of
 from tests.runner import REPO
 from validation.plugin_input import ENTITY_HOOKS, HOOK_TRIGGERS, SCENE_HOOKS, ServerConnection
 
+reference.need("stash-schema/versions", "Stash's schemas per release")
 SUPPORTED = [tag for tag in releases() if MIN_STASH_VERSION <= version_of(tag)]
 MIN_RELEASE = SUPPORTED[0]
 

@@ -17,12 +17,13 @@ import urllib.request
 
 import pytest
 
+from tests import reference
 from tests.emulators.stash_emulator import StashEmulator
 from tests.emulators.stash_ui import SCHEMA_DIR, UI_BUILD
 from tests.runner import REPO, plugin_config
 
-if not (UI_BUILD / "index.html").is_file() or not (SCHEMA_DIR / "schema.graphql").is_file():
-    pytest.skip(f"Stash's prebuilt UI or schema not found ({UI_BUILD}, {SCHEMA_DIR})", allow_module_level=True)
+reference.need("stash-ui/build/index.html", "Stash's prebuilt web UI")
+reference.need("stash-schema/schema.graphql", "Stash's full schema")
 
 
 @pytest.fixture

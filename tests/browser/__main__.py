@@ -2,7 +2,9 @@
 
 Makes sure Debian's Chromium is installed (``apt-get install chromium``; a no-op when
 it is; Playwright's own browser download is not used) and Playwright for Python is
-importable (from requirements-test.txt), then runs the tests marked ``browser``.
+importable (from requirements-test.txt), then runs the tests marked ``browser``. Without
+Stash's prebuilt UIs (tests/reference.py) no browser is installed and every test skips.
+See tests/browser/README.md.
 """
 
 from __future__ import annotations
@@ -46,7 +48,13 @@ def ensure_playwright() -> None:
 
 
 def main(argv: list[str]) -> int:
-    ensure_chromium()
+    from tests import reference
+
+    ui = reference.path("stash-ui")
+    if ui.is_dir():
+        ensure_chromium()
+    else:  # every browser test skips: no browser to install
+        print(reference.missing("Stash's prebuilt web UIs", ui), flush=True)
     ensure_playwright()
     import pytest
 

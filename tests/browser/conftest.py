@@ -1,9 +1,9 @@
 """Browser tests: the plugin's UI inside Stash's real web UI, in Debian's Chromium.
 
-The Stash emulator serves the prebuilt UI (``STASH_UI_BUILD``, default
-``../shared/stash-ui/build`` beside the repository or ``/work/shared/stash-ui/build``)
-against Stash's full schema (``STASH_SCHEMA_DIR``) and runs the real plugin for
-``runPluginOperation`` / ``runPluginTask``. Every test fails on a browser console error,
+The Stash emulator serves Stash's prebuilt UI of a release against that release's full
+schema (reference data found by tests/reference.py; without it every browser test is
+skipped with one line saying what is missing) and runs the real plugin for
+``runPluginOperation`` / ``runPluginTask``. See tests/browser/README.md. Every test fails on a browser console error,
 a page error or a GraphQL error, and leaves a screenshot in ``tests/browser/failures/``
 when it fails. Run with ``python -m tests.browser`` (installs Chromium when missing).
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import reference
 from tests.conftest import PLEX_TOKEN, STASH_API_KEY, STASH_COOKIE, Plugin, _stop_drainers
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
-from tests.emulators.stash_ui import SCHEMA_DIR, UI_BUILD
 from tests.runner import REPO
 
 FAILURES = Path(__file__).resolve().parent / "failures"
@@ -47,6 +47,7 @@ def pytest_runtest_makereport(item, call):
 def browser():
     from playwright.sync_api import sync_playwright
 
+    reference.need("stash-ui", "Stash's prebuilt web UIs")  # skipped before asking for a browser
     if not Path(CHROMIUM).is_file():
         pytest.fail(f"Chromium not found at {CHROMIUM}: run `python -m tests.browser` (installs Debian's chromium)")
     with sync_playwright() as p:
@@ -64,11 +65,13 @@ class StashUIPlugin(Plugin):
 
 
 def release_ui(release: str | None) -> tuple[Path, Path]:
-    """The prebuilt UI and full schema of a Stash release (``shared/stash-ui/<tag>/build``,
-    ``shared/stash-schema/versions/<tag>``); the development build without one."""
-    if release is None:
-        return UI_BUILD, SCHEMA_DIR
-    return UI_BUILD.parent / release / "build", SCHEMA_DIR / "versions" / release
+    """The prebuilt UI and full schema of a Stash release (``stash-ui/<tag>/build``,
+    ``stash-schema/versions/<tag>`` of the reference data); the development build without
+    one. The test is skipped when they are absent."""
+    tag = f"Stash {release}'s" if release else "Stash's"
+    ui = "stash-ui/build" if release is None else f"stash-ui/{release}/build"
+    schema = "stash-schema" if release is None else f"stash-schema/versions/{release}"
+    return reference.need(ui, f"{tag} prebuilt web UI"), reference.need(schema, f"{tag} schema")
 
 
 @pytest.fixture
@@ -76,13 +79,14 @@ def stash_ui(request, tmp_path):
     """Stash (UI + GraphQL, no login as in a default install) and Plex, the plugin installed;
     a given release's UI and schema when parametrized indirectly with its tag (EDGE_RELEASES)."""
     release = getattr(request, "param", None)
+    build, schema = release_ui(release)
     with (
         StashEmulator(session_cookie=STASH_COOKIE, api_key=STASH_API_KEY, release=release) as stash,
         PlexEmulator(token=PLEX_TOKEN) as plex,
     ):
         plex.add_section("Stash", ["/plex/media"], key=1)
         stash.auth_required = False
-        ui = stash.serve_ui(*release_ui(release))
+        ui = stash.serve_ui(build, schema)
         data_dir = tmp_path / "data"
         env = {"STASH2PLEX_DATA_DIR": str(data_dir), "STASH2PLEX_BREAKER_RECOVERY_S": "2"}
         ui.install_plugin(REPO, env)

@@ -1,8 +1,8 @@
 """What one Stash release does differently, for the emulator to play it.
 
 ``StashEmulator(release="v0.25.0")`` answers with that release's real schema (read from
-``shared/stash-schema/versions/<tag>/``, test reference data that is never copied into
-the project), its ``version``, the hooks it fires (that tag's
+``stash-schema/versions/<tag>/`` of the reference data, tests/reference.py, never copied
+into the project), its ``version``, the hooks it fires (that tag's
 ``pkg/plugin/hook/hooks.go``) and its date rules. Each rule below names the upstream
 code it follows (stashapp/stash at the tag).
 """
@@ -29,9 +29,9 @@ _TRIGGER_RE = re.compile(r'TriggerEnum\s*=\s*"([A-Za-z]+\.[A-Za-z]+\.Post)"')
 
 
 def versions_dir() -> Path:
-    from tests.emulators.stash_ui import SCHEMA_DIR
+    from tests import reference
 
-    return SCHEMA_DIR / "versions"
+    return reference.path("stash-schema/versions")
 
 
 def version_of(text: str) -> Version:
@@ -44,6 +44,8 @@ def version_of(text: str) -> Version:
 
 def releases() -> list[str]:
     """Every release whose schema and hooks are available, oldest first."""
+    if not versions_dir().is_dir():
+        return []
     tags = [p.name for p in versions_dir().iterdir() if (p / "schema.graphql").is_file()]
     return sorted(tags, key=version_of)
 

@@ -64,21 +64,11 @@ from graphql import (
     default_field_resolver,
 )
 
+from tests import reference
 from tests.runner import REPO, build_argv, decode_stderr, parse_reply
 
-
-def _shared(env: str, tail: str) -> Path:
-    """A folder of the development workspace's ``shared/`` (test reference data)."""
-    if os.environ.get(env):
-        return Path(os.environ[env])
-    for base in (REPO.parent / "shared", REPO.parent.parent / "shared", Path("/work/shared")):
-        if (base / tail).exists():
-            return base / tail
-    return REPO.parent / "shared" / tail
-
-
-UI_BUILD = _shared("STASH_UI_BUILD", "stash-ui/build")  # Stash's prebuilt web UI (never shipped)
-SCHEMA_DIR = _shared("STASH_SCHEMA_DIR", "stash-schema")  # Stash's full GraphQL schema
+UI_BUILD = reference.path("stash-ui/build")  # Stash's prebuilt web UI (never shipped)
+SCHEMA_DIR = reference.path("stash-schema")  # Stash's full GraphQL schema
 THEME_COLOR = "#202b33"  # what Stash puts in for %COLOR% (config "theme_color" default)
 _STUDIO_SVG = b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 24"><rect width="64" height="24" rx="4" fill="#394b59"/></svg>'
 _WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -164,7 +154,7 @@ class StashUI:
     def __init__(self, emu: Any, build_dir: Path, schema_dir: Path) -> None:
         for path, what in ((build_dir / "index.html", "the prebuilt UI"), (schema_dir / "schema.graphql", "schema")):
             if not path.is_file():
-                raise FileNotFoundError(f"{what} not found: {path} (see tests/browser/README or STASH_UI_BUILD)")
+                raise FileNotFoundError(reference.missing(what, path))
         self.emu = emu
         self.build_dir = build_dir
         self.schema = self._bind(load_full_schema(schema_dir))
