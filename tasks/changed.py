@@ -1,9 +1,8 @@
 """Which scenes of a Stash page may differ in Plex from what was last written.
 
-The one test ``all``/``recent`` queue by and every preview plans by: a scene whose
-desired state hash differs from the ledger's (or has no record, or whose Plex link
-is stale). Scenes the settings leave out (``skip_tags``, ``organized_only``) are never
-among them, only counted.
+What ``all``/``recent`` queue and every preview plans: the scenes whose verdict
+(worker/verdict.py) is stale. Scenes left out (``skip_tags``, ``organized_only``, the
+inbox's answers) are never among them, only counted.
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ from __future__ import annotations
 from core.errors import InvalidMetadata
 from tasks import App
 from validation.metadata import scene_from_stash
+from worker.verdict import OUT_OF_SCOPE, verdict
 
 
 def may_differ(app: App, scenes: list[dict]) -> list[int]:
@@ -33,14 +33,12 @@ def sort_scenes(app: App, scenes: list[dict], note_skipped: bool = False) -> tup
         except InvalidMetadata:
             changed.append(sid)  # queue it: the worker records why it cannot be synced
             continue
-        if syncer.out_of_scope(scene) is not None:
+        found = verdict(syncer, scene, records.get(sid))
+        if found.kind == OUT_OF_SCOPE:
             out_of_scope += 1
             skipped[sid] = syncer.depends_on(scene)
-        else:
-            record = records.get(sid)
-            stale = record is None or record.state_hash != syncer.state_hash(scene)
-            if stale or not syncer.link_current(record):  # a rescan may have re-added the file
-                changed.append(sid)
+        elif found.stale:
+            changed.append(sid)
     if note_skipped and skipped:
         app.ledger().set_entities_many(skipped)
     return changed, out_of_scope

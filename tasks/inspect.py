@@ -2,8 +2,9 @@
 
 The scene's files and their mapped paths, every candidate item (by exact path or by
 file name) with the evidence for and against it, the matcher's confidence and the
-decision ``loose_matching`` leads to, the ledger's record, and the planned edit
-(what a sync would send now; nothing is written).
+decision ``loose_matching`` leads to, the ledger's record, the verdict (worker/verdict.py:
+out of scope, unchanged or stale, and why) and the planned edit (what a sync would send
+now; nothing is written).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError
 from plex.matcher import DURATION_TOLERANCE_S, PathIndex, SceneFile, choose, match_scene
 from validation.metadata import scene_from_stash
 from worker.preview import entry_lines, plan_entry
+from worker.verdict import verdict
 
 if TYPE_CHECKING:
     from tasks import App
@@ -69,6 +71,8 @@ def run(app: App) -> dict[str, Any]:
         result["decision"] = f"no item: {exc}"
     record = app.ledger().get_many([scene_id]).get(scene_id)
     result["ledger"] = dataclasses.asdict(record) if record is not None else None
+    found = verdict(syncer, scene, record)
+    result["verdict"] = {"kind": found.kind, "why": found.why}
     try:
         preview = syncer.preview(scene, record)
         result["planned"] = plan_entry(scene, preview.rating_key, preview.how, preview.plan, preview.poster)
@@ -102,6 +106,7 @@ def inspect_lines(result: dict[str, Any]) -> list[str]:
         lines.append(
             f"  ledger: item {record['rating_key']}, fields {sorted(record['fields'])}, poster from {record['poster_source']}"
         )
+    lines.append(f"  verdict: {result['verdict']['kind'].replace('_', ' ')}: {result['verdict']['why']}")
     if result.get("planned"):
         planned = entry_lines(result["planned"])
         lines += ["  planned: " + planned[0]] + ["  " + line for line in planned[1:]]

@@ -19,6 +19,7 @@ from tasks.progress import ProgressReporter
 from validation.metadata import scene_from_stash
 from worker.preview import plan_entry, unmatched_entry
 from worker.reconcile import Finding, Reconciler
+from worker.verdict import OUT_OF_SCOPE, verdict
 
 if TYPE_CHECKING:
     from tasks import App
@@ -119,6 +120,7 @@ def _release_gone(app: App, candidates: set[int], report: DriftReport) -> None:
 
 def _page(app: App, reconciler: Reconciler, raw: list[dict], report: DriftReport, plan: PlanReport | None) -> None:
     scenes = []
+    records = app.ledger().get_many([int(item["id"]) for item in raw])
     for item in raw:
         report.counts["checked"] += 1
         try:
@@ -128,7 +130,7 @@ def _page(app: App, reconciler: Reconciler, raw: list[dict], report: DriftReport
             if plan is not None:
                 plan.unmatched.append(unmatched_entry(None, int(item["id"]), [], str(exc)))
             continue
-        if app.syncer().out_of_scope(scene) is not None:
+        if verdict(app.syncer(), scene, records.get(scene.id)).kind == OUT_OF_SCOPE:
             report.add("out_of_scope", scene.id)  # left out by skip_tags/organized_only: not checked, not written
         else:
             scenes.append(scene)

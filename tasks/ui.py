@@ -4,7 +4,7 @@ Stash's UI calls them through ``runPluginOperation`` (one short run; the reply's
 JSON); long work goes through ``runPluginTask`` and the ordinary tasks. Answers come from the
 plugin's own files plus, for Plex's state, one quick request to Plex. Modes: ``ui_status`` (Plex,
 token, queue, dead letters by reason with what to do, last sync, stats), ``ui_scene`` (a scene's
-item, last write, ``pin`` and sync state with the reason), ``ui_retry`` (a dead letter back in the
+item, last write, ``pin`` and sync state with the reason: worker/verdict.py), ``ui_retry`` (a dead letter back in the
 queue, fresh budget), ``ui_preview`` (tasks/preview.py), ``ui_sync_scene`` (queue a scene now,
 ahead of bulk work).
 """
@@ -20,6 +20,7 @@ from sync_queue.job import INTERACTIVE, Job
 from sync_queue.stats import iso_local
 from validation.metadata import scene_from_stash
 from validation.plugin_input import scene_id_arg
+from worker.verdict import OUT_OF_SCOPE, STALE, UNCHANGED, verdict
 
 if TYPE_CHECKING:
     from sync_queue.ledger import SceneRecord
@@ -175,8 +176,6 @@ def _scene_state(app: App, scene_id: int, record: SceneRecord | None, answer: di
         if job.attempt:
             answer["reason"], answer["next_retry_at"] = job.last_error, iso_local(job.next_attempt_at)
         return "waiting"
-    if record is None or record.state_hash is None:
-        return "never_synced"
     raw = app.stash().scenes_by_id([scene_id]).get(scene_id)
     if raw is None:
         answer["reason"] = f"scene {scene_id} is not in Stash any more"
@@ -186,11 +185,13 @@ def _scene_state(app: App, scene_id: int, record: SceneRecord | None, answer: di
     except InvalidMetadata as exc:
         answer["reason"] = str(exc)
         return "changed"
-    why = app.syncer().out_of_scope(scene)
-    if why is not None:  # filtered out by the settings: its Plex item is left as it is
-        answer["reason"] = why
-        return "out_of_scope"
-    return "in_sync" if app.syncer().state_hash(scene) == record.state_hash else "changed"
+    found = verdict(app.syncer(), scene, record)
+    if found.kind == UNCHANGED:
+        return "in_sync"
+    if found.kind == STALE and (record is None or record.state_hash is None):
+        return "never_synced"
+    answer["reason"] = found.why  # out of scope (its Plex item is left as it is) or changed
+    return "out_of_scope" if found.kind == OUT_OF_SCOPE else "changed"
 
 
 def _library(app: App, rating_key: int) -> str | None:

@@ -212,3 +212,28 @@ def test_reconcile_names_an_item_written_for_another_scene_since_and_gives_it_ba
     assert (run.output["synced"], run.output["gone"], run.output["released"] in (1, 2)) == (1, 1, True), run.output
     _shows(plugin, ka, sb)
     _released(plugin, kb)
+
+
+def test_an_item_another_scene_took_over_is_stale_for_the_panel_inspect_preview_and_all(plugin):
+    """One verdict (worker/verdict.py): B's ledger record still links kb with B's state hash,
+    but A's data was written there since. The scene panel once said "in sync"."""
+    from tests.test_cli import cli
+    from tests.test_ui_modes import operation
+
+    (sa, ka), (sb, kb) = _two_scenes(plugin)
+    assert operation(plugin, mode="ui_scene", scene_id=str(sb)).output["state"] == "in_sync"
+    _exchange(plugin.plex, ka, kb)
+    assert plugin.hook(plugin.stash.update_scene(sa, title="Only A was edited")).error is None
+    plugin.wait_drained()  # A's data went to kb (it holds A's file); B's record still links kb
+    taken = f"Plex item {kb} was written for scene {sa} since (it changed owner)"
+    panel = operation(plugin, mode="ui_scene", scene_id=str(sb)).output
+    assert (panel["state"], panel["reason"]) == ("changed", taken), panel
+    inspected = cli(plugin, "inspect", str(sb), "--json").json()
+    assert inspected["verdict"] == {"kind": "stale", "why": taken}
+    assert f"verdict: stale: {taken}" in cli(plugin, "inspect", str(sb)).stdout
+    plan = cli(plugin, "all", "--dry-run", "--json").json()
+    assert [e["scene_id"] for e in plan["scenes"]] == [sb], plan  # A is unchanged: only B is planned
+    assert plugin.task("all").output["queued"] == 1
+    plugin.wait_drained()
+    _shows(plugin, ka, sb)
+    assert operation(plugin, mode="ui_scene", scene_id=str(sb)).output["state"] == "in_sync"

@@ -148,8 +148,8 @@ class FakeSyncer:
     def state_hash(self, scene):
         return scene.title
 
-    def link_current(self, record):
-        return True  # Plex still lists the item written last
+    def link_problem(self, record):
+        return None  # Plex still lists the item written last
 
     def out_of_scope(self, scene):
         return None

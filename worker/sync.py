@@ -1,6 +1,6 @@
 """Syncing one scene into its Plex item: locate, verify, plan, write, poster, ledger.
 
-Scenes unchanged since the last write were skipped by the caller (``Syncer.state_hash``).
+Scenes unchanged since the last write were skipped by the caller (worker/verdict.py).
 Nothing is written to an item unless its fresh detail view lists a file of the scene's
 mapped paths (or passes the name rule again) and lies in a selected library; the index
 and the ledger's link are hints only: on a mismatch the index is reloaded and the scene
@@ -164,23 +164,25 @@ class Syncer:
         skipped = [t for t in scene.tags if t.casefold() in self.choices.skipped]
         return f"it carries the tag {skipped[0]!r} (skip_tags)" if skipped else None
 
-    def link_current(self, record: SceneRecord | None) -> bool:
-        """Whether Plex's listing still shows the ledger's item at the path written last.
+    def link_problem(self, record: SceneRecord) -> str | None:
+        """Why the ledger's item is no longer the scene's as written (None: it is).
 
         The state hash says what Stash2Plex wrote; this says the item it wrote is still
-        there (a rescan can re-add a file as a new item with fresh metadata). It reads the
-        cached index, reloaded per section stamp once per process; when Plex cannot be
-        asked, the hash alone decides (a sync could not run anyway).
+        the scene's and still there (a rescan can re-add a file as a new item with fresh
+        metadata). It reads the cached index, reloaded per section stamp once per process;
+        when Plex cannot be asked, the hash alone decides (a sync could not run anyway).
         """
-        if record is None or record.rating_key is None or not record.plex_path:
-            return False
+        if record.rating_key is None or not record.plex_path:
+            return "no Plex item is linked"
         if record.owner not in (None, record.scene_id):
-            return False  # another scene's data was written there since: the item is no longer ours
+            return f"Plex item {record.rating_key} was written for scene {record.owner} since (it changed owner)"
         try:
             held = self.index.index().by_path(record.plex_path)
         except Stash2PlexError:
-            return True
-        return any(f.rating_key == record.rating_key for f in held)
+            return None
+        if any(f.rating_key == record.rating_key for f in held):
+            return None
+        return f"Plex no longer lists item {record.rating_key} at {record.plex_path} (a rescan may have re-added it)"
 
     # -- reading many items at once ----------------------------------------------
     def prefetch(self, work: list[tuple[SceneMetadata, SceneRecord | None]], chunk: int = 50) -> list[int]:

@@ -39,6 +39,7 @@ from validation.metadata import entities_of, scene_from_stash
 from worker.breaker import BreakerState, State
 from worker.pipeline import CHUNK, Outcome, Pipeline, Work
 from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, WAIT_STASH, decide
+from worker.verdict import OUT_OF_SCOPE, UNCHANGED, verdict
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -343,16 +344,15 @@ class Worker:
                 self.settle(item, exc, title=str(raw.get("title") or ""))
                 continue
             self._note_private(scene)
-            why = self.syncer.out_of_scope(scene)
-            if why is not None:  # filtered out: its Plex item is left as it is
-                self.log.info(f"scene {sid} is not synced: {why}; its Plex item is left as it is")
+            record = records.get(sid)
+            found = verdict(self.syncer, scene, record)
+            if found.kind == OUT_OF_SCOPE:  # filtered out: its Plex item is left as it is
+                self.log.info(f"scene {sid} is not synced: {found.why}; its Plex item is left as it is")
                 self.ledger.set_entities(sid, self.syncer.depends_on(scene))  # a tag's move may bring it back
                 self.queue.ack(item)
                 self.stats["out_of_scope"] += 1
                 continue
-            record = records.get(sid)
-            unchanged = record is not None and record.state_hash == self.syncer.state_hash(scene)
-            if record is not None and unchanged and self.syncer.link_current(record):
+            if record is not None and found.kind == UNCHANGED:
                 depends = self.syncer.depends_on(scene)
                 if record.entities != depends:  # e.g. merged into a same-named tag, or a tag moved
                     self.ledger.set_entities(sid, depends)
