@@ -91,7 +91,22 @@ def version(plugin_dir: Path) -> str:
     return match.group(1) if match else "unknown"
 
 
-def _add_options(parser: argparse.ArgumentParser, nested: bool) -> None:
+def setting_help(plugin_dir: Path) -> dict[str, str]:
+    """Each setting's name and description as Stash's settings page shows them (the one
+    table: Stash2Plex.yml's ``settings``), read without a YAML parser: every description
+    there is one double-quoted line."""
+    try:
+        text = (plugin_dir / "Stash2Plex.yml").read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    block = text.split("\nsettings:\n", 1)[-1]
+    found = {}
+    for name, shown, said in re.findall(r"^  (\w+):\n    displayName: (.+)\n    description: (\".*\")$", block, re.M):
+        found[name] = f"{shown.strip()}: {json.loads(said)}"
+    return found
+
+
+def _add_options(parser: argparse.ArgumentParser, nested: bool, described: dict[str, str]) -> None:
     """The options every command takes, accepted before or after the command's name.
 
     In a command's own parser (``nested``) they default to SUPPRESS, so a value given
@@ -111,10 +126,11 @@ def _add_options(parser: argparse.ArgumentParser, nested: bool) -> None:
     parser.add_argument("--json", help="print the result as JSON (for scripts)", **flag)
     parser.add_argument("--no-progress", help="no progress bar", **flag)
     parser.add_argument("-v", "--verbose", help="also print debug lines", **flag)
-    group = parser.add_argument_group("plugin settings (see docs/configuration.md)")
+    group = parser.add_argument_group("plugin settings, as Stash's settings page names them (docs/configuration.md)")
     for name in setting_names():
+        text = described.get(name, "").replace("%", "%%")  # argparse formats help with %
         group.add_argument(
-            f"--{name.replace('_', '-')}", dest=name, metavar="VALUE", help=f"[{env_name(name)}]", **extra
+            f"--{name.replace('_', '-')}", dest=name, metavar="VALUE", help=f"{text} [{env_name(name)}]", **extra
         )
     for name in old_setting_names():
         group.add_argument(f"--{name.replace('_', '-')}", dest=name, help=argparse.SUPPRESS, **extra)
@@ -135,7 +151,8 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"Stash2Plex {version(plugin_dir or _PLUGIN_DIR)}")
     parser.add_argument("--dry-run", action="store_true", help=f"{', '.join(DRY_RUN_COMMANDS)}: {DRY_RUN_TEXT}")
     parser.set_defaults(scene_id=None, rating_key=None, once=False)
-    _add_options(parser, nested=False)
+    described = setting_help(plugin_dir or _PLUGIN_DIR)
+    _add_options(parser, nested=False, described=described)
     # No help= per command: the description above lists them, once.
     commands = parser.add_subparsers(dest="command", metavar="command", required=True, help="see the list above")
     for name, text in HELP.items():
@@ -156,7 +173,7 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
             sub.add_argument("scene_id", nargs="?", help="the id of a Stash scene")
         if name == "pin":
             sub.add_argument("rating_key", nargs="?", help="the ratingKey of the Plex item")
-        _add_options(sub, nested=True)
+        _add_options(sub, nested=True, described=described)
     return parser
 
 

@@ -174,7 +174,7 @@ class App:
         payload = {
             "server_connection": self.connection.model_dump(),
             "data_dir": str(self.data_dir),
-            "settings_overrides": self.settings_overrides,
+            "settings_overrides": self._drainer_overrides(),
             "surface": self.surface,
         }
         spawn_detached(
@@ -183,6 +183,19 @@ class App:
             self.data_dir / "drainer.log",
         )
         return True
+
+    def _drainer_overrides(self) -> dict[str, str]:
+        """The command line's settings a background drainer keeps: only those Stash has not
+        saved. The drainer outlives this run and serves every hook, so a flag that differs
+        from a saved value (a mistyped ``--plex-url``) stays with this run; the drainer
+        uses what is saved (and, when Stash cannot say, nothing of this run)."""
+        if not self.settings_overrides:
+            return {}
+        try:
+            saved = self.stash().plugin_settings()
+        except Stash2PlexError:
+            return {}
+        return {k: v for k, v in self.settings_overrides.items() if saved.get(k) in (None, "")}
 
     def nudge_drainer(self) -> None:
         """Tell a running drainer that something happened (it then compares the settings;

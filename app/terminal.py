@@ -62,6 +62,9 @@ class TerminalLog(StashLog):
         lines = [line for line in text.splitlines() if line.strip()] or ["(empty message)"]
         self._write(self._clear() + "".join(f"{prefix}{line}\n" for line in lines) + self._shown)
 
+    def report(self, message: object, level: str = "info") -> None:
+        """Left out: the result these lines repeat is printed on stdout."""
+
     def progress(self, fraction: float, detail: str = "") -> None:
         if not self.bar:
             return

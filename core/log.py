@@ -126,6 +126,11 @@ class StashLog:
     def error(self, message: object) -> None:
         self.log("error", message)
 
+    def report(self, message: object, level: str = "info") -> None:
+        """A line of the task's result: in Stash's log (where a task's reply is never shown);
+        the command line prints the result itself and leaves these out (app/terminal.py)."""
+        self.log(level, message)
+
     def progress(self, fraction: float, detail: str = "") -> None:
         """Stash's task bar (``detail``, e.g. the rate, is for the command line's bar)."""
         value = min(1.0, max(0.0, float(fraction)))

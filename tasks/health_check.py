@@ -34,12 +34,12 @@ class _Report:
         self.data: dict[str, Any] = {"ok": True, "problems": []}
 
     def good(self, message: str) -> None:
-        self.log.info(message)
+        self.log.report(message)
 
     def bad(self, message: str) -> None:
         self.data["ok"] = False
         self.data["problems"].append(message)
-        self.log.warning(message)
+        self.log.report(message, "warning")
 
 
 def run(app: App) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def run(app: App) -> dict[str, Any]:
             _check_path_map(app, settings, report)
             _count_unmatched(app, report)
     verdict = "all checks passed" if report.data["ok"] else f"{len(report.data['problems'])} problem(s) found"
-    (report.good if report.data["ok"] else app.log.warning)(f"health check: {verdict}")
+    app.log.report(f"health check: {verdict}", "info" if report.data["ok"] else "warning")
     return report.data
 
 
@@ -267,4 +267,4 @@ def _check_path_map(app: App, settings: Settings, report: _Report) -> None:
         )
         report.bad(summary + hint)
     for stash_path, mapped in unmatched[:EXAMPLES]:
-        report.log.info(f"not in Plex: {stash_path} → {mapped}")
+        report.log.report(f"not in Plex: {stash_path} → {mapped}")

@@ -122,7 +122,7 @@ def publish(app: App, plan: dict[str, Any]) -> dict[str, Any]:
     path.write_text(json.dumps(plan, ensure_ascii=False, indent=1), encoding="utf-8")
     plan = {**plan, "plan_file": str(path)}
     for line in plan_lines(plan, limit=LOG_LIMIT):
-        app.log.info(line)
+        app.log.report(line)
     if app.options.get("full_reply"):
         return plan
     return {k: v for k, v in plan.items() if k not in ("scenes", "unmatched")}

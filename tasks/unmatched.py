@@ -118,7 +118,7 @@ def run(app: App) -> dict[str, Any]:
         if rule:
             result.update(suggested_path_map=rule, fixes={"folder": groups[0]["folder"], "scenes": fixed})
     for line in unmatched_lines(result):
-        app.log.info(line)
+        app.log.report(line)
     return result
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from app.cli import HELP, setting_names
+from app.cli import HELP, setting_help, setting_names
 from app.terminal import TerminalLog, render_bar
 from tests.conftest import PLEX_TOKEN, SECRETS, STASH_API_KEY
 from tests.runner import REPO, drainer_lock_held, run_command, start_command
@@ -92,8 +92,11 @@ def test_help_lists_every_command_setting_and_variable(plugin):
     assert done.returncode == 0
     for command in HELP:
         assert f"  {command} " in done.stdout, command
+    flat = " ".join(done.stdout.split())
+    described = setting_help(REPO)
+    assert set(described) == set(setting_names())  # every setting's description, from Stash2Plex.yml
     for name in setting_names():
-        assert f"--{name.replace('_', '-')}" in done.stdout and f"STASH2PLEX_{name.upper()}" in done.stdout, name
+        assert f"--{name.replace('_', '-')} VALUE {described[name]} [STASH2PLEX_{name.upper()}]" in flat, name
     for variable in ("STASH2PLEX_STASH_URL", "STASH2PLEX_STASH_API_KEY", "STASH2PLEX_DATA_DIR"):
         assert variable in done.stdout
 
@@ -312,3 +315,30 @@ def test_bar_text_and_log_lines_above_it():
     log.finish()
     bar = f"[{'#' * 24}{'-' * 6}]  80%  4s, ~1s left"
     assert screen.text == f"{bar}\r\x1b[Ka line\n{bar}\r\x1b[Kwarning: careful\n{bar}\n"
+
+
+def test_reports_print_once_on_a_terminal(plugin):
+    """A report goes to stdout; stderr (a terminal here) keeps progress, warnings and errors,
+    not the same lines again."""
+    plugin.add_scene(1)
+    plugin.stash.add_scene("Lost", files=[{"path": "/elsewhere/lost.mp4"}])  # no Plex item: unmatched
+    for args in (["all", "--dry-run"], ["unmatched"], ["health_check"]):
+        done = cli(plugin, *args, "--no-progress", tty=True)
+        out = {line.strip() for line in done.stdout.splitlines() if line.strip()}
+        err = {line.strip().removeprefix("warning: ") for line in done.stderr.splitlines() if line.strip()}
+        assert out, (args, done.stderr)
+        assert not out & err, (args, sorted(out & err))
+
+
+def test_a_mistyped_flag_leaves_no_drainer_that_keeps_it(plugin):
+    """A flag that differs from a saved setting is this run's only: the drainer it leaves
+    behind serves every hook with what is saved in Stash (and clears the Plex-down status)."""
+    from sync_queue import health
+    from tests.test_ui_modes import closed_port
+
+    _, rk = plugin.add_scene(1)  # the settings saved in Stash name the right Plex
+    done = cli(plugin, "all", "--plex-url", f"http://127.0.0.1:{closed_port()}", "--no-progress")
+    assert "Plex" in done.stderr, done.stderr
+    plugin.wait_drained()
+    assert plugin.plex.item(rk)["fields"]["title"] == "Scene 1"  # written with the saved URL
+    assert not health.read(plugin.data_dir).get("plex_down"), health.read(plugin.data_dir)
