@@ -37,6 +37,7 @@ ONCE_TEXT = (
     "read what Plex recorded since the last look (plays, ratings; each setting that is on) once, "
     "then exit: a scheduled job instead of a side-car"
 )
+SERVE_TEXT = "then keep the emulators (and Stash's page) up until Ctrl-C, printing their URLs and a command line to try"
 QUIET = ("status", "queue_status")  # their log lines repeat what stdout shows
 HELP = {
     "all": "sync every scene that differs from what was last written to Plex",
@@ -56,7 +57,7 @@ HELP = {
     "unpin": "unpin <scene id>: remove the scene's pin (or Not in Plex / Skip answer); the matcher decides again",
     "import_plays": "add Plex's watch history of synced scenes to Stash's play history (each play once)",
     "watch": "stay running and listen to Plex's notifications (a side-car: Docker, a service)",
-    "demo": "run the demo against the bundled emulators (needs requirements-test.txt)",
+    "demo": "the whole story against the bundled emulators (needs requirements-test.txt); demo --serve keeps them up",
 }
 
 
@@ -150,7 +151,7 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"Stash2Plex {version(plugin_dir or _PLUGIN_DIR)}")
     parser.add_argument("--dry-run", action="store_true", help=f"{', '.join(DRY_RUN_COMMANDS)}: {DRY_RUN_TEXT}")
-    parser.set_defaults(scene_id=None, rating_key=None, once=False)
+    parser.set_defaults(scene_id=None, rating_key=None, once=False, serve=False)
     described = setting_help(plugin_dir or _PLUGIN_DIR)
     _add_options(parser, nested=False, described=described)
     # No help= per command: the description above lists them, once.
@@ -169,6 +170,8 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
             sub.add_argument("--dry-run", action="store_true", default=argparse.SUPPRESS, help=DRY_RUN_TEXT)
         if name == "watch":
             sub.add_argument("--once", action="store_true", default=False, help=ONCE_TEXT)
+        if name == "demo":
+            sub.add_argument("--serve", action="store_true", default=False, help=SERVE_TEXT)
         if name in POSITIONALS:
             sub.add_argument("scene_id", nargs="?", help="the id of a Stash scene")
         if name == "pin":
@@ -354,7 +357,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], p
     if args.command == "demo":
         from app.demo import main as demo
 
-        return demo(stdout, stderr, env, [])
+        return demo(stdout, stderr, env, ["--serve"] if args.serve else [])
     quiet = args.command in QUIET and not args.verbose
     log = TerminalLog(stderr, Redactor(), verbose=args.verbose, bar=False if args.no_progress else None, quiet=quiet)
     return _run(args, env, stdout, log, plugin_dir)

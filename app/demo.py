@@ -1,97 +1,321 @@
-"""``python Stash2Plex.py demo``: the whole product against the bundled emulators.
+"""``python Stash2Plex.py demo [--serve]``: the whole product against the bundled emulators.
 
-Starts a Stash emulator and a Plex emulator on 127.0.0.1 with a sample library
-whose Stash and Plex paths differ by a prefix (/stash/media vs /plex/media), saves
-the plugin settings in the emulated Stash, then runs the real plugin exactly as
-Stash does: a few hook events (users editing scenes), then the ``all`` task. It
-prints what changed in Plex, per scene and field. Needs the test requirements
-(graphql-core, pyyaml): ``pip install -r requirements-test.txt``.
+Starts a Stash emulator and a Plex emulator on 127.0.0.1 with a small library whose Stash
+and Plex paths differ by a prefix, saves the plugin settings in the emulated Stash, and
+runs the real plugin exactly as Stash does (hooks, tasks, the page's operations) and the
+command line as a user does. The story: edits reach Plex; ``Sync all scenes``; the
+dead-letter queue; an ambiguous and a missing scene settled from the match inbox; a play
+and a rating in Plex coming back to Stash (``watch``); nothing left to write. ``--serve``
+then keeps both emulators (and Stash's web page with the plugin, when Stash's prebuilt UI
+is at hand) up until Ctrl-C and prints their URLs and a command line to try.
+
+The emulators are the test suite's servers (``tests/emulators/``: Stash's GraphQL API on
+graphql-core, Plex's XML API, each checked against the real server's source). They stay
+there: they are test code with test requirements (``pip install -r requirements-test.txt``)
+and the plugin Stash installs leaves ``tests/`` out, so the demo needs a source checkout.
 """
 
 from __future__ import annotations
 
 import random
+import signal
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.platform import is_locked
+from sync_queue.dlq import DeadLetterQueue
+from sync_queue.job import Job
 from sync_queue.queue import JobQueue
 
-SCENES = 40
+CHECKOUT = Path(__file__).resolve().parent.parent
 STUDIOS = ["Northern Lights", "Blue Harbor", "Redwood Films"]
 PERFORMERS = ["Ava Stone", "Ben Hart", "Cleo Park", "Dan Moss", "Eve Lane", "Finn Cole"]
 TAGS = ["Outdoor", "Interview", "Behind the Scenes", "4K", "Classic", "Drama", "Travel"]
-WATCHED = ("title", "summary", "studio", "originallyAvailableAt")
+SCENES = 10
+SHOWN = 3  # Plex items whose changes are printed per step (then a count of the rest)
+FIELDS = {"title": "title", "summary": "summary", "studio": "studio", "originallyAvailableAt": "date"}
+NOT_FOUND_REASON = (
+    "not in Plex after 12 attempts: no Plex item holds /plex/media/extras/clip-0412.mp4. Check that Plex has "
+    "scanned the file and that path_map maps Stash paths to Plex paths; then run 'Retry dead-letter queue'."
+)
 
 
-def _seed(stash: Any, plex: Any, rng: random.Random) -> list[int]:
-    plex.add_section("Stash", ["/plex/media"], key=1)
-    ids = []
-    for n in range(1, SCENES + 1):
-        name = f"{STUDIOS[n % 3].lower().replace(' ', '-')}/scene-{n:03d}.mp4"
-        sid = stash.add_scene(
-            title=f"Scene {n}: {rng.choice(['Sunrise', 'Harbor', 'Forest', 'Night Drive'])}",
-            details=f"Sample scene {n}.\nSecond line of details.",
-            date=f"2024-{1 + n % 12:02d}-{1 + n % 28:02d}",
-            studio=STUDIOS[n % 3],
-            performers=rng.sample(PERFORMERS, 2),
-            tags=rng.sample(TAGS, 3),
-            files=[{"path": f"/stash/media/{name}", "size": 10_000_000 + n, "duration": 600.0 + n}],
+class Demo:
+    """The emulators, the plugin's data folder and the steps of the story."""
+
+    def __init__(self, stash: Any, plex: Any, data_dir: Path, env: dict[str, str], out: TextIO) -> None:
+        self.stash, self.plex, self.data_dir, self.out = stash, plex, data_dir, out
+        # the drainer exits once the queue is empty (it would outlive the demo's folder)
+        self.env = {"STASH2PLEX_DRAINER_LINGER_S": "0", **env, "STASH2PLEX_DATA_DIR": str(data_dir)}
+        self.connection = stash.server_connection(str(CHECKOUT))
+        self.ids: list[int] = []
+        self.extra: dict[str, int] = {}
+
+    # -- talking to the plugin as Stash and a user do ------------------------------------------
+    def run(self, args: dict[str, Any]) -> Any:
+        """One plugin run as Stash starts it (a task, a hook or a page's operation)."""
+        from tests.runner import run_plugin
+
+        return run_plugin({"server_connection": self.connection, "args": args}, env=self.env)
+
+    def command(self, *args: str) -> str:
+        """The command line, as a user runs it in a shell; its stdout."""
+        env = {**self.env, "STASH2PLEX_STASH_URL": self.stash.url}
+        done = subprocess.run(
+            [sys.executable, str(CHECKOUT / "Stash2Plex.py"), *args], env=env, capture_output=True, text=True
         )
-        plex.add_item(1, f"/plex/media/{name}", size=10_000_000 + n, duration_ms=(600 + n) * 1000)
-        ids.append(sid)
-    return ids
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} failed: {done.stderr.strip()}")
+        return done.stdout
+
+    def say(self, line: str = "") -> None:
+        self.out.write(line + "\n")
+        self.out.flush()
+
+    def wait_drained(self, timeout: float = 60.0) -> None:
+        """Until the queue is empty (the drainer may linger for more work: not waited for)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            queue = JobQueue(self.data_dir / "queue")
+            try:
+                if queue.counts()["pending"] == 0:
+                    return
+            finally:
+                queue.close()
+            time.sleep(0.05)
+
+    # -- the library ----------------------------------------------------------------------------
+    def seed(self, rng: random.Random) -> None:
+        self.plex.add_section("Stash", ["/plex/media"], key=1)
+        for n in range(1, SCENES + 1):
+            name = f"{STUDIOS[n % 3].lower().replace(' ', '-')}/scene-{n:03d}.mp4"
+            self.ids.append(
+                self.stash.add_scene(
+                    title=f"Scene {n}: {rng.choice(['Sunrise', 'Harbor', 'Forest', 'Night Drive'])}",
+                    details=f"Sample scene {n}.",
+                    date=f"2024-{1 + n % 12:02d}-{1 + n % 28:02d}",
+                    studio=STUDIOS[n % 3],
+                    performers=rng.sample(PERFORMERS, 2),
+                    tags=rng.sample(TAGS, 2),
+                    files=[{"path": f"/stash/media/{name}", "size": 10_000_000 + n, "duration": 600.0 + n}],
+                )
+            )
+            self.plex.add_item(1, f"/plex/media/{name}", size=10_000_000 + n, duration_ms=(600 + n) * 1000)
+        # Two copies of one file in Plex, neither at the scene's mapped path: ambiguous.
+        self.extra["ambiguous"] = self.stash.add_scene(
+            title="Two copies in Plex", files=[{"path": "/stash/media/inbox/copy.mp4", "size": 777, "duration": 70.0}]
+        )
+        for folder in ("old", "new"):
+            self.extra[folder] = self.plex.add_item(1, f"/plex/media/{folder}/copy.mp4", size=777, duration_ms=70_000)
+        # Plex holds this file under another name: nothing at the mapped path, nothing by name.
+        self.extra["renamed"] = self.plex.add_item(
+            1, "/plex/media/extras/Clip (final).mp4", size=4120, duration_ms=41_000
+        )
+        self.stash.plugin_settings = {
+            "Stash2Plex": {
+                "plex_url": self.plex.url,
+                "plex_token": self.plex.token,
+                "path_map": "/stash/media=/plex/media",
+            }
+        }
+
+    def changes(self, before: dict[int, dict]) -> list[str]:
+        """What changed in Plex since ``before``, as lines (the first ``SHOWN`` items)."""
+        lines, changed = [], 0
+        for item in self.plex.items():
+            old = before.get(item["ratingKey"], item)
+            diff = _item_diff(old, item)
+            if diff:
+                changed += 1
+                if changed <= SHOWN:
+                    lines.append(f"   Plex item {item['ratingKey']} {item['files'][0]}")
+                    lines += [f"       {line}" for line in diff]
+        if changed > SHOWN:
+            lines.append(f"   … and {changed - SHOWN} more Plex items")
+        return lines
+
+    def snapshot(self) -> dict[int, dict]:
+        return {item["ratingKey"]: item for item in self.plex.items()}
+
+    # -- the story --------------------------------------------------------------------------------
+    def edits(self) -> None:
+        self.say("1. You edit three scenes in Stash; each edit runs the plugin's hook:")
+        before = self.snapshot()
+        edits: list[dict[str, Any]] = [
+            {"title": "Harbor at Dawn (Director's Cut)", "tags": ["Travel", "4K"]},
+            {"details": "Rewritten description.", "performers": ["Cleo Park"]},
+            {"studio": "Blue Harbor", "date": "2023-07-14"},
+        ]
+        for sid, change in zip(self.ids[:3], edits):
+            run = self.run({"hookContext": self.stash.update_scene(sid, **change)})
+            what = "queued" if run.error is None else f"error: {run.error}"
+            self.say(f"   scene {sid} ({', '.join(change)}): {what}; the hook answered in {run.wall * 1000:.0f} ms")
+        self.wait_drained()
+        self.say("   The background drainer wrote them to Plex:")
+        for line in self.changes(before):
+            self.say(line)
+
+    def sync_all(self) -> None:
+        self.say("\n2. The task 'Sync all scenes':")
+        before = self.snapshot()
+        run = self.run({"mode": "all"})
+        self.say(f"   {_counts(run.output) if run.error is None else 'error: ' + str(run.error)} in {run.wall:.1f} s")
+        for line in self.changes(before):
+            self.say(line)
+
+    def dead_letters(self) -> None:
+        self.say("\n3. The dead-letter queue (jobs that will not succeed as they are):")
+        sid = self.stash.add_scene(
+            title="Renamed in Plex",
+            files=[{"path": "/stash/media/extras/clip-0412.mp4", "size": 4120, "duration": 41.0}],
+        )
+        self.extra["missing"] = sid
+        dlq = DeadLetterQueue(self.data_dir)
+        try:  # its retries take hours (Plex may still be scanning): the demo skips the wait
+            dlq.add(Job(scene_id=sid, attempt=11), "PlexNotFound", NOT_FOUND_REASON, "Renamed in Plex")
+        finally:
+            dlq.close()
+        for group in self.run({"mode": "ui_status"}).output["dlq"]["groups"]:
+            for entry in group["scenes"]:
+                self.say(f"   scene {entry['scene_id']} {entry['title']!r}: {entry['reason']}")
+        self.say(
+            f"   (scene {sid} was added later; after its retries, a few hours, it lands here: the demo put it there)"
+        )
+
+    def inbox(self) -> None:
+        self.say("\n4. The match inbox on the Stash2Plex page settles both:")
+        page = self.run({"mode": "ui_inbox"}).output
+        answers = {self.extra["ambiguous"]: self.extra["new"], self.extra["missing"]: self.extra["renamed"]}
+        for scene in page["scenes"]:
+            self.say(f"   {scene['kind']}: scene {scene['scene_id']} {scene['title']!r}")
+            for c in scene["candidates"]:
+                evidence = [w for w, ok in (("same size", c["same_size"]), ("same length", c["same_duration"])) if ok]
+                self.say(
+                    f"       candidate Plex item {c['rating_key']} {c['path']} ({', '.join(evidence) or 'no evidence'})"
+                )
+        before = self.snapshot()
+        for sid, rating_key in answers.items():
+            run = self.run({"mode": "ui_pin", "scene_id": sid, "answer": "item", "rating_key": rating_key})
+            self.say(
+                f"   'This one' for scene {sid}: Plex item {rating_key}" + (f" ({run.error})" if run.error else "")
+            )
+        self.wait_drained()
+        for line in self.changes(before):
+            self.say(line)
+        status = self.run({"mode": "ui_status"}).output
+        self.say(
+            f"   the inbox: {self.run({'mode': 'ui_inbox'}).output['total']} scenes; dead letters: {status['dlq']['count']}"
+        )
+
+    def plex_to_stash(self) -> None:
+        self.say("\n5. Plex back into Stash (import_plays, import_ratings; 'watch' keeps listening):")
+        settings = self.stash.plugin_settings["Stash2Plex"]
+        self.stash.plugin_settings = {"Stash2Plex": {**settings, "import_plays": True, "import_ratings": True}}
+        self.command("watch", "--once")  # the first look: what Plex records from now on goes to Stash
+        sid, rating_key = self.ids[4], self.plex.items()[4]["ratingKey"]
+        before = self.stash.scene(sid)
+        self.plex.play(rating_key)
+        _rate(self.plex, rating_key, 8.0)
+        self.say(f"   someone watches scene {sid} in Plex and gives it 4 stars")
+        self.command("watch", "--once")  # what 'watch' does every minute
+        after = self.stash.scene(sid)
+        self.say(f"   'watch --once' (what 'watch' does every minute): scene {sid} in Stash:")
+        self.say(
+            f"       plays {len(self.stash.scene_plays(sid))}, rating {before['rating100'] or 'none'} → {after['rating100']} (of 100)"
+        )
+
+    def nothing_left(self) -> None:
+        self.say("\n6. 'Sync all scenes' again:")
+        self.plex.clear_requests()
+        run = self.run({"mode": "all"})
+        self.say(
+            f"   {_counts(run.output)}; {len(self.plex.edit_requests())} edit requests, {len(self.plex.upload_requests())} uploads"
+        )
+        self.say("\n" + self.command("status").strip())
 
 
-def _snapshot(plex: Any) -> dict[int, dict]:
-    return {item["ratingKey"]: item for item in plex.items()}
-
-
-def _diff(before: dict, after: dict) -> list[str]:
+def _item_diff(before: dict, after: dict) -> list[str]:
     lines = []
-    for field in WATCHED:
-        old, new = before["fields"].get(field), after["fields"].get(field)
+    for field, label in FIELDS.items():
+        old, new = before["fields"].get(field) or "", after["fields"].get(field) or ""
         if old != new:
-            lines.append(f"    {field}: {old!r} → {new!r}")
+            lines.append(f"{label}: {_short(old)} → {_short(new)}")
     for tag_type in ("genre", "actor", "collection"):
-        old, new = before["tags"].get(tag_type, []), after["tags"].get(tag_type, [])
-        if sorted(old) != sorted(new):
-            lines.append(f"    {tag_type}: {sorted(old)} → {sorted(new)}")
+        old, new = set(before["tags"].get(tag_type, [])), set(after["tags"].get(tag_type, []))
+        if old != new:
+            lines.append(
+                f"{tag_type}: " + " ".join([f"+{n}" for n in sorted(new - old)] + [f"−{n}" for n in sorted(old - new)])
+            )
     if after.get("uploads", 0) != before.get("uploads", 0):
-        lines.append(f"    poster: uploaded ({after['uploads'] - before.get('uploads', 0)} new)")
+        lines.append("poster: uploaded")
     return lines
 
 
-def _report(out: TextIO, before: dict, after: dict) -> int:
-    changed = 0
-    for key in sorted(after):
-        lines = _diff(before.get(key, after[key]), after[key])
-        if lines:
-            changed += 1
-            out.write(f"  Plex item {key} ({after[key]['files'][0]}):\n" + "\n".join(lines) + "\n")
-    return changed
+def _short(value: str) -> str:
+    return repr(value if len(value) <= 50 else value[:49] + "…") if value else "(empty)"
 
 
-def _wait_drained(data_dir: Path, timeout: float = 60.0) -> None:
-    """Until no drainer runs and nothing is pending, looking at the lock and the queue from
-    here (a plugin process per look would cost more than the work it waits for)."""
-    lock = data_dir / "drainer.lock"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not is_locked(lock):
-            queue = JobQueue(data_dir / "queue")
-            try:
-                pending = queue.counts()["pending"]
-            finally:
-                queue.close()
-            if pending == 0 and not is_locked(lock):
-                return
-        time.sleep(0.05)
+def _counts(output: dict[str, Any]) -> str:
+    keys = ("checked", "queued", "synced", "unchanged", "failed", "retrying")
+    return ", ".join(f"{output.get(k, 0)} {k}" for k in keys if output.get(k)) or "nothing to do"
 
 
-CHECKOUT = Path(__file__).resolve().parent.parent
+def _rate(plex: Any, rating_key: int, rating: float) -> None:
+    """A rating given in Plex Web (PUT /:/rate, as plexapi's ``Video.rate`` sends it)."""
+    import requests
+
+    params: dict[str, str | int | float] = {
+        "key": rating_key,
+        "identifier": "com.plexapp.plugins.library",
+        "rating": rating,
+    }
+    requests.put(
+        f"{plex.url}/:/rate", params=params, headers={"X-Plex-Token": plex.token}, timeout=5
+    ).raise_for_status()
+
+
+def _serve(demo: Demo, ui: Any) -> None:
+    """Keep everything up until Ctrl-C; print where to look and what to try."""
+    demo.say("\nThe emulators stay up (Ctrl-C stops them):")
+    if ui is not None:
+        demo.say(
+            f"   Stash's web UI with the plugin: {demo.stash.url}/stash2plex (a scene's Plex tab: {demo.stash.url}/scenes/1)"
+        )
+    else:
+        demo.say(
+            f"   Stash (GraphQL only: Stash's prebuilt UI is not here, see tests/browser/README.md): {demo.stash.url}/graphql"
+        )
+    demo.say(f"   Plex: {demo.plex.url}")
+    demo.say("   Try the command line against them:")
+    demo.say(
+        f"       STASH2PLEX_STASH_URL={demo.stash.url} STASH2PLEX_DATA_DIR={demo.data_dir} python Stash2Plex.py status"
+    )
+    demo.say("   (any command: all --dry-run, unmatched, inspect 1, health_check, watch)")
+    stop = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop.wait(0.25):  # in slices: a signal's handler runs between them
+            pass
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    demo.say("stopped")
+
+
+def _stash_ui(stash: Any, env: dict[str, str]) -> Any:
+    """Stash's web UI with the plugin installed, when Stash's prebuilt UI is at hand."""
+    from tests import reference
+
+    build, schema = reference.path("stash-ui/build"), reference.path("stash-schema")
+    if not (build / "index.html").is_file() or not (schema / "schema.graphql").is_file():
+        return None
+    ui = stash.serve_ui(build, schema)
+    ui.install_plugin(CHECKOUT, env)
+    return ui
 
 
 def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -> int:
@@ -105,51 +329,19 @@ def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -
     try:
         from tests.emulators.plex_emulator import PlexEmulator
         from tests.emulators.stash_emulator import StashEmulator
-        from tests.runner import hook_document, run_plugin, task_document
     except ImportError as exc:
         stderr.write(f"the demo needs the test requirements ({exc}); run: pip install -r requirements-test.txt\n")
         return 1
-    rng = random.Random(7)
+    serve = "--serve" in argv
     with StashEmulator() as stash, PlexEmulator() as plex, tempfile.TemporaryDirectory() as tmp:
-        data_dir = Path(tmp) / "data"
-        plugin_env = {**env, "STASH2PLEX_DATA_DIR": str(data_dir)}
-        ids = _seed(stash, plex, rng)
-        stash.plugin_settings = {
-            "Stash2Plex": {"plex_url": plex.url, "plex_token": plex.token, "path_map": "/stash/media=/plex/media"}
-        }
-        connection = stash.server_connection(str(CHECKOUT))
-
-        def task(mode: str) -> Any:
-            return run_plugin(task_document(connection, mode), env=plugin_env)
-
-        stdout.write(f"Stash emulator {stash.url}, Plex emulator {plex.url}, {len(ids)} scenes\n")
-        stdout.write("Stash paths /stash/media/… map to Plex paths /plex/media/… (path_map)\n\n")
-        before = _snapshot(plex)
-        stdout.write("1. A user edits three scenes in Stash; each edit fires the Scene.Update.Post hook:\n")
-        edits: list[dict[str, Any]] = [
-            dict(title="Harbor at Dawn (Director's Cut)", tags=["Travel", "4K"]),
-            dict(details="Rewritten description.\nWith two lines.", performers=["Cleo Park"]),
-            dict(studio="Blue Harbor", date="2023-07-14"),
-        ]
-        for sid, change in zip(ids[:3], edits):
-            run = run_plugin(hook_document(connection, stash.update_scene(sid, **change)), env=plugin_env)
-            stdout.write(f"   hook for scene {sid} answered in {run.wall * 1000:.0f} ms: {run.output or run.error}\n")
-        _wait_drained(data_dir)
-        stdout.write("   the background drainer wrote them to Plex:\n")
-        _report(stdout, before, _snapshot(plex))
-        middle = _snapshot(plex)
-        stdout.write("\n2. The 'Sync all scenes' task:\n")
-        run = task("all")
-        stdout.write(f"   {run.output if run.error is None else 'error: ' + run.error} in {run.wall:.1f} s\n")
-        changed = _report(stdout, middle, _snapshot(plex))
-        stdout.write(f"   {changed} Plex items changed\n")
-        stdout.write("\n3. 'Sync all scenes' again on the unchanged library:\n")
-        plex.clear_requests()
-        run = task("all")
-        stdout.write(
-            f"   {run.output if run.error is None else 'error: ' + run.error}; "
-            f"{len(plex.edit_requests())} edit requests, {len(plex.upload_requests())} uploads\n"
-        )
-        status = task("queue_status").output
-        stdout.write(f"\nQueue status: {status}\n")
+        stash.auth_required = False  # a default Stash install has no login
+        demo = Demo(stash, plex, Path(tmp) / "data", env, stdout)
+        ui = _stash_ui(stash, demo.env) if serve else None
+        demo.seed(random.Random(7))
+        demo.say(f"Stash2Plex demo: Stash {stash.url} and Plex {plex.url} (emulators), {len(demo.ids) + 1} scenes")
+        demo.say("Stash's /stash/media/… is Plex's /plex/media/… (the path_map setting)\n")
+        for step in (demo.edits, demo.sync_all, demo.dead_letters, demo.inbox, demo.plex_to_stash, demo.nothing_left):
+            step()
+        if serve:
+            _serve(demo, ui)
     return 0

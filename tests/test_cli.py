@@ -281,12 +281,6 @@ def test_every_plex_request_carries_one_persistent_client_identity(plugin):
     assert stored != "stash2plex-tests"  # ours, not plexapi's environment default
 
 
-def test_demo_runs_against_the_bundled_emulators(plugin):
-    done = cli(plugin, "demo", timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "Plex items changed" in done.stdout and "0 edit requests, 0 uploads" in done.stdout, done.stdout
-
-
 def test_bar_text_and_log_lines_above_it():
     assert render_bar(0.0, 0.0) == f"[{'-' * 30}]   0%  0s"
     assert render_bar(0.5, 10.0) == f"[{'#' * 15}{'-' * 15}]  50%  10s, ~10s left"
