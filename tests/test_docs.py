@@ -171,6 +171,24 @@ def link_problems(root: Path) -> list[str]:
     return problems
 
 
+USER_DOCS = ("README.md", "CHANGELOG.md", "docs/usage.md", "docs/configuration.md", "docs/troubleshooting.md")
+_TRACKER = re.compile(
+    r"\b[Ii]ssues? #?\d+(?:\.\d+)?\b"  # our tracker's issue numbers
+    r"|(?<![\w<-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w>-])"  # a commit hash
+)
+
+
+def tracker_problems(root: Path) -> list[str]:
+    """Docs for users name no issue numbers and no commit hashes (they speak to users)."""
+    problems = []
+    for name in USER_DOCS:
+        path = root / name
+        if path.exists():
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                problems += [f"{name}:{number}: {m.group(0)!r}" for m in _TRACKER.finditer(line)]
+    return problems
+
+
 # -- the tests ------------------------------------------------------------------------------
 def test_every_setting_is_documented_with_its_default():
     assert settings_problems(REPO) == []
@@ -185,6 +203,10 @@ def test_every_dead_letter_reason_is_documented():
 
 def test_relative_links_lead_to_existing_files_and_headings():
     assert link_problems(REPO) == []
+
+
+def test_user_docs_name_no_issue_numbers_or_commit_hashes():
+    assert tracker_problems(REPO) == []
 
 
 def test_slug_follows_github():
@@ -225,6 +247,12 @@ def test_slug_follows_github():
             link_problems,
             "'config.md' points to a missing file",
         ),
+        (
+            ("CHANGELOG.md", "- The queue: its rules", "- The queue (issue 28.4): its rules"),
+            tracker_problems,
+            "issue 28.4",
+        ),
+        (("README.md", "# Stash2Plex", "# Stash2Plex (since 0a5a0f2)"), tracker_problems, "'0a5a0f2'"),
     ],
 )
 def test_checks_catch_a_broken_copy(tmp_path, damage, check, expected):
