@@ -176,8 +176,11 @@ def _scene_state(app: App, scene_id: int, record: SceneRecord | None, answer: di
         if job.attempt:
             answer["reason"], answer["next_retry_at"] = job.last_error, iso_local(job.next_attempt_at)
         return "waiting"
+    never = record is None or record.state_hash is None
     raw = app.stash().scenes_by_id([scene_id]).get(scene_id)
     if raw is None:
+        if never:
+            return "never_synced"
         answer["reason"] = f"scene {scene_id} is not in Stash any more"
         return "changed"
     try:
@@ -188,7 +191,7 @@ def _scene_state(app: App, scene_id: int, record: SceneRecord | None, answer: di
     found = verdict(app.syncer(), scene, record)
     if found.kind == UNCHANGED:
         return "in_sync"
-    if found.kind == STALE and (record is None or record.state_hash is None):
+    if found.kind == STALE and never:
         return "never_synced"
     answer["reason"] = found.why  # out of scope (its Plex item is left as it is) or changed
     return "out_of_scope" if found.kind == OUT_OF_SCOPE else "changed"
