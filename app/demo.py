@@ -66,7 +66,11 @@ class Demo:
         """The command line, as a user runs it in a shell; its stdout."""
         env = {**self.env, "STASH2PLEX_STASH_URL": self.stash.url}
         done = subprocess.run(
-            [sys.executable, str(CHECKOUT / "Stash2Plex.py"), *args], env=env, capture_output=True, text=True
+            [sys.executable, str(CHECKOUT / "Stash2Plex.py"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(args)} failed: {done.stderr.strip()}")
