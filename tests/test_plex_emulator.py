@@ -309,6 +309,44 @@ def test_actor_roles_and_thumbs(emu, section_key, plex) -> None:
     assert emu.item(rk)["tags"]["actor"] == ["Performer C"]
 
 
+def test_an_actors_photo_is_one_for_the_whole_library_and_fetched_by_plex(emu, section_key, plex) -> None:
+    """Tags are server-wide: a photo written with one item shows on every item with that actor
+    (the last one written wins), and PMS fetches the URL itself."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Images(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            ok = self.path.startswith("/ok")
+            self.send_response(200 if ok else 404)
+            self.send_header("Content-Type", "image/png" if ok else "text/plain")
+            self.send_header("Content-Length", "3")
+            self.end_headers()
+            self.wfile.write(b"png")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Images)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        one = emu.add_item(section_key, f"{ROOT}/one.mp4", actor=["Performer C"])
+        two = emu.add_item(section_key, f"{ROOT}/two.mp4", actor=["performer c", "Performer D"])
+        plex.fetchItem(one).edit(**{"actor[0].tag.tag": "Performer C", "actor[0].tag.thumb": f"{base}/ok/1"})
+        assert [(r.tag, r.thumb) for r in _full_item(plex, two).roles] == [
+            ("Performer C", f"{base}/ok/1"),
+            ("Performer D", None),
+        ]
+        plex.fetchItem(two).edit(**{"actor[0].tag.tag": "Performer C", "actor[0].tag.thumb": f"{base}/gone"})
+        assert _full_item(plex, one).roles[0].thumb == emu.photo("performer C") == f"{base}/gone"
+        fetched = [(f["url"], f["status"], f["ok"]) for f in emu.wait_photo_fetches(2)]
+        assert sorted(fetched) == [(f"{base}/gone", 404, False), (f"{base}/ok/1", 200, True)]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 # ---------------------------------------------------------------- images
 def test_upload_poster_by_url_and_bytes(emu, section_key, plex) -> None:
     rk = emu.add_item(section_key, f"{ROOT}/img.mp4")

@@ -325,6 +325,34 @@ def test_screenshot_accepts_apikey_parameter(emu: StashEmulator) -> None:
     assert requests.get(f"{emu.url}/scene/{sid}/screenshot?apikey=k2", timeout=5).status_code == 401
 
 
+def test_performer_images_are_behind_stashs_login(emu: StashEmulator, stash: StashInterface) -> None:
+    """image_path as Stash builds it (``&default=true`` without an image), and the route as
+    Stash's authentication middleware guards it: no credential → 302 to the login page (a path
+    without an extension), a wrong key → 401, a key or session → the image."""
+    emu.api_key = "k1"
+    sid = emu.add_scene(performers=["Ann"])
+    ann = emu.entity_id("performer", "Ann")
+    query = "performers { id image_path }"
+    path = stash.find_scene(sid, fragment=query)["performers"][0]["image_path"]
+    assert path == f"{emu.url}/performer/{ann}/image?t={T0}&default=true"
+    hook = emu.set_performer_image(ann, cover_png(77, 1))
+    assert (hook["type"], hook["inputFields"]) == ("Performer.Update.Post", ["id", "image"])
+    path = stash.find_scene(sid, fragment=query)["performers"][0]["image_path"]
+    assert path == f"{emu.url}/performer/{ann}/image?t={T0 + 1}"  # updated_at moved
+    anonymous = requests.get(path, timeout=5, allow_redirects=False)
+    assert anonymous.status_code == 302
+    assert anonymous.headers["Location"] == f"/login?returnURL=%2Fperformer%2F{ann}%2Fimage%3Ft%3D{T0 + 1}"
+    followed = requests.get(path, timeout=5)  # as Plex fetching it would
+    assert followed.status_code == 200 and followed.headers["Content-Type"].startswith("text/html")
+    assert requests.get(path + "&apikey=k2", timeout=5).status_code == 401
+    keyed = requests.get(path, headers={"ApiKey": "k1"}, timeout=5)
+    assert keyed.content == cover_png(77, 1) and keyed.headers["Content-Type"] == "image/png"
+    assert stash.s.get(path + "&default=true", timeout=5).headers["Content-Type"] == "image/svg+xml"
+    emu.auth_required = False
+    assert requests.get(path, timeout=5).content == cover_png(77, 1)  # no login configured: open to all
+    assert [r["status"] for r in emu.performer_image_requests] == [302, 302, 401, 200, 200, 200]
+
+
 # --- transport and faults ----------------------------------------------------
 
 

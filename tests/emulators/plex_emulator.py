@@ -18,7 +18,15 @@ Choices where real PMS behaviour has not been observed:
   at once; one without ``path`` covers the whole section;
 * ``PUT /library/metadata/{id}/refresh`` (and ``sections/{id}/refresh?force=1``)
   reverts *unlocked* ``title``/``summary`` to the values the item was added with;
-* ``tag.thumb``/``tagging.text`` are stored on the item's tag, not globally;
+* ``tagging.text`` (a role) is stored on the item's tag; ``tag.thumb`` (a photo) on the tag
+  itself, one per tag for the whole library, the last one written winning, as plexapi's
+  maintainers found (python-plexapi PR #510: the same actor has the same ``id`` in every
+  item, and ``addActor`` "can also be used to edit any existing actor's thumb"; the contract,
+  ``shared/contracts/plex.md`` §4.3 "Actors / roles"). PMS keeps the URL as given and shows it
+  as ``Role@thumb`` (an nfo agent's ``http://localhost/…`` shown as is:
+  gboudreau/XBMCnfoMoviesImporter.bundle#106), and fetches it itself: each photo written is
+  fetched once by an HTTP GET that follows redirects, recorded in ``photo_fetches`` (a
+  success is a 200 with an ``image/*`` body; a login page is not);
 * tag identity ignores case: PMS keeps one tag row per (type, name) and the row's
   spelling is the first one written, so a case-only change does not change what an
   item shows, and a removal of either spelling removes the tag (what users of PMS report);
@@ -356,6 +364,9 @@ class Library:
         self.tag_ids: dict[tuple[str, str], int] = {}
         self.tag_names: dict[tuple[str, str], str] = {}  # (type, casefolded) -> the row's spelling
         self.next_key = 101
+        # (type, case-folded name) -> the tag's photo URL (``tag.thumb``), one per tag server-wide
+        self.photos: dict[tuple[str, str], str] = {}
+        self.fetch_photo: Callable[[str], None] = lambda url: None  # PMS fetching a photo it was given
         self.notify: Callable[[dict], Any] = lambda message: None  # the notification websocket
         self.history = plex_history.History()
         self.sessions = plex_sessions.Sessions()
@@ -458,6 +469,13 @@ class Library:
 
     def edit(self, ids: list[int], plan: EditPlan, semantics: str) -> None:
         now = self.now()
+        for ttype, slots in plan.slots.items():
+            for slot in slots.values():
+                url = slot.pop("thumb", None)
+                if url is not None and slot.get("tag"):
+                    self.photos[(ttype, slot["tag"].lower())] = url
+                    if url:
+                        self.fetch_photo(url)
         for rk in ids:
             item = self.items[rk]
             apply_edit(item, plan, semantics)
@@ -481,6 +499,11 @@ class Library:
         for ttype, tags in item.tags.items():
             for tag in tags:
                 tag["tag"] = self.tag_names.setdefault((ttype, tag["tag"].lower()), tag["tag"])
+                if "thumb" in tag:  # given with add_item: the tag's photo, as an edit's would be
+                    self.photos[(ttype, tag["tag"].lower())] = tag.pop("thumb")
+
+    def photo(self, ttype: str, name: str) -> str | None:
+        return self.photos.get((ttype, name.lower())) or None
 
     def move_file(self, rating_key: int, new_file: str) -> None:
         """A rescan found the item's file at a new path: same ratingKey, new Part@file."""
@@ -709,8 +732,9 @@ def _render_tags(lib: Library, video: ET.Element, ttype: str, tags: list[dict], 
         attrs["tag"] = tag["tag"]
         if tag.get("role"):
             attrs["role"] = tag["role"]
-        if full and tag.get("thumb"):
-            attrs["thumb"] = tag["thumb"]
+        photo = lib.photo(ttype, tag["tag"])
+        if full and photo:
+            attrs["thumb"] = photo
         ET.SubElement(video, TAG_TYPES[ttype], attrs)
 
 
@@ -1081,6 +1105,9 @@ class PlexEmulator:
         self.notifications = plex_notify.Notifications()
         self._lib = Library()
         self._lib.notify = self.notifications.publish
+        self._lib.fetch_photo = self._fetch_photo
+        self.photo_fetches: list[dict] = []  # each photo URL PMS fetched: url, status, content_type, ok
+        self._photos_done = threading.Condition()
         self._log_lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -1186,7 +1213,46 @@ class PlexEmulator:
         with ``role``/``thumb``), ``art_hash`` and ``art``; field values are strings or None."""
         with self._lib.lock:
             self._lib.materialize()
-            return self._lib.items[rating_key].snapshot()
+            snapshot = self._lib.items[rating_key].snapshot()
+            for actor in snapshot["actors"]:
+                actor["thumb"] = self._lib.photo("actor", actor["tag"])
+            return snapshot
+
+    def photo(self, name: str) -> str | None:
+        """The photo URL Plex holds for the actor ``name`` (one for the whole library)."""
+        with self._lib.lock:
+            return self._lib.photo("actor", name)
+
+    def _fetch_photo(self, url: str) -> None:
+        """PMS fetching a photo URL it was given, in the background: recorded in ``photo_fetches``."""
+
+        def fetch() -> None:
+            import urllib.error
+            import urllib.request
+
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # follows redirects
+            record: dict[str, Any] = {"url": url, "status": None, "content_type": "", "ok": False}
+            try:
+                with opener.open(url, timeout=5) as response:
+                    record.update(status=response.status, content_type=response.headers.get("Content-Type", ""))
+                    response.read()
+            except urllib.error.HTTPError as exc:
+                record["status"] = exc.code
+            except (OSError, ValueError) as exc:
+                record["error"] = type(exc).__name__
+            record["ok"] = record["status"] == 200 and record["content_type"].startswith("image/")
+            with self._photos_done:
+                self.photo_fetches.append(record)
+                self._photos_done.notify_all()
+
+        threading.Thread(target=fetch, name="plex-photo-fetch", daemon=True).start()
+
+    def wait_photo_fetches(self, count: int, timeout: float = 5.0) -> list[dict]:
+        """The photo fetches once ``count`` have ended (AssertionError after ``timeout``)."""
+        with self._photos_done:
+            if not self._photos_done.wait_for(lambda: len(self.photo_fetches) >= count, timeout):
+                raise AssertionError(f"{len(self.photo_fetches)} photo fetches ended, {count} expected")
+            return list(self.photo_fetches)
 
     def items(self) -> list[dict]:
         with self._lib.lock:

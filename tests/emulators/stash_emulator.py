@@ -47,7 +47,7 @@ from datetime import datetime, timezone, tzinfo
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from graphql import (
     DocumentNode,
@@ -156,6 +156,7 @@ _DEFAULT_SVG = (
     b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 9"><rect width="16" height="9" fill="#555"/></svg>'
 )
 _SCREENSHOT_RE = re.compile(r"^/scene/(\d+)/screenshot$")
+_PERFORMER_IMAGE_RE = re.compile(r"^/performer/(\d+)/image$")
 _OPERATION_RE = re.compile(r"^\s*(?:query|mutation|subscription)\s+(\w+)")
 
 
@@ -266,6 +267,8 @@ def _release_schema(release: str | None) -> GraphQLSchema:
                 {key: emu(i)._groups[g], "scene_index": None} for g in s["_group_ids"]
             ]
     scene["paths"].resolve = lambda s, i: emu(i)._resolve_paths(s, i)
+    performer = schema.type_map["Performer"].fields  # type: ignore[union-attr]
+    performer["image_path"].resolve = lambda p, i: emu(i)._performer_image_path(p, i)
     # play_count = COUNT, last_played_at = MAX, play_history = every date, newest first
     # (the scene loaders over viewHistoryTable, pkg/sqlite/history.go), stored in UTC.
     scene["play_history"].resolve = lambda s, _i: [
@@ -339,6 +342,7 @@ class StashEmulator:
         self.requests: list[dict] = []
         self.screenshot_requests: list[int] = []
         self.screenshot_headers: list[dict[str, str]] = []  # each screenshot request's headers
+        self.performer_image_requests: list[dict] = []  # each performer image request: path, headers, status
         self.hook_contexts: list[dict] = []
         self.last_hooks: list[dict] = []  # every hookContext the last change fired, in order
         self.play_writes = 0  # sceneAddPlay requests answered
@@ -696,6 +700,31 @@ class StashEmulator:
                 ids.append(instead)
             self._scenes[sid] = {**scene, key: ids}
 
+    def set_performer_image(self, performer_id: int, image: bytes | None) -> dict:
+        """``performerUpdate`` with a new image (None: the image removed), as the performer's
+        page does: the image is stored, ``updated_at`` moves (so does ``image_path``'s ``t``:
+        internal/api/urlbuilders/performer.go), and the hook is ``Performer.Update.Post`` with
+        ``image`` among its inputFields (resolver_mutation_performer.go ``PerformerUpdate``)."""
+        with self._lock:
+            old = self._performers[performer_id]
+            self._performers[performer_id] = {**old, "_image": image, "_updated_ts": self._tick(strict=True)}
+        data = None if image is None else f"data:{image_type(image)};base64,{base64.b64encode(image).decode()}"
+        given = {"id": str(performer_id), "image": data}
+        return self._entity_hook("performer", "Update", performer_id, given, ["id", "image"])
+
+    def performer_image(self, performer_id: int, default: bool = False) -> bytes:
+        """What ``GET /performer/<id>/image`` serves: its image, else (or with ``default=true``)
+        a generic one (internal/api/routes_performer.go ``Image``)."""
+        image = self._performers[performer_id]["_image"]
+        return _DEFAULT_SVG if default or image is None else image
+
+    def _performer_image_path(self, performer: dict, info: Any) -> str:
+        """``<base>/performer/<id>/image?t=<updated_at>``, plus ``&default=true`` without an image
+        (internal/api/urlbuilders/performer.go ``GetPerformerImageURL``; base as for paths)."""
+        root = self.external_host.rstrip("/") or info.context["base_url"]
+        url = f"{root}/performer/{performer['id']}/image?t={performer['_updated_ts']}"
+        return url if performer.get("_image") is not None else f"{url}&default=true"
+
     def _entity_hook(self, kind: str, op: str, entity_id: int, given: dict, fields: list[str] | None) -> dict:
         """Append the hookContexts Stash fires for this change (``last_hooks``) and return
         the first. A group's change fires ``Movie.*`` alone before v0.27 and ``Group.*`` then
@@ -744,6 +773,7 @@ class StashEmulator:
             oid = index[name] = self._next[kind]
             self._next[kind] += 1
             table[kind][oid] = {"id": oid, "name": name, "_parent_id": None, "_parent_ids": []}
+            table[kind][oid].update(_updated_ts=int(self.clock()), _image=None)
         return index[name]
 
     def _make_files(self, files: list[dict]) -> list[dict]:
@@ -825,7 +855,11 @@ class StashEmulator:
     def _root(self) -> dict[str, Callable]:
         return {
             "version": lambda _info: {**VERSION, "version": self.version},
-            "configuration": lambda _info: {"general": {"apiKey": self.api_key}, "plugins": self._resolve_plugins},
+            # username: set while Stash asks for a login (a username and password configured)
+            "configuration": lambda _info: {
+                "general": {"apiKey": self.api_key, "username": "stash-user" if self.auth_required else ""},
+                "plugins": self._resolve_plugins,
+            },
             "findScene": self._resolve_find_scene,
             "findScenes": self._resolve_find_scenes,
             "findTags": self._resolve_find_tags,
@@ -1311,6 +1345,14 @@ class _Handler(TrackedHandler):
         emu = self.emu
         if emu.ui is not None and emu.ui.handle_get(self):
             return
+        path = urlsplit(self.path).path
+        if path.startswith("/login"):  # served to anyone (internal/api/authentication.go allowUnauthenticated)
+            self._send(200, _HTML_PAGE, "text/html; charset=utf-8")
+            return
+        performer = _PERFORMER_IMAGE_RE.match(path)
+        if performer is not None:
+            self._performer_image(int(performer.group(1)))
+            return
         match = _SCREENSHOT_RE.match(urlsplit(self.path).path)
         if emu.latency:
             time.sleep(emu.latency)
@@ -1333,6 +1375,34 @@ class _Handler(TrackedHandler):
                 self._trickle(data, image_type(data), emu.image_trickle_s)
             else:
                 self._send(200, data, image_type(data))
+
+    def _performer_image(self, performer_id: int) -> None:
+        """``GET /performer/<id>/image`` behind Stash's authentication middleware
+        (internal/api/authentication.go ``authenticateHandler``, pkg/session/session.go
+        ``Authenticate``): a wrong API key is 401; with a login required (``auth_required``)
+        and none given, a path without an extension is redirected to the login page (302 to
+        ``/login?returnURL=…``); else the image (internal/api/routes_performer.go ``Image``)."""
+        emu = self.emu
+        query = parse_qs(urlsplit(self.path).query)
+        record = {"path": self.path, "headers": dict(self.headers), "status": 200}
+        emu.performer_image_requests.append(record)
+        if not self._authorised():
+            key = self.headers.get("ApiKey") or (query.get("apikey") or [None])[0]
+            if key is not None or emu.fail_401 or not emu.auth_required:
+                record["status"] = 401
+                self._send(401, b"", "text/plain; charset=utf-8", {"WWW-Authenticate": "FormBased"})
+                return
+            record["status"] = 302
+            target = "/login?" + urlencode({"returnURL": self.path})
+            self._send(302, b"", "text/html; charset=utf-8", {"Location": target})
+            return
+        try:
+            data = emu.performer_image(performer_id, default=query.get("default") == ["true"])
+        except KeyError:
+            record["status"] = 404
+            self._send(404, b"Not Found\n", "text/plain; charset=utf-8")
+            return
+        self._send(200, data, image_type(data))
 
     def _trickle(self, body: bytes, content_type: str, pause_s: float) -> None:
         """A slow link, or a server that stalls mid-reply: one byte per ``pause_s``; stops
