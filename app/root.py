@@ -454,9 +454,12 @@ class App:
         from plex.desired import Choices
 
         def build() -> Choices:
+            from worker.photos import photo_base
+
             settings = self.settings()
             filters = settings.hide_tags or settings.skip_tags
-            return Choices.from_tree(settings, self.stash().tag_tree() if filters else None)
+            photos = photo_base(settings, self.stash(), self.health(), self.log)
+            return Choices.from_tree(settings, self.stash().tag_tree() if filters else None, photos)
 
         return self._part("choices", build)
 

@@ -18,6 +18,9 @@ from validation.plugin_input import HookContext
 # Entity update keys whose change can alter what Plex shows (name; a studio's parent
 # and a tag's parents/children, for settings that write or filter by them).
 SYNCED_ENTITY_FIELDS = frozenset({"name", "parent_id", "parent_ids", "child_ids"})
+# A performer's image is its photo in Plex (performer_photos). The hook reads no setting: with
+# photos off, the scenes it queues hash as before and are passed over without a Plex request.
+PERFORMER_FIELDS = SYNCED_ENTITY_FIELDS | {"image"}
 
 
 def entity_events_for(context: HookContext, now: float) -> list[EntityEvent]:
@@ -25,7 +28,8 @@ def entity_events_for(context: HookContext, now: float) -> list[EntityEvent]:
     kind = context.entity_kind
     assert kind is not None
     fields = context.inputFields
-    if context.type.endswith(".Update.Post") and fields is not None and not SYNCED_ENTITY_FIELDS.intersection(fields):
+    synced = PERFORMER_FIELDS if kind == "performer" else SYNCED_ENTITY_FIELDS
+    if context.type.endswith(".Update.Post") and fields is not None and not synced.intersection(fields):
         return []
     ids = [context.id]
     if context.type == "Tag.Merge.Post" and isinstance(context.input, dict):

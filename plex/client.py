@@ -55,6 +55,7 @@ class PlexItemState:
     locked: frozenset[str] = field(default_factory=frozenset)
     parts: tuple[tuple[str, int | None, int | None], ...] = ()  # (file, size, duration ms) per Part
     thumb: str = ""  # the poster's path on the server (``/library/metadata/<key>/thumb/<stamp>``)
+    photos: dict[str, str] = field(default_factory=dict)  # actor (case-folded) → ``Role@thumb``, its photo URL
     rated_at: int | None = None  # ``lastRatedAt``: when the token's user (or we) last rated it
 
 
@@ -430,6 +431,11 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
         ),
         thumb=attrs.get("thumb", ""),
         rated_at=_int(attrs.get("lastRatedAt")),
+        photos={
+            role.attrib.get("tag", "").casefold(): role.attrib["thumb"]
+            for role in video.findall("Role")
+            if role.attrib.get("thumb")
+        },
     )
 
 

@@ -32,14 +32,22 @@ class Choices:
     skipped: frozenset[str] = field(default_factory=frozenset)
     # tag id → the ids of all its ancestors, read with the filters (empty without them)
     ancestors: dict[int, frozenset[int]] = field(default_factory=dict)
+    # where Plex fetches performer photos (worker/photos.py ``photo_base``); None: no photos
+    photo_base: str | None = None
 
     @classmethod
-    def from_tree(cls, settings: Settings, tree: dict[int, tuple[str, tuple[int, ...]]] | None) -> Choices:
+    def from_tree(
+        cls,
+        settings: Settings,
+        tree: dict[int, tuple[str, tuple[int, ...]]] | None,
+        photo_base: str | None = None,
+    ) -> Choices:
         """``tree``: every Stash tag, id → (name, parent ids) (``StashClient.tag_tree``)."""
         tree = tree or {}
         parents = {name: [tree[p][0] for p in ids if p in tree] for name, ids in tree.values()}
         built = cls.build(settings, parents)
-        return cls(built.settings, built.hidden, built.skipped, ancestors_of({t: ids for t, (_, ids) in tree.items()}))
+        ancestors = ancestors_of({t: ids for t, (_, ids) in tree.items()})
+        return cls(built.settings, built.hidden, built.skipped, ancestors, photo_base)
 
     def depends_on(self, scene: SceneMetadata) -> dict[str, tuple[int, ...]]:
         """The entities a scene's item depends on, kind → ids: the scene's own (its studio's
@@ -174,6 +182,14 @@ TAG_VALUES: dict[str, Callable[[SceneMetadata, Choices], tuple[str, ...]]] = {
 }
 
 
+def photos(scene: SceneMetadata, choices: Choices) -> dict[str, str]:
+    """Performer name → the URL Plex fetches its photo from: Stash's image route on
+    ``photo_base``, for the performers with an image of their own (``performer_photos``)."""
+    if choices.photo_base is None or not choices.settings.writes("performers"):
+        return {}
+    return {name: choices.photo_base + route for name, route in scene.performer_images.items()}
+
+
 def desired_for(scene: SceneMetadata, choices: Choices) -> Desired:
     """The Plex item this scene should show under ``choices``."""
     writes = choices.settings.writes
@@ -187,4 +203,5 @@ def desired_for(scene: SceneMetadata, choices: Choices) -> Desired:
             row.plex: TAG_VALUES[row.plex](scene, choices) for row in SYNCED if row.kind == TAGS and writes(row.name)
         },
         poster_url=scene.screenshot if writes("poster") else None,
+        photos=photos(scene, choices),
     )

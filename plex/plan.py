@@ -38,12 +38,16 @@ class Desired:
     fields: dict[str, str | None]
     tags: dict[str, tuple[str, ...]]
     poster_url: str | None
+    photos: dict[str, str] = field(default_factory=dict)  # actor → the photo URL Plex fetches
 
     def digest(self, extra: Any = None) -> str:
         """A hash of everything that shapes a write. The same bytes as hashing
         ``dataclasses.asdict(self)`` (tuples serialise as lists), without its deep copy,
-        which cost more than the hash: ``all`` hashes every scene of the library."""
-        state = {"fields": self.fields, "tags": self.tags, "poster_url": self.poster_url}
+        which cost more than the hash: ``all`` hashes every scene of the library. Without
+        photos, the hash is what it was before photos existed (nothing is synced again)."""
+        state: dict[str, Any] = {"fields": self.fields, "tags": self.tags, "poster_url": self.poster_url}
+        if self.photos:
+            state["photos"] = self.photos
         blob = json.dumps([state, extra], sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -61,6 +65,7 @@ class TagChange:
     plex: tuple[str, ...]
     result: tuple[str, ...]
     removed: tuple[str, ...]
+    photos: dict[str, str] = field(default_factory=dict)  # actor (case-folded) → the photo URL sent with it
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,9 @@ class ItemPlan:
                 lines.append(f"{change.tag_type} +{', '.join(added)}")
             if change.removed:
                 lines.append(f"{change.tag_type} -{', '.join(change.removed)}")
+            photographed = [t for t in change.result if _key(t) in change.photos]
+            if photographed:
+                lines.append(f"{change.tag_type} photo: {', '.join(photographed)}")
         return lines
 
 
@@ -121,6 +129,36 @@ def _tag_change(
     return TagChange(tag_type, plex, result, removed)
 
 
+def _photos(desired: Desired, plex: PlexItemState, sent: dict[str, str]) -> dict[str, str]:
+    """actor (case-folded) → the photo URL to send with the item's actor list: what Stash wants
+    that Plex does not show on this item. Plex keeps one photo per actor for the whole library
+    (the last one written wins), so a photo this process sent already (``sent``) is not sent
+    again for another item read before it."""
+    wanted = {_key(name): url for name, url in desired.photos.items()}
+    return {name: url for name, url in wanted.items() if plex.photos.get(name) != url and sent.get(name) != url}
+
+
+def _with_photos(
+    change: TagChange | None,
+    want: tuple[str, ...],
+    plex: tuple[str, ...],
+    wrote: list[str],
+    photos: dict[str, str],
+    preserve: bool,
+) -> TagChange | None:
+    """The actor list's change carrying ``photos``: an unchanged list is sent again for them
+    (as ``_tag_change`` would build it), except where fill-only mode leaves the list alone."""
+    if not photos:
+        return change
+    if change is not None:
+        return dataclasses.replace(change, photos=photos)
+    if preserve and plex and not {_key(t) for t in plex} <= {_key(t) for t in wrote}:
+        return None  # the user's own actors: fill-only mode leaves the list as it is
+    wanted = {_key(t) for t in want}
+    result = tuple(want) + tuple(t for t in plex if _key(t) not in wanted)
+    return TagChange("actor", plex, result, (), photos)
+
+
 @dataclass(frozen=True)
 class Written:
     """What Stash2Plex wrote to the item last time (empty for an item it never wrote)."""
@@ -130,11 +168,17 @@ class Written:
 
 
 def plan_item(
-    desired: Desired, plex: PlexItemState, written: Written | None, preserve: bool, relock: bool = False
+    desired: Desired,
+    plex: PlexItemState,
+    written: Written | None,
+    preserve: bool,
+    relock: bool = False,
+    sent: dict[str, str] | None = None,
 ) -> ItemPlan:
     """``relock`` (``reconcile``): a field or tag list already showing what Stash wants
     but no longer locked is sent again, locked, so a Plex refresh cannot undo it; also
-    when what Stash wants is nothing and Plex shows nothing, or a refresh could fill it."""
+    when what Stash wants is nothing and Plex shows nothing, or a refresh could fill it.
+    ``sent``: the performer photos this process wrote already (``_photos``)."""
     written = written or Written()
     fields = []
     written_fields = dict(written.fields)
@@ -163,6 +207,9 @@ def plan_item(
         relocked = {_key(t) for t in wanted} <= {_key(t) for t in on_plex}
         if tag_change is None and relock and (wanted or not on_plex) and tag_type not in plex.locked and relocked:
             tag_change = TagChange(tag_type, on_plex, on_plex, ())
+        if tag_type == "actor" and desired.photos:
+            photos = _photos(desired, plex, sent or {})
+            tag_change = _with_photos(tag_change, wanted, on_plex, written.tags.get(tag_type, []), photos, preserve)
         if tag_change:
             tags.append(tag_change)
         if tag_change or {_key(t) for t in wanted} <= {_key(t) for t in on_plex}:
@@ -233,6 +280,8 @@ def edit_params(plan: ItemPlan, locked: bool = True) -> dict[str, Any]:
         params[f"{tag.tag_type}.locked"] = lock
         for i, name in enumerate(tag.result):
             params[f"{tag.tag_type}[{i}].tag.tag"] = name
+            if _key(name) in tag.photos:  # plexapi maintainers' form (python-plexapi#462, PR #510)
+                params[f"{tag.tag_type}[{i}].tag.thumb"] = tag.photos[_key(name)]
         if tag.removed:
             params[f"{tag.tag_type}[].tag.tag-"] = ",".join(quote(t, safe="") for t in tag.removed)
     return params
@@ -255,6 +304,7 @@ def fit_plan(
     length: Callable[[dict[str, Any]], int],
     budget: int = EDIT_URL_BUDGET,
     relock: bool = False,
+    sent: dict[str, str] | None = None,
 ) -> tuple[ItemPlan, int | None]:
     """The plan, with the summary shortened when the fields' request (``edit_batches``
     sends them apart from the tags when the whole edit does not fit) would not fit
@@ -268,7 +318,7 @@ def fit_plan(
     def fields_length(plan: ItemPlan) -> int:
         return length(edit_params(dataclasses.replace(plan, tags=())))
 
-    plan = plan_item(desired, plex, written, preserve, relock)
+    plan = plan_item(desired, plex, written, preserve, relock, sent)
     summary = desired.fields.get("summary") or ""
     if not any(c.name == "summary" for c in plan.fields) or fields_length(plan) <= budget:
         return plan, None
@@ -278,7 +328,12 @@ def fit_plan(
         middle = (low + high) // 2
         cut = _shortened(summary, middle)
         trial = plan_item(
-            dataclasses.replace(desired, fields={**desired.fields, "summary": cut}), plex, written, preserve, relock
+            dataclasses.replace(desired, fields={**desired.fields, "summary": cut}),
+            plex,
+            written,
+            preserve,
+            relock,
+            sent,
         )
         if fields_length(trial) <= budget:
             best, low = (trial, len(cut)), middle + 1
@@ -286,7 +341,7 @@ def fit_plan(
             high = middle - 1
     if best is None:  # the other fields alone are too long: keep the shortest summary, split later
         fields = {**desired.fields, "summary": ELLIPSIS}
-        return plan_item(dataclasses.replace(desired, fields=fields), plex, written, preserve, relock), 1
+        return plan_item(dataclasses.replace(desired, fields=fields), plex, written, preserve, relock, sent), 1
     return best
 
 
@@ -324,7 +379,7 @@ def edit_batches(
 def _cut_tags(params: dict[str, Any], length: Callable[[dict[str, Any]], int], budget: int) -> dict[str, Any]:
     """``params`` of one tag type without its last indexed tags, until it fits ``budget``
     (or no indexed tag is left)."""
-    indexed = [k for k in params if "[" in k and not k.endswith("[].tag.tag-")]
+    indexed = [k for k in params if "[" in k and not k.endswith("[].tag.tag-")]  # a photo goes before its tag
     cut = dict(params)
     while indexed and length(cut) > budget:
         cut.pop(indexed.pop())
@@ -334,7 +389,7 @@ def _cut_tags(params: dict[str, Any], length: Callable[[dict[str, Any]], int], b
 def cut_count(sent: list[dict[str, Any]], plan: ItemPlan) -> int:
     """How many of the plan's tags ``sent`` left out (``edit_batches`` with ``cut_tags``)."""
     planned = sum(len(t.result) for t in plan.tags)
-    return planned - sum(1 for params in sent for k in params if "[" in k and not k.endswith("[].tag.tag-"))
+    return planned - sum(1 for params in sent for k in params if k.endswith("].tag.tag") and "[]" not in k)
 
 
 def split_removals(

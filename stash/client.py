@@ -19,6 +19,7 @@ from core.errors import ConfigError, SlowDownload, StashQueryError, StashRefused
 from core.netcause import Cause, host_of, network_cause
 from stash.releases import as_groups, refusal, spelled
 from validation.fields import SCENE_SELECTION
+from validation.metadata import stash_route
 from validation.plugin_input import ServerConnection
 
 PLUGIN_ID = "Stash2Plex"
@@ -49,6 +50,7 @@ _NEWEST = (
 _MISSING_SCENE = re.compile(r"scene with id (\d+) not found")
 _PLUGIN_CONFIG = "query S2PConfig($include: [ID!]) { configuration { plugins(include: $include) } }"
 _VERSION = "query S2PVersion { version { version } }"
+_LOGIN = "query S2PLogin { configuration { general { username } } }"
 
 
 def describe_reply(response: Any) -> str | None:
@@ -418,6 +420,19 @@ class StashClient:
         plugins = (data.get("configuration") or {}).get("plugins") or {}
         return plugins.get(PLUGIN_ID) or {}
 
+    def needs_login(self) -> bool:
+        """Whether Stash serves its images only to a logged-in client (the session cookie, an
+        ``ApiKey`` header or ``apikey`` parameter), as Plex fetching a performer photo is not.
+        Stash asks for a login when it has a username and password (internal/api/authentication.go
+        ``authenticateHandler``: ``HasCredentials``), and an API key exists only with a username
+        (internal/api/resolver_mutation_configure.go ``GenerateAPIKey``); the password hash is
+        never asked for."""
+        if self.api_key is not None:
+            return True
+        data = self._call(_LOGIN, {}, "reading whether Stash asks for a login")
+        general = (data.get("configuration") or {}).get("general") or {}
+        return bool(general.get("username"))
+
     def scenes_by_id(self, scene_ids: list[int]) -> dict[int, dict[str, Any]]:
         """One request for many scenes; scenes that no longer exist are absent.
 
@@ -528,10 +543,14 @@ class StashClient:
         portal the plugin may not reach. The path from ``/scene/`` on (and the query) is
         what Stash serves, so ask our own connection for it.
         """
-        parts = urlsplit(url)
-        at = parts.path.rfind("/scene/")
-        path = parts.path[at:] if at >= 0 else parts.path
-        return urlunsplit((self._base.scheme, self._base.netloc, path, parts.query, ""))
+        parts = urlsplit(stash_route(url, "/scene/"))
+        return urlunsplit((self._base.scheme, self._base.netloc, parts.path, parts.query, ""))
+
+    @property
+    def own_base(self) -> str:
+        """Stash's address as the plugin reaches it (scheme, host, port; never a login)."""
+        netloc = self._base.netloc.rpartition("@")[2]
+        return urlunsplit((self._base.scheme, netloc, "", "", ""))
 
     def image(self, url: str) -> tuple[bytes, str]:
         """Download a scene image through our own connection: (bytes, Content-Type).

@@ -77,7 +77,26 @@ def _check_stash(app: App, report: _Report) -> Settings | None:
     _report_settings(settings, report)
     _check_tag_names(app, settings, report)
     _check_notify_urls(settings, report)
+    _check_photos(app, settings, report)
     return settings
+
+
+def _check_photos(app: App, settings: Settings, report: _Report) -> None:
+    """Whether performer photos are written, and from where Plex fetches them."""
+    from worker.photos import decide
+
+    if not settings.performer_photos:
+        return
+    try:
+        base, problem = decide(settings, app.stash())
+    except Stash2PlexError as exc:
+        report.bad(f"performer photos not checked: {exc}")
+        return
+    report.data["performer_photos"] = {"base": base, "problem": problem}
+    if problem is not None:
+        report.bad(f"{problem['reason']}; {problem['fix']}")
+    else:
+        report.good(f"performer photos: Plex fetches them from {base}/performer/<id>/image (without a login)")
 
 
 def _check_notify_urls(settings: Settings, report: _Report) -> None:

@@ -21,6 +21,7 @@ from sync_queue.stats import iso_local
 from validation.metadata import scene_from_stash
 from validation.plugin_input import scene_id_arg
 from worker.verdict import OUT_OF_SCOPE, STALE, UNCHANGED, verdict
+from worker.photos import photo_notice
 
 if TYPE_CHECKING:
     from sync_queue.ledger import SceneRecord
@@ -78,6 +79,7 @@ def status(app: App) -> dict[str, Any]:
         "stats": app.stats().snapshot(),
         "last_drainer_error": ledger.meta("last_drainer_error"),
         "settings_problems": _settings_problems(app),
+        "performer_photos": photo_notice(app.health().state()),
     }
 
 

@@ -164,5 +164,50 @@ def test_the_state_hash_is_unchanged_by_the_faster_digest():
 
     desired = Desired({"title": "Ä", "summary": None}, {"genre": ("x", "Y"), "actor": ()}, "http://stash/s.jpg")
     extra = [["/plex/a.mp4"], False]
-    before = json.dumps([asdict(desired), extra], sort_keys=True, ensure_ascii=False)
+    state = asdict(desired)
+    assert state.pop("photos") == {}  # without performer photos, the hash is what it was before them
+    before = json.dumps([state, extra], sort_keys=True, ensure_ascii=False)
     assert desired.digest(extra) == hashlib.sha256(before.encode()).hexdigest()
+    with_photo = Desired(desired.fields, desired.tags, desired.poster_url, {"A": "http://s/performer/1/image?t=5"})
+    assert with_photo.digest(extra) not in (desired.digest(extra), Desired(**{**state, "photos": {"A": "x"}}).digest())
+
+
+# -- performer photos -----------------------------------------------------------------------
+ANN = "http://stash.lan:9999/performer/3/image?t=17"
+
+
+def photographed(**photos: str) -> Desired:
+    return Desired(fields={}, tags={"actor": ("Ann", "Bea")}, poster_url=None, photos=photos)
+
+
+def test_a_photo_goes_beside_its_actor_even_when_the_list_is_unchanged():
+    plex = item(actor=("Bea", "Ann", "User's"))
+    plan = plan_item(photographed(Ann=ANN), plex, Written(tags={"actor": ["Ann", "Bea"]}), False)
+    assert plan.tags == (TagChange("actor", ("Bea", "Ann", "User's"), ("Ann", "Bea", "User's"), (), {"ann": ANN}),)
+    assert edit_params(plan) == {
+        "actor.locked": 1,
+        "actor[0].tag.tag": "Ann",
+        "actor[0].tag.thumb": ANN,  # python-plexapi#462: beside actor[N].tag.tag
+        "actor[1].tag.tag": "Bea",
+        "actor[2].tag.tag": "User's",
+    }
+    assert plan.describe() == ["actor photo: Ann"]
+
+
+def test_a_photo_plex_shows_or_this_process_sent_is_not_sent_again():
+    shown = PlexItemState(101, 1, (), {}, {"actor": ("Ann", "Bea")}, photos={"ann": ANN})
+    assert plan_item(photographed(Ann=ANN), shown, None, False).empty
+    unread = item(actor=("Ann", "Bea"))  # read before another item's edit sent the photo
+    assert plan_item(photographed(Ann=ANN), unread, None, False, sent={"ann": ANN}).empty
+    newer = ANN.replace("t=17", "t=18")
+    assert (
+        edit_params(plan_item(photographed(Ann=newer), shown, None, False, sent={"ann": ANN}))["actor[0].tag.thumb"]
+        == newer
+    )
+
+
+def test_fill_only_mode_sends_no_photo_with_a_list_holding_the_users_actors():
+    plex = item(actor=("Ann", "Bea", "User's"))
+    assert plan_item(photographed(Ann=ANN), plex, Written(tags={"actor": ["Ann", "Bea"]}), True).empty
+    ours = plan_item(photographed(Ann=ANN), item(actor=("Ann", "Bea")), Written(tags={"actor": ["Ann", "Bea"]}), True)
+    assert ours.tags[0].photos == {"ann": ANN}

@@ -197,3 +197,18 @@ def test_tags_given_a_new_parent_get_events_of_their_own(given, fields):
 
     context = HookContext.parse({"id": 5, "type": "Tag.Update.Post", "input": given, "inputFields": fields})
     assert [(e.kind, e.entity_id) for e in entity_events_for(context, 0.0)] == [("tag", 5), ("tag", 7), ("tag", 8)]
+
+
+def test_a_performers_new_image_is_followed_like_a_rename():
+    """A performer's image is its photo in Plex (performer_photos); its other details are not shown."""
+    from hooks.handler import entity_events_for
+
+    def events(kind: str, fields: list[str]) -> list:
+        context = HookContext.parse(
+            {"id": 4, "type": f"{kind}.Update.Post", "input": {"id": "4"}, "inputFields": fields}
+        )
+        return [(e.kind, e.entity_id) for e in entity_events_for(context, 0.0)]
+
+    assert events("Performer", ["id", "image"]) == [("performer", 4)]
+    assert events("Performer", ["id", "birthdate"]) == []
+    assert events("Tag", ["id", "image"]) == []  # a tag's image is not shown in Plex

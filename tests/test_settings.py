@@ -131,3 +131,23 @@ def test_health_check_names_a_tag_filter_stash_does_not_have(plugin):
     out = plugin.task("health_check").output
     assert out["ok"] is False and out["settings"]["hide_tags"] == "Intrenal"
     assert out["problems"] == ["setting hide_tags names 'Intrenal', which Stash does not have"], out
+
+
+def test_the_performer_photo_address_carries_no_credential():
+    """Plex stores and shows every photo URL made from it: a login or key in it is refused,
+    and the message does not repeat the password."""
+    given = {**REQUIRED, "performer_photos": True, "performer_photo_base_url": " http://stash.lan:9999/ "}
+    assert load_settings(given).performer_photo_base_url == "http://stash.lan:9999"
+    assert load_settings({**given, "performer_photo_base_url": "https://h/stash/"}).performer_photo_base_url == (
+        "https://h/stash"
+    )
+    refused = {
+        "http://admin:hunter2@stash.lan:9999": "must not carry a user name or password",
+        "http://stash.lan:9999/?apikey=k3y": "must be an address without ?… or #…",
+        "stash.lan:9999": "must start with http:// or https:// (e.g. http://192.168.1.20:9999)",
+        "http://stash.lan:99999": "has a port that is not a number from 1 to 65535 (Stash listens on 9999)",
+    }
+    for value, reason in refused.items():
+        with pytest.raises(ConfigError, match=r"setting performer_photo_base_url: ") as caught:
+            load_settings({**given, "performer_photo_base_url": value})
+        assert reason in str(caught.value) and "hunter2" not in str(caught.value) and "k3y" not in str(caught.value)

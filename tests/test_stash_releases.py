@@ -107,6 +107,7 @@ CALLS = {
     "tag_parents": lambda c, sid: c.tag_parents(),
     "tag_tree": lambda c, sid: c.tag_tree(),
     "version": lambda c, sid: c.version(),
+    "needs_login": lambda c, sid: c.needs_login(),
     "image": lambda c, sid: c.image(c.scenes_by_id([sid])[sid]["paths"]["screenshot"]),
     "own_url": lambda c, sid: c.own_url("http://elsewhere.invalid/scene/1/screenshot"),
     "play_history": lambda c, sid: c.play_history(sid),

@@ -302,6 +302,12 @@
     if (s.last_drainer_error && s.last_drainer_error.error) {
       out.push(h(Message, { key: "drainer", variant: "warning" }, "The background worker stopped: " + s.last_drainer_error.error));
     }
+    if (s.performer_photos && s.performer_photos.reason) {
+      // a setting is named as Stash's settings page shows it, with its key
+      out.push(
+        h(Message, { key: "photos", variant: "warning" }, "Performer photos: " + s.performer_photos.reason + ". To fix: " + s.performer_photos.fix + ".")
+      );
+    }
     return out;
   }
 

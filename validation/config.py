@@ -48,6 +48,8 @@ DEFAULTS: dict[str, Any] = {
     "plays_accounts": "",
     "import_resume": False,
     "import_ratings": False,
+    "performer_photos": False,
+    "performer_photo_base_url": "",
 }
 
 
@@ -62,6 +64,7 @@ class Fallback:
 
 
 PLAYS_OFF = "Plex plays are not imported until it is fixed"
+PHOTOS_OFF = "performer photos are not written until it is fixed"
 OPTIONAL: dict[str, Fallback] = {
     "plex_concurrency": Fallback(DEFAULTS["plex_concurrency"], f"the default, {DEFAULTS['plex_concurrency']}, is used"),
     "notify_urls": Fallback((), "no notification is sent until it is fixed"),
@@ -77,6 +80,8 @@ OPTIONAL: dict[str, Fallback] = {
     ),
     "import_resume": Fallback(False, "resume points are not brought to Stash until it is fixed"),
     "import_ratings": Fallback(False, "ratings are not brought to Stash until it is fixed"),
+    "performer_photos": Fallback(False, PHOTOS_OFF),
+    "performer_photo_base_url": Fallback("", PHOTOS_OFF, {"performer_photos": False}),
 }
 MAX_ACCOUNT_ID = 2**63 - 1  # the largest integer SQLite stores (plays.db keeps each account's place)
 MAX_CONTENT_RATING = 64  # Plex's ratings are short (R, TV-MA, de/16); a long one made every edit's URL too long
@@ -141,6 +146,8 @@ class Settings(BaseModel):
     plays_accounts: tuple[int, ...] = ()
     import_resume: bool = DEFAULTS["import_resume"]
     import_ratings: bool = DEFAULTS["import_ratings"]
+    performer_photos: bool = DEFAULTS["performer_photos"]
+    performer_photo_base_url: str = DEFAULTS["performer_photo_base_url"]
     _adopted: Adopted = PrivateAttr(default_factory=Adopted)
     _problems: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -185,20 +192,29 @@ class Settings(BaseModel):
     @field_validator("plex_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https:// (e.g. http://192.168.1.10:32400), got {value!r}")
+        return _address(value, "http://192.168.1.10:32400", "Plex listens on 32400")
+
+    @field_validator("performer_photo_base_url", mode="before")
+    @classmethod
+    def _photo_base(cls, value: Any) -> str:
+        """Plex stores and shows the photo URLs made from it: no credential may be part of it."""
+        text = _text(value).strip()
+        if not text:
+            return ""
+        value = _address(text, "http://192.168.1.20:9999", "Stash listens on 9999")
         from urllib.parse import urlsplit
 
-        try:
-            parts = urlsplit(value)
-            parts.port  # noqa: B018 - raises ValueError for a port out of range
-        except ValueError:
+        parts = urlsplit(value)
+        if "@" in parts.netloc:
             raise ValueError(
-                f"has a port that is not a number from 1 to 65535 (Plex listens on 32400), got {_no_login(value)!r}"
-            ) from None
-        if not parts.hostname:
-            raise ValueError(f"has no host name (e.g. http://192.168.1.10:32400), got {_no_login(value)!r}")
+                f"must not carry a user name or password (Plex stores and shows the photo URLs), got "
+                f"{_no_login(value)!r}; give an address that serves performer images without a login"
+            )
+        if parts.query or parts.fragment:
+            raise ValueError(
+                "must be an address without ?… or #… (Plex stores and shows the photo URLs: never put an API key "
+                "there), e.g. http://192.168.1.20:9999"
+            )
         return value
 
     @field_validator("plex_token")
@@ -247,6 +263,7 @@ class Settings(BaseModel):
         "import_plays",
         "import_resume",
         "import_ratings",
+        "performer_photos",
         mode="before",
     )
     @classmethod
@@ -351,6 +368,25 @@ def _number_in(value: Any, low: float, high: float, wanted: str, whole: bool = T
     if whole and not float(number).is_integer():
         raise ValueError(f"must be {wanted}, got {str(value)[:40]!r}")
     return int(number) if whole else float(number)
+
+
+def _address(value: str, example: str, port_hint: str) -> str:
+    """``value`` as a server's base address (trimmed, no trailing ``/``); ValueError naming what is wrong."""
+    value = value.strip().rstrip("/")
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"must start with http:// or https:// (e.g. {example}), got {_no_login(value)!r}")
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        raise ValueError(
+            f"has a port that is not a number from 1 to 65535 ({port_hint}), got {_no_login(value)!r}"
+        ) from None
+    if not parts.hostname:
+        raise ValueError(f"has no host name (e.g. {example}), got {_no_login(value)!r}")
+    return value
 
 
 def _no_login(url: str) -> str:

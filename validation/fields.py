@@ -16,6 +16,7 @@ FIELD, TAGS, POSTER = "field", "tags", "poster"
 RATING = "userRating"  # Plex takes it through plexapi's rate(), not edit()
 STUDIO = "studio { id name parent_studio { id name } }"
 FILES = "files { path size duration }"
+PERFORMERS = "performers { id name image_path }"  # image_path: performer_photos
 
 
 class Synced:
@@ -50,7 +51,7 @@ SYNCED = (
     Synced("studio", "studio", "Studio", (STUDIO,), ("studio_id",)),
     Synced("content_rating", "contentRating", "Content rating"),  # a setting, the same for every scene
     Synced("rating", RATING, "Rating", ("rating100",), ("rating100",)),
-    Synced("performers", "actor", "Performers", ("performers { id name }",), ("performer_ids",), TAGS),
+    Synced("performers", "actor", "Performers", (PERFORMERS,), ("performer_ids",), TAGS),
     Synced("director", "director", "Directors", ("director",), ("director",), TAGS),
     Synced("tags", "genre", "Genres", ("tags { id name }",), ("tag_ids",), TAGS),
     Synced("tags", "label", "Labels", ("tags { id name }",), ("tag_ids",), TAGS),
@@ -73,7 +74,7 @@ TEMPLATE_SOURCES = {
     "year": ("date", "date"),
     "code": ("code", "code"),
     "director": ("director", "director"),
-    "performers": ("performers { id name }", "performer_ids"),
+    "performers": (PERFORMERS, "performer_ids"),
     "file_name": (FILES, "primary_file_id"),
 }
 # What decides whether and where a scene is synced: its files (and which is primary),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -69,6 +70,9 @@ class SceneMetadata(BaseModel):
     studio: str = ""
     parent_studio: str = ""
     performers: tuple[str, ...] = ()
+    # performer name → the route of its Stash image (``/performer/<id>/image?t=<stamp>``), for
+    # performers with an image of their own (``performer_image_route``)
+    performer_images: dict[str, str] = {}
     tags: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
     code: str = ""
@@ -101,6 +105,49 @@ def _names(items: Any, what: str, warnings: list[str]) -> tuple[str, ...]:
         warnings.append(f"{len(names)} {what}; only the first {MAX_TAGS} are written to Plex")
         names = names[:MAX_TAGS]
     return tuple(names)
+
+
+def stash_route(url: str, first: str) -> str:
+    """The path from its last ``first`` segment on, and the query, of a URL Stash built
+    (``paths.*``, ``image_path``): what Stash serves there, whatever base it was built on
+    (``external_host``, or the request's host and ``X-Forwarded-Prefix``:
+    internal/api/server.go ``BaseURLMiddleware``).
+
+    >>> stash_route("https://stash.example/prefix/performer/3/image?t=17", "/performer/")
+    '/performer/3/image?t=17'
+    """
+    parts = urlsplit(url)
+    at = parts.path.rfind(first)
+    path = parts.path[at:] if at >= 0 else parts.path
+    return f"{path}?{parts.query}" if parts.query else path
+
+
+def performer_image_route(image_path: Any) -> str | None:
+    """The route of a performer's own image, None for none. Stash adds ``default=true`` to the
+    ``image_path`` of a performer without an image, and the route then serves a generic
+    silhouette (internal/api/urlbuilders/performer.go ``GetPerformerImageURL``,
+    internal/api/routes_performer.go ``Image``): no photo rather than a placeholder.
+
+    >>> performer_image_route("http://h:9999/performer/3/image?t=17"), performer_image_route("http://h/performer/4/image?t=1&default=true")
+    ('/performer/3/image?t=17', None)
+    """
+    if not isinstance(image_path, str) or "/performer/" not in image_path:
+        return None
+    if parse_qs(urlsplit(image_path).query).get("default") == ["true"]:
+        return None
+    return stash_route(image_path, "/performer/")
+
+
+def _images(items: Any, names: tuple[str, ...]) -> dict[str, str]:
+    """performer name → its image's route, for the performers written (``names``) that have one."""
+    found: dict[str, str] = {}
+    for item in items or []:
+        if not isinstance(item, dict):
+            continue
+        name, route = clean_line(item.get("name")), performer_image_route(item.get("image_path"))
+        if route is not None and name in names:
+            found.setdefault(name, route)
+    return found
 
 
 def _date(value: Any, warnings: list[str]) -> str:
@@ -181,7 +228,8 @@ def scene_from_stash(raw: dict[str, Any]) -> SceneMetadata:
             date=_date(raw.get("date"), warnings),
             studio=clean_line((raw.get("studio") or {}).get("name")),
             parent_studio=clean_line(((raw.get("studio") or {}).get("parent_studio") or {}).get("name")),
-            performers=_names(raw.get("performers"), "performers", warnings),
+            performers=(performers := _names(raw.get("performers"), "performers", warnings)),
+            performer_images=_images(raw.get("performers"), performers),
             tags=_names(raw.get("tags"), "tags", warnings),
             groups=_names([g.get("group") for g in raw.get("groups") or [] if isinstance(g, dict)], "groups", warnings),
             code=clean_line(raw.get("code")),

@@ -66,7 +66,9 @@ MIN_EDIT_BUDGET = 1024  # bytes: an edit refused as too long is made smaller dow
 
 def _locks_only(plan: ItemPlan) -> bool:
     """Whether every change of ``plan`` sends what Plex shows already (only its lock)."""
-    return all(c.plex == c.stash for c in plan.fields) and all(not t.removed and t.result == t.plex for t in plan.tags)
+    return all(c.plex == c.stash for c in plan.fields) and all(
+        not t.removed and not t.photos and t.result == t.plex for t in plan.tags
+    )
 
 
 class PosterNotUpdated(TransientError):
@@ -118,6 +120,9 @@ class Syncer:
         self._pins: dict[int, Pin | None] = {}  # this batch's pins (load_pins); others are read when asked
         self._loose: set[int] | None = None  # scenes whose item was accepted by name only (ledger)
         self._released: set[int] = set()  # items released by this process and not written since
+        # performer photos this process wrote: actor (case-folded) → URL. Plex keeps one per actor
+        # for the whole library, so another item needs it not again (plex/plan.py ``_photos``).
+        self._photos_sent: dict[str, str] = {}
 
     # -- what Stash wants ------------------------------------------------------
     def mapped_paths(self, scene: SceneMetadata) -> list[str]:
@@ -139,7 +144,7 @@ class Syncer:
         """A tag moved in Stash's tree (or was merged or deleted): with tag filters set, the
         tags they cover and the tags' ancestors are read again before its scenes are synced."""
         if self.settings.hide_tags or self.settings.skip_tags:
-            self.choices = Choices.from_tree(self.settings, self.stash.tag_tree())
+            self.choices = Choices.from_tree(self.settings, self.stash.tag_tree(), self.choices.photo_base)
 
     # -- a user's answers (the inbox; pin/unpin) ------------------------------------
     def load_pins(self, scene_ids: list[int]) -> None:
@@ -269,8 +274,10 @@ class Syncer:
         desired = desired_for(scene, self.choices)
         if self._plex_rating_newer(scene, state, prior):  # the user's newer rating in Plex stays
             desired = dataclasses.replace(desired, fields={**desired.fields, RATING: None})
+        with self._held_lock:
+            sent = dict(self._photos_sent)
         plan, shortened = fit_plan(
-            desired, state, written, self.settings.preserve_plex_edits, self._length(state), budget, relock=relock
+            desired, state, written, self.settings.preserve_plex_edits, self._length(state), budget, relock, sent
         )
         return record, plan, shortened
 
@@ -349,10 +356,12 @@ class Syncer:
             if not edit_params(plan):
                 return planned, plan, shortened
             batches = edit_batches(plan, self._length(state), budget, cut_tags=budget < EDIT_URL_BUDGET)
+            claimed = self._claim_photos(plan)
             try:
                 for params in batches:
                     self.client.edit(state.rating_key, params)
             except PlexRequestTooLong as exc:
+                self._unclaim_photos(claimed)
                 longest = max(self._length(state)(b) for b in batches)
                 if budget <= MIN_EDIT_BUDGET:
                     raise PlexBadRequest(
@@ -361,6 +370,9 @@ class Syncer:
                     ) from None
                 budget = max(MIN_EDIT_BUDGET, min(budget, longest) // 2)
                 continue
+            except BaseException:
+                self._unclaim_photos(claimed)
+                raise
             left_out = cut_count(batches, plan)
             if left_out:
                 self.log.warning(
@@ -369,6 +381,21 @@ class Syncer:
                     "a request went through)"
                 )
             return planned, plan, shortened
+
+    def _claim_photos(self, plan: ItemPlan) -> dict[str, str]:
+        """Note the plan's performer photos as sent (before the edit, so a sync planned
+        meanwhile on another thread leaves them out); returns what was noted."""
+        claimed = {name: url for change in plan.tags for name, url in change.photos.items()}
+        with self._held_lock:
+            self._photos_sent.update(claimed)
+        return claimed
+
+    def _unclaim_photos(self, claimed: dict[str, str]) -> None:
+        """The edit failed: its photos count as not sent."""
+        with self._held_lock:
+            for name, url in claimed.items():
+                if self._photos_sent.get(name) == url:
+                    del self._photos_sent[name]
 
     # -- the ledger ------------------------------------------------------------
     def _save(self, record: SceneRecord) -> None:

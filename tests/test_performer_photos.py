@@ -1,0 +1,116 @@
+"""Performer photos on Plex's cast (``performer_photos``), through the real plugin process.
+
+Plex takes an actor's photo only as a URL it fetches itself and keeps one per actor for the
+whole library; the Plex emulator keeps it so and fetches it as PMS does, the Stash emulator
+serves performer images behind Stash's login. What is checked: a photo is written once per
+performer and image (not per item, not on a re-run), only for performers with an image, is
+followed when the image changes, and never carries a credential: with a login in front of
+Stash no photo URL is written and the user is told once where they look.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import STASH_API_KEY, STASH_COOKIE
+from tests.emulators.stash_emulator import cover_png
+from tests.test_entity_hooks import _fire
+
+
+def _thumbs(plugin) -> list[str]:
+    """Every photo URL Plex was sent since its request log was cleared (``actor[N].tag.thumb``)."""
+    return [
+        value
+        for request in plugin.plex.edit_requests()
+        for key, values in request["query"].items()
+        if key.endswith(".tag.thumb")
+        for value in values
+    ]
+
+
+def _cast(plugin, items) -> dict[int, dict[str, str | None]]:
+    """Per scene, each actor its item shows and that actor's photo URL."""
+    return {
+        n: {actor["tag"]: actor["thumb"] for actor in plugin.plex.item(rk)["actors"]} for n, (_, rk) in items.items()
+    }
+
+
+def _setup(plugin, **settings):
+    """Ann (with an image) and Bea (without) on scenes 0 and 1, Bea alone on scene 2."""
+    items = {n: plugin.add_scene(n, performers=["Ann", "Bea"] if n < 2 else ["Bea"]) for n in range(3)}
+    ann = plugin.stash.entity_id("performer", "Ann")
+    plugin.stash.set_performer_image(ann, cover_png(900, 1))
+    plugin.configure(performer_photos=True, **settings)
+    return items, ann
+
+
+def _no_stash_credential(plugin) -> None:
+    """No request Plex received carries Stash's API key or session, nor an ``apikey``."""
+    seen = repr(plugin.plex.requests)
+    assert "apikey" not in seen.lower() and STASH_API_KEY not in seen and STASH_COOKIE not in seen
+
+
+def _url(plugin, base: str, performer_id: int) -> str:
+    stamp = plugin.stash._performers[performer_id]["_updated_ts"]
+    return f"{base}/performer/{performer_id}/image?t={stamp}"
+
+
+def test_a_photo_is_written_once_per_image_followed_when_it_changes_and_never_again(plugin):
+    plugin.stash.api_key, plugin.stash.auth_required = "", False  # a Stash without a login
+    items, ann = _setup(plugin)
+    first = _url(plugin, plugin.stash.url, ann)
+
+    assert plugin.task("all").output["synced"] == 3
+    assert _cast(plugin, items) == {0: {"Ann": first, "Bea": None}, 1: {"Ann": first, "Bea": None}, 2: {"Bea": None}}
+    assert _thumbs(plugin) == [first]  # one actor, one photo for the whole library: written once
+    assert [(f["url"], f["ok"]) for f in plugin.plex.wait_photo_fetches(1)] == [(first, True)]
+
+    plugin.plex.clear_requests()
+    assert plugin.task("all").output["synced"] == 0
+    assert plugin.plex.edit_requests() == []  # a re-run writes nothing
+
+    # A new image: Stash's image_path carries a new timestamp, and the performer's hook is
+    # followed as a rename is: every item showing Ann keeps a photo Plex can fetch.
+    _fire(plugin, plugin.stash.set_performer_image(ann, cover_png(900, 2)), lambda: plugin.plex.photo("Ann") != first)
+    second = _url(plugin, plugin.stash.url, ann)
+    assert second != first
+    assert _cast(plugin, items) == {0: {"Ann": second, "Bea": None}, 1: {"Ann": second, "Bea": None}, 2: {"Bea": None}}
+    assert _thumbs(plugin) == [second]
+    assert [(f["url"], f["ok"]) for f in plugin.plex.wait_photo_fetches(2)][1:] == [(second, True)]
+
+    plugin.plex.clear_requests()
+    assert plugin.task("all").output["synced"] == 0
+    assert plugin.plex.edit_requests() == []
+
+
+def test_behind_a_login_no_photo_url_is_written_and_the_user_is_told_once(plugin):
+    # The fixture's Stash asks for a login and has an API key: Plex could fetch a photo only
+    # with a credential in its URL, which Plex would store and show.
+    items, ann = _setup(plugin)
+
+    run = plugin.task("all")
+    assert run.output["synced"] == 3
+    notices = [m for m in run.messages("warning") if "performer photos are not written" in m]
+    assert len(notices) == 1 and "performer_photo_base_url" in notices[0], run.messages()
+    assert _thumbs(plugin) == [] and plugin.plex.photo("Ann") is None
+    assert _cast(plugin, items)[0] == {"Ann": None, "Bea": None}
+    _no_stash_credential(plugin)
+
+    check = plugin.task("health_check").output
+    assert check["performer_photos"]["base"] is None
+    assert any("performer photos are not written" in p for p in check["problems"]), check["problems"]
+    assert plugin.task("ui_status").output["performer_photos"]["fix"].startswith("set performer_photo_base_url")
+
+    again = plugin.task("all")  # told once: the log does not repeat it on every run
+    assert not [m for m in again.messages("warning") if "performer photos" in m]
+
+    # With an address of the user's choosing, the URLs carry no credential either; this
+    # Stash still asks Plex for a login there, and Plex's fetch says so.
+    plugin.configure(performer_photos=True, performer_photo_base_url=plugin.stash.url + "/")
+    plugin.plex.clear_requests()
+    assert plugin.task("all").output["synced"] == 2  # the scenes showing Ann; Bea has no image
+    photo = _url(plugin, plugin.stash.url, ann)
+    assert _thumbs(plugin) == [photo] and plugin.plex.photo("Ann") == photo
+    fetched = plugin.plex.wait_photo_fetches(1)
+    assert [(f["url"], f["ok"]) for f in fetched] == [(photo, False)]
+    assert plugin.stash.performer_image_requests[-1]["status"] == 302  # to Stash's login page
+    _no_stash_credential(plugin)
+    assert plugin.task("ui_status").output["performer_photos"] is None
