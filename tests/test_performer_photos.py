@@ -43,25 +43,25 @@ def _setup(plugin, **settings):
 
 
 def _no_stash_credential(plugin) -> None:
-    """No request Plex received carries Stash's API key or session, nor an ``apikey``."""
+    """No request Plex received, and no file of the data folder, carries Stash's API key or
+    session, nor an ``apikey``."""
     seen = repr(plugin.plex.requests)
     assert "apikey" not in seen.lower() and STASH_API_KEY not in seen and STASH_COOKIE not in seen
-
-
-def _url(plugin, base: str, performer_id: int) -> str:
-    stamp = plugin.stash._performers[performer_id]["_updated_ts"]
-    return f"{base}/performer/{performer_id}/image?t={stamp}"
+    for path in plugin.data_dir.rglob("*"):
+        blob = path.read_bytes().lower() if path.is_file() else b""
+        assert b"apikey" not in blob and STASH_API_KEY.lower().encode() not in blob, path
 
 
 def test_a_photo_is_written_once_per_image_followed_when_it_changes_and_never_again(plugin):
     plugin.stash.api_key, plugin.stash.auth_required = "", False  # a Stash without a login
     items, ann = _setup(plugin)
-    first = _url(plugin, plugin.stash.url, ann)
+    first = plugin.stash.performer_image_url(ann)
 
     assert plugin.task("all").output["synced"] == 3
     assert _cast(plugin, items) == {0: {"Ann": first, "Bea": None}, 1: {"Ann": first, "Bea": None}, 2: {"Bea": None}}
     assert _thumbs(plugin) == [first]  # one actor, one photo for the whole library: written once
     assert [(f["url"], f["ok"]) for f in plugin.plex.wait_photo_fetches(1)] == [(first, True)]
+    assert plugin.task("health_check").output["performer_photos"] == {"base": plugin.stash.url, "problem": None}
 
     plugin.plex.clear_requests()
     assert plugin.task("all").output["synced"] == 0
@@ -70,7 +70,7 @@ def test_a_photo_is_written_once_per_image_followed_when_it_changes_and_never_ag
     # A new image: Stash's image_path carries a new timestamp, and the performer's hook is
     # followed as a rename is: every item showing Ann keeps a photo Plex can fetch.
     _fire(plugin, plugin.stash.set_performer_image(ann, cover_png(900, 2)), lambda: plugin.plex.photo("Ann") != first)
-    second = _url(plugin, plugin.stash.url, ann)
+    second = plugin.stash.performer_image_url(ann)
     assert second != first
     assert _cast(plugin, items) == {0: {"Ann": second, "Bea": None}, 1: {"Ann": second, "Bea": None}, 2: {"Bea": None}}
     assert _thumbs(plugin) == [second]
@@ -107,7 +107,7 @@ def test_behind_a_login_no_photo_url_is_written_and_the_user_is_told_once(plugin
     plugin.configure(performer_photos=True, performer_photo_base_url=plugin.stash.url + "/")
     plugin.plex.clear_requests()
     assert plugin.task("all").output["synced"] == 2  # the scenes showing Ann; Bea has no image
-    photo = _url(plugin, plugin.stash.url, ann)
+    photo = plugin.stash.performer_image_url(ann)
     assert _thumbs(plugin) == [photo] and plugin.plex.photo("Ann") == photo
     fetched = plugin.plex.wait_photo_fetches(1)
     assert [(f["url"], f["ok"]) for f in fetched] == [(photo, False)]

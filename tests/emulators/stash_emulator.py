@@ -712,16 +712,22 @@ class StashEmulator:
         given = {"id": str(performer_id), "image": data}
         return self._entity_hook("performer", "Update", performer_id, given, ["id", "image"])
 
+    def performer_image_url(self, performer_id: int, base: str | None = None) -> str:
+        """The performer's ``image_path`` as Stash answers it to a client of ``base`` (default: ``url``)."""
+        with self._lock:
+            performer = self._performers[performer_id]
+        return self._performer_image_path(performer, None, base or self.url)
+
     def performer_image(self, performer_id: int, default: bool = False) -> bytes:
         """What ``GET /performer/<id>/image`` serves: its image, else (or with ``default=true``)
         a generic one (internal/api/routes_performer.go ``Image``)."""
         image = self._performers[performer_id]["_image"]
         return _DEFAULT_SVG if default or image is None else image
 
-    def _performer_image_path(self, performer: dict, info: Any) -> str:
+    def _performer_image_path(self, performer: dict, info: Any, base: str = "") -> str:
         """``<base>/performer/<id>/image?t=<updated_at>``, plus ``&default=true`` without an image
         (internal/api/urlbuilders/performer.go ``GetPerformerImageURL``; base as for paths)."""
-        root = self.external_host.rstrip("/") or info.context["base_url"]
+        root = self.external_host.rstrip("/") or base or info.context["base_url"]
         url = f"{root}/performer/{performer['id']}/image?t={performer['_updated_ts']}"
         return url if performer.get("_image") is not None else f"{url}&default=true"
 
