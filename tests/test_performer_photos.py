@@ -48,7 +48,10 @@ def _no_stash_credential(plugin) -> None:
     seen = repr(plugin.plex.requests)
     assert "apikey" not in seen.lower() and STASH_API_KEY not in seen and STASH_COOKIE not in seen
     for path in plugin.data_dir.rglob("*"):
-        blob = path.read_bytes().lower() if path.is_file() else b""
+        try:
+            blob = path.read_bytes().lower() if path.is_file() else b""
+        except FileNotFoundError:
+            continue  # SQLite's -wal file, taken away by a process finishing
         assert b"apikey" not in blob and STASH_API_KEY.lower().encode() not in blob, path
 
 

@@ -1383,11 +1383,13 @@ class _Handler(TrackedHandler):
                 self._send(200, data, image_type(data))
 
     def _performer_image(self, performer_id: int) -> None:
-        """``GET /performer/<id>/image`` behind Stash's authentication middleware
-        (internal/api/authentication.go ``authenticateHandler``, pkg/session/session.go
-        ``Authenticate``): a wrong API key is 401; with a login required (``auth_required``)
-        and none given, a path without an extension is redirected to the login page (302 to
-        ``/login?returnURL=…``); else the image (internal/api/routes_performer.go ``Image``)."""
+        """``GET /performer/<id>/image`` behind Stash's authentication middleware (internal/api/
+        server.go mounts ``/performer`` after ``r.Use(authenticateHandler())``; authentication.go
+        ``authenticateHandler``, pkg/session/session.go ``Authenticate``): a wrong API key is 401;
+        with a login configured (``auth_required``: Stash's ``HasCredentials``; the fixtures' API
+        key goes with it, as Stash makes one only for a user) and no credential given, a path without an
+        extension is redirected to the login page (302 to ``/login?returnURL=…``); else the
+        image (internal/api/routes_performer.go ``Image``)."""
         emu = self.emu
         query = parse_qs(urlsplit(self.path).query)
         record = {"path": self.path, "headers": dict(self.headers), "status": 200}
