@@ -178,14 +178,6 @@ SETTINGS_CASES = [
         error=True,
     ),
     Case(
-        "settings-photo-address-with-login",
-        "settings",
-        "error",
-        "performer_photo_base_url: must not carry a user name or password",
-        lambda p: {"performer_photos": True, "performer_photo_base_url": "http://admin:pw@stash.lan:9999"},
-        error=True,
-    ),
-    Case(
         "settings-old-strict-maybe",
         "settings",
         "error",

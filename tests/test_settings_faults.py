@@ -26,6 +26,11 @@ OPTIONAL_BAD = [
     ("plays_accounts", TOO_BIG, "setting plays_accounts: must be Plex account ids (whole numbers from 1 to 2^63-1)"),
     ("notify_plex_down_minutes", -5, "setting notify_plex_down_minutes: must be a number of minutes above 0"),
     ("title_template", "{title", "setting title_template: is not a valid template"),
+    (
+        "performer_photo_base_url",
+        "http://admin:pw@stash.lan:9999",
+        "setting performer_photo_base_url: must not carry a user name or password",
+    ),
     ("plex_concurrency", -3, "setting plex_concurrency: must be a whole number from 1 to 16, got '-3'"),
     ("plex_concurrency", 10**6, "setting plex_concurrency: must be a whole number from 1 to 16, got '1000000'"),
     ("plex_concurrency", 2.5, "setting plex_concurrency: must be a whole number from 1 to 16, got '2.5'"),
