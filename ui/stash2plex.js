@@ -303,9 +303,9 @@
       out.push(h(Message, { key: "drainer", variant: "warning" }, "The background worker stopped: " + s.last_drainer_error.error));
     }
     if (s.performer_photos && s.performer_photos.reason) {
-      // a setting is named as Stash's settings page shows it, with its key
+      const sentence = (t) => t.charAt(0).toUpperCase() + t.slice(1) + ".";
       out.push(
-        h(Message, { key: "photos", variant: "warning" }, "Performer photos: " + s.performer_photos.reason + ". To fix: " + s.performer_photos.fix + ".")
+        h(Message, { key: "photos", variant: "warning" }, sentence(s.performer_photos.reason) + " " + sentence(s.performer_photos.fix))
       );
     }
     return out;

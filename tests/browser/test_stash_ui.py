@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import requests
 
+from sync_queue.health import HealthFile
 from sync_queue.job import BULK, Job
 from sync_queue.queue import JobQueue
 from tests.runner import drainer_lock_held, plugin_config
 from tests.test_ui_modes import closed_port, dead_letter, three_scene_states
 from validation.fields import LABELS
+from worker.photos import LOGIN_FIX, LOGIN_NEEDED
 
 VERIFY_TASK = "Verify Plex against Stash"  # the task the page's Verify button runs (Stash2Plex.yml)
 
@@ -55,6 +57,7 @@ def test_page_shows_the_queue_the_dead_letters_and_plex_down(stash_ui, ui_page):
     dead_letter(stash_ui, 7, "PlexNotFound", "no Plex item at /plex/media/alpha.mp4", "Alpha")
     dead_letter(stash_ui, 8, "PlexNotFound", "no Plex item at /plex/media/beta.mp4", "Beta")
     dead_letter(stash_ui, 9, "AmbiguousMatch", "two Plex items fit /plex/media/gamma.mp4", "Gamma")
+    HealthFile(stash_ui.data_dir).update(performer_photos={"reason": LOGIN_NEEDED, "fix": LOGIN_FIX})
     page = ui_page.page
     with drainer_lock_held(stash_ui.data_dir):
         queue = JobQueue(stash_ui.data_dir / "queue")
@@ -63,7 +66,10 @@ def test_page_shows_the_queue_the_dead_letters_and_plex_down(stash_ui, ui_page):
         open_page_from_navbar(ui_page)
         page.locator(".s2p-cards").wait_for()
         assert page.inner_text(".s2p-plex .s2p-state") == "not reachable"
-        assert "Plex is not reachable" in " ".join(texts(page.locator(".s2p-message")))
+        messages = " ".join(texts(page.locator(".s2p-message")))
+        assert "Plex is not reachable" in messages
+        assert "Performer photos are not written: Stash asks for a login" in messages
+        assert "Set performer_photo_base_url (Performer photo address)" in messages
         assert page.inner_text(".s2p-interactive td") == "1"
         assert page.inner_text(".s2p-bulk td") == "2"
         assert page.inner_text(".s2p-drainer td") == "running"
