@@ -201,6 +201,7 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
         data_dir=Path(payload["data_dir"]),
         settings_overrides=payload.get("settings_overrides") or {},
         surface=payload.get("surface") or STASH_UI,
+        log_read=False,
     )
     try:
         app.take_over(start_drainer=False)  # the public plugin's jobs, for this drainer
@@ -218,6 +219,7 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
                     data_dir=app.data_dir,
                     settings_overrides=app.settings_overrides,
                     surface=app.surface,
+                    log_read=False,
                 )
                 continue
             # pending, not only ready: jobs this drainer held back when a handover request

@@ -130,9 +130,11 @@ class App:
         data_dir: Path | None = None,
         settings_overrides: dict[str, str] | None = None,
         surface: str = STASH_UI,
+        log_read: bool = True,
     ) -> None:
         self.connection = connection
         self.surface = surface
+        self.log_read = log_read  # the user reads this run's log (not the drainer's file)
         self.env = env
         self.log = log
         self.settings_overrides = dict(settings_overrides or {})  # the command line's flags and variables
@@ -458,7 +460,7 @@ class App:
 
             settings = self.settings()
             filters = settings.hide_tags or settings.skip_tags
-            photos = photo_base(settings, self.stash(), self.health(), self.log)
+            photos = photo_base(settings, self.stash(), self.health(), self.log, self.log_read)
             return Choices.from_tree(settings, self.stash().tag_tree() if filters else None, photos)
 
         return self._part("choices", build)

@@ -46,7 +46,7 @@ def _queue(raw: str, env: dict[str, str]) -> tuple[str, str] | bool | None:
     if hook["type"] not in SCENE_HOOKS:
         return None
     data_dir = claimed_data_dir(connection_values(document["server_connection"]), env)
-    if data_dir is None or health.warning_pending(data_dir, time.time()) is not None:
+    if data_dir is None or health.something_to_say(data_dir, time.time()):
         return None
     scene = hook["id"]
     decided = scene_job(hook["input"] is not None, hook["inputFields"])

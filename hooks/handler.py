@@ -91,9 +91,10 @@ def handle(context: HookContext, app, log: StashLog, queued: bool | None = None)
 
 def _warn_if_failing(app, log: StashLog) -> None:
     """Background failures surface where the user looks: one warning in Stash's log
-    (at most once a minute), read from the small file the drainer leaves behind."""
-    from sync_queue.health import warning_due
+    (at most once a minute), read from the small file the drainer leaves behind, and
+    once each notice the drainer could only write to its own log."""
+    from sync_queue.health import notice_due, warning_due
 
-    warning = warning_due(app.data_dir, time.time())
-    if warning:
-        log.warning(warning)
+    for warning in (warning_due(app.data_dir, time.time()), notice_due(app.data_dir)):
+        if warning:
+            log.warning(warning)

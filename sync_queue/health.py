@@ -81,10 +81,41 @@ class HealthFile:
             self.update(failing=None)
 
 
-def warning_pending(data_dir: Path | str, now: float, every_s: float = WARN_EVERY_S) -> dict | None:
+# One-time notices (worker/photos.py): recorded with ``told`` false by a run whose log the user
+# does not read (the drainer's, in drainer.log), then said in Stash's log by the next hook.
+NOTICES = ("performer_photos",)
+
+
+def something_to_say(data_dir: Path | str, now: float) -> bool:
+    """Whether a hook has a warning or a notice to log now (the fast lane hands over then)."""
+    state = read(data_dir)
+    return warning_pending(data_dir, now, state=state) is not None or _untold(state) is not None
+
+
+def _untold(state: dict[str, Any]) -> tuple[str, dict] | None:
+    for key in NOTICES:
+        notice = state.get(key)
+        if isinstance(notice, dict) and notice.get("reason") and notice.get("told") is False:
+            return key, notice
+    return None
+
+
+def notice_due(data_dir: Path) -> str | None:
+    """An untold notice's text for Stash's log, marked told; None when there is none."""
+    found = _untold(read(data_dir))
+    if found is None:
+        return None
+    key, notice = found
+    HealthFile(data_dir).update(**{key: {**notice, "told": True}})
+    return f"{notice['reason']}; {notice.get('fix') or ''}".rstrip("; ")
+
+
+def warning_pending(
+    data_dir: Path | str, now: float, every_s: float = WARN_EVERY_S, state: dict[str, Any] | None = None
+) -> dict | None:
     """The failure a hook should warn about now (sync is failing and no hook warned within
     ``every_s``), or None. Marks nothing (:func:`warning_due` does)."""
-    failing = read(data_dir).get("failing")
+    failing = (read(data_dir) if state is None else state).get("failing")
     if not isinstance(failing, dict) or not failing.get("reason"):
         return None
     try:

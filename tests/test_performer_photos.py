@@ -44,7 +44,7 @@ def _setup(plugin, **settings):
 
 def _no_stash_credential(plugin) -> None:
     """No request Plex received, and no file of the data folder, carries Stash's API key or
-    session, nor an ``apikey``."""
+    session, nor an ``apikey=`` parameter (stashapi's log says "with ApiKey", no key)."""
     seen = repr(plugin.plex.requests)
     assert "apikey" not in seen.lower() and STASH_API_KEY not in seen and STASH_COOKIE not in seen
     for path in plugin.data_dir.rglob("*"):
@@ -52,7 +52,7 @@ def _no_stash_credential(plugin) -> None:
             blob = path.read_bytes().lower() if path.is_file() else b""
         except FileNotFoundError:
             continue  # SQLite's -wal file, taken away by a process finishing
-        assert b"apikey" not in blob and STASH_API_KEY.lower().encode() not in blob, path
+        assert b"apikey=" not in blob and STASH_API_KEY.lower().encode() not in blob, path
 
 
 def test_a_photo_is_written_once_per_image_followed_when_it_changes_and_never_again(plugin):
@@ -117,3 +117,19 @@ def test_behind_a_login_no_photo_url_is_written_and_the_user_is_told_once(plugin
     assert plugin.stash.performer_image_requests[-1]["status"] == 302  # to Stash's login page
     _no_stash_credential(plugin)
     assert plugin.task("ui_status").output["performer_photos"] is None
+
+
+def test_a_notice_only_the_drainer_logged_reaches_stashs_log_with_the_next_hook(plugin):
+    """The drainer's log is a file the user does not read: the next hook says it in Stash's log, once."""
+    items, _ = _setup(plugin)
+    sid, rk = items[0]
+    said = []
+    for title in ("One", "Two", "Three"):
+        run = plugin.hook(plugin.stash.update_scene(sid, title=title))
+        assert run.error is None, run.stderr
+        said.append(sum("performer photos are not written" in m for m in run.messages("warning")))
+        plugin.wait_drained(timeout=30)
+        assert plugin.plex.item(rk)["fields"]["title"] == title
+    assert plugin.drainer_log().count("performer photos are not written") == 1
+    assert said == [0, 1, 0]  # the first hook ran before the drainer found it
+    _no_stash_credential(plugin)

@@ -3,8 +3,8 @@
 Plex takes an actor's photo only as a URL it fetches itself, and stores and shows that URL:
 no credential may ever be part of it. So when Stash asks for a login, no photo is written
 (unless ``performer_photo_base_url`` names an address the user vouches for), and the user is
-told once where they look: the log (when the situation is new), Health check and the page's
-status (``sync_health.json``'s ``performer_photos``).
+told once where they look: Stash's log (when the situation is new; from the drainer, by the next
+hook), Health check and the page's status (``sync_health.json``'s ``performer_photos``).
 """
 
 from __future__ import annotations
@@ -40,12 +40,18 @@ def decide(settings: Settings, stash: StashClient) -> tuple[str | None, dict | N
     return stash.own_base, None
 
 
-def photo_base(settings: Settings, stash: StashClient, health: HealthFile, log: StashLog) -> str | None:
+def photo_base(
+    settings: Settings, stash: StashClient, health: HealthFile, log: StashLog, log_read: bool = True
+) -> str | None:
     """``decide``'s base; its problem recorded in the health file, and logged when it was
-    not recorded already (once, not on every run)."""
+    not recorded already (once, not on every run). ``log_read``: the user reads this run's
+    log (a task's, the command line's); the drainer's is a file, so the next hook says it in
+    Stash's log (``told`` false: sync_queue/health.py ``notice_due``)."""
     base, problem = decide(settings, stash)
-    if health.state().get(HEALTH_KEY) != problem:
-        health.update(**{HEALTH_KEY: problem})
+    recorded = health.state().get(HEALTH_KEY)
+    known = {k: v for k, v in recorded.items() if k != "told"} if isinstance(recorded, dict) else recorded
+    if known != problem:
+        health.update(**{HEALTH_KEY: None if problem is None else {**problem, "told": log_read}})
         if problem is not None:
             log.warning(f"{problem['reason']}; {problem['fix']}")
     return base
