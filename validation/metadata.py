@@ -122,20 +122,30 @@ def stash_route(url: str, first: str) -> str:
     return f"{path}?{parts.query}" if parts.query else path
 
 
-def performer_image_route(image_path: Any) -> str | None:
-    """The route of a performer's own image, None for none. Stash adds ``default=true`` to the
-    ``image_path`` of a performer without an image, and the route then serves a generic
-    silhouette (internal/api/urlbuilders/performer.go ``GetPerformerImageURL``,
-    internal/api/routes_performer.go ``Image``): no photo rather than a placeholder.
+_PERFORMER_IMAGE = re.compile(r"/performer/\d+/image")
 
-    >>> performer_image_route("http://h:9999/performer/3/image?t=17"), performer_image_route("http://h/performer/4/image?t=1&default=true")
-    ('/performer/3/image?t=17', None)
+
+def performer_image_route(image_path: Any) -> str | None:
+    """The route of a performer's own image, ``/performer/<id>/image?t=<stamp>``, None for none.
+    Stash adds ``default=true`` to the ``image_path`` of a performer without an image, and the
+    route then serves a generic silhouette (internal/api/urlbuilders/performer.go
+    ``GetPerformerImageURL``, internal/api/routes_performer.go ``Image``): no photo rather than a
+    placeholder. Only ``t`` is kept: Plex stores the URL, and no other parameter (an ``apikey``
+    least of all) may ride along.
+
+    >>> performer_image_route("http://h:9999/performer/3/image?t=17&apikey=k")
+    '/performer/3/image?t=17'
+    >>> performer_image_route("http://h/performer/4/image?t=1&default=true"), performer_image_route("http://h/p.jpg")
+    (None, None)
     """
-    if not isinstance(image_path, str) or "/performer/" not in image_path:
+    if not isinstance(image_path, str):
         return None
-    if parse_qs(urlsplit(image_path).query).get("default") == ["true"]:
+    path, _, query = stash_route(image_path, "/performer/").partition("?")
+    given = parse_qs(query)
+    if not _PERFORMER_IMAGE.fullmatch(path) or given.get("default") == ["true"]:
         return None
-    return stash_route(image_path, "/performer/")
+    stamp = given.get("t", [""])[0]
+    return f"{path}?t={stamp}" if stamp.isdigit() else path
 
 
 def _images(items: Any, names: tuple[str, ...]) -> dict[str, str]:
