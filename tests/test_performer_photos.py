@@ -13,6 +13,7 @@ from __future__ import annotations
 from tests.conftest import STASH_API_KEY, STASH_COOKIE
 from tests.emulators.stash_emulator import cover_png
 from tests.test_entity_hooks import _fire
+from tests.test_ui_modes import operation
 
 
 def _thumbs(plugin) -> list[str]:
@@ -59,6 +60,11 @@ def test_a_photo_is_written_once_per_image_followed_when_it_changes_and_never_ag
     plugin.stash.api_key, plugin.stash.auth_required = "", False  # a Stash without a login
     items, ann = _setup(plugin)
     first = plugin.stash.performer_image_url(ann)
+
+    preview = operation(plugin, mode="ui_preview").output["scenes"]  # what the page's Preview shows
+    photos = {e["scene_id"]: [t.get("photos") for t in e["tags"] if t["type"] == "actor"] for e in preview}
+    assert photos == {items[0][0]: [["Ann"]], items[1][0]: [["Ann"]], items[2][0]: [[]]}
+    assert plugin.plex.edit_requests() == []
 
     assert plugin.task("all").output["synced"] == 3
     assert _cast(plugin, items) == {0: {"Ann": first, "Bea": None}, 1: {"Ann": first, "Bea": None}, 2: {"Bea": None}}

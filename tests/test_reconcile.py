@@ -138,7 +138,9 @@ def test_a_dry_run_writes_nothing_and_its_plan_is_what_the_real_run_does(plugin)
     assert set(by_scene) == {s0, s1} and [u["scene_id"] for u in plan["unmatched"]] == [lonely]
     title = next(f for f in by_scene[s0]["fields"] if f["field"] == "title")
     assert (title["current"], title["new"]) == ("Scene 0", "Renamed")
-    assert by_scene[s0]["tags"] == [{"type": "genre", "added": ["New"], "removed": ["T0"], "lock_only": False}]
+    assert by_scene[s0]["tags"] == [
+        {"type": "genre", "added": ["New"], "removed": ["T0"], "photos": [], "lock_only": False}
+    ]
     assert by_scene[s1]["poster"] == "upload" and by_scene[s0]["poster"] == "unchanged"
     table = cli(plugin, "all", "--dry-run").stdout
     assert "'Scene 0' → 'Renamed'" in table and "genre: +New −T0" in table and "lonely.mp4" in table

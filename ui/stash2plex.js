@@ -343,7 +343,11 @@
             t.type,
             nameOf(t.type),
             h("td", { className: "s2p-plan-removed" }, t.removed.map((n) => "−" + n).join(", ")),
-            h("td", { className: "s2p-plan-added" }, t.added.map((n) => "+" + n).join(", "))
+            h(
+              "td",
+              { className: "s2p-plan-added" },
+              t.added.map((n) => "+" + n).concat((t.photos || []).map((n) => "photo of " + n)).join(", ")
+            )
           )
         )
       );

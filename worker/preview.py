@@ -28,7 +28,8 @@ def plan_entry(
                 "type": t.tag_type,
                 "added": [n for n in t.result if n not in t.plex],
                 "removed": list(t.removed),
-                "lock_only": not t.removed and set(t.result) == set(t.plex),
+                "photos": [n for n in t.result if n.casefold() in t.photos],  # a performer photo sent with it
+                "lock_only": not t.removed and not t.photos and set(t.result) == set(t.plex),
             }
             for t in plan.tags
         ],
@@ -65,6 +66,7 @@ def entry_lines(entry: dict[str, Any]) -> list[str]:
             lines.append(f"    {change['field']}: {_short(change['current'])} → {_short(change['new'])}")
     for tags in entry["tags"]:
         parts = [f"+{n}" for n in tags["added"]] + [f"−{n}" for n in tags["removed"]]
+        parts += [f"photo of {n}" for n in tags.get("photos", ())]  # plan files saved before photos lack it
         lines.append(f"    {tags['type']}: {' '.join(parts) if parts else 'lock'}")
     if entry["poster"] in ("upload", "check"):
         lines.append(f"    poster: {'upload' if entry['poster'] == 'upload' else 'upload if its bytes changed'}")
