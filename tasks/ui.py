@@ -20,8 +20,8 @@ from sync_queue.job import INTERACTIVE, Job
 from sync_queue.stats import iso_local
 from validation.metadata import scene_from_stash
 from validation.plugin_input import scene_id_arg
-from worker.verdict import OUT_OF_SCOPE, STALE, UNCHANGED, verdict
 from worker.photos import photo_notice
+from worker.verdict import OUT_OF_SCOPE, STALE, UNCHANGED, verdict
 
 if TYPE_CHECKING:
     from sync_queue.ledger import SceneRecord
