@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from app.terminal import TerminalLog
 from core.errors import Stash2PlexError
 from core.log import Redactor, capture_library_logs
+from validation.modes import COMMAND_LINE_MODES, MODES
 from validation.plugin_input import ServerConnection
 
 if TYPE_CHECKING:
@@ -29,40 +30,32 @@ if TYPE_CHECKING:
 ENV_PREFIX = "STASH2PLEX_"
 DEFAULT_STASH_URL = "http://localhost:9999"
 _PLUGIN_DIR = Path(__file__).resolve().parent.parent
-ALIASES = {"status": "queue_status"}
-DRY_RUN_COMMANDS = ("all", "recent", "reconcile", "import_plays")
 DRY_RUN_TEXT = "write nothing, print the plan (per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why)"
-POSITIONALS = {"inspect": " <scene id>", "pin": " <scene id> <ratingKey>", "unpin": " <scene id>"}
 ONCE_TEXT = (
     "read what Plex recorded since the last look (plays, ratings; each setting that is on) once, "
     "then exit: a scheduled job instead of a side-car"
 )
 SERVE_TEXT = "then keep the emulators (and Stash's page) up until Ctrl-C, printing their URLs and a command line to try"
-QUIET = ("status", "queue_status")  # their log lines repeat what stdout shows
-HELP = {
-    "all": "sync every scene that differs from what was last written to Plex",
-    "recent": "sync scenes updated since the last sync (the last 24 h when there was none)",
-    "process_queue": "work through every queued job now, retries included",
-    "queue_status": "pending jobs, retries, the dead-letter queue and cumulative stats",
-    "status": "the same as queue_status",
-    "clear_queue": "drop every pending job (the dead-letter queue is kept)",
-    "clear_dlq": "delete every dead-letter entry",
-    "purge_dlq": "delete dead-letter entries older than 30 days",
-    "retry_dlq": "put every dead-letter entry back into the queue",
-    "health_check": "check Stash, Plex, the token, the libraries and path_map",
-    "reconcile": "verify every linked Plex item against Stash and repair what differs",
-    "inspect": "inspect <scene id>: the scene's paths, candidate items, ledger record and planned edit",
-    "unmatched": "every scene with no Plex item, by folder, with a path_map rule when one would help",
-    "pin": "pin <scene id> <ratingKey>: sync the scene to that Plex item from now on (before any match)",
-    "unpin": "unpin <scene id>: remove the scene's pin (or Not in Plex / Skip answer); the matcher decides again",
-    "import_plays": "add Plex's watch history of synced scenes to Stash's play history (each play once)",
+# The command line's own processes (not tasks: app/main.py runs them).
+PROCESSES = {
     "watch": "stay running and listen to Plex's notifications (a side-car: Docker, a service)",
     "demo": "the whole story against the bundled emulators (needs requirements-test.txt); demo --serve keeps them up",
 }
+ALIASES = {alias: mode for mode in COMMAND_LINE_MODES for alias in MODES[mode].aliases}
+DRY_RUN_COMMANDS = tuple(mode for mode in COMMAND_LINE_MODES if MODES[mode].dry_run)
 
 
 class UsageError(Exception):
     """A value on the command line (or in its environment variables) cannot be used."""
+
+
+def command_help() -> dict[str, str]:
+    """Each command's line in --help: the modes of the registry, their aliases, the processes."""
+    lines = {}
+    for mode in COMMAND_LINE_MODES:
+        lines[mode] = MODES[mode].help
+        lines.update((alias, f"the same as {mode}") for alias in MODES[mode].aliases)
+    return {**lines, **PROCESSES}
 
 
 def setting_names() -> list[str]:
@@ -138,13 +131,14 @@ def _add_options(parser: argparse.ArgumentParser, nested: bool, described: dict[
 
 
 def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
+    commands_help = command_help()
     parser = argparse.ArgumentParser(
         prog="Stash2Plex.py",
         usage="Stash2Plex.py [--version] [options] command [options]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Keep Plex metadata in step with Stash, from a shell. Commands "
         "(dashes or underscores: process-queue = process_queue):\n"
-        + "\n".join(f"  {name:14} {text}" for name, text in HELP.items()),
+        + "\n".join(f"  {name:14} {text}" for name, text in commands_help.items()),
         epilog="'Stash2Plex.py <command> --help' shows one command. Every option can also be set as the "
         "environment variable named beside it (prefer that for secrets: flags show in 'ps'). Order: flag, "
         "variable, the setting saved in Stash, the default.",
@@ -156,12 +150,12 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
     _add_options(parser, nested=False, described=described)
     # No help= per command: the description above lists them, once.
     commands = parser.add_subparsers(dest="command", metavar="command", required=True, help="see the list above")
-    for name, text in HELP.items():
+    for name, text in commands_help.items():
         dashed = name.replace("_", "-")
         sub = commands.add_parser(
             name,
             aliases=[dashed] if dashed != name else [],
-            usage=f"Stash2Plex.py {dashed}{POSITIONALS.get(name, '')} [options]",
+            usage=f"Stash2Plex.py {dashed}{_operands(name)} [options]",
             description=f"{text}.",
             epilog="Every option can also be set as the environment variable named beside it.",
         )
@@ -172,12 +166,17 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
             sub.add_argument("--once", action="store_true", default=False, help=ONCE_TEXT)
         if name == "demo":
             sub.add_argument("--serve", action="store_true", default=False, help=SERVE_TEXT)
-        if name in POSITIONALS:
+        if _operands(name):
             sub.add_argument("scene_id", nargs="?", help="the id of a Stash scene")
         if name == "pin":
             sub.add_argument("rating_key", nargs="?", help="the ratingKey of the Plex item")
         _add_options(sub, nested=True, described=described)
     return parser
+
+
+def _operands(command: str) -> str:
+    row = MODES.get(command)
+    return row.operands if row else ""
 
 
 def _value(args: argparse.Namespace, env: dict[str, str], name: str) -> str | None:
@@ -291,7 +290,7 @@ def _options(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     """What the task is asked for beyond its name; UsageError when the combination makes no sense."""
     if args.dry_run and mode not in DRY_RUN_COMMANDS:
         raise UsageError(f"--dry-run works with {', '.join(DRY_RUN_COMMANDS)}, not {mode}")
-    if mode in POSITIONALS:
+    if _operands(mode):
         if not (args.scene_id or "").isdigit():
             raise UsageError(f"{mode} needs a scene id (a number, e.g. {mode} 42), got {args.scene_id!r}")
     elif args.scene_id is not None:
@@ -301,7 +300,7 @@ def _options(args: argparse.Namespace, mode: str) -> dict[str, Any]:
             f"pin needs the Plex item's ratingKey after the scene id (e.g. pin 42 1234), got {args.rating_key!r}"
         )
     options: dict[str, Any] = {"dry_run": args.dry_run, "full_reply": True}
-    if mode in POSITIONALS:
+    if _operands(mode):
         options["scene_id"] = int(args.scene_id)
     if mode == "pin":
         options["rating_key"] = int(args.rating_key)
@@ -358,6 +357,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], p
         from app.demo import main as demo
 
         return demo(stdout, stderr, env, ["--serve"] if args.serve else [])
-    quiet = args.command in QUIET and not args.verbose
+    row = MODES.get(ALIASES.get(args.command, args.command))
+    quiet = row is not None and row.quiet and not args.verbose
     log = TerminalLog(stderr, Redactor(), verbose=args.verbose, bar=False if args.no_progress else None, quiet=quiet)
     return _run(args, env, stdout, log, plugin_dir)

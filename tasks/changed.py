@@ -8,17 +8,17 @@ inbox's answers) are never among them, only counted.
 from __future__ import annotations
 
 from core.errors import InvalidMetadata
-from tasks import App
+from tasks.context import Context
 from validation.metadata import scene_from_stash
 from worker.verdict import OUT_OF_SCOPE, verdict
 
 
-def may_differ(app: App, scenes: list[dict]) -> list[int]:
+def may_differ(app: Context, scenes: list[dict]) -> list[int]:
     """The ids of the scenes whose desired state differs from what was last written (or is unknown)."""
     return sort_scenes(app, scenes)[0]
 
 
-def sort_scenes(app: App, scenes: list[dict], note_skipped: bool = False) -> tuple[list[int], int]:
+def sort_scenes(app: Context, scenes: list[dict], note_skipped: bool = False) -> tuple[list[int], int]:
     """The scenes that may differ (``may_differ``), and how many are out of scope.
     ``note_skipped``: the ledger records what the out-of-scope scenes depend on (a tag
     leaving a skipped tag brings its scenes back through the entity event)."""

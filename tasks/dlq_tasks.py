@@ -6,12 +6,12 @@ import dataclasses
 import time
 
 from sync_queue.job import INTERACTIVE
-from tasks import App
+from tasks.context import Context
 
 PURGE_AFTER_S = 30 * 24 * 3600
 
 
-def clear_queue(app: App) -> str:
+def clear_queue(app: Context) -> str:
     """Delete every waiting job. It takes the drainer lock first (a running drainer hands
     over and writes nothing more), so no edit lands in Plex after the reply."""
     with app.consumer() as queue:
@@ -20,19 +20,19 @@ def clear_queue(app: App) -> str:
     return f"removed {removed} pending jobs"
 
 
-def clear_dlq(app: App) -> str:
+def clear_dlq(app: Context) -> str:
     removed = app.dlq().clear()
     app.log.info(f"deleted {removed} dead-letter entries")
     return f"deleted {removed} dead-letter entries"
 
 
-def purge_dlq(app: App) -> str:
+def purge_dlq(app: Context) -> str:
     removed = app.dlq().clear(older_than=time.time() - PURGE_AFTER_S)
     app.log.info(f"deleted {removed} dead-letter entries older than 30 days")
     return f"deleted {removed} dead-letter entries older than 30 days"
 
 
-def retry_dlq(app: App) -> str:
+def retry_dlq(app: Context) -> str:
     """Every DLQ entry back into the queue with a fresh retry budget."""
     dlq = app.dlq()
     jobs, rebuilt = dlq.jobs()

@@ -18,7 +18,7 @@ from validation.pathmap import map_path, suggest_path_map
 
 if TYPE_CHECKING:
     from core.log import StashLog
-    from tasks import App
+    from tasks.context import Context
     from validation.config import Settings
 
 SAMPLE_SIZE = 200
@@ -42,7 +42,7 @@ class _Report:
         self.log.report(message, "warning")
 
 
-def run(app: App) -> dict[str, Any]:
+def run(app: Context) -> dict[str, Any]:
     report = _Report(app.log)
     settings = _check_stash(app, report)
     if settings is not None and _check_plex(app, report):
@@ -56,7 +56,7 @@ def run(app: App) -> dict[str, Any]:
 
 
 # -- Stash --------------------------------------------------------------------------
-def _check_stash(app: App, report: _Report) -> Settings | None:
+def _check_stash(app: Context, report: _Report) -> Settings | None:
     """Stash's version and the plugin settings; the settings, or None when unusable."""
     info: dict[str, Any] = {"reachable": False, "version": None}
     report.data["stash"] = info
@@ -123,7 +123,7 @@ def _report_settings(settings: Settings, report: _Report) -> None:
         report.good(f"old settings ignored: {', '.join(settings.adopted.ignored)}")
 
 
-def _check_tag_names(app: App, settings: Settings, report: _Report) -> None:
+def _check_tag_names(app: Context, settings: Settings, report: _Report) -> None:
     """A tag filter naming a tag Stash does not have filters nothing: most likely a typo."""
     if not (settings.skip_tags or settings.hide_tags):
         return
@@ -139,7 +139,7 @@ def _check_tag_names(app: App, settings: Settings, report: _Report) -> None:
 
 
 # -- Plex ---------------------------------------------------------------------------
-def _check_plex(app: App, report: _Report) -> bool:
+def _check_plex(app: Context, report: _Report) -> bool:
     info: dict[str, Any] = {"reachable": False, "version": None, "token_accepted": None}
     report.data["plex"] = info
     try:
@@ -168,7 +168,7 @@ def _check_plex(app: App, report: _Report) -> bool:
     return True
 
 
-def _check_notifications(app: App, report: _Report) -> None:
+def _check_notifications(app: Context, report: _Report) -> None:
     """Whether Plex's notification websocket opens (the listener's connection)."""
     from plex.notifications import probe
 
@@ -185,7 +185,7 @@ def _check_notifications(app: App, report: _Report) -> None:
     report.good("Plex's notification websocket connects (new items are synced as Plex adds them)")
 
 
-def plex_answered(app: App) -> None:
+def plex_answered(app: Context) -> None:
     """Close the circuit breaker: Plex answered a task the user started, so every process
     waiting for Plex (a drainer between probes) may go ahead now."""
     try:
@@ -194,7 +194,7 @@ def plex_answered(app: App) -> None:
         app.log.warning(f"could not record that Plex answers in the circuit breaker's file: {exc}")
 
 
-def _check_libraries(app: App, settings: Settings, report: _Report) -> bool:
+def _check_libraries(app: Context, settings: Settings, report: _Report) -> bool:
     """Configured libraries found in Plex, and video libraries not configured."""
     try:
         available = app.plex().sections()
@@ -231,7 +231,7 @@ def _check_libraries(app: App, settings: Settings, report: _Report) -> bool:
 
 
 # -- scenes without a Plex item -----------------------------------------------------
-def _count_unmatched(app: App, report: _Report) -> None:
+def _count_unmatched(app: Context, report: _Report) -> None:
     from tasks.unmatched import COMMAND, find_unmatched
 
     try:
@@ -247,7 +247,7 @@ def _count_unmatched(app: App, report: _Report) -> None:
 
 
 # -- the path map -------------------------------------------------------------------
-def _check_path_map(app: App, settings: Settings, report: _Report) -> None:
+def _check_path_map(app: Context, settings: Settings, report: _Report) -> None:
     rules, ci = settings.path_map, settings.case_insensitive_paths
     try:
         _, scenes = app.stash().scenes_page(1, SAMPLE_SIZE)

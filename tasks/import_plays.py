@@ -9,10 +9,10 @@ would add and writes nothing.
 from __future__ import annotations
 
 from core.errors import ConfigError
-from tasks import App
+from tasks.context import Context
 
 
-def run(app: App) -> dict:
+def run(app: Context) -> dict:
     settings = app.settings()
     why = settings.problem("plays_accounts")
     if why:  # whose plays to read is unknown: none are read (a bad value turns only this off)

@@ -19,7 +19,7 @@ from typing import Any
 from core.errors import InputError, InvalidMetadata, PlexNotFound
 from plex.matcher import PlexFile, SceneFile, match_scene
 from sync_queue.job import BULK, Job
-from tasks import App
+from tasks.context import Context
 from tasks.pins import rating_key_arg
 from validation.metadata import scene_from_stash
 from validation.pathmap import map_path, parse_path_map, suggest_path_map
@@ -41,7 +41,7 @@ def _int_arg(params: dict[str, Any], key: str, default: int, top: int) -> int:
     return value
 
 
-def entries(app: App) -> list[dict[str, Any]]:
+def entries(app: Context) -> list[dict[str, Any]]:
     """Every scene of the inbox (scene id, title, kind, reason), most pressing first."""
     pinned = set(app.ledger().pins())
     found: dict[int, dict[str, Any]] = {}
@@ -66,7 +66,7 @@ def _matches(entry: dict[str, Any], words: list[str]) -> bool:
     return all(word in text for word in words)
 
 
-def run(app: App, params: dict[str, Any]) -> dict[str, Any]:
+def run(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     per_page = _int_arg(params, "per_page", PER_PAGE, MAX_PER_PAGE)
     page = _int_arg(params, "page", 1, 2**31)
     query = str(params.get("query") or "").strip()
@@ -88,7 +88,7 @@ def run(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- one page: Stash's files beside Plex's candidates ------------------------------------
-def _details(app: App, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _details(app: Context, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not page:
         return []
     raw = app.stash().scenes_by_id([e["scene_id"] for e in page])
@@ -157,7 +157,7 @@ def _candidate(c: PlexFile, libraries: dict[int, str], files: list[SceneFile]) -
 
 
 # -- path_map help --------------------------------------------------------------------------
-def path_help(app: App) -> dict[str, Any]:
+def path_help(app: Context) -> dict[str, Any]:
     """The rule that would fix the most scenes of the inbox (a match by name only included:
     the rule makes it exact), and how many."""
     unmatched = [e["scene_id"] for e in entries(app)]
@@ -183,7 +183,7 @@ def path_help(app: App) -> dict[str, Any]:
     return answer
 
 
-def recheck(app: App) -> dict[str, Any]:
+def recheck(app: Context) -> dict[str, Any]:
     """Every scene of the inbox queued again (a dead-letter entry with a fresh budget)."""
     dlq, jobs = app.dlq(), []
     for entry in entries(app):
@@ -206,7 +206,7 @@ def _keys_arg(params: dict[str, Any]) -> list[int]:
     return [rating_key_arg({"rating_key": p}) for p in parts]
 
 
-def thumbs(app: App, params: dict[str, Any]) -> dict[str, Any]:
+def thumbs(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     """``rating_keys`` → each item's poster as a ``data:`` URL (None when it has none):
     one plugin run for a page's candidates."""
     images: dict[str, str | None] = {}

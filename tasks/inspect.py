@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError
 from plex.matcher import DURATION_TOLERANCE_S, PathIndex, SceneFile, choose, match_scene
 from validation.metadata import scene_from_stash
+from validation.plugin_input import scene_id_arg
 from worker.preview import entry_lines, plan_entry
 from worker.verdict import verdict
 
 if TYPE_CHECKING:
-    from tasks import App
+    from tasks.context import Context
 
 
 def _candidates(index: PathIndex, mapped: list[str], files: list[SceneFile]) -> list[dict[str, Any]]:
@@ -43,8 +44,8 @@ def _candidates(index: PathIndex, mapped: list[str], files: list[SceneFile]) -> 
     return list(seen.values())
 
 
-def run(app: App) -> dict[str, Any]:
-    scene_id = int(app.options["scene_id"])
+def run(app: Context) -> dict[str, Any]:
+    scene_id = scene_id_arg(app.options)
     settings, syncer = app.settings(), app.syncer()
     raw = app.stash().scenes_by_id([scene_id]).get(scene_id)
     if raw is None:

@@ -16,7 +16,7 @@ from typing import Any
 from core.errors import InputError, PlexNotFound
 from sync_queue.job import INTERACTIVE, Job
 from sync_queue.ledger import ANSWERS, PIN_ITEM
-from tasks import App
+from tasks.context import Context
 from validation.plugin_input import scene_id_arg
 
 
@@ -30,7 +30,7 @@ def rating_key_arg(params: dict[str, Any]) -> int:
     return value
 
 
-def _check_item(app: App, rating_key: int) -> dict[str, Any]:
+def _check_item(app: Context, rating_key: int) -> dict[str, Any]:
     """The item must exist now, in a library the settings sync (else the pin could never hold)."""
     try:
         state = app.plex().item_state(rating_key)
@@ -46,14 +46,14 @@ def _check_item(app: App, rating_key: int) -> dict[str, Any]:
     return {"library": sections[state.section_id], "plex_path": state.files[0] if state.files else None}
 
 
-def _queue_now(app: App, scene_id: int, event: str) -> bool:
+def _queue_now(app: Context, scene_id: int, event: str) -> bool:
     app.dlq().remove([scene_id])
     added = app.producer_queue().put(Job(scene_id=scene_id, priority=INTERACTIVE, event=event, enqueued_at=time.time()))
     app.ensure_drainer()
     return added
 
 
-def pin(app: App, params: dict[str, Any]) -> dict[str, Any]:
+def pin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     answer = str(params.get("answer") or PIN_ITEM)
     if answer not in ANSWERS:
@@ -69,7 +69,7 @@ def pin(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def unpin(app: App, params: dict[str, Any]) -> dict[str, Any]:
+def unpin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     had = app.ledger().unpin(scene_id)
     queued = _queue_now(app, scene_id, "unpin") if had else False
@@ -77,9 +77,9 @@ def unpin(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"scene_id": scene_id, "unpinned": had, "queued": queued}
 
 
-def pin_cli(app: App) -> dict[str, Any]:
+def pin_cli(app: Context) -> dict[str, Any]:
     return pin(app, {"scene_id": app.options["scene_id"], "rating_key": app.options["rating_key"]})
 
 
-def unpin_cli(app: App) -> dict[str, Any]:
+def unpin_cli(app: Context) -> dict[str, Any]:
     return unpin(app, {"scene_id": app.options["scene_id"]})

@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
-from tasks import App
 from tasks.changed import may_differ
+from tasks.context import Context
 from validation.fields import LABELS
 from validation.metadata import SceneMetadata, scene_from_stash
 from worker.preview import plan_entry, plan_lines, unmatched_entry, writes
@@ -56,7 +56,7 @@ class PlanReport:
         }
 
 
-def plan_sync(app: App, mode: str, updated_after: str | None = None, limit: int | None = None) -> dict[str, Any]:
+def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: int | None = None) -> dict[str, Any]:
     """What ``all`` (or ``recent``, with ``updated_after``) would write, in the preview's shape.
 
     A scene that cannot be planned (not in Plex, ambiguous, invalid) is in ``unmatched``
@@ -112,7 +112,7 @@ def _plan_page(syncer: Any, work: list[tuple[SceneMetadata, Any]], report: PlanR
         syncer.end_batch()
 
 
-def publish(app: App, plan: dict[str, Any]) -> dict[str, Any]:
+def publish(app: Context, plan: dict[str, Any]) -> dict[str, Any]:
     """A task's or command's plan: saved whole as a file in the data folder (named in
     ``plan_file``), summarised in the log; the reply leaves the lists out unless
     ``full_reply`` (the command line) asks for them."""
@@ -128,11 +128,11 @@ def publish(app: App, plan: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in plan.items() if k not in ("scenes", "unmatched")}
 
 
-def run_dry(app: App, mode: str, updated_after: str | None = None) -> dict[str, Any]:
+def run_dry(app: Context, mode: str, updated_after: str | None = None) -> dict[str, Any]:
     """The dry run of ``all`` / ``recent`` (the task "Preview sync" and ``--dry-run``)."""
     return publish(app, plan_sync(app, mode, updated_after))
 
 
-def run(app: App) -> dict[str, Any]:
+def run(app: Context) -> dict[str, Any]:
     """``ui_preview``: the page's table before the user confirms Sync all."""
     return plan_sync(app, "all", limit=PAGE_LIMIT)

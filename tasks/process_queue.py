@@ -10,11 +10,11 @@ if TYPE_CHECKING:
     from collections import Counter
     from collections.abc import Mapping
 
-    from tasks import App
+    from tasks.context import Context
     from worker.worker import Worker
 
 
-def run(app: App) -> dict:
+def run(app: Context) -> dict:
     app.settings()  # a missing plex_url/plex_token fails here, before any job is taken
     with app.consumer() as queue:
         total = queue.ready_count() + queue.parked_count()
@@ -30,7 +30,7 @@ def sum_done(stats: Mapping[str, int]) -> int:
     return sum(stats[k] for k in ("synced", "unchanged", "gone", "failed", "retrying", "waiting_for_plex"))
 
 
-def finish(app: App, worker: Worker, stats: Counter[str], left: int) -> dict:
+def finish(app: Context, worker: Worker, stats: Counter[str], left: int) -> dict:
     """Report, and hand leftover retries to a background drainer. (The cumulative
     statistics were recorded batch by batch by the worker.)"""
     keys = ("synced", "unchanged", "gone", "failed", "retrying", "waiting_for_plex", "posters")

@@ -13,10 +13,10 @@ from sync_queue.stats import iso_local
 
 if TYPE_CHECKING:
     from core.privacy import Placeholders
-    from tasks import App
+    from tasks.context import Context
 
 
-def run(app: App) -> dict[str, Any]:
+def run(app: Context) -> dict[str, Any]:
     counts = app.producer_queue().counts()
     dlq = app.dlq().summary(newest=5)
     ledger = app.ledger()

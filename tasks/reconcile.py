@@ -22,7 +22,7 @@ from worker.reconcile import Finding, Reconciler
 from worker.verdict import OUT_OF_SCOPE, verdict
 
 if TYPE_CHECKING:
-    from tasks import App
+    from tasks.context import Context
 
 PAGE_SIZE = 500
 FIRST_FEW = 5
@@ -58,7 +58,7 @@ class DriftReport:
         ]
 
 
-def run(app: App) -> dict[str, Any]:
+def run(app: Context) -> dict[str, Any]:
     dry = bool(app.options.get("dry_run"))
     settings = app.settings()
     stash = app.stash()
@@ -91,7 +91,7 @@ def run(app: App) -> dict[str, Any]:
     return result
 
 
-def _release_gone(app: App, candidates: set[int], report: DriftReport) -> None:
+def _release_gone(app: Context, candidates: set[int], report: DriftReport) -> None:
     """Scenes with a record that no page showed, and that Stash confirms are gone (a
     scene deleted meanwhile shifts the pages): the items written for them that no scene
     holds now are released (worker/sync.py ``release_gone``)."""
@@ -118,7 +118,7 @@ def _release_gone(app: App, candidates: set[int], report: DriftReport) -> None:
                 )
 
 
-def _page(app: App, reconciler: Reconciler, raw: list[dict], report: DriftReport, plan: PlanReport | None) -> None:
+def _page(app: Context, reconciler: Reconciler, raw: list[dict], report: DriftReport, plan: PlanReport | None) -> None:
     scenes = []
     records = app.ledger().get_many([int(item["id"]) for item in raw])
     for item in raw:
@@ -144,7 +144,9 @@ def _page(app: App, reconciler: Reconciler, raw: list[dict], report: DriftReport
                 app.plex().forget(finding.rating_key)
 
 
-def _settle(app: App, reconciler: Reconciler, finding: Finding, report: DriftReport, plan: PlanReport | None) -> None:
+def _settle(
+    app: Context, reconciler: Reconciler, finding: Finding, report: DriftReport, plan: PlanReport | None
+) -> None:
     sid = finding.scene.id
     for kind in finding.drift:
         report.add(kind, sid)

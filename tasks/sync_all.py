@@ -26,7 +26,7 @@ from worker.worker import READ_AT
 
 if TYPE_CHECKING:
     from sync_queue.queue import JobQueue
-    from tasks import App
+    from tasks.context import Context
 
 PAGE_SIZE = 500
 FIRST_PAGE_SIZE = 100  # Stash answers a small page sooner: the first writes start while the next page is read
@@ -35,13 +35,13 @@ LOW_WATER = 150  # queued jobs of ours not taken yet: below this the next slice 
 RECENT_DEFAULT_S = 24 * 3600
 
 
-def run_all(app: App) -> dict[str, Any]:
+def run_all(app: Context) -> dict[str, Any]:
     if app.options.get("dry_run"):
         return run_dry(app, "all")
     return _sync(app, label="all")
 
 
-def run_recent(app: App) -> dict[str, Any]:
+def run_recent(app: Context) -> dict[str, Any]:
     if app.options.get("dry_run"):
         since = recent_since(app.ledger().meta("last_sync_at"), app.stash().newest_updated_at(), RECENT_DEFAULT_S)
         app.log.info(f"syncing scenes updated after {since}")
@@ -49,7 +49,7 @@ def run_recent(app: App) -> dict[str, Any]:
     return _sync(app, label="recent")
 
 
-def _count_unchanged(app: App, n: int, now: float) -> None:
+def _count_unchanged(app: Context, n: int, now: float) -> None:
     """Scenes not queued because nothing changed: counted like the worker's skips."""
     delta = Delta()
     delta.unchanged(now, n)
@@ -66,7 +66,7 @@ class PageFeed:
     and works out which scenes may differ (``sort_scenes``).
     """
 
-    def __init__(self, app: App, queue: JobQueue, updated_after: str | None, label: str) -> None:
+    def __init__(self, app: Context, queue: JobQueue, updated_after: str | None, label: str) -> None:
         self.app, self.queue, self.label = app, queue, label
         self.updated_after = updated_after
         self.prefetched: dict[int, dict] = {}  # scene data of queued bulk jobs, until taken
@@ -176,14 +176,14 @@ class PageFeed:
         self._reader.join(timeout=5)
 
 
-def _list_plex_meanwhile(app: App) -> None:
+def _list_plex_meanwhile(app: Context) -> None:
     """Start Plex's library listing (needed before the first write: a few requests per
     500 files) in a thread, so that it runs while Stash's first page is read and queued."""
     index = app.syncer().index  # the app's parts are built in this thread, not in two at once
     threading.Thread(target=index.warm, name="plex-index", daemon=True).start()
 
 
-def _sync(app: App, label: str) -> dict[str, Any]:
+def _sync(app: Context, label: str) -> dict[str, Any]:
     app.settings()
     _list_plex_meanwhile(app)
     marker = app.stash().newest_updated_at()  # read first: whatever changes during the run is newer

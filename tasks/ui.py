@@ -25,7 +25,7 @@ from worker.verdict import OUT_OF_SCOPE, STALE, UNCHANGED, verdict
 
 if TYPE_CHECKING:
     from sync_queue.ledger import SceneRecord
-    from tasks import App
+    from tasks.context import Context
 
 PLEX_SEEN_KEY = "plex_seen"  # ledger meta: {"reachable": bool | None, "since": epoch seconds}
 DLQ_LIMIT = 1000
@@ -57,7 +57,7 @@ DEFAULT_ADVICE = "See the reason; Retry once it is fixed."
 
 
 # -- ui_status ------------------------------------------------------------------------
-def status(app: App) -> dict[str, Any]:
+def status(app: Context) -> dict[str, Any]:
     counts = app.producer_queue().counts()
     ledger = app.ledger()
     dlq = app.dlq()
@@ -83,7 +83,7 @@ def status(app: App) -> dict[str, Any]:
     }
 
 
-def _settings_problems(app: App) -> list[str]:
+def _settings_problems(app: Context) -> list[str]:
     """The bad optional values (each feature it turns off); a setting that stops the sync
     is ``plex.problem``'s."""
     try:
@@ -114,7 +114,7 @@ def dlq_groups(entries: list[dict[str, Any]], by_reason: dict[str, int] | None =
     ]
 
 
-def plex_state(app: App, now: float | None = None) -> dict[str, Any]:
+def plex_state(app: Context, now: float | None = None) -> dict[str, Any]:
     """Reachable (True/False, None when the settings stop us asking), since when, token state."""
     now = time.time() if now is None else now
     state: dict[str, Any] = {"reachable": None, "token": "unknown", "version": None, "problem": None}
@@ -136,7 +136,7 @@ def plex_state(app: App, now: float | None = None) -> dict[str, Any]:
     return _since(app, state, now)
 
 
-def _since(app: App, state: dict[str, Any], now: float) -> dict[str, Any]:
+def _since(app: Context, state: dict[str, Any], now: float) -> dict[str, Any]:
     """Keep the time the reachability last changed (ledger meta), so the page says since when."""
     ledger = app.ledger()
     seen = ledger.meta(PLEX_SEEN_KEY) or {}
@@ -147,7 +147,7 @@ def _since(app: App, state: dict[str, Any], now: float) -> dict[str, Any]:
 
 
 # -- ui_scene -------------------------------------------------------------------------
-def scene(app: App, params: dict[str, Any]) -> dict[str, Any]:
+def scene(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     record = app.ledger().get_many([scene_id]).get(scene_id)
     answer: dict[str, Any] = {
@@ -168,7 +168,7 @@ def scene(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _scene_state(app: App, scene_id: int, record: SceneRecord | None, answer: dict[str, Any]) -> str:
+def _scene_state(app: Context, scene_id: int, record: SceneRecord | None, answer: dict[str, Any]) -> str:
     dead = app.dlq().entry(scene_id)
     if dead is not None:
         answer["reason"], answer["advice"] = dead["reason"], ADVICE.get(dead["error_class"], DEFAULT_ADVICE)
@@ -199,7 +199,7 @@ def _scene_state(app: App, scene_id: int, record: SceneRecord | None, answer: di
     return "out_of_scope" if found.kind == OUT_OF_SCOPE else "changed"
 
 
-def _library(app: App, rating_key: int) -> str | None:
+def _library(app: Context, rating_key: int) -> str | None:
     """The title of the Plex library holding the item (None when Plex does not answer)."""
     try:
         plex = app.plex()
@@ -210,7 +210,7 @@ def _library(app: App, rating_key: int) -> str | None:
 
 
 # -- actions --------------------------------------------------------------------------
-def retry_entry(app: App, params: dict[str, Any]) -> dict[str, Any]:
+def retry_entry(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     dlq = app.dlq()
     job = dlq.job(scene_id)
@@ -225,7 +225,7 @@ def retry_entry(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"scene_id": scene_id, "queued": True, "already_queued": False}
 
 
-def sync_scene(app: App, params: dict[str, Any]) -> dict[str, Any]:
+def sync_scene(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     """Queue the scene ahead of bulk work; a dead-letter entry of it is retried with it."""
     scene_id = scene_id_arg(params)
     dlq = app.dlq()

@@ -18,7 +18,7 @@ from validation.metadata import scene_from_stash
 from validation.pathmap import PathRule, map_path, parse_path_map, suggest_path_map
 
 if TYPE_CHECKING:
-    from tasks import App
+    from tasks.context import Context
 
 PAGE_SIZE = 500
 SHOWN_PER_GROUP = 10
@@ -30,7 +30,7 @@ def _folder(path: str) -> str:
     return module.dirname(path) or path
 
 
-def find_unmatched(app: App) -> list[dict[str, Any]]:
+def find_unmatched(app: Context) -> list[dict[str, Any]]:
     """One entry per scene no Plex item is accepted for: id, title, paths, folder, reason."""
     settings = app.settings()
     index = app.index().index()
@@ -95,7 +95,7 @@ def group_by_folder(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _suggestion(app: App, members: list[dict[str, Any]]) -> tuple[str | None, int]:
+def _suggestion(app: Context, members: list[dict[str, Any]]) -> tuple[str | None, int]:
     """The path_map rule that would fix the most of ``members``, and how many it fixes."""
     settings = app.settings()
     index, ci = app.index().index(), settings.case_insensitive_paths
@@ -108,7 +108,7 @@ def _suggestion(app: App, members: list[dict[str, Any]]) -> tuple[str | None, in
     return rule, fixed
 
 
-def run(app: App) -> dict[str, Any]:
+def run(app: Context) -> dict[str, Any]:
     entries = find_unmatched(app)
     groups = group_by_folder(entries)
     result: dict[str, Any] = {"count": len(entries), "groups": groups, "suggested_path_map": None}

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from app.cli import HELP, setting_help, setting_names
+from app.cli import PROCESSES, command_help, setting_help, setting_names
 from app.terminal import TerminalLog, render_bar
 from tests.conftest import PLEX_TOKEN, SECRETS, STASH_API_KEY
 from tests.runner import REPO, drainer_lock_held, run_command, start_command
-from validation.plugin_input import TASK_MODES
+from validation.modes import COMMAND_LINE_MODES
 
 ENTRY = str(REPO / "Stash2Plex.py")
 
@@ -85,12 +85,12 @@ def _saved_nothing(plugin) -> None:
 
 # -- usage ----------------------------------------------------------------------------------
 def test_help_lists_every_command_setting_and_variable(plugin):
-    from tasks import CLI_TASKS
-
-    assert set(HELP) == set(TASK_MODES) | set(CLI_TASKS) | {"status", "demo", "watch"}
+    commands = command_help()
+    assert set(commands) == set(COMMAND_LINE_MODES) | set(PROCESSES) | {"status"}
+    assert {"all", "inspect", "pin", "health_check", "watch", "demo"} <= set(commands)
     done = cli(plugin, "--help")
     assert done.returncode == 0
-    for command in HELP:
+    for command in commands:
         assert f"  {command} " in done.stdout, command
     flat = " ".join(done.stdout.split())
     described = setting_help(REPO)

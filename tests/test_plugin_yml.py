@@ -10,6 +10,8 @@ is exactly what the YAML shows.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +21,8 @@ import yaml
 
 from tests.runner import REPO
 from validation.config import DEFAULTS, Settings
-from validation.plugin_input import HOOK_TRIGGERS, SCENE_HOOKS, TASK_MODES
+from validation.modes import MODES, TASK, TASK_MODES
+from validation.plugin_input import HOOK_TRIGGERS, SCENE_HOOKS
 
 YML = REPO / "Stash2Plex.yml"
 
@@ -267,10 +270,47 @@ def test_one_task_per_mode_with_unique_names(config):
         assert not task.get("execArgs"), "drain/demo are not tasks"
 
 
-def test_task_modes_all_resolve_to_a_task_function():
-    from tasks import TASKS
+def _tool():
+    spec = importlib.util.spec_from_file_location("plugin_yml", REPO / "tools" / "plugin_yml.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    assert set(TASKS) == set(TASK_MODES)
+
+def test_the_menu_is_the_registrys(text, config):
+    """Stash2Plex.yml's tasks are written from validation/modes.py (python tools/plugin_yml.py)."""
+    assert _tool().written(text) == text, (
+        "the task menu differs from validation/modes.py: run python tools/plugin_yml.py"
+    )
+    entries = [
+        (entry.name, entry.description, mode.id, entry.dry_run) for mode in MODES.values() for entry in mode.menu
+    ]
+    read = [
+        (task["name"], task["description"], task["defaultArgs"]["mode"], task["defaultArgs"].get("dry_run") == "true")
+        for task in config["tasks"]
+    ]
+    assert read == entries
+
+
+def test_a_registry_row_changed_or_added_shows_in_the_written_menu(text):
+    tool = _tool()
+    renamed = text.replace("  - name: Clear queue\n", "  - name: Empty queue\n", 1)
+    assert renamed != text and tool.written(renamed) == text
+    dropped = re.sub(r"  - name: Clear dead-letter queue\n(    .*\n)+", "", text)
+    assert dropped != text and tool.written(dropped) == text
+
+
+@pytest.mark.parametrize("value", ["a: b", "#x", "- x", "'quoted'", "plain (a, b) → c; d", "x #y", "trailing "])
+def test_the_tool_writes_scalars_yaml_reads_back(value):
+    assert yaml.safe_load(f"k: {_tool().scalar(value)}\n") == {"k": value}
+
+
+def test_every_mode_runs_a_function_and_every_task_is_in_the_menu():
+    for mode in MODES.values():
+        module, _, name = mode.run.partition(":")
+        assert callable(getattr(importlib.import_module(module), name)), mode.id
+        assert bool(mode.menu) == (mode.kind == TASK), mode.id
+    assert TASK_MODES == tuple(m.id for m in MODES.values() if m.menu)
 
 
 def _yaml_type(annotation: Any) -> str:

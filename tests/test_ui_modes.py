@@ -120,11 +120,11 @@ def test_bad_scene_id_is_a_clear_error_and_queues_nothing(plugin):
 
 
 def test_operation_modes_are_not_tasks_of_the_menu():
-    from tasks import OPERATIONS, TAKES_ARGS, TASKS
-    from validation.plugin_input import OPERATION_MODES
+    from validation.modes import MODES, OPERATION, OPERATION_MODES, TASK_MODES
 
-    assert set(OPERATIONS) == set(OPERATION_MODES) and not set(OPERATIONS) & set(TASKS)
-    assert TAKES_ARGS <= set(OPERATIONS)
+    assert OPERATION_MODES and not set(OPERATION_MODES) & set(TASK_MODES)
+    assert all(MODES[mode].kind == OPERATION for mode in OPERATION_MODES)
+    assert not [m.id for m in MODES.values() if m.takes_args and m.kind != OPERATION]
 
 
 def test_preview_lists_per_field_changes_writes_nothing_and_matches_the_sync(plugin):

@@ -26,35 +26,7 @@ from validation.document import (
     read_document,
     shown,
 )
-
-TASK_MODES = (
-    "all",
-    "recent",
-    "process_queue",
-    "queue_status",
-    "clear_queue",
-    "clear_dlq",
-    "purge_dlq",
-    "retry_dlq",
-    "health_check",
-    "reconcile",
-    "import_plays",
-)
-# Plain modes that are not tasks of the menu: the plugin's page in Stash's UI calls
-# them through runPluginOperation (tasks/ui.py) and reads the JSON in ``output``.
-OPERATION_MODES = (
-    "ui_status",
-    "ui_scene",
-    "ui_retry",
-    "ui_sync_scene",
-    "ui_preview",
-    "ui_pin",
-    "ui_unpin",
-    "ui_inbox",
-    "ui_path_help",
-    "ui_recheck",
-    "ui_thumbs",
-)
+from validation.modes import STASH_MODES, TASK_MODES
 
 
 @dataclass(frozen=True)
@@ -165,7 +137,7 @@ class PluginInput:
                 "args.mode is missing: each task in Stash2Plex.yml sets defaultArgs.mode "
                 f"(one of {', '.join(TASK_MODES)})"
             )
-        if self.args.mode not in TASK_MODES + OPERATION_MODES:
+        if self.args.mode not in STASH_MODES:
             raise InputError(
                 f"args.mode {self.args.mode!r} is not a Stash2Plex mode; expected one of {', '.join(TASK_MODES)}"
             )
