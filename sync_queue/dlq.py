@@ -7,11 +7,16 @@ failure replaces the older one. Listing groups entries by reason so a user sees
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from sync_queue import sqlite
 from sync_queue.job import Job
+
+if TYPE_CHECKING:
+    from sync_queue.rules import QueueRules
 
 DLQ_FILE = "dlq.db"
 _SCHEMA = """
@@ -30,6 +35,16 @@ CREATE INDEX IF NOT EXISTS dlq_failed_at ON dlq (failed_at);
 
 _ENTRY_SQL = "SELECT scene_id, title, error_class, message, attempts, failed_at FROM dlq"
 _ENTRY_KEYS = ("scene_id", "title", "error_class", "reason", "attempts", "failed_at")
+
+
+@dataclass(frozen=True)
+class Requeued:
+    """What ``DeadLetterQueue.requeue`` did: the scenes that were dead letters, how many jobs
+    the queue added (a scene already waiting collapses), the entries rebuilt from the scene id."""
+
+    dead: list[int]
+    added: int
+    rebuilt: list[int]
 
 
 class DeadLetterQueue(sqlite.Store):
@@ -111,6 +126,23 @@ class DeadLetterQueue(sqlite.Store):
         rows = self._db().execute("SELECT scene_id, job FROM dlq ORDER BY failed_at").fetchall()
         read = [_job(scene_id, text) for scene_id, text in rows]
         return [job for job, _ in read], [job.scene_id for job, ok in read if not ok]
+
+    def requeue(
+        self, queue: QueueRules, scene_ids: list[int] | None, priority: str, event: str, now: float
+    ) -> Requeued:
+        """Queue scenes again: a dead letter's job with a fresh retry budget, a scene that is
+        none a new job (``event``); ``None`` is every entry. The queue is written first, then
+        the entries removed: a crash in between leaves a scene queued and dead, never neither."""
+        if scene_ids is None:
+            jobs, rebuilt = self.jobs()
+            fresh = [job.fresh() for job in jobs]
+        else:
+            dead = [self.job(scene_id) for scene_id in scene_ids]
+            fresh = [job.fresh() if job else Job(scene_id, event=event) for job, scene_id in zip(dead, scene_ids)]
+            jobs, rebuilt = [job for job in dead if job is not None], []
+        added = queue.put_many([dataclasses.replace(job, priority=priority, enqueued_at=now) for job in fresh])
+        self.remove([job.scene_id for job in jobs])
+        return Requeued([job.scene_id for job in jobs], added, rebuilt)
 
     @sqlite.retry_locked
     def remove(self, scene_ids: list[int]) -> None:

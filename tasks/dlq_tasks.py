@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 from sync_queue.job import INTERACTIVE
@@ -34,19 +33,15 @@ def purge_dlq(app: Context) -> str:
 
 def retry_dlq(app: Context) -> str:
     """Every DLQ entry back into the queue with a fresh retry budget."""
-    dlq = app.dlq()
-    jobs, rebuilt = dlq.jobs()
+    requeued = app.dlq().requeue(app.producer_queue(), None, INTERACTIVE, "dead_letter", time.time())
+    rebuilt, count = requeued.rebuilt, len(requeued.dead)
     if rebuilt:
         shown = ", ".join(str(sid) for sid in rebuilt[:10]) + (", …" if len(rebuilt) > 10 else "")
         app.log.warning(
             f"{len(rebuilt)} dead-letter entr{'y' if len(rebuilt) == 1 else 'ies'} could not be read "
             f"(scenes {shown}); queued again by scene id, every other entry as it was"
         )
-    now = time.time()
-    fresh = [dataclasses.replace(j.fresh(), priority=INTERACTIVE, enqueued_at=now) for j in jobs]
-    app.producer_queue().put_many(fresh)
-    dlq.remove([j.scene_id for j in jobs])
-    if jobs:
+    if count:
         app.ensure_drainer()
-    app.log.info(f"{len(jobs)} dead-letter entries queued again")
-    return f"{len(jobs)} dead-letter entries queued again"
+    app.log.info(f"{count} dead-letter entries queued again")
+    return f"{count} dead-letter entries queued again"

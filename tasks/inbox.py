@@ -12,13 +12,12 @@ never sees the Plex token or address).
 from __future__ import annotations
 
 import base64
-import dataclasses
 import time
 from typing import Any
 
 from core.errors import InputError, InvalidMetadata, PlexNotFound
 from plex.matcher import PlexFile, SceneFile, match_scene
-from sync_queue.job import BULK, Job
+from sync_queue.job import BULK
 from tasks.context import Context
 from tasks.pins import rating_key_arg
 from validation.metadata import scene_from_stash
@@ -185,16 +184,12 @@ def path_help(app: Context) -> dict[str, Any]:
 
 def recheck(app: Context) -> dict[str, Any]:
     """Every scene of the inbox queued again (a dead-letter entry with a fresh budget)."""
-    dlq, jobs = app.dlq(), []
-    for entry in entries(app):
-        job = dlq.job(entry["scene_id"]) or Job(scene_id=entry["scene_id"], event="inbox recheck")
-        jobs.append(dataclasses.replace(job.fresh(), priority=BULK, enqueued_at=time.time()))
-    if jobs:
-        app.producer_queue().put_many(jobs)
-        dlq.remove([j.scene_id for j in jobs])
+    scene_ids = [entry["scene_id"] for entry in entries(app)]
+    if scene_ids:
+        app.dlq().requeue(app.producer_queue(), scene_ids, BULK, "inbox recheck", time.time())
         app.ensure_drainer()
-    app.log.info(f"inbox: {len(jobs)} scenes queued to be matched again")
-    return {"queued": len(jobs)}
+    app.log.info(f"inbox: {len(scene_ids)} scenes queued to be matched again")
+    return {"queued": len(scene_ids)}
 
 
 # -- Plex items' posters as image data -----------------------------------------------------

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from core.errors import InputError, PlexNotFound
-from sync_queue.job import INTERACTIVE, Job
+from sync_queue.job import INTERACTIVE
 from sync_queue.ledger import ANSWERS, PIN_ITEM
 from tasks.context import Context
 from validation.plugin_input import scene_id_arg
@@ -47,10 +47,9 @@ def _check_item(app: Context, rating_key: int) -> dict[str, Any]:
 
 
 def _queue_now(app: Context, scene_id: int, event: str) -> bool:
-    app.dlq().remove([scene_id])
-    added = app.producer_queue().put(Job(scene_id=scene_id, priority=INTERACTIVE, event=event, enqueued_at=time.time()))
+    requeued = app.dlq().requeue(app.producer_queue(), [scene_id], INTERACTIVE, event, time.time())
     app.ensure_drainer()
-    return added
+    return requeued.added > 0
 
 
 def pin(app: Context, params: dict[str, Any]) -> dict[str, Any]:

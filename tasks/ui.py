@@ -11,12 +11,11 @@ ahead of bulk work).
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, InputError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
-from sync_queue.job import INTERACTIVE, Job
+from sync_queue.job import INTERACTIVE
 from sync_queue.stats import iso_local
 from validation.metadata import scene_from_stash
 from validation.plugin_input import scene_id_arg
@@ -212,26 +211,18 @@ def _library(app: Context, rating_key: int) -> str | None:
 # -- actions --------------------------------------------------------------------------
 def retry_entry(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
-    dlq = app.dlq()
-    job = dlq.job(scene_id)
-    if job is None:
+    if app.dlq().entry(scene_id) is None:
         raise InputError(
             f"scene {scene_id} is not in the dead-letter queue (it may have been retried already); reload the page"
         )
-    app.producer_queue().put(dataclasses.replace(job.fresh(), priority=INTERACTIVE, enqueued_at=time.time()))
-    dlq.remove([scene_id])
-    app.ensure_drainer()
-    app.log.info(f"scene {scene_id}: dead-letter entry queued again")
-    return {"scene_id": scene_id, "queued": True, "already_queued": False}
+    return sync_scene(app, params)
 
 
 def sync_scene(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     """Queue the scene ahead of bulk work; a dead-letter entry of it is retried with it."""
     scene_id = scene_id_arg(params)
-    dlq = app.dlq()
-    if dlq.job(scene_id) is not None:
-        return retry_entry(app, params)
-    added = app.producer_queue().put(Job(scene_id=scene_id, priority=INTERACTIVE, event="ui", enqueued_at=time.time()))
+    requeued = app.dlq().requeue(app.producer_queue(), [scene_id], INTERACTIVE, "ui", time.time())
     app.ensure_drainer()
-    app.log.info(f"scene {scene_id}: {'queued' if added else 'already queued'} from Stash's UI")
-    return {"scene_id": scene_id, "queued": True, "already_queued": not added}
+    what = "dead-letter entry queued again" if requeued.dead else "queued" if requeued.added else "already queued"
+    app.log.info(f"scene {scene_id}: {what} from Stash's UI")
+    return {"scene_id": scene_id, "queued": True, "already_queued": not requeued.added}
