@@ -6,12 +6,13 @@ args the page gives (no defaultArgs) and returns the reply's ``output``.
 
 from __future__ import annotations
 
+import re
 import socket
 
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import BULK, Job
 from sync_queue.queue import JobQueue
-from tests.runner import drainer_lock_held, run_plugin, task_document
+from tests.runner import REPO, drainer_lock_held, run_plugin, task_document
 from tests.test_cli import cli
 from validation.fields import LABELS
 
@@ -117,6 +118,19 @@ def test_bad_scene_id_is_a_clear_error_and_queues_nothing(plugin):
         assert run.output is None and "args.scene_id" in run.error, (bad, run.error)
     with drainer_lock_held(plugin.data_dir):
         assert operation(plugin, mode="ui_status").output["queue"]["pending"] == 0
+
+
+def test_the_page_asks_for_modes_of_the_registry_only():
+    """ui/*.js starts every run by its mode id (validation/modes.py), never by a menu entry's name."""
+    from validation.modes import STASH_MODES
+
+    for name in ("stash2plex.js", "inbox.js"):
+        script = (REPO / "ui" / name).read_text(encoding="utf-8")
+        asked = re.findall(r'operation\("(\w+)"', script) + re.findall(r'\bmode: "(\w+)"', script)
+        assert asked and set(asked) <= set(STASH_MODES), (name, set(asked) - set(STASH_MODES))
+        assert "task_name" not in script, name
+    page = (REPO / "ui" / "stash2plex.js").read_text(encoding="utf-8")
+    assert {"all", "reconcile", "retry_dlq"} <= set(re.findall(r'\bmode: "(\w+)"', page))
 
 
 def test_operation_modes_are_not_tasks_of_the_menu():

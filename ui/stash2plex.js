@@ -16,7 +16,13 @@
 
   const PLUGIN_ID = "Stash2Plex";
   const ROUTE = "/stash2plex"; // outside /plugin/: Stash's server owns every /plugin/ path
-  const TASKS = { syncAll: "Sync all scenes", retryAll: "Retry dead-letter queue" };
+  // Long work runs as a task in Stash's job queue, started by its mode (validation/modes.py);
+  // the label is what the job queue shows ("Running plugin task: <label>").
+  const TASKS = {
+    syncAll: { mode: "all", label: "Stash2Plex: Sync all" },
+    verify: { mode: "reconcile", label: "Stash2Plex: Verify" },
+    retryAll: { mode: "retry_dlq", label: "Stash2Plex: Retry all" },
+  };
   const POLL_MS = 2000;
 
   const RUN_OPERATION = gql`
@@ -25,8 +31,8 @@
     }
   `;
   const RUN_TASK = gql`
-    mutation Stash2PlexTask($plugin_id: ID!, $task_name: String!, $args_map: Map) {
-      runPluginTask(plugin_id: $plugin_id, task_name: $task_name, args_map: $args_map)
+    mutation Stash2PlexTask($plugin_id: ID!, $description: String, $args_map: Map) {
+      runPluginTask(plugin_id: $plugin_id, description: $description, args_map: $args_map)
     }
   `;
   const PLUGIN_STATE = gql`
@@ -34,14 +40,9 @@
       plugins {
         id
         enabled
-        tasks {
-          name
-        }
       }
     }
   `;
-  // Verify (reconcile) is a task of the plugin menu; the button shows once the plugin has one.
-  const VERIFY_TASK = /verify|reconcile/i;
 
   function client() {
     return api.utils.StashService.getClient();
@@ -56,10 +57,11 @@
     return result.data.runPluginOperation;
   }
 
-  async function runTask(name) {
+  // Without a menu entry named, Stash runs the plugin with these args alone (contracts/stash.md, Plugins).
+  async function runTask(task) {
     const result = await client().mutate({
       mutation: RUN_TASK,
-      variables: { plugin_id: PLUGIN_ID, task_name: name, args_map: {} },
+      variables: { plugin_id: PLUGIN_ID, description: task.label, args_map: { mode: task.mode } },
     });
     return result.data.runPluginTask;
   }
@@ -86,9 +88,9 @@
         .query({ query: PLUGIN_STATE, fetchPolicy: "network-only" })
         .then((r) => {
           const mine = (r.data.plugins || []).find((p) => p.id === PLUGIN_ID);
-          if (live) setPlugin(mine || { enabled: false, tasks: [] });
+          if (live) setPlugin(mine || { enabled: false });
         })
-        .catch(() => live && setPlugin({ enabled: false, tasks: [] }));
+        .catch(() => live && setPlugin({ enabled: false }));
       return () => {
         live = false;
       };
@@ -406,7 +408,6 @@
     const sceneId = sceneOf(useLocation().search);
     if (plugin === null) return h("div", { className: "s2p-page" }, h(Spinner, { animation: "border", size: "sm" }));
     if (!plugin.enabled) return h("div", { className: "s2p-page" }, h("h2", null, "Stash2Plex"), h(DisabledMessage));
-    const verify = (plugin.tasks || []).find((t) => VERIFY_TASK.test(t.name));
     return h(
       React.Fragment,
       null,
@@ -417,11 +418,11 @@
             TitledCard("s2p-scene-card", h(React.Fragment, null, "Scene ", h(Link, { to: "/scenes/" + sceneId }, "#" + sceneId), " in Plex"), h(ScenePanel, { key: sceneId, sceneId: sceneId }))
           )
         : null,
-      h(StatusPage, { verifyTask: verify ? verify.name : null })
+      h(StatusPage)
     );
   }
 
-  function StatusPage(props) {
+  function StatusPage() {
     const [preview, setPreview] = React.useState(null);
     const [notice, setNotice] = React.useState(null);
     const [busy, setBusy] = React.useState(false);
@@ -473,9 +474,7 @@
           },
           "Preview"
         ),
-        props.verifyTask
-          ? h(Button, { className: "s2p-verify", variant: "secondary", disabled: busy, onClick: () => act("Verify", () => runTask(props.verifyTask)) }, "Verify")
-          : null,
+        h(Button, { className: "s2p-verify", variant: "secondary", disabled: busy, onClick: () => act("Verify", () => runTask(TASKS.verify)) }, "Verify"),
         h(
           Button,
           { className: "s2p-retry-all", variant: "secondary", disabled: busy || !(s && s.dlq.count), onClick: () => act("Retry all", () => runTask(TASKS.retryAll), "Every dead-letter entry is queued again.") },
