@@ -141,7 +141,7 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | None:
         if isinstance(error, (ConfigError, PlexAuthError)) and _settings_fixed(app, log):
             return None
         return False
-    from tasks.progress import counts_text
+    from worker.progress import counts_text
 
     log.info(f"drainer finished: {counts_text(outcome.get('stats') or {})}")
     _remember_error(app, None)  # a clean run: an old reason would only mislead queue_status

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+RECENT_DEFAULT_S = 24 * 3600  # recent's window when no sync came before it
+
 
 def parse(stamp: str) -> dt.datetime | None:
     """An aware datetime, or None when ``stamp`` is not RFC3339 with an offset."""
@@ -33,7 +35,7 @@ def format_like(instant: dt.datetime, template: dt.datetime) -> str:
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
-def recent_since(last: str | None, marker: str | None, default_s: float) -> str | None:
+def recent_since(last: str | None, marker: str | None, default_s: float = RECENT_DEFAULT_S) -> str | None:
     """The ``updated_at > since`` value for a ``recent`` run, in Stash's current form.
 
     ``marker`` is Stash's newest ``updated_at`` now, ``last`` the previous run's (none: ``default_s``

@@ -13,10 +13,11 @@ from validation.modes import MODES
 
 
 def run_task(mode: str, app: Context, params: dict[str, Any]) -> Any:
-    """Run ``mode``'s function; one that ``takes_args`` also gets the run's other args. The
-    public Stash2Plex plugin's queue and dead letters are taken over first (once)."""
+    """Run ``mode``'s function (its ``plan`` on a dry run); one that ``takes_args`` also gets
+    the run's other args. The public Stash2Plex plugin's queue and dead letters are taken
+    over first (once)."""
     row = MODES[mode]
-    module_name, _, name = row.run.partition(":")
+    module_name, _, name = (row.plan if row.plan and app.options.get("dry_run") else row.run).partition(":")
     func = getattr(importlib.import_module(module_name), name)
     app.take_over()
     return func(app, params) if row.takes_args else func(app)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import ConfigError, PlexAuthError, PlexUnavailable, Stash2PlexError, StashUnavailable
 from plex.index import VIDEO_SECTION_TYPES, pick_sections
 from validation.pathmap import map_path, suggest_path_map
+from worker.breaker import plex_answered
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -164,7 +165,7 @@ def _check_plex(app: Context, report: _Report) -> bool:
             "sends every request there (a write answered with a redirect is never taken as done); "
             "set plex_url to that address to skip the redirect"
         )
-    plex_answered(app)
+    plex_answered(app.breaker, app.log)
     return True
 
 
@@ -183,15 +184,6 @@ def _check_notifications(app: Context, report: _Report) -> None:
         return
     report.data["plex"]["notifications"] = True
     report.good("Plex's notification websocket connects (new items are synced as Plex adds them)")
-
-
-def plex_answered(app: Context) -> None:
-    """Close the circuit breaker: Plex answered a task the user started, so every process
-    waiting for Plex (a drainer between probes) may go ahead now."""
-    try:
-        app.breaker().record_success()
-    except (OSError, Stash2PlexError) as exc:
-        app.log.warning(f"could not record that Plex answers in the circuit breaker's file: {exc}")
 
 
 def _check_libraries(app: Context, settings: Settings, report: _Report) -> bool:
@@ -232,10 +224,10 @@ def _check_libraries(app: Context, settings: Settings, report: _Report) -> bool:
 
 # -- scenes without a Plex item -----------------------------------------------------
 def _count_unmatched(app: Context, report: _Report) -> None:
-    from tasks.unmatched import COMMAND, find_unmatched
+    from worker.unmatched import COMMAND, find_unmatched
 
     try:
-        count = len(find_unmatched(app))
+        count = len(find_unmatched(app.settings(), app.index().index(), app.stash()))
     except Stash2PlexError as exc:
         report.bad(f"scenes without a Plex item not counted: {exc}")
         return

@@ -19,9 +19,9 @@ from core.errors import InputError, InvalidMetadata, PlexNotFound
 from plex.matcher import PlexFile, SceneFile, match_scene
 from sync_queue.job import BULK
 from tasks.context import Context
-from tasks.pins import rating_key_arg
 from validation.metadata import scene_from_stash
 from validation.pathmap import map_path, parse_path_map, suggest_path_map
+from validation.plugin_input import rating_key_arg
 
 KINDS = {"AmbiguousMatch": "ambiguous", "PlexNotFound": "unmatched", "PinnedItemGone": "unmatched"}
 ORDER = {"ambiguous": 0, "unmatched": 1, "loose": 2}

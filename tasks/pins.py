@@ -17,17 +17,7 @@ from core.errors import InputError, PlexNotFound
 from sync_queue.job import INTERACTIVE
 from sync_queue.ledger import ANSWERS, PIN_ITEM
 from tasks.context import Context
-from validation.plugin_input import scene_id_arg
-
-
-def rating_key_arg(params: dict[str, Any]) -> int:
-    """A Plex ratingKey from ``args`` (a number, or its text)."""
-    value = params.get("rating_key")
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**63:
-        raise InputError(f"args.rating_key must be the ratingKey of a Plex item (a whole number from 1), got {value!r}")
-    return value
+from validation.plugin_input import rating_key_arg, scene_id_arg
 
 
 def _check_item(app: Context, rating_key: int) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """One planner for every preview: the page (``ui_preview``), the command line (``all`` /
 ``recent`` with ``--dry-run``) and the task "Preview sync (no writes)".
 
-The scenes ``all`` would queue (tasks/changed.py), found and planned as the worker's
+The scenes ``all`` would queue (worker/changed.py), found and planned as the worker's
 write step plans them (``Syncer.preview``), so the plan is what the real run then does.
 All three answer one JSON shape, described in docs/usage.md ("The preview's reply");
 ``reconcile --dry-run`` adds its plan in the same shape.
@@ -9,51 +9,17 @@ All three answer one JSON shape, described in docs/usage.md ("The preview's repl
 
 from __future__ import annotations
 
-import json
-import time
 from typing import Any
 
 from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
-from tasks.changed import may_differ
+from stash.timestamps import recent_since
 from tasks.context import Context
-from validation.fields import LABELS
 from validation.metadata import SceneMetadata, scene_from_stash
-from worker.preview import plan_entry, plan_lines, unmatched_entry, writes
+from worker.changed import may_differ
+from worker.preview import PlanReport, plan_entry, publish, unmatched_entry, writes
 
 PAGE_SIZE = 500
 PAGE_LIMIT = 50  # scenes the page lists at most (``more`` says there are others)
-LOG_LIMIT = 20  # scenes a task's summary in Stash's log lists
-
-
-class PlanReport:
-    """A plan's entries, at most ``limit`` (None: all); ``finish`` gives the reply's shape."""
-
-    def __init__(self, mode: str, limit: int | None = None) -> None:
-        self.mode, self.limit = mode, limit
-        self.scenes: list[dict[str, Any]] = []
-        self.unmatched: list[dict[str, Any]] = []
-        self.no_change = 0
-        self.more = False
-
-    def room(self) -> bool:
-        """Whether another entry fits; once not, ``more`` is set."""
-        if self.limit is not None and len(self.scenes) + len(self.unmatched) >= self.limit:
-            self.more = True
-        return not self.more
-
-    def finish(self, checked: int) -> dict[str, Any]:
-        return {
-            "dry_run": True,
-            "mode": self.mode,
-            "checked": checked,
-            "would_write": len(self.scenes),
-            "unmatched_count": len(self.unmatched),
-            "no_change": self.no_change,
-            "more": self.more,
-            "labels": LABELS,
-            "scenes": self.scenes,
-            "unmatched": self.unmatched,
-        }
 
 
 def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: int | None = None) -> dict[str, Any]:
@@ -70,7 +36,7 @@ def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: 
         total, raw = stash.scenes_page(page, PAGE_SIZE, updated_after)
         if not raw:
             break
-        changed = set(may_differ(app, raw))  # out-of-scope scenes are never planned
+        changed = set(may_differ(app.syncer(), ledger, raw))  # out-of-scope scenes are never planned
         records = ledger.get_many(sorted(changed))
         work = []
         for item in raw:
@@ -112,25 +78,20 @@ def _plan_page(syncer: Any, work: list[tuple[SceneMetadata, Any]], report: PlanR
         syncer.end_batch()
 
 
-def publish(app: Context, plan: dict[str, Any]) -> dict[str, Any]:
-    """A task's or command's plan: saved whole as a file in the data folder (named in
-    ``plan_file``), summarised in the log; the reply leaves the lists out unless
-    ``full_reply`` (the command line) asks for them."""
-    folder = app.data_dir / "plans"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{plan['mode']}-dry-run-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(plan, ensure_ascii=False, indent=1), encoding="utf-8")
-    plan = {**plan, "plan_file": str(path)}
-    for line in plan_lines(plan, limit=LOG_LIMIT):
-        app.log.report(line)
-    if app.options.get("full_reply"):
-        return plan
-    return {k: v for k, v in plan.items() if k not in ("scenes", "unmatched")}
+def plan_all(app: Context) -> dict[str, Any]:
+    """The dry run of ``all`` (the task "Preview sync" and ``all --dry-run``)."""
+    return _publish(app, plan_sync(app, "all"))
 
 
-def run_dry(app: Context, mode: str, updated_after: str | None = None) -> dict[str, Any]:
-    """The dry run of ``all`` / ``recent`` (the task "Preview sync" and ``--dry-run``)."""
-    return publish(app, plan_sync(app, mode, updated_after))
+def plan_recent(app: Context) -> dict[str, Any]:
+    """The dry run of ``recent`` (``recent --dry-run``)."""
+    since = recent_since(app.ledger().meta("last_sync_at"), app.stash().newest_updated_at())
+    app.log.info(f"syncing scenes updated after {since}")
+    return _publish(app, plan_sync(app, "recent", since))
+
+
+def _publish(app: Context, plan: dict[str, Any]) -> dict[str, Any]:
+    return publish(plan, app.data_dir, app.log, bool(app.options.get("full_reply")))
 
 
 def run(app: Context) -> dict[str, Any]:

@@ -13,11 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
-from tasks.health_check import plex_answered
-from tasks.preview import PlanReport, publish
-from tasks.progress import ProgressReporter
 from validation.metadata import scene_from_stash
-from worker.preview import plan_entry, unmatched_entry
+from worker.breaker import plex_answered
+from worker.preview import PlanReport, plan_entry, publish, unmatched_entry
+from worker.progress import ProgressReporter
 from worker.reconcile import Finding, Reconciler
 from worker.verdict import OUT_OF_SCOPE, verdict
 
@@ -66,7 +65,7 @@ def run(app: Context) -> dict[str, Any]:
     plan = PlanReport("reconcile") if dry else None
     with app.consumer():  # no drainer writes to Plex or the ledger meanwhile
         app.index().reload()  # asks Plex at once, whatever the breaker says (the user clicked)
-        plex_answered(app)
+        plex_answered(app.breaker, app.log)
         reconciler = Reconciler(app.syncer(), app.ledger(), settings)
         progress = ProgressReporter(app.log, 0, "scenes")
         page, seen, ids = 1, 0, set[int]()
@@ -87,7 +86,8 @@ def run(app: Context) -> dict[str, Any]:
     for line in report.lines():
         app.log.info(line)
     if plan is not None:
-        result.update(publish(app, plan.finish(checked=report.counts["checked"])))
+        full_reply = bool(app.options.get("full_reply"))
+        result.update(publish(plan.finish(checked=report.counts["checked"]), app.data_dir, app.log, full_reply))
     return result
 
 

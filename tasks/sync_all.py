@@ -18,10 +18,8 @@ from typing import TYPE_CHECKING, Any
 from stash.timestamps import recent_since
 from sync_queue.job import BULK, Job
 from sync_queue.stats import Delta
-from tasks.changed import sort_scenes
-from tasks.preview import run_dry
-from tasks.process_queue import finish, sum_done
-from tasks.progress import ProgressReporter
+from worker.changed import sort_scenes
+from worker.progress import ProgressReporter, finish, sum_done
 from worker.worker import READ_AT
 
 if TYPE_CHECKING:
@@ -32,20 +30,13 @@ PAGE_SIZE = 500
 FIRST_PAGE_SIZE = 100  # Stash answers a small page sooner: the first writes start while the next page is read
 SLICE = 100  # jobs queued at once (a put is a SQLite transaction each)
 LOW_WATER = 150  # queued jobs of ours not taken yet: below this the next slice is queued
-RECENT_DEFAULT_S = 24 * 3600
 
 
 def run_all(app: Context) -> dict[str, Any]:
-    if app.options.get("dry_run"):
-        return run_dry(app, "all")
     return _sync(app, label="all")
 
 
 def run_recent(app: Context) -> dict[str, Any]:
-    if app.options.get("dry_run"):
-        since = recent_since(app.ledger().meta("last_sync_at"), app.stash().newest_updated_at(), RECENT_DEFAULT_S)
-        app.log.info(f"syncing scenes updated after {since}")
-        return run_dry(app, "recent", updated_after=since)
     return _sync(app, label="recent")
 
 
@@ -76,7 +67,7 @@ class PageFeed:
         self._done = False
         self._pages: Queue = Queue(maxsize=1)
         self._stop = threading.Event()
-        app.syncer(), app.ledger()  # built here: the reader thread only uses them
+        self.syncer, self.ledger = app.syncer(), app.ledger()  # built here: the reader thread only uses them
         self._reader = threading.Thread(target=self._read, name="stash-pages", daemon=True)
         self._reader.start()
 
@@ -100,7 +91,13 @@ class PageFeed:
                     for scene in scenes:
                         scene[READ_AT] = read_at
                     if scenes:
-                        self._put((seen + remaining, scenes, *sort_scenes(self.app, scenes, note_skipped=True)))
+                        self._put(
+                            (
+                                seen + remaining,
+                                scenes,
+                                *sort_scenes(self.syncer, self.ledger, scenes, note_skipped=True),
+                            )
+                        )
                         seen += len(scenes)
             except BaseException as exc:  # handed to the caller's thread, which raises it
                 self._put(exc)
@@ -189,7 +186,7 @@ def _sync(app: Context, label: str) -> dict[str, Any]:
     marker = app.stash().newest_updated_at()  # read first: whatever changes during the run is newer
     updated_after = None
     if label == "recent":
-        updated_after = recent_since(app.ledger().meta("last_sync_at"), marker, RECENT_DEFAULT_S)
+        updated_after = recent_since(app.ledger().meta("last_sync_at"), marker)
         app.log.info(f"syncing scenes updated after {updated_after}")
     with app.consumer() as queue:
         worker = app.worker(queue, probe_now=True)
@@ -213,7 +210,7 @@ def _sync(app: Context, label: str) -> dict[str, Any]:
         left = queue.parked_count()
     scope = f", {feed.out_of_scope} out of scope (left as they are in Plex)" if feed.out_of_scope else ""
     app.log.info(f"{label}: {feed.seen} scenes checked, {feed.queued} queued{scope}")
-    result = finish(app, worker, worker.stats, left)
+    result = finish(worker, worker.stats, left, app.log, app.ensure_drainer)
     if worker.abort_error is None and marker:
         app.ledger().set_meta("last_sync_at", marker)
     return {"checked": feed.seen, "queued": feed.queued, "out_of_scope": feed.out_of_scope, **result}

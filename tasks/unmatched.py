@@ -1,81 +1,20 @@
 """``unmatched`` (command line; a count in ``health_check``): every scene with no Plex item.
 
-Pages through every Stash scene, maps its files with ``path_map`` and looks them up
-in the Plex index the way the sync does (``match_scene`` + ``choose``). The scenes
-no item is accepted for are grouped by their Stash folder, largest group first,
-with the ``path_map`` rule that would fix the largest group, when one would.
+The scenes no item is accepted for (worker/unmatched.py) grouped by their Stash folder,
+largest group first, with the ``path_map`` rule that would fix the largest group, when one would.
 """
 
 from __future__ import annotations
 
-import ntpath
-import posixpath
 from typing import TYPE_CHECKING, Any
 
-from core.errors import AmbiguousMatch, InvalidMetadata, PlexNotFound
-from plex.matcher import PathIndex, SceneFile, choose, match_scene
-from validation.metadata import scene_from_stash
-from validation.pathmap import PathRule, map_path, parse_path_map, suggest_path_map
+from validation.pathmap import map_path, parse_path_map, suggest_path_map
+from worker.unmatched import find_unmatched
 
 if TYPE_CHECKING:
     from tasks.context import Context
 
-PAGE_SIZE = 500
 SHOWN_PER_GROUP = 10
-COMMAND = "python Stash2Plex.py unmatched"
-
-
-def _folder(path: str) -> str:
-    module = ntpath if "\\" in path and "/" not in path else posixpath
-    return module.dirname(path) or path
-
-
-def find_unmatched(app: Context) -> list[dict[str, Any]]:
-    """One entry per scene no Plex item is accepted for: id, title, paths, folder, reason."""
-    settings = app.settings()
-    index = app.index().index()
-    rules, ci = settings.path_map, settings.case_insensitive_paths
-    found: list[dict[str, Any]] = []
-    page, seen = 1, 0
-    while True:
-        total, raw = app.stash().scenes_page(page, PAGE_SIZE)
-        for item in raw:
-            entry = _check(item, index, rules, ci, not settings.loose_matching)
-            if entry is not None:
-                found.append(entry)
-        seen += len(raw)
-        if not raw or seen >= total or len(raw) < PAGE_SIZE:
-            return found
-        page += 1
-
-
-def _check(item: dict, index: PathIndex, rules: tuple[PathRule, ...], ci: bool, strict: bool) -> dict[str, Any] | None:
-    sid = int(item["id"])
-    try:
-        scene = scene_from_stash(item)
-    except InvalidMetadata as exc:
-        return {
-            "scene_id": sid,
-            "title": item.get("title") or "",
-            "stash_path": "",
-            "mapped_path": "",
-            "folder": "(no file)",
-            "reason": str(exc),
-        }
-    files = SceneFile.of(scene.files)
-    try:
-        choose(match_scene(files, index, rules, ci), strict, files)
-        return None
-    except (PlexNotFound, AmbiguousMatch) as exc:
-        stash_path = scene.files[0].path
-        return {
-            "scene_id": sid,
-            "title": scene.title,
-            "stash_path": stash_path,
-            "mapped_path": map_path(stash_path, rules, ci),
-            "folder": _folder(stash_path),
-            "reason": str(exc),
-        }
 
 
 def group_by_folder(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -109,7 +48,7 @@ def _suggestion(app: Context, members: list[dict[str, Any]]) -> tuple[str | None
 
 
 def run(app: Context) -> dict[str, Any]:
-    entries = find_unmatched(app)
+    entries = find_unmatched(app.settings(), app.index().index(), app.stash())
     groups = group_by_folder(entries)
     result: dict[str, Any] = {"count": len(entries), "groups": groups, "suggested_path_map": None}
     if groups:

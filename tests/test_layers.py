@@ -137,3 +137,29 @@ def test_a_planted_import_circle_is_caught(tmp_path):
     (tmp_path / "tasks" / "one.py").write_text("from tasks.two import x\n")
     (tmp_path / "tasks" / "two.py").write_text("def f():\n    from tasks import one\n")
     assert import_cycles(module_imports(tmp_path)) == [["tasks.one", "tasks.two"]]
+
+
+def task_imports(root: Path) -> list[str]:
+    """Task modules that import another task's module. Steps two tasks share live below
+    ``tasks/`` (worker/, sync_queue/, validation/); what a task is given, in tasks/context.py."""
+    graph = module_imports(root)
+    return sorted(
+        f"{module} imports {other}"
+        for module, imported in graph.items()
+        if module.startswith("tasks.")
+        for other in imported
+        if other.startswith("tasks.") and other != "tasks.context"
+    )
+
+
+def test_no_task_imports_another():
+    assert task_imports(ROOT) == []
+
+
+def test_a_planted_task_import_is_caught(tmp_path):
+    for name in ALLOWED:
+        (tmp_path / name).mkdir()
+    (tmp_path / "tasks" / "context.py").write_text("class Context: ...\n")
+    (tmp_path / "tasks" / "one.py").write_text("from tasks.context import Context\n")
+    (tmp_path / "tasks" / "two.py").write_text("def f():\n    from tasks.one import x\n")
+    assert task_imports(tmp_path) == ["tasks.two imports tasks.one"]

@@ -1,4 +1,4 @@
-"""The worker's pipeline (worker/pipeline.py) and the progress a user watches (tasks/progress.py).
+"""The worker's pipeline (worker/pipeline.py) and the progress a user watches (worker/progress.py).
 
 Pure parts with exact values; end to end, ``all`` against the emulators: the task bar
 moves with the scenes (not page by page), and Plex never has more writes in flight
@@ -8,8 +8,8 @@ than ``plex_concurrency`` allows while the pipeline keeps it busy.
 from __future__ import annotations
 
 from core.errors import PlexNotFound, PlexUnavailable, StashUnavailable
-from tasks.progress import ProgressReporter, rate_text
 from worker.pipeline import Pacer
+from worker.progress import ProgressReporter, rate_text
 
 
 def test_pacer_halves_once_per_burst_and_grows_back_after_clean_work():

@@ -40,6 +40,7 @@ class Mode:
     help: str = ""  # the command line's line for it
     menu: tuple[MenuEntry, ...] = ()
     takes_args: bool = False  # the function is also given the run's ``args``
+    plan: str = ""  # what runs instead on a dry run (``dry_run``), when the task's own function does not plan
     dry_run: bool = False  # the command line takes --dry-run
     operands: str = ""  # the command line's positional arguments, as its usage shows them
     aliases: tuple[str, ...] = ()
@@ -52,10 +53,11 @@ def _task(
     help: str,
     *menu: MenuEntry,
     dry_run: bool = False,
+    plan: str = "",
     aliases: tuple[str, ...] = (),
     quiet: bool = False,
 ) -> Mode:
-    return Mode(id, run, TASK, help, menu, dry_run=dry_run, aliases=aliases, quiet=quiet)
+    return Mode(id, run, TASK, help, menu, dry_run=dry_run or bool(plan), plan=plan, aliases=aliases, quiet=quiet)
 
 
 def _operation(id: str, run: str, takes_args: bool = False) -> Mode:
@@ -84,7 +86,7 @@ _ROWS = (
             "data folder (named in the result).",
             dry_run=True,
         ),
-        dry_run=True,
+        plan="tasks.preview:plan_all",
     ),
     _task(
         "reconcile",
@@ -106,7 +108,7 @@ _ROWS = (
             "Sync recent changes",
             "Syncs scenes updated since the last successful sync (the last 24 hours when there was none).",
         ),
-        dry_run=True,
+        plan="tasks.preview:plan_recent",
     ),
     _task(
         "process_queue",

@@ -107,6 +107,16 @@ def scene_id_arg(params: dict[str, Any], key: str = "scene_id") -> int:
     return value
 
 
+def rating_key_arg(params: dict[str, Any]) -> int:
+    """A Plex ratingKey from ``args`` (a number, or its text)."""
+    value = params.get("rating_key")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**63:
+        raise InputError(f"args.rating_key must be the ratingKey of a Plex item (a whole number from 1), got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class PluginArgs:
     mode: str | None = None

@@ -20,9 +20,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.backoff import probe_wait
+from core.errors import Stash2PlexError
 from core.platform import file_lock
+
+if TYPE_CHECKING:
+    from core.log import StashLog
 
 __all__ = [
     "BreakerPolicy",
@@ -329,3 +334,12 @@ class CircuitBreaker:
         """Seconds until a probe can be admitted; 0.0 when CLOSED or already due."""
         at = next_probe_at(self.state(), self.policy)
         return 0.0 if at is None else max(0.0, at - self.clock())
+
+
+def plex_answered(breaker: Callable[[], CircuitBreaker], log: StashLog) -> None:
+    """Close the circuit: Plex answered a task the user started (Health check, reconcile),
+    so every process waiting for Plex (a drainer between probes) may go ahead now."""
+    try:
+        breaker().record_success()
+    except (OSError, Stash2PlexError) as exc:
+        log.warning(f"could not record that Plex answers in the circuit breaker's file: {exc}")

@@ -8,10 +8,20 @@ command line (``--json`` or as a table) and summarised in Stash's log.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import time
+from typing import TYPE_CHECKING, Any
 
 from plex.plan import ItemPlan
+from validation.fields import LABELS
 from validation.metadata import SceneMetadata
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from core.log import StashLog
+
+LOG_LIMIT = 20  # scenes a task's summary in Stash's log lists
 
 
 def plan_entry(
@@ -102,3 +112,50 @@ def plan_lines(output: dict[str, Any], limit: int | None = None) -> list[str]:
     if output.get("plan_file"):
         lines.append(f"the full plan: {output['plan_file']}")
     return lines
+
+
+class PlanReport:
+    """A plan's entries, at most ``limit`` (None: all); ``finish`` gives the reply's shape."""
+
+    def __init__(self, mode: str, limit: int | None = None) -> None:
+        self.mode, self.limit = mode, limit
+        self.scenes: list[dict[str, Any]] = []
+        self.unmatched: list[dict[str, Any]] = []
+        self.no_change = 0
+        self.more = False
+
+    def room(self) -> bool:
+        """Whether another entry fits; once not, ``more`` is set."""
+        if self.limit is not None and len(self.scenes) + len(self.unmatched) >= self.limit:
+            self.more = True
+        return not self.more
+
+    def finish(self, checked: int) -> dict[str, Any]:
+        return {
+            "dry_run": True,
+            "mode": self.mode,
+            "checked": checked,
+            "would_write": len(self.scenes),
+            "unmatched_count": len(self.unmatched),
+            "no_change": self.no_change,
+            "more": self.more,
+            "labels": LABELS,
+            "scenes": self.scenes,
+            "unmatched": self.unmatched,
+        }
+
+
+def publish(plan: dict[str, Any], data_dir: Path, log: StashLog, full_reply: bool) -> dict[str, Any]:
+    """A task's or command's plan: saved whole as a file in the data folder (named in
+    ``plan_file``), summarised in the log; the reply leaves the lists out unless
+    ``full_reply`` (the command line) asks for them."""
+    folder = data_dir / "plans"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{plan['mode']}-dry-run-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(plan, ensure_ascii=False, indent=1), encoding="utf-8")
+    plan = {**plan, "plan_file": str(path)}
+    for line in plan_lines(plan, limit=LOG_LIMIT):
+        log.report(line)
+    if full_reply:
+        return plan
+    return {k: v for k, v in plan.items() if k not in ("scenes", "unmatched")}

@@ -1,8 +1,9 @@
-"""Progress for long tasks: Stash's progress bar plus a readable line every few seconds.
+"""A foreground run of the worker (process_queue, all, recent, reconcile): its progress and its end.
 
-The bar moves with the work, not page by page: at most every ``bar_every_s`` while
-jobs settle (and with every job when each takes longer than that). The log line
-and the command line's bar carry the rate and an estimate of the time left.
+Progress is Stash's progress bar plus a readable line every few seconds. The bar moves with
+the work, not page by page: at most every ``bar_every_s`` while jobs settle (and with every
+job when each takes longer than that). The log line and the command line's bar carry the
+rate and an estimate of the time left.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import Callable, Mapping
 
     from core.log import StashLog
+    from worker.worker import Worker
+
+DONE_KEYS = ("synced", "unchanged", "gone", "failed", "retrying", "waiting_for_plex")
 
 
 def rate_text(done: int, total: int, elapsed: float, unit: str) -> str:
@@ -64,3 +69,24 @@ def counts_text(counts: Mapping[str, int]) -> str:
     parts = [(n, name.replace("_", " ")) for name, n in dict(counts).items() if n]
     parts.sort(key=lambda part: -part[0])
     return ", ".join(f"{n:,} {name}" for n, name in parts) or "nothing to do"
+
+
+def sum_done(stats: Mapping[str, int]) -> int:
+    """The jobs a run has settled so far, for its progress."""
+    return sum(stats[k] for k in DONE_KEYS)
+
+
+def finish(worker: Worker, stats: Counter[str], left: int, log: StashLog, ensure_drainer: Callable[[], object]) -> dict:
+    """The run's reply; leftover retries handed to a background drainer. (The cumulative
+    statistics were recorded batch by batch by the worker.)"""
+    result = {**{k: stats.get(k, 0) for k in (*DONE_KEYS, "posters")}, **dict(stats), "waiting": left}
+    if worker.abort_error is not None:
+        # The run stopped early (Plex rejected the token, or a setting is wrong): say
+        # why. The jobs not yet done stay queued and no background drainer is started:
+        # it would only stop the same way.
+        raise worker.abort_error
+    if left:
+        ensure_drainer()
+        log.info(f"{left} jobs wait for a retry; a background drainer will run them when due")
+    log.info(f"done: {counts_text(stats)}")
+    return result

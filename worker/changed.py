@@ -7,23 +7,29 @@ inbox's answers) are never among them, only counted.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from core.errors import InvalidMetadata
-from tasks.context import Context
 from validation.metadata import scene_from_stash
 from worker.verdict import OUT_OF_SCOPE, verdict
 
+if TYPE_CHECKING:
+    from sync_queue.ledger import Ledger
+    from worker.sync import Syncer
 
-def may_differ(app: Context, scenes: list[dict]) -> list[int]:
+
+def may_differ(syncer: Syncer, ledger: Ledger, scenes: list[dict]) -> list[int]:
     """The ids of the scenes whose desired state differs from what was last written (or is unknown)."""
-    return sort_scenes(app, scenes)[0]
+    return sort_scenes(syncer, ledger, scenes)[0]
 
 
-def sort_scenes(app: Context, scenes: list[dict], note_skipped: bool = False) -> tuple[list[int], int]:
+def sort_scenes(
+    syncer: Syncer, ledger: Ledger, scenes: list[dict], note_skipped: bool = False
+) -> tuple[list[int], int]:
     """The scenes that may differ (``may_differ``), and how many are out of scope.
     ``note_skipped``: the ledger records what the out-of-scope scenes depend on (a tag
     leaving a skipped tag brings its scenes back through the entity event)."""
-    syncer = app.syncer()
-    records = app.ledger().get_many([int(s["id"]) for s in scenes])
+    records = ledger.get_many([int(s["id"]) for s in scenes])
     changed, out_of_scope = [], 0
     skipped: dict[int, dict[str, list[int]]] = {}
     for raw in scenes:
@@ -40,5 +46,5 @@ def sort_scenes(app: Context, scenes: list[dict], note_skipped: bool = False) ->
         elif found.stale:
             changed.append(sid)
     if note_skipped and skipped:
-        app.ledger().set_entities_many(skipped)
+        ledger.set_entities_many(skipped)
     return changed, out_of_scope
