@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from app.terminal import TerminalLog
 from core.errors import Stash2PlexError
 from core.log import Redactor, capture_library_logs
-from validation.modes import COMMAND_LINE_MODES, MODES
+from validation.modes import COMMAND_LINE_MODES, MODES, function
 from validation.plugin_input import ServerConnection
 
 if TYPE_CHECKING:
@@ -221,22 +221,13 @@ def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin
 
 def render(output: Any, mode: str) -> list[str]:
     """The task's reply as lines for a person (``--json`` prints it as it is, for scripts)."""
-    if mode == "queue_status" and isinstance(output, dict):
-        from tasks.queue_status import format_status
-
-        return format_status(output)
     if isinstance(output, dict) and output.get("dry_run") and "scenes" in output:
         from worker.preview import plan_lines
 
         return plan_lines(output)
-    if mode == "inspect":
-        from tasks.inspect import inspect_lines
-
-        return inspect_lines(output)
-    if mode == "unmatched":
-        from tasks.unmatched import unmatched_lines
-
-        return unmatched_lines(output)
+    row = MODES.get(mode)
+    if row is not None and row.lines and isinstance(output, dict):
+        return list(function(row.lines)(output))
     if isinstance(output, dict) and "ok" in output and "problems" in output:  # health_check
         return _health_lines(output)
     if isinstance(output, dict):

@@ -5,11 +5,10 @@ A task's module is imported only when it runs, so a hook never pays for it.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from tasks.context import Context
-from validation.modes import MODES
+from validation.modes import MODES, function
 
 
 def run_task(mode: str, app: Context, params: dict[str, Any]) -> Any:
@@ -17,7 +16,6 @@ def run_task(mode: str, app: Context, params: dict[str, Any]) -> Any:
     the run's other args. The public Stash2Plex plugin's queue and dead letters are taken
     over first (once)."""
     row = MODES[mode]
-    module_name, _, name = (row.plan if row.plan and app.options.get("dry_run") else row.run).partition(":")
-    func = getattr(importlib.import_module(module_name), name)
+    func = function(row.plan if row.plan and app.options.get("dry_run") else row.run)
     app.take_over()
     return func(app, params) if row.takes_args else func(app)

@@ -21,7 +21,7 @@ import yaml
 
 from tests.runner import REPO
 from validation.config import DEFAULTS, Settings
-from validation.modes import MODES, TASK, TASK_MODES
+from validation.modes import MODES, TASK, TASK_MODES, function
 from validation.plugin_input import HOOK_TRIGGERS, SCENE_HOOKS
 
 YML = REPO / "Stash2Plex.yml"
@@ -307,9 +307,8 @@ def test_the_tool_writes_scalars_yaml_reads_back(value):
 
 def test_every_mode_runs_a_function_and_every_task_is_in_the_menu():
     for mode in MODES.values():
-        for run in filter(None, (mode.run, mode.plan)):
-            module, _, name = run.partition(":")
-            assert callable(getattr(importlib.import_module(module), name)), mode.id
+        for run in filter(None, (mode.run, mode.plan, mode.lines)):
+            assert callable(function(run)), (mode.id, run)
         assert bool(mode.menu) == (mode.kind == TASK), mode.id
     assert TASK_MODES == tuple(m.id for m in MODES.values() if m.menu)
 

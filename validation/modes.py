@@ -14,7 +14,10 @@ The page (ui/*.js) starts each by its id.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 TASK, OPERATION, COMMAND = "task", "operation", "command"
 
@@ -45,6 +48,7 @@ class Mode:
     operands: str = ""  # the command line's positional arguments, as its usage shows them
     aliases: tuple[str, ...] = ()
     quiet: bool = False  # its log lines repeat what the command line prints
+    lines: str = ""  # how the command line prints the reply for a person (``module:function``)
 
 
 def _task(
@@ -56,16 +60,24 @@ def _task(
     plan: str = "",
     aliases: tuple[str, ...] = (),
     quiet: bool = False,
+    lines: str = "",
 ) -> Mode:
-    return Mode(id, run, TASK, help, menu, dry_run=dry_run or bool(plan), plan=plan, aliases=aliases, quiet=quiet)
+    dry_run = dry_run or bool(plan)
+    return Mode(id, run, TASK, help, menu, dry_run=dry_run, plan=plan, aliases=aliases, quiet=quiet, lines=lines)
 
 
 def _operation(id: str, run: str, takes_args: bool = False) -> Mode:
     return Mode(id, run, OPERATION, takes_args=takes_args)
 
 
-def _command(id: str, run: str, help: str, operands: str = "") -> Mode:
-    return Mode(id, run, COMMAND, help, operands=operands)
+def _command(id: str, run: str, help: str, lines: str, operands: str = "") -> Mode:
+    return Mode(id, run, COMMAND, help, operands=operands, lines=lines)
+
+
+def function(ref: str) -> Callable[..., Any]:
+    """The function a row names (``module:function``), imported now."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 # In the order of Stash's task menu; then the command line's own, then the page's.
@@ -129,6 +141,7 @@ _ROWS = (
         ),
         aliases=("status",),
         quiet=True,
+        lines="tasks.queue_status:format_status",
     ),
     _task(
         "clear_queue",
@@ -190,23 +203,27 @@ _ROWS = (
         "inspect",
         "tasks.inspect:run",
         "inspect <scene id>: the scene's paths, candidate items, ledger record and planned edit",
+        "tasks.inspect:inspect_lines",
         " <scene id>",
     ),
     _command(
         "unmatched",
         "tasks.unmatched:run",
         "every scene with no Plex item, by folder, with a path_map rule when one would help",
+        "tasks.unmatched:unmatched_lines",
     ),
     _command(
         "pin",
         "tasks.pins:pin_cli",
         "pin <scene id> <ratingKey>: sync the scene to that Plex item from now on (before any match)",
+        "",
         " <scene id> <ratingKey>",
     ),
     _command(
         "unpin",
         "tasks.pins:unpin_cli",
         "unpin <scene id>: remove the scene's pin (or Not in Plex / Skip answer); the matcher decides again",
+        "",
         " <scene id>",
     ),
     _operation("ui_status", "tasks.ui:status"),
