@@ -10,8 +10,6 @@ is exactly what the YAML shows.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +19,7 @@ import yaml
 
 from tests.runner import REPO
 from validation.config import DEFAULTS, Settings
-from validation.modes import MODES, TASK, TASK_MODES, function
+from validation.modes import COMMAND, MODES, OPERATION, TASK, TASK_MODES, function
 from validation.plugin_input import HOOK_TRIGGERS, SCENE_HOOKS
 
 YML = REPO / "Stash2Plex.yml"
@@ -260,8 +258,10 @@ def test_one_task_per_mode_with_unique_names(config):
     runs = [
         ((task.get("defaultArgs") or {}).get("mode"), (task.get("defaultArgs") or {}).get("dry_run")) for task in tasks
     ]
-    assert sorted({mode for mode, _ in runs}) == sorted(TASK_MODES)
+    assert sorted({mode for mode, _ in runs}) == sorted(TASK_MODES)  # the menu has every task of the registry
     assert len(runs) == len(set(runs))
+    for mode, dry_run in runs:
+        assert dry_run in (None, "true") and (dry_run is None or MODES[mode].dry_run), (mode, dry_run)
     assert ("all", "true") in runs  # "Preview sync (no writes)"
     names = [task.get("name") for task in tasks]
     assert all(names) and len(set(names)) == len(names)
@@ -270,47 +270,11 @@ def test_one_task_per_mode_with_unique_names(config):
         assert not task.get("execArgs"), "drain/demo are not tasks"
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location("plugin_yml", REPO / "tools" / "plugin_yml.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_menu_is_the_registrys(text, config):
-    """Stash2Plex.yml's tasks are written from validation/modes.py (python tools/plugin_yml.py)."""
-    assert _tool().written(text) == text, (
-        "the task menu differs from validation/modes.py: run python tools/plugin_yml.py"
-    )
-    entries = [
-        (entry.name, entry.description, mode.id, entry.dry_run) for mode in MODES.values() for entry in mode.menu
-    ]
-    read = [
-        (task["name"], task["description"], task["defaultArgs"]["mode"], task["defaultArgs"].get("dry_run") == "true")
-        for task in config["tasks"]
-    ]
-    assert read == entries
-
-
-def test_a_registry_row_changed_or_added_shows_in_the_written_menu(text):
-    tool = _tool()
-    renamed = text.replace("  - name: Clear queue\n", "  - name: Empty queue\n", 1)
-    assert renamed != text and tool.written(renamed) == text
-    dropped = re.sub(r"  - name: Clear dead-letter queue\n(    .*\n)+", "", text)
-    assert dropped != text and tool.written(dropped) == text
-
-
-@pytest.mark.parametrize("value", ["a: b", "#x", "- x", "'quoted'", "plain (a, b) → c; d", "x #y", "trailing "])
-def test_the_tool_writes_scalars_yaml_reads_back(value):
-    assert yaml.safe_load(f"k: {_tool().scalar(value)}\n") == {"k": value}
-
-
-def test_every_mode_runs_a_function_and_every_task_is_in_the_menu():
+def test_every_mode_runs_a_function():
     for mode in MODES.values():
         for run in filter(None, (mode.run, mode.plan, mode.lines)):
             assert callable(function(run)), (mode.id, run)
-        assert bool(mode.menu) == (mode.kind == TASK), mode.id
-    assert TASK_MODES == tuple(m.id for m in MODES.values() if m.menu)
+        assert mode.kind in (TASK, OPERATION, COMMAND), mode.id
 
 
 def _yaml_type(annotation: Any) -> str:
