@@ -82,7 +82,7 @@ def _check_stash(app: Context, report: _Report) -> Settings | None:
     return settings
 
 
-def _check_photos(app: App, settings: Settings, report: _Report) -> None:
+def _check_photos(app: Context, settings: Settings, report: _Report) -> None:
     """Whether performer photos are written, and from where Plex fetches them."""
     from worker.photos import decide
 
