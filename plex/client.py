@@ -8,6 +8,7 @@ short pause; a refused connection or a 503 is not: the circuit breaker owns that
 from __future__ import annotations
 
 import threading
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from urllib.parse import quote_plus
 
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random
 
+from core.clock import ServerClock, response_hook
 from core.errors import ConfigError, PlexNotFound, PlexUnavailable, TransientError
 from core.http import fixed_environment_session
 from plex.errors import not_plex_named, plex_errors
@@ -69,6 +71,7 @@ class PlexClient:
         self.timeout = timeout
         self._server = None
         self._connecting = threading.Lock()  # threads share the client: one connection is made
+        self.clock = ServerClock()  # Plex's clock, from its replies' Date headers
         self.base_url = url.rstrip("/")  # where requests go: plex_url after its redirects, once connected
         self._sections: dict[int, int] = {}  # ratingKey → library section, from the last read
 
@@ -94,6 +97,7 @@ class PlexClient:
         adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=32)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
+        session.hooks["response"].append(response_hook(self.clock, time.time))
         with plex_errors("connecting to Plex", self.url):
             base = self._final_url(session)
         with plex_errors("connecting to Plex", self.url), not_plex_named(self.url):
@@ -102,6 +106,16 @@ class PlexClient:
                 raise ET.ParseError("no machineIdentifier in the answer at /")
         self.base_url = base
         return server
+
+    @property
+    def machine_id(self) -> str:
+        """The server's ``machineIdentifier`` (a new server, or a new ``plex_url``, has another)."""
+        return str(self.server.machineIdentifier)
+
+    def now(self) -> float:
+        """Plex's clock now (learned from its replies: connects first)."""
+        self.server  # noqa: B018 (a reply to learn from)
+        return self.clock.to_server(time.time())
 
     @property
     def redirected(self) -> bool:

@@ -11,10 +11,12 @@ import contextlib
 import ipaddress
 import re
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from core.clock import ServerClock, response_hook
 from core.errors import ConfigError, SlowDownload, StashQueryError, StashRefused, StashUnavailable
 from core.netcause import Cause, host_of, network_cause
 from stash.releases import as_groups, refusal, spelled
@@ -317,6 +319,7 @@ class StashClient:
         # Stash's last reply to each thread: a call's own reply, whatever other threads
         # (the writer pool reading covers, a task's listing thread) receive meanwhile.
         self._replies = threading.local()
+        self.clock = ServerClock()  # Stash's clock, from its replies' Date headers (after connecting)
         if not _verifies(connection):
             _quiet_unverified(connection.host_for_client.strip("[]"))
         with stash_errors("connecting", lambda: self._probe(connection), connection.base_url):
@@ -331,6 +334,7 @@ class StashClient:
         self.release = self._check_version(self._api.version)
         self._bound_timeouts()
         self._api.s.hooks["response"].append(self._remember)
+        self._api.s.hooks["response"].append(response_hook(self.clock, time.time))
 
     @staticmethod
     def _check_version(version: Any) -> tuple[int, int, int]:

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import datetime as dt
 
+from core.clock import rfc3339
+
 RECENT_DEFAULT_S = 24 * 3600  # recent's window when no sync came before it
 
 
 def parse(stamp: str) -> dt.datetime | None:
-    """An aware datetime, or None when ``stamp`` is not RFC3339 with an offset."""
-    try:
-        value = dt.datetime.fromisoformat(stamp.strip())
-    except (ValueError, AttributeError):
-        return None
-    return value if value.tzinfo is not None else None
+    """An aware datetime, or None when ``stamp`` is not RFC3339 with an offset (``Z`` too, on
+    every Python the plugin runs on: ``core/clock.py`` ``rfc3339``)."""
+    return rfc3339(stamp) if isinstance(stamp, str) else None
 
 
 def format_like(instant: dt.datetime, template: dt.datetime) -> str:

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from core.clock import rfc3339
 from core.errors import InvalidMetadata
 
 MAX_TITLE = 255
@@ -207,11 +208,8 @@ def _instant(value: Any) -> float | None:
     >>> _instant("2025-01-02T03:04:05+01:00"), _instant("2025-01-02T03:04:05Z"), _instant(None)
     (1735783445.0, 1735787045.0, None)
     """
-    try:
-        instant = dt.datetime.fromisoformat(str(value).strip())
-    except ValueError:
-        return None
-    return instant.timestamp() if instant.tzinfo is not None else None
+    instant = rfc3339(value) if isinstance(value, str) else None
+    return instant.timestamp() if instant is not None else None
 
 
 def _rating(value: Any, warnings: list[str]) -> int | None:

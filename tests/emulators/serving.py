@@ -36,6 +36,14 @@ class TrackedHandler(BaseHTTPRequestHandler):
         super().setup()
         self.server.live.add(self.connection)
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The ``Date`` header from the emulator's clock (the host's clock it plays): an origin
+        server with a clock sends one on every reply (RFC 9110 §6.6.1); Go's net/http does
+        (server.go ``chunkWriter.writeHeader``, Stash), and so does PMS."""
+        from email.utils import formatdate
+
+        return formatdate(self.server.emulator.clock() if timestamp is None else timestamp, usegmt=True)
+
     def finish(self) -> None:
         self.server.live.discard(self.connection)
         try:
