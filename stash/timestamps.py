@@ -18,8 +18,7 @@ RECENT_DEFAULT_S = 24 * 3600  # recent's window when no sync came before it
 
 
 def parse(stamp: str) -> dt.datetime | None:
-    """An aware datetime, or None when ``stamp`` is not RFC3339 with an offset (``Z`` too, on
-    every Python the plugin runs on: ``core/clock.py`` ``rfc3339``)."""
+    """An aware datetime, or None when ``stamp`` is not RFC3339 with an offset (``core/clock.py``)."""
     return rfc3339(stamp) if isinstance(stamp, str) else None
 
 
