@@ -50,6 +50,8 @@ def run(app: App, stop: threading.Event | None = None, once: bool = False) -> in
     try:
         handler.poll()  # what happened while nothing watched
         while not _wait(stop, poll_s):
+            if app.settings_changed():  # a new token, plex_url or switch: parts built again from them
+                handler, listener = _start_over(app, listener)
             handler.poll()
             polls += 1
             if polls % max(1, int(STATUS_EVERY_S // poll_s)) == 0:
@@ -63,6 +65,17 @@ def run(app: App, stop: threading.Event | None = None, once: bool = False) -> in
         listener.close()
     app.log.info("stopped watching Plex")
     return 0
+
+
+def _start_over(app: App, listener: Any) -> tuple[Any, Any]:
+    """Every part built again from the settings saved in Stash now, the listener too."""
+    app.log.info("the plugin settings changed; watching starts over with them")
+    listener.close()
+    app.close()
+    handler = app.watch_handler()
+    listener = app.plex_listener(handler)
+    listener.ensure_started()
+    return handler, listener
 
 
 def _wait(stop: threading.Event, seconds: float) -> bool:
