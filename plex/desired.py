@@ -103,8 +103,13 @@ def ancestors_of(parents: dict[int, tuple[int, ...]]) -> dict[int, frozenset[int
     return found
 
 
-def half_stars(rating100: int | None) -> str:
-    """Stash's 1-100 as Plex's 0-10, rounded to a half star (73 → 7.5); empty for none."""
+def plex_rating(rating100: int | None) -> str:
+    """Stash's 1-100 as Plex's 0-10 rating, to the nearest 0.5 (73 → 7.5; empty for none).
+
+    Plex takes any rating from 0 to 10 (plexapi ``rate``) and keeps 7.5 as given, so 75
+    comes back to Stash; its apps draw five stars in halves (a half star is 1.0), so they
+    show such a value rounded to a half star.
+    """
     return "" if rating100 is None else rating_text(round(rating100 / 5) / 2)
 
 
@@ -170,7 +175,7 @@ FIELD_VALUES: dict[str, Callable[[SceneMetadata, Choices], str | None]] = {
     "year": lambda scene, _: scene.date[:4],
     "studio": lambda scene, _: scene.studio,
     "contentRating": lambda _, choices: choices.settings.content_rating or None,
-    RATING: lambda scene, _: half_stars(scene.rating100),
+    RATING: lambda scene, _: plex_rating(scene.rating100),
 }
 # Plex tag type → the tags it should hold.
 TAG_VALUES: dict[str, Callable[[SceneMetadata, Choices], tuple[str, ...]]] = {

@@ -62,7 +62,7 @@ def _play(node) -> Play | None:
 class Rated:
     rating_key: int
     user_rating: float | None  # 0-10; None: no rating (cleared)
-    rated_at: int
+    rated_at: int | None  # lastRatedAt (Plex's clock); None: not shown
 
 
 def rated_since(client, section_key: int, since: int) -> list[Rated]:

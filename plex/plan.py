@@ -239,22 +239,6 @@ def release_plan(plex: PlexItemState, written: Written, title: str, preserve: bo
     return ItemPlan(plex.rating_key, tuple(fields), tuple(tags), {}, {})
 
 
-def plex_rating_newer(plex: PlexItemState, wrote: str | None, stash_changed_at: float | None) -> bool:
-    """Whether Plex shows a rating a user gave after the scene last changed in Stash: the
-    rule of ``import_ratings`` (the newer change wins: Plex's ``lastRatedAt`` against the
-    scene's ``updated_at``; a tie is Stash's). A rating Stash2Plex wrote there (``wrote``, the
-    ledger's) is never a user's, and a change without a time is never newer.
-
-    >>> item = PlexItemState(1, 1, (), {RATING: "6.0"}, {}, rated_at=1000)
-    >>> plex_rating_newer(item, "8.0", 999.0), plex_rating_newer(item, "8.0", 1000.0), plex_rating_newer(item, "6.0", 9.0)
-    (True, False, False)
-    """
-    rating = plex.fields.get(RATING, "")
-    if not rating or rating == (wrote or "") or plex.rated_at is None or stash_changed_at is None:
-        return False
-    return plex.rated_at > stash_changed_at
-
-
 def rating_change(plan: ItemPlan) -> tuple[bool, float | None]:
     """(whether the rating changes, the new rating or None to clear it)."""
     for change in plan.fields:

@@ -66,6 +66,18 @@ CREATE TABLE IF NOT EXISTS pins (
     rating_key INTEGER,
     pinned_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ratings_seen (
+    scene_id INTEGER PRIMARY KEY,
+    rating_key INTEGER NOT NULL,
+    stash INTEGER,  -- the scene's rating100 last seen (NULL: none)
+    plex TEXT NOT NULL  -- the item's rating last seen (rating_text: '' for none)
+);
+CREATE TABLE IF NOT EXISTS item_owners (
+    rating_key INTEGER NOT NULL,
+    since REAL NOT NULL,  -- our clock
+    scene_id INTEGER NOT NULL,  -- 0: no scene (the item was released)
+    PRIMARY KEY (rating_key, since)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS loose_matches (
     scene_id INTEGER PRIMARY KEY,
     rating_key INTEGER NOT NULL,
@@ -112,6 +124,44 @@ class ItemRecord:
     scene_id: int
     fields: dict[str, str] = field(default_factory=dict)
     written_tags: dict[str, list[str]] = field(default_factory=dict)
+
+
+NO_OWNER = 0  # item_owners: no scene holds the item (released)
+
+
+def owner_at(owners: list[tuple[float, int]], at: float) -> int:
+    """The scene that held an item at ``at`` (our clock) from its owners (``Ledger.owners``);
+    before the first, the first: what the item saw before any scene held it is its first
+    scene's (a file Plex had before Stash found it). ``NO_OWNER`` while released.
+
+    >>> owner_at([(100.0, 7), (200.0, 0), (300.0, 9)], 50), owner_at([(100.0, 7), (200.0, 0), (300.0, 9)], 250)
+    (7, 0)
+    >>> owner_at([(100.0, 7), (200.0, 0), (300.0, 9)], 300)
+    9
+    """
+    held = owners[0][1]
+    for since, scene_id in owners:
+        if since > at:
+            break
+        held = scene_id
+    return held
+
+
+def _note_owner(conn: Any, rating_key: int, scene_id: int, now: float) -> None:
+    """Record that ``scene_id`` holds the item from ``now`` on, when it did not already. An item
+    linked before this record existed gets its owner then as its owner from the start."""
+    last = conn.execute(
+        "SELECT scene_id FROM item_owners WHERE rating_key = ? ORDER BY since DESC LIMIT 1", (rating_key,)
+    ).fetchone()
+    if last is not None and last[0] == scene_id:
+        return
+    if last is None:
+        held = conn.execute("SELECT scene_id FROM items WHERE rating_key = ?", (rating_key,)).fetchone()
+        if held is None and scene_id == NO_OWNER:
+            return  # released before any scene held it: nothing to record
+        if held is not None and held[0] != scene_id:
+            conn.execute("INSERT OR REPLACE INTO item_owners VALUES (?, 0, ?)", (rating_key, held[0]))
+    conn.execute("INSERT OR REPLACE INTO item_owners VALUES (?, ?, ?)", (rating_key, now, scene_id))
 
 
 def entity_map(entities: dict[str, Any] | None) -> dict[str, list[int]]:
@@ -200,6 +250,7 @@ class Ledger(sqlite.Store):
                 if record.entities is not None:
                     self._write_entities(conn, record.scene_id, record.entities)
                 if record.rating_key is not None:
+                    _note_owner(conn, record.rating_key, record.scene_id, now)
                     conn.execute(
                         "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?)",
                         (
@@ -244,6 +295,28 @@ class Ledger(sqlite.Store):
                         found[rk] = ItemRecord(rk, sid, json.loads(fields), json.loads(tags))
         return found
 
+    def owners(self, rating_keys: list[int]) -> dict[int, list[tuple[float, int]]]:
+        """Each item's owners, oldest first: (since, on our clock; the scene, ``NO_OWNER`` after a
+        release). An item linked before this record existed has one owner since 0. Items no scene
+        ever held are left out."""
+        found: dict[int, list[tuple[float, int]]] = {}
+        with self._lock:
+            db = self._db()
+            for start in range(0, len(rating_keys), 500):
+                chunk = list(rating_keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    f"SELECT rating_key, since, scene_id FROM item_owners WHERE rating_key IN ({marks}) "
+                    "ORDER BY rating_key, since",
+                    chunk,
+                ).fetchall()
+                for rk, since, sid in rows:
+                    found.setdefault(rk, []).append((since, sid))
+        legacy = [k for k in rating_keys if k not in found]
+        for rk, record in self.items(legacy).items():
+            found[rk] = [(0.0, record.scene_id)]
+        return found
+
     def item(self, rating_key: int) -> ItemRecord | None:
         return self.items([rating_key]).get(rating_key)
 
@@ -277,6 +350,7 @@ class Ledger(sqlite.Store):
         what was written there, and no scene links it (its next sync finds its item anew
         and writes everything, the poster included)."""
         with self._lock, sqlite.write(self._db()) as conn:
+            _note_owner(conn, rating_key, NO_OWNER, self.clock())
             conn.execute("DELETE FROM items WHERE rating_key = ?", (rating_key,))
             conn.execute("DELETE FROM item_posters WHERE rating_key = ?", (rating_key,))
             conn.execute(
@@ -330,6 +404,35 @@ class Ledger(sqlite.Store):
     def count(self) -> int:
         with self._lock:
             return self._db().execute("SELECT COUNT(*) FROM scenes WHERE state_hash IS NOT NULL").fetchone()[0]
+
+    # -- ratings: the last one seen on each side (worker/ratings.py ``winner``) -----------
+    def rating_seen(self, scene_id: int, rating_key: int) -> tuple[int | None, str] | None:
+        """(Stash's rating100, Plex's rating text) last seen for the scene on this item; None: never."""
+        with self._lock:
+            row = (
+                self._db()
+                .execute(
+                    "SELECT stash, plex FROM ratings_seen WHERE scene_id = ? AND rating_key = ?", (scene_id, rating_key)
+                )
+                .fetchone()
+            )
+        return (row[0], row[1]) if row else None
+
+    def rated_items(self, after: int, limit: int) -> list[int]:
+        """Items last seen rated in Plex (or given a rating by Stash2Plex), in key order after ``after``."""
+        with self._lock:
+            rows = self._db().execute(
+                "SELECT rating_key FROM ratings_seen WHERE plex != '' AND rating_key > ? UNION "
+                "SELECT rating_key FROM items WHERE json_extract(fields, '$.userRating') != '' AND rating_key > ? "
+                "ORDER BY rating_key LIMIT ?",
+                (after, after, limit),
+            )
+            return [row[0] for row in rows.fetchall()]
+
+    @sqlite.retry_locked
+    def set_rating_seen(self, scene_id: int, rating_key: int, stash: int | None, plex: str) -> None:
+        with self._lock, sqlite.write(self._db()) as conn:
+            conn.execute("INSERT OR REPLACE INTO ratings_seen VALUES (?, ?, ?, ?)", (scene_id, rating_key, stash, plex))
 
     # -- pins: a user's answers, honoured before the matcher -----------------------
     def pins(self, scene_ids: list[int] | None = None) -> dict[int, Pin]:
@@ -419,6 +522,20 @@ class Ledger(sqlite.Store):
                 )
                 .fetchall()
             )
+
+    def durations(self, rating_keys: list[int]) -> dict[int, float]:
+        """Each item's duration in seconds, from the cached index (items it does not know are left out)."""
+        found: dict[int, float] = {}
+        with self._lock:
+            for start in range(0, len(rating_keys), 500):
+                chunk = rating_keys[start : start + 500]
+                rows = self._db().execute(
+                    f"SELECT rating_key, MAX(duration_ms) FROM plex_index WHERE rating_key IN ({','.join('?' * len(chunk))}) "
+                    "AND duration_ms > 0 GROUP BY rating_key",
+                    chunk,
+                )
+                found.update((rk, ms / 1000) for rk, ms in rows.fetchall())
+        return found
 
     @sqlite.retry_locked
     def replace_index(self, section_id: int, stamp: str, rows: list[tuple[int, str, int | None, int | None]]) -> None:

@@ -19,7 +19,7 @@ def run(app: Context) -> dict:
         raise ConfigError(why)
     dry_run = bool(app.options.get("dry_run"))
     counts = app.play_import().run(settings.play_accounts, from_start=True, dry_run=dry_run)
-    keys = ("plays_to_add", "plays_in_stash", "plays_known", "plays_not_synced")
+    keys = ("plays_to_add", "plays_in_stash", "plays_known", "plays_not_synced", "plays_same_viewing")
     if not dry_run:
         keys = ("plays_added", *keys[1:])
     result = {"dry_run": dry_run, "accounts": list(settings.play_accounts), **{k: counts.get(k, 0) for k in keys}}

@@ -20,9 +20,9 @@ and in Plex (``PUT /:/rate``, as Plex Web sends it), both nearly at once (either
 the same second), among every operation above, with ``import_ratings`` on and the import run
 as a scheduled ``watch --once`` between. The two emulators share one clock (``Wall``), so a
 change made after another is dated after it. At the end every live scene's rating and its
-item's follow the rule the product implements (docs/architecture.md, "Plex back into Stash"):
-the newer change wins, Plex's ``lastRatedAt`` against the scene's ``updated_at``, Stash on a
-tie; and no rating is written in a loop (a last round of imports and syncs writes nothing).
+item's follow the rule the product implements (docs/usage.md, "What wins when both sides
+change"; ``_check_ratings``), and no rating is written in a loop (a last round of imports and
+syncs writes nothing).
 """
 
 from __future__ import annotations
@@ -51,22 +51,27 @@ PLEX_RATINGS = (None, 2.0, 4.0, 5.0, 6.0, 7.5, 8.0, 10.0)  # userRating; None cl
 
 
 class Wall:
-    """One clock for both emulators, as two servers reading the same wall clock: a change
-    made after another is dated after it, also when the Stash emulator's logical clock (a
-    strict second per update) runs ahead of real time. ``hold`` dates Plex's next changes at
-    a given second (two changes in the same second)."""
+    """One clock for both emulators, as two servers reading the same wall clock (their
+    ``Date`` headers too: the plugin learns each server's offset from them). ``after`` waits
+    for the next whole second past every stamp given so far (the Stash emulator's logical
+    clock, a strict second per update, runs ahead of real time), so a change made after
+    another is dated after it; ``held`` dates Plex's next changes at a given second (two
+    changes in the same second)."""
 
     def __init__(self, stash) -> None:
-        self.stash, self.last, self.held = stash, 0, None
+        self.stash, self.held = stash, None
 
     def plex(self) -> float:
-        if self.held is not None:
-            return float(self.held)
-        self.last = max(self.last, int(time.time()), self.stash._last_ts + 1)
-        return float(self.last)
+        return float(self.held) if self.held is not None else time.time()
 
     def stash_clock(self) -> float:
-        return max(time.time(), float(self.last + 1))
+        return time.time()
+
+    def after(self, plex_stamp: int = 0) -> None:
+        """Sleep until the clock is in a second after every stamp either server gave."""
+        last = max(self.stash._last_ts, plex_stamp)
+        while int(time.time()) <= last:
+            time.sleep(0.05)
 
 
 @dataclass
@@ -86,7 +91,12 @@ class World:
     ratings: bool = False
     ratings_rng: random.Random = field(default_factory=random.Random)
     wall: Wall | None = None
-    stash_side: dict[int, tuple[int, int | None]] = field(default_factory=dict)  # sid → (updated_at, rating100)
+    stash_side: dict[int, tuple[int, int | None]] = field(
+        default_factory=dict
+    )  # sid → the user's last (time, rating100)
+    edited_after: set[int] = field(default_factory=set)  # scenes edited otherwise since their last rating in Stash
+    seen_first: set[int] = field(default_factory=set)  # items rated in Plex after Stash's change reached them
+    plex_last: int = 0  # the newest lastRatedAt a user's rating got
     seen_ts: dict[int, int] = field(default_factory=dict)  # sid → the newest updated_at seen
     plex_side: dict[int, tuple[int, float | None]] = field(default_factory=dict)  # rk → the user's last (time, rating)
     loose: set[int] = field(default_factory=set)  # scenes whose item changed hands: agreement checked only
@@ -390,7 +400,8 @@ class World:
             item = self.item_at(path)
             if item is not None:
                 self.plays += 1
-                self.plex.play(item["ratingKey"], viewed_at=1_600_000_000 + 10 * self.plays)
+                # an item's plays closer than its duration (60 s) would be one viewing
+                self.plex.play(item["ratingKey"], viewed_at=1_600_000_000 + 100 * self.plays)
                 self.log.append(f"play {sid}")
         if rng.random() < 0.25:
             self.log.append("import_plays")
@@ -475,11 +486,18 @@ class World:
     def _check_plays(self, items: list[dict]) -> list[str]:
         """Each Plex play reaches Stash exactly once: a live scene holds as many plays as the
         journal says were added to it, no time twice (every play has a time of its own), and
-        every play of an item a live scene owns now was applied."""
+        every play of an item a live scene held when it was played (the ledger's owners) was applied."""
         import sqlite3
 
+        from sync_queue.ledger import Ledger, owner_at
+
         with contextlib.closing(sqlite3.connect(Path(self.plugin.data_dir) / "plays.db")) as db:
-            applied = db.execute("SELECT history_key, scene_id, written FROM applied").fetchall()
+            applied = db.execute("SELECT history_key, scene_id, written FROM plays WHERE NOT duplicate").fetchall()
+        ledger = Ledger(Path(self.plugin.data_dir))
+        try:
+            owners = ledger.owners(sorted({row.rating_key for row in self.plex.history_rows()}))
+        finally:
+            ledger.close()
         problems, seen = [], set()
         for sid in sorted(self.live):
             times = self.stash.scene_plays(sid)
@@ -494,7 +512,12 @@ class World:
             if (m := TITLE.match(i["fields"]["title"] or "")) and int(m.group(1)) in self.live
         }
         for row in self.plex.history_rows():
-            if row.rating_key in owned and f"/status/sessions/history/{row.history_id}" not in done:
+            held = owner_at(owners[row.rating_key], row.viewed_at + 1) if row.rating_key in owners else None
+            if (
+                row.rating_key in owned
+                and held in self.live
+                and f"/status/sessions/history/{row.history_id}" not in done
+            ):
                 problems.append(f"the play {row.history_id} of item {row.rating_key} never reached Stash")
         return problems
 
@@ -547,8 +570,11 @@ class World:
                 rating = self.stash.scene(sid)["rating100"]
                 if rating is not None:
                     self.stash_hist.setdefault(sid, set()).add(round(rating / 5) / 2)
-                if by_user or sid not in self.stash_side:
-                    self.stash_side[sid] = (ts, self.stash.scene(sid)["rating100"])
+                if sid not in self.stash_side or (by_user and rating != self.stash_side[sid][1]):
+                    self.stash_side[sid] = (ts, rating)  # a change of the rating: an edit of another field is none
+                    self.edited_after.discard(sid)
+                elif by_user:
+                    self.edited_after.add(sid)
 
     def rate(self) -> None:
         """Maybe a user's rating in Stash, in Plex, or both nearly at once; maybe an import."""
@@ -572,7 +598,7 @@ class World:
                     with self.unlocked():
                         run = self.plugin.task("process_queue")
                     assert run.error is None, run.stderr[-2000:]
-                self.rate_in_plex(sid, same_second="same second" in order)
+                self.rate_in_plex(sid, same_second="same second" in order, seen_first=order.startswith("synced"))
         if rng.random() < 0.35:
             self.import_ratings()
 
@@ -580,11 +606,12 @@ class World:
         current = self.stash.scene(sid)["rating100"]
         value = self.ratings_rng.choice([v for v in STASH_RATINGS if v != current])
         self.log.append(f"stash rating {sid} {current} -> {value}")
+        self.wall.after(self.plex_last)
         self.hook(self.stash.update_scene(sid, rating100=value))
         self.user_stash_rates += 1
         self.note_stash()
 
-    def rate_in_plex(self, sid: int, same_second: bool = False) -> None:
+    def rate_in_plex(self, sid: int, same_second: bool = False, seen_first: bool = False) -> None:
         """A user's rating in Plex Web (plexapi ``RatingMixin.rate``: ``PUT /:/rate``, -1 clears)."""
         import requests
 
@@ -599,6 +626,8 @@ class World:
         value = self.ratings_rng.choice([v for v in PLEX_RATINGS if v != current and v not in had])
         if same_second:
             self.wall.held = self.stash.updated_ts(sid)
+        else:
+            self.wall.after(self.plex_last)
         try:
             params = {"key": rk, "identifier": "com.plexapp.plugins.library", "rating": -1 if value is None else value}
             headers = {"X-Plex-Token": self.plex.token}
@@ -607,6 +636,8 @@ class World:
         finally:
             self.wall.held = None
         self.plex_side[rk] = (at, value)
+        self.plex_last = max(self.plex_last, at)
+        (self.seen_first.add if seen_first else self.seen_first.discard)(rk)
         self.user_plex_rates += 1
         self.log.append(f"plex rating {sid} (item {rk}) {current} -> {value} at {at}")
 
@@ -644,11 +675,15 @@ class World:
         return len(self.plex.rate_requests()) - self.user_plex_rates, len(self.stash.graphql_requests("S2PRate"))
 
     def _check_ratings(self, items: list[dict]) -> list[str]:
-        """The newer change wins (Plex's ``lastRatedAt`` against the scene's ``updated_at``, Stash
-        on a tie); a rating cleared in Plex is not brought back (Plex keeps no ``lastRatedAt``
-        for it: Plex then shows nothing or Stash's rating again), and a scene without a rating
-        leaves a Plex rating Stash2Plex never wrote alone (docs/configuration.md
-        ``import_ratings``). Then one more round writes nothing (no loop)."""
+        """The later change of a rating wins (docs/usage.md): a side changed when its rating did
+        (another edit of the scene is no change of its rating); when both changed before the
+        plugin saw either, the later on one clock, Stash on a tie, and a Plex rating given after
+        Stash's reached Plex is the later whatever the seconds say. A scene edited otherwise
+        after its last Stash rating, with a later Plex rating, dates Stash's change by that edit
+        when both are new to the plugin (Stash keeps no time per field): then either side may
+        win, and the two must agree; so may a rating cleared in Plex (Plex keeps no time for it).
+        Then
+        one more round writes nothing (no loop)."""
         problems = []
         at_path = {i["files"][0]: i for i in items}
         for sid in sorted(self.live):
@@ -662,22 +697,20 @@ class World:
             p_at, p_value = self.plex_side.get(rk, (None, None))
             plex_touched = rk in self.plex_side
             where = f"scene {sid} (item {rk}): Stash {stash}, Plex {plex}"
-            if sid in self.loose:
-                cleared = plex_touched and p_value is None and plex is None
-                if not (_agree(stash, plex) or (stash is None and plex == p_value) or cleared):
+            # a clear without lastRatedAt has no time the plugin can know: when Stash changed too, either wins
+            unknown = plex_touched and p_at > s_at and (sid in self.edited_after or p_value is None)
+            if sid in self.loose or unknown:
+                if not _agree(stash, plex):
                     problems.append(f"{where} disagree")
                 continue
-            if plex_touched and p_value is not None and p_at > s_at:  # Plex's is newer
+            if plex_touched and (p_at > s_at or (p_at == s_at and rk in self.seen_first)):  # Plex's is later
                 if plex != p_value or not _agree(stash, p_value):
-                    problems.append(f"{where}: Plex's newer {p_value} (at {p_at}, Stash's at {s_at}) should win")
+                    problems.append(f"{where}: Plex's later {p_value} (at {p_at}, Stash's at {s_at}) should win")
                 continue
             if stash != s_value:
-                problems.append(f"{where}: Stash's newer {s_value} (at {s_at}) was overwritten")
+                problems.append(f"{where}: Stash's later {s_value} (at {s_at}) was overwritten")
             elif not _agree(stash, plex):
-                left_alone = s_value is None and plex_touched and plex == p_value
-                not_back = plex_touched and p_value is None and plex is None
-                if not (left_alone or not_back):
-                    problems.append(f"{where}: Plex should show Stash's {s_value}")
+                problems.append(f"{where}: Plex should show Stash's {s_value}")
         if problems:
             return problems
         before = self.writes()

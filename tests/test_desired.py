@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.errors import ConfigError
-from plex.desired import Choices, desired_for, half_stars, with_descendants
+from plex.desired import Choices, desired_for, plex_rating, with_descendants
 from validation.config import load_settings
 from validation.fields import render_template
 from validation.metadata import scene_from_stash
@@ -39,8 +39,8 @@ def desired(tag_parents=None, **settings):
 
 
 @pytest.mark.parametrize(("rating100", "shown"), [(None, ""), (73, "7.5"), (20, "2.0"), (100, "10.0"), (1, "0.0")])
-def test_rating_is_half_stars(rating100, shown):
-    assert half_stars(rating100) == shown
+def test_rating_is_plex_rating(rating100, shown):
+    assert plex_rating(rating100) == shown
 
 
 def test_defaults():

@@ -225,24 +225,25 @@ def test_plex_plays_reach_stash_exactly_once_across_a_sigkill_of_watch(plugin, t
         until(lambda: "go to Stash from now on" in log.read_text(), 20, "the first pass", None)
         until(lambda: plugin.plex.notifications.listening == 1, 10, "watch listens")
         start = int(time.time()) + 1
+        apart = 61  # s: plays of one item closer than its duration (60 s) are one viewing
         for i in range(5):
-            plugin.plex.play(rk, viewed_at=start + i)
+            plugin.plex.play(rk, viewed_at=start + apart * i)
         until(lambda: plugin.stash.play_writes >= 2, 10, f"plays arrive {log.read_text()}")
         watch.kill()  # SIGKILL, wherever it is
         watch.wait()
         for i in range(5, 10):
-            plugin.plex.play(rk, viewed_at=start + i)
+            plugin.plex.play(rk, viewed_at=start + apart * i)
         watch = start_watch(plugin, log)
         until(lambda: len(plugin.stash.scene_plays(sid)) >= 10, 20, "every play in Stash")
         until(lambda: plugin.plex.notifications.listening == 1, 10, "listening again")
         writes = plugin.stash.play_writes
         plugin.plex.notifications.publish(plex_stopped(rk))  # a re-read of the same history
-        plugin.plex.play(rk, viewed_at=start + 10)  # … and one more play to know it was read
+        plugin.plex.play(rk, viewed_at=start + apart * 10)  # … and one more play to know it was read
         until(lambda: len(plugin.stash.scene_plays(sid)) >= 11, 10, "the last play")
     finally:
         watch.kill()
         watch.wait()
-    assert plugin.stash.scene_plays(sid) == list(range(start, start + 11))
+    assert plugin.stash.scene_plays(sid) == list(range(start, start + apart * 11, apart))
     assert plugin.stash.play_writes == writes + 1
 
 
@@ -341,21 +342,22 @@ def watch_once(plugin) -> None:
     assert code == 0 and "not brought to Stash" not in err, err
 
 
-def rate_in_plex_at(plugin, rk: int, rating: float, at: int) -> None:
+def rate_in_plex_at(plugin, rk: int, rating: float, at: float) -> None:
     """A user's rating in Plex that Plex dates ``at`` (its clock, set for the request)."""
-    plugin.plex.clock = lambda: float(at)
+    plugin.plex.clock = lambda: at
     try:
         rate_in_plex(plugin, rk, rating)
     finally:
         plugin.plex.clock = time.time
 
 
-def test_the_newer_rating_wins_when_both_sides_change_whichever_runs_first(plugin):
+def test_the_later_rating_wins_when_both_sides_change_whichever_runs_first(plugin):
     """Found by the convergence model's ratings (tests/convergence.py). A Stash rating still
     queued when the user rates in Plex a second later: the sync kept writing Stash's older
-    rating over Plex's (and marked it its own). A Plex rating given in the same second as the
-    Stash change that was already synced (a tie is Stash's): the import skipped it as Stash's
-    to write and nothing wrote it, so the two sides stayed apart."""
+    rating over Plex's (and marked it its own). A Plex rating given 0.6 s after a Stash change
+    that was synced already (the same second on both servers' whole-second stamps): Stash's
+    ``updated_at`` against Plex's ``lastRatedAt`` called it a tie, Stash's, and wrote the older
+    Stash rating back over it; only Plex's rating changed since both were seen, so it wins."""
     from tests.runner import drainer_lock_held
 
     plugin.configure(import_ratings=True)
@@ -365,21 +367,26 @@ def test_the_newer_rating_wins_when_both_sides_change_whichever_runs_first(plugi
     with drainer_lock_held(plugin.data_dir):  # the drainer is busy elsewhere: the job waits
         plugin.hook(plugin.stash.update_scene(queued_sid, rating100=40))
     rate_in_plex_at(plugin, queued_rk, 8, plugin.stash.updated_ts(queued_sid) + 1)
+    saved = int(time.time()) + 2
+    plugin.stash.clock = lambda: saved + 0.2
     plugin.hook(plugin.stash.update_scene(synced_sid, rating100=40))
     plugin.wait_drained()
-    rate_in_plex_at(plugin, synced_rk, 8, plugin.stash.updated_ts(synced_sid))  # the same second
+    plugin.stash.clock = time.time
+    rate_in_plex_at(plugin, synced_rk, 8, saved + 0.8)  # 0.6 s after the Stash save
     plugin.task("process_queue")
     plugin.wait_drained()
-    assert plugin.plex.item(queued_rk)["fields"]["userRating"] == "8"  # Plex's, newer, kept
+    assert plugin.plex.item(queued_rk)["fields"]["userRating"] == "8"  # Plex's, later, kept
     assert plugin.stash.scene(queued_sid)["rating100"] == 80  # and brought to Stash by the sync
     plugin.hook(plugin.stash.hook_contexts[-1])  # the hook our sceneUpdate fired: nothing written back
     plugin.wait_drained()
     watch_once(plugin)
-    assert plugin.plex.item(synced_rk)["fields"]["userRating"] == "4"  # Stash's, on the tie, again
-    assert plugin.stash.scene(synced_sid)["rating100"] == 40
+    assert plugin.plex.item(synced_rk)["fields"]["userRating"] == "8"  # Plex's, 0.6 s later, kept
+    assert plugin.stash.scene(synced_sid)["rating100"] == 80
+    plugin.hook(plugin.stash.hook_contexts[-1])
+    plugin.wait_drained()
     watch_once(plugin)  # nothing more to do: no loop
-    assert len(plugin.plex.rate_requests()) == 2 + 1 + 1  # the user's two, the sync's 4.0, the import's 4.0
-    assert len(plugin.stash.graphql_requests("S2PRate")) == 1
+    assert len(plugin.plex.rate_requests()) == 2 + 1  # the user's two, the sync's 4.0
+    assert len(plugin.stash.graphql_requests("S2PRate")) == 2
 
 
 def test_a_stopped_playback_brings_the_owners_resume_point_to_stash(plugin, tmp_path):

@@ -553,6 +553,36 @@ def test_rate_through_plexapi_sets_and_clears_the_user_rating(emu, section_key, 
     assert (bad.status_code, missing.status_code) == (400, 404)
 
 
+def test_a_cleared_rating_keeps_or_drops_last_rated_at_and_replies_are_dated_by_the_clock(
+    emu, section_key, plex
+) -> None:
+    from email.utils import parsedate_to_datetime
+
+    rk = emu.add_item(section_key, f"{ROOT}/cleared.mp4")
+    emu.clock = lambda: 1_700_000_000.0
+    _full_item(plex, rk).rate(6)
+    emu.clear_keeps_rated_at = True
+    _full_item(plex, rk).rate()
+    kept = _full_item(plex, rk)
+    emu.clear_keeps_rated_at = False
+    kept.rate()
+    assert (kept.userRating, int(kept.lastRatedAt.timestamp())) == (None, 1_700_000_000)
+    assert _full_item(plex, rk).lastRatedAt is None
+    date = requests.get(f"{emu.url}/identity", timeout=5).headers["Date"]
+    assert parsedate_to_datetime(date).timestamp() == 1_700_000_000
+
+
+# ---------------------------------------------------------------- history quirks
+def test_history_rows_of_one_viewing_twice_and_of_a_deleted_item_without_its_rating_key(emu, section_key, plex) -> None:
+    rk = emu.add_item(section_key, f"{ROOT}/watched.mp4")
+    emu.play_twice(rk, after_s=30, viewed_at=1_600_000_000)
+    rows = plex.history(mindate=None)
+    assert sorted(int(r.viewedAt.timestamp()) for r in rows) == [1_600_000_000, 1_600_000_030]
+    emu.remove_item(rk)
+    rows = plex.history()
+    assert len(rows) == 2 and all(r.ratingKey is None for r in rows)
+
+
 # ---------------------------------------------------------------- fidelity: write-time hazards
 @pytest.mark.parametrize("semantics", ["replace", "append"])
 def test_tag_identity_ignores_case_and_the_first_spelling_stays(emu, section_key, plex, semantics) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from core.platform import file_lock
 from plex.history import Play, read_history
 from stash.timestamps import parse as parse_timestamp
+from sync_queue.ledger import NO_OWNER, owner_at
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -66,18 +67,26 @@ class PlayImport:
 
     def run(self, accounts: tuple[int, ...], from_start: bool = False, dry_run: bool = False) -> Counter[str]:
         """One pass over the accounts' history. ``from_start``: all of it (the explicit task),
-        else from where the last pass got to; the first pass only notes where to start."""
+        else from where the last pass got to; the first pass only notes where to start. Plays
+        kept for an item not linked then are tried again first (``from_start`` reads them anyway)."""
         counts: Counter[str] = Counter()
         with file_lock(self.lock_path):
+            server = self.plex.machine_id
+            self.journal.claim(server)
+            if not from_start:
+                kept = [Play(*p) for p in self.journal.pending(server) if p[3] in accounts]
+                counts += self._apply(server, kept, dry_run, keep=False)
             for account in accounts:
-                counts += self._account(account, from_start, dry_run)
+                counts += self._account(server, account, from_start, dry_run)
+        if counts["plays_added"]:
+            self.log.info(f"{counts['plays_added']} Plex play(s) added to Stash's play history")
         return counts
 
-    def _account(self, account: int, from_start: bool, dry_run: bool) -> Counter[str]:
-        mark = self.journal.since(account)
+    def _account(self, server: str, account: int, from_start: bool, dry_run: bool) -> Counter[str]:
+        mark = self.journal.since(server, account)
         if mark is None and not from_start:
-            now = int(self.clock())
-            self.journal.set_since(account, now, now)  # plays from now on; older ones are the task's
+            now = int(self.plex.now())  # Plex's clock: viewedAt is
+            self.journal.set_since(server, account, now, now)  # plays from now on; older ones are the task's
             self.log.info(
                 f"Plex plays of account {account} go to Stash from now on "
                 "(older ones: the task 'Import Plex watch history')"
@@ -89,25 +98,49 @@ class PlayImport:
             assert mark is not None
             newest, floor = mark
             plays = [p for p in read_history(self.plex, account, newest - OVERLAP_S) if p.viewed_at >= floor]
-        counts = self._apply(plays, dry_run)
+        counts = self._apply(server, plays, dry_run, keep=not from_start)
         if mark is not None and plays and not dry_run:
-            self.journal.set_since(account, max([p.viewed_at for p in plays] + [mark[0]]), mark[1])
+            self.journal.set_since(server, account, max([p.viewed_at for p in plays] + [mark[0]]), mark[1])
         return counts
 
-    def _apply(self, plays: list[Play], dry_run: bool) -> Counter[str]:
+    def _apply(self, server: str, plays: list[Play], dry_run: bool, keep: bool) -> Counter[str]:
+        """Each play to the scene that held its item when it was played (``owner_at``); a play of
+        an item no scene holds yet is kept (``keep``) for when one does."""
         counts: Counter[str] = Counter()
-        done = self.journal.applied([p.history_key for p in plays])
-        owners = self.ledger.items(sorted({p.rating_key for p in plays}))
+        done = self.journal.applied(server, [p.history_key for p in plays])
+        keys = sorted({p.rating_key for p in plays})
+        owners, durations = self.ledger.owners(keys), self.ledger.durations(keys)
         in_stash: dict[int, Counter[int] | None] = {}
+        unlinked: list[Play] = []
         for play in plays:
-            record = owners.get(play.rating_key)
-            if record is None:
-                counts["plays_not_synced"] += 1
-                continue
             if play.history_key in done:
                 counts["plays_known"] += 1
                 continue
-            scene = record.scene_id
+            if play.rating_key not in owners:
+                unlinked.append(play)
+                counts["plays_not_synced"] += 1
+                continue
+            # viewedAt is a whole second: a play in the second the item changed owner is the new one's
+            scene = owner_at(owners[play.rating_key], self.plex.clock.to_ours(play.viewed_at + 1))
+            if scene == NO_OWNER:
+                counts["plays_no_scene"] += 1
+                continue
+            if self.journal.viewing_near(
+                server, play.rating_key, play.account_id, play.viewed_at, durations.get(play.rating_key, 0.0)
+            ):
+                counts["plays_same_viewing"] += 1
+                if not dry_run:
+                    self.journal.record(
+                        server,
+                        play.history_key,
+                        scene,
+                        play.rating_key,
+                        play.viewed_at,
+                        play.account_id,
+                        False,
+                        duplicate=True,
+                    )
+                continue
             if scene not in in_stash:
                 history = self.stash.play_history(scene)
                 in_stash[scene] = None if history is None else _epochs(history)
@@ -123,9 +156,11 @@ class PlayImport:
             if written:
                 self.stash.add_play(scene, stash_time(play.viewed_at))
                 plays_there[play.viewed_at] += 1
-            self.journal.record(play.history_key, scene, play.rating_key, play.viewed_at, play.account_id, written)
+            self.journal.record(
+                server, play.history_key, scene, play.rating_key, play.viewed_at, play.account_id, written
+            )
             done.add(play.history_key)
             counts["plays_added" if written else "plays_in_stash"] += 1
-        if counts["plays_added"]:
-            self.log.info(f"{counts['plays_added']} Plex play(s) added to Stash's play history")
+        if keep and unlinked and not dry_run:
+            self.journal.keep(server, [(p.history_key, p.rating_key, p.viewed_at, p.account_id) for p in unlinked])
         return counts

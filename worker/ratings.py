@@ -1,9 +1,14 @@
 """Plex ratings back into Stash (the owner's only: the owner's token sees only the owner's
 ``userRating``; resume points: worker/resume.py).
 
-Ratings: Plex sends no event for them, so the synced sections are read for items rated since
-``lastRatedAt``; a Plex rating that wins (docs/architecture.md, "Plex back into Stash", says which)
-is saved as ``rating100 = round(userRating × 10)``.
+Ratings: ``winner`` is the one rule for both directions, applied by the sync (``worker/sync.py``)
+and by the poll here, which brings Plex's to Stash (Stash's go by the sync its scene hook queued). Per scene the ledger keeps the last rating seen on each side; a side
+changed only if its rating changed since, and only one changed → it is copied to the other;
+both → the later change on our clock wins (each server's clock offset is learned from its
+replies, ``core/clock.py``). Plex sends no event for ratings, so the synced sections are read
+for items rated since the last look (a watermark in Plex's clock), plus the items last seen
+rated, whose rating may have been cleared without a ``lastRatedAt``. A Plex rating is saved as
+``rating100 = round(userRating × 10)``.
 """
 
 from __future__ import annotations
@@ -13,22 +18,24 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from plex.desired import half_stars
-from plex.history import rated_since
+from plex.desired import plex_rating
+from plex.history import Rated, rated_since
 from stash.timestamps import parse as parse_timestamp
 from validation.fields import RATING, rating_text
 
 if TYPE_CHECKING:
     from core.log import StashLog
     from plex.client import PlexClient
-    from plex.history import Rated
     from plex.index import LibraryIndex
     from stash.client import StashClient
     from sync_queue.ledger import Ledger
     from sync_queue.plays import PlayJournal
 
 OVERLAP_S = 120
-RATING_TOLERANCE = 5
+STASH, PLEX = "stash", "plex"
+SAME_SECOND_S = 0.5  # two whole-second stamps on our clock closer than this are the same second
+CLEARED_BATCH = 100  # items looked at per poll for a rating cleared without lastRatedAt (one request)
+CLEARED_CURSOR = "ratings_cleared_after"  # the ledger's meta key: where the next look starts
 
 
 def to_rating100(user_rating: float | None) -> int | None:
@@ -41,10 +48,82 @@ def to_rating100(user_rating: float | None) -> int | None:
 
 
 def agrees(rating100: int | None, user_rating: float | None) -> bool:
-    want = to_rating100(user_rating)
-    if want is None or rating100 is None:
-        return want is None and not rating100
-    return abs(rating100 - want) <= RATING_TOLERANCE
+    """Whether the two sides show one rating: Stash's as Plex shows it (to the nearest 0.5), or
+    Plex's as Stash gets it; neither rated is agreeing too.
+
+    >>> agrees(73, 7.5), agrees(73, 7.3), agrees(80, 7.5), agrees(None, None), agrees(None, 4.0)
+    (True, True, False, True, False)
+    """
+    if rating100 is None or not user_rating:
+        return rating100 is None and not user_rating
+    return to_rating100(user_rating) == rating100 or plex_rating(rating100) == rating_text(user_rating)
+
+
+def winner(
+    stash: int | None,
+    plex: str,
+    seen: tuple[int | None, str] | None,
+    written: str | None,
+    stash_at: float | None,
+    plex_at: float | None,
+) -> str | None:
+    """Whose rating is copied to the other side: ``STASH``, ``PLEX``, or None (they agree, or neither changed).
+
+    ``stash``: the scene's rating100; ``plex``: the item's rating (``rating_text``); ``seen``: both
+    as last seen (None: never; then Plex's last is what Stash2Plex wrote there, ``written``, and
+    Stash's changed when Plex would show otherwise). ``stash_at``/``plex_at``: when each last
+    changed, on our clock; both are whole seconds on their server, so a change less than
+    ``SAME_SECOND_S`` later (the same second, give or take the offsets' error) is a tie, and a
+    tie, or a time not known, is Stash's.
+
+    >>> winner(40, "8.0", (40, "4.0"), "4.0", 2000.0, 1000.0)  # only Plex's changed: a later edit of the scene does not count
+    'plex'
+    >>> winner(60, "8.0", (40, "4.0"), "4.0", 1000.0, 1001.02), winner(60, "8.0", (40, "4.0"), "4.0", 1000.0, 1000.1)
+    ('plex', 'stash')
+    >>> winner(60, "", None, "4.0", None, None), winner(None, "8.0", None, None, None, None), winner(80, "8.0", (40, "4.0"), "", 0, 0)
+    ('stash', 'plex', None)
+    """
+    if agrees(stash, float(plex) if plex else None):
+        return None
+    if seen is None:
+        seen_plex = written or ""
+        stash_changed = plex_rating(stash) != seen_plex
+    else:
+        stash_changed, seen_plex = stash != seen[0], seen[1]
+    plex_changed = plex != seen_plex
+    if stash_changed and plex_changed:
+        if stash_at is None or plex_at is None:
+            return STASH
+        return PLEX if plex_at > stash_at + SAME_SECOND_S else STASH
+    return PLEX if plex_changed else STASH if stash_changed else None
+
+
+def decide(
+    ledger: Ledger,
+    plex: PlexClient,
+    stash: StashClient,
+    scene_id: int,
+    rating_key: int,
+    ratings: tuple[int | None, str],
+    times: tuple[float | None, float | None],
+    written: str | None,
+) -> str | None:
+    """``winner`` for one scene and its item: ``ratings`` (Stash's rating100, Plex's text) now,
+    ``times`` (Stash's ``updated_at``, Plex's ``lastRatedAt``) each on its own server's clock."""
+    stash_at, plex_at = times
+    return winner(
+        *ratings,
+        ledger.rating_seen(scene_id, rating_key),
+        written,
+        None if stash_at is None else stash.clock.to_ours(stash_at),
+        None if plex_at is None else plex.clock.to_ours(plex_at),
+    )
+
+
+def note_seen(ledger: Ledger, scene_id: int, rating_key: int, stash: int | None, plex: str) -> None:
+    """Both sides now show these ratings: the next changes are measured from them."""
+    if agrees(stash, float(plex) if plex else None) and ledger.rating_seen(scene_id, rating_key) != (stash, plex):
+        ledger.set_rating_seen(scene_id, rating_key, stash, plex)
 
 
 class RatingsBack:
@@ -62,47 +141,58 @@ class RatingsBack:
         self.journal, self.log, self.clock = journal, log, clock
 
     def run(self) -> Counter[str]:
+        """Items rated since the last look (Plex's clock, as ``lastRatedAt``), and the items last
+        seen rated, whose rating may be gone without a ``lastRatedAt``."""
         counts: Counter[str] = Counter()
-        mark = self.journal.since(RATINGS_MARK)
-        now = int(self.clock())
+        server = self.plex.machine_id
+        mark = self.journal.since(server, RATINGS_MARK)
+        now = int(self.plex.now())
         since = now if mark is None else mark[0] - OVERLAP_S
+        found: dict[int, Rated] = {}
         for section in self.index.sections:
-            for rated in rated_since(self.plex, section.key, since):
-                counts[self._one(rated)] += 1
-        self.journal.set_since(RATINGS_MARK, now, now if mark is None else mark[1])
+            found.update((r.rating_key, r) for r in rated_since(self.plex, section.key, since))
+        found.update(self._cleared(set(found)))
+        for rated in found.values():
+            counts[self._one(rated)] += 1
+        self.journal.set_since(server, RATINGS_MARK, now, now if mark is None else mark[1])
         if counts["ratings_to_stash"]:
             self.log.info(f"{counts['ratings_to_stash']} Plex rating(s) written to Stash")
         return counts
+
+    def _cleared(self, listed: set[int]) -> dict[int, Rated]:
+        """Items last seen rated whose rating is gone (Plex may clear ``lastRatedAt`` with it, so
+        the listing by ``lastRatedAt`` misses them): ``CLEARED_BATCH`` of them per look, in turn."""
+        after = int(self.ledger.meta(CLEARED_CURSOR, 0))
+        keys = self.ledger.rated_items(after, CLEARED_BATCH)
+        self.ledger.set_meta(CLEARED_CURSOR, keys[-1] if len(keys) == CLEARED_BATCH else 0)
+        states = self.plex.item_states([k for k in keys if k not in listed])
+        return {k: Rated(k, None, s.rated_at) for k, s in states.items() if not s.fields.get(RATING)}
 
     def _one(self, rated: Rated) -> str:
         record = self.ledger.item(rated.rating_key)
         if record is None:
             return "ratings_not_synced"
-        if rating_text(rated.user_rating) == record.fields.get(RATING, ""):
-            return "ratings_ours"
         scene = self.stash.scene_state(record.scene_id)
-        if scene is None or agrees(scene.get("rating100"), rated.user_rating):
-            return "ratings_agree"
+        if scene is None:
+            return "ratings_scene_gone"
+        stash, plex = scene.get("rating100"), rating_text(rated.user_rating)
         changed = parse_timestamp(scene.get("updated_at") or "")
-        if changed is not None and changed.timestamp() >= rated.rated_at:
-            return self._stash_newer(record.scene_id, rated.rating_key, scene.get("rating100"))
-        self.stash.set_rating(record.scene_id, to_rating100(rated.user_rating))
-        return "ratings_to_stash"
-
-    def _stash_newer(self, scene_id: int, rating_key: int, rating100: int | None) -> str:
-        """Stash's rating changed after the one given in Plex: Plex shows Stash's again. The
-        scene's sync may have written it before the user rated in Plex (the same second: a tie
-        is Stash's), and an unchanged scene is not synced again. A scene without a rating
-        leaves the user's alone, as the sync does."""
-        want = half_stars(rating100)
-        record = self.ledger.get_many([scene_id]).get(scene_id)
-        if not want or record is None or record.rating_key != rating_key:
-            return "ratings_stash_newer"
-        self.plex.rate(rating_key, float(want))
-        record.fields[RATING] = want
-        self.ledger.save(record)
-        self.log.info(f"Plex item {rating_key}: scene {scene_id}'s rating, changed in Stash since, written again")
-        return "ratings_to_plex"
+        side = decide(
+            self.ledger,
+            self.plex,
+            self.stash,
+            record.scene_id,
+            rated.rating_key,
+            (stash, plex),
+            (None if changed is None else changed.timestamp(), rated.rated_at),
+            record.fields.get(RATING),
+        )
+        if side == PLEX:
+            stash = to_rating100(rated.user_rating)
+            self.stash.set_rating(record.scene_id, stash)
+        note_seen(self.ledger, record.scene_id, rated.rating_key, stash, plex)
+        # Stash's winning: the scene hook of its change queued the sync that writes it to Plex
+        return {PLEX: "ratings_to_stash", STASH: "ratings_stash_wins"}.get(side or "", "ratings_agree")
 
 
 RATINGS_MARK = -1  # the journal's "since" row for ratings (account ids are >= 1)

@@ -43,18 +43,17 @@ from plex.plan import (
     edit_batches,
     edit_params,
     fit_plan,
-    plex_rating_newer,
     rating_change,
     release_plan,
     split_removals,
 )
 from sync_queue.ledger import NOT_IN_PLEX, PIN_ITEM, SKIP, ItemRecord, Ledger, Pin, SceneRecord, entity_map
 from validation.config import Settings
-from validation.fields import RATING, SYNCED
+from validation.fields import RATING, SYNCED, rating_text
 from validation.metadata import SceneMetadata, scene_from_stash
 from validation.pathmap import map_path, normalize
 from worker.images import POSTER_KINDS, SVG, image_kind
-from worker.ratings import agrees, to_rating100
+from worker.ratings import PLEX, STASH, decide, note_seen, to_rating100
 from worker.settle import not_the_jobs
 
 if TYPE_CHECKING:
@@ -272,7 +271,7 @@ class Syncer:
             record = SceneRecord(scene_id=scene.id)  # not this scene's item until now: no poster of its own is there
         written = Written(prior.fields, prior.written_tags) if prior is not None else None
         desired = desired_for(scene, self.choices)
-        if self._plex_rating_newer(scene, state, prior):  # the user's newer rating in Plex stays
+        if self._rating_winner(scene, state, prior) != STASH:  # Plex's rating stays (Plex's wins, or they agree)
             desired = dataclasses.replace(desired, fields={**desired.fields, RATING: None})
         with self._held_lock:
             sent = dict(self._photos_sent)
@@ -281,25 +280,38 @@ class Syncer:
         )
         return record, plan, shortened
 
-    def _plex_rating_newer(self, scene: SceneMetadata, state: PlexItemState, prior: ItemRecord | None) -> bool:
-        """With ``import_ratings``: Plex shows a user's rating newer than the scene's last change."""
-        if not self.settings.import_ratings:
-            return False
-        return plex_rating_newer(state, prior.fields.get(RATING) if prior else None, scene.updated_at)
-
-    def _rating_to_stash(self, scene: SceneMetadata, state: PlexItemState) -> None:
-        """A user's rating in Plex newer than the scene's last change goes to Stash now: the
-        ratings import reads only what was rated since its last look, and the scene may have
-        had no item in the ledger then (the ``sceneUpdate`` fires the scene hook, whose sync
-        finds Plex showing Stash's rating: nothing is written back)."""
+    def _rating_winner(self, scene: SceneMetadata, state: PlexItemState, prior: ItemRecord | None) -> str | None:
+        """With ``import_ratings``: whose rating goes to the other side (``worker/ratings.py``
+        ``winner``); without, "stash" (the sync writes Stash's)."""
         if not self.settings.import_ratings:  # (before the ledger read: every sync passes here)
+            return STASH
+        return decide(
+            self.ledger,
+            self.client,
+            self.stash,
+            scene.id,
+            state.rating_key,
+            (scene.rating100, state.fields.get(RATING, "")),
+            (scene.updated_at, state.rated_at),
+            prior.fields.get(RATING) if prior else None,
+        )
+
+    def _ratings_settled(self, scene: SceneMetadata, state: PlexItemState, plan: ItemPlan) -> None:
+        """With ``import_ratings``: a rating the user gave in Plex, and changed there only (or
+        after Stash's), goes to Stash now (the poll reads only what was rated since its last look,
+        and the scene may have had no item in the ledger then; our ``sceneUpdate`` fires the scene
+        hook, whose sync finds both sides equal); both sides' ratings are noted as seen."""
+        if not self.settings.import_ratings:
             return
-        if not self._plex_rating_newer(scene, state, self.ledger.item(state.rating_key)):
-            return
-        plex = float(state.fields[RATING])
-        if not agrees(scene.rating100, plex):
-            self.stash.set_rating(scene.id, to_rating100(plex))
-            self.log.info(f"scene {scene.id}: the newer rating given in Plex ({plex:g} of 10) written to Stash")
+        stash, plex = scene.rating100, state.fields.get(RATING, "")
+        rerate, rating = rating_change(plan)
+        if rerate:
+            plex = rating_text(rating)
+        elif self._rating_winner(scene, state, self.ledger.item(state.rating_key)) == PLEX:
+            stash = to_rating100(float(plex) if plex else None)
+            self.stash.set_rating(scene.id, stash)
+            self.log.info(f"scene {scene.id}: the rating given in Plex ({plex or 'none'}) written to Stash")
+        note_seen(self.ledger, scene.id, state.rating_key, stash, plex)
 
     def _length(self, state: PlexItemState) -> Callable[[dict[str, Any]], int]:
         return lambda params: self.client.edit_target_length(state, params)
@@ -316,7 +328,7 @@ class Syncer:
         rerate, rating = rating_change(plan)
         if rerate:
             self.client.rate(state.rating_key, rating)
-        self._rating_to_stash(scene, state)
+        self._ratings_settled(scene, state, plan)
         new = SceneRecord(
             scene_id=scene.id,
             rating_key=state.rating_key,

@@ -371,6 +371,8 @@ class Library:
         self.history = plex_history.History()
         self.sessions = plex_sessions.Sessions()
         self._scanned: dict[int, list[tuple[int, str]]] | None = None  # a scan's items, announced at its end
+        self.clear_keeps_rated_at = False  # see ``rate``
+        self.machine_id = MACHINE_ID
 
     def now(self) -> int:
         return int(self.clock())
@@ -434,6 +436,7 @@ class Library:
 
     def remove_item(self, rating_key: int) -> None:
         item = self.items.pop(rating_key)
+        self.history.forget_item(rating_key)
         self.sections[item.section].scanned(self.now())
         title = item.fields["title"] or ""
         self.notify(plex_notify.timeline(rating_key, item.section, 9, title, self.now(), metadataState="deleted"))
@@ -581,7 +584,7 @@ def _container(**attrs: Any) -> ET.Element:
     return ET.Element("MediaContainer", base)
 
 
-def render_root() -> ET.Element:
+def render_root(machine_id: str = MACHINE_ID) -> ET.Element:
     mc = ET.Element(
         "MediaContainer",
         {
@@ -589,7 +592,7 @@ def render_root() -> ET.Element:
             "allowMediaDeletion": "1",
             "allowSync": "1",
             "friendlyName": "Stash2Plex Test PMS",
-            "machineIdentifier": MACHINE_ID,
+            "machineIdentifier": machine_id,
             "myPlex": "1",
             "myPlexSigninState": "ok",
             "platform": "Linux",
@@ -604,8 +607,8 @@ def render_root() -> ET.Element:
     return mc
 
 
-def render_identity() -> ET.Element:
-    return ET.Element("MediaContainer", size="0", claimed="1", machineIdentifier=MACHINE_ID, version=PMS_VERSION)
+def render_identity(machine_id: str = MACHINE_ID) -> ET.Element:
+    return ET.Element("MediaContainer", size="0", claimed="1", machineIdentifier=machine_id, version=PMS_VERSION)
 
 
 def render_library() -> ET.Element:
@@ -904,8 +907,8 @@ def transcode_photo(lib: Library, req: Request) -> Reply:
 
 
 TOP_LEVEL: dict[str, Callable[[Library], ET.Element]] = {
-    "/": lambda lib: render_root(),
-    "/identity": lambda lib: render_identity(),
+    "/": lambda lib: render_root(lib.machine_id),
+    "/identity": lambda lib: render_identity(lib.machine_id),
     "/library": lambda lib: render_library(),
     "/library/sections": render_sections,
 }
@@ -918,7 +921,9 @@ def rate(lib: Library, req: Request) -> Reply:
     ``RatingMixin.rate``: ``rating=None`` becomes ``-1``, which clears the token user's
     rating; outside 0-10 it raises BadRequest before sending). The rating then shows as
     the item's ``userRating`` attribute (plexapi/video.py ``Video._loadData``) with
-    ``lastRatedAt``. Our choices for what PMS does not document: an unknown key is 404,
+    ``lastRatedAt``. Whether a cleared rating keeps a ``lastRatedAt`` (dated then) or drops it is
+    not documented: ``clear_keeps_rated_at`` plays either. Our choices for what PMS does not
+    document: an unknown key is 404,
     a rating that is not -1 or 0-10, or another identifier, is 400.
     """
     item = lib.items.get(int(req.param("key") or 0))
@@ -928,7 +933,7 @@ def rate(lib: Library, req: Request) -> Reply:
     if req.param("identifier") != "com.plexapp.plugins.library" or not (rating == -1 or 0 <= rating <= 10):
         return html_reply(400, HTML_400)
     item.fields["userRating"] = None if rating == -1 else f"{rating:g}"
-    item.rated_at = None if rating == -1 else lib.now()
+    item.rated_at = lib.now() if rating != -1 or lib.clear_keeps_rated_at else None
     return Reply()
 
 
@@ -1374,6 +1379,30 @@ class PlexEmulator:
         session = str(row.history_id)
         self.notifications.publish(plex_notify.playing(session, rating_key, item.duration_ms, "stopped"))
         return row.history_id
+
+    def play_twice(self, rating_key: int, after_s: int, viewed_at: int | None = None) -> tuple[int, int]:
+        """One viewing from a client that writes it as two history rows, ``after_s`` apart
+        (plex_history.py's module docstring); returns both history ids."""
+        first = self.play(rating_key, viewed_at=viewed_at)
+        with self._lib.lock:
+            row = next(r for r in self._lib.history.rows if r.history_id == first)
+        return first, self._lib.history.second_row(row, after_s).history_id
+
+    @property
+    def clear_keeps_rated_at(self) -> bool:
+        """A rating cleared (``rate`` with -1) keeps a ``lastRatedAt`` (True) or drops it."""
+        return self._lib.clear_keeps_rated_at
+
+    @clear_keeps_rated_at.setter
+    def clear_keeps_rated_at(self, keeps: bool) -> None:
+        self._lib.clear_keeps_rated_at = keeps
+
+    def set_machine_id(self, machine_id: str) -> None:
+        """Another server answers at this address (a migration): its own machineIdentifier
+        and its own watch history, whose ids count from 1 again."""
+        with self._lib.lock:
+            self._lib.machine_id = machine_id
+            self._lib.history.rows.clear()
 
     def history_rows(self) -> list:
         """Every watch-history row (``plex_history.Row``), oldest first."""

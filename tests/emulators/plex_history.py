@@ -14,7 +14,15 @@ A play (``play``) makes a history row and moves the item's ``viewCount`` and
 ``lastViewedAt`` for that account (python-plexapi video.py ``Video._loadData``); the
 emulator shows the owner's (account 1) state on items, as a PMS answers the owner's
 token (plexapi issue #21). "Mark as played" makes no history row (plexapi
-tests/test_history.py).
+tests/test_history.py), since PMS 1.40.0.7998; before it, each "Mark as played" wrote a row
+(python-plexapi PR #1366, "No longer create a view history entry for items marked as played").
+
+Two quirks of real servers (``second_row``, ``forget_item``): some clients make a second row
+for one viewing, at the same time or a minute later (edde746/plezy issue #1740, PMS
+1.30.0.6486; Tautulli issue #1053), and a row of an item Plex deleted (trash emptied) keeps
+its ``historyKey`` and time but loses its ``ratingKey`` and ``key`` (blacktwin/JBOPS issue
+#119: "the rating key can be deleted or removed if the item is deleted and Plex has Emptied
+Trash"; plex/history.py skips such rows).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ class Row:
     viewed_at: int
     account_id: int
     device_id: int = 1
+    deleted: bool = False  # the item is gone: the row shows no ratingKey
 
 
 @dataclass
@@ -53,6 +62,23 @@ class History:
             state["lastViewedAt"] = max(viewed_at, state.get("lastViewedAt", 0))
             state["viewOffset"] = 0
             return row
+
+    def second_row(self, row: Row, after_s: int) -> Row:
+        """The second row some clients write for one viewing, ``after_s`` seconds after the first."""
+        with self.lock:
+            again = Row(
+                len(self.rows) + 1, row.rating_key, row.section, row.title, row.viewed_at + after_s, row.account_id
+            )
+            self.rows.append(again)
+            self.views[(row.rating_key, row.account_id)]["viewCount"] += 1
+            return again
+
+    def forget_item(self, rating_key: int) -> None:
+        """The item was deleted: its rows stay, without its ratingKey."""
+        with self.lock:
+            for row in self.rows:
+                if row.rating_key == rating_key:
+                    row.deleted = True
 
     def set_offset(self, rating_key: int, offset_ms: int, account_id: int = OWNER) -> None:
         with self.lock:
@@ -78,7 +104,7 @@ class History:
         ):
             value = first(name)
             if value is not None:
-                rows = [r for r in rows if getattr(r, attr) == int(value)]
+                rows = [r for r in rows if getattr(r, attr) == int(value) and not (attr == "rating_key" and r.deleted)]
         since = first("viewedAt>")
         if since is not None:
             rows = [r for r in rows if r.viewed_at >= int(since)]
@@ -92,8 +118,7 @@ def render_rows(rows: list[Row], start: int, size: int, container) -> ET.Element
     for r in page:
         attrs: dict[str, Any] = {
             "historyKey": f"/status/sessions/history/{r.history_id}",
-            "key": f"/library/metadata/{r.rating_key}",
-            "ratingKey": r.rating_key,
+            **({} if r.deleted else {"key": f"/library/metadata/{r.rating_key}", "ratingKey": r.rating_key}),
             "librarySectionID": r.section,
             "title": r.title,
             "type": "movie",
