@@ -51,7 +51,10 @@ def run(app: App, stop: threading.Event | None = None, once: bool = False) -> in
         handler.poll()  # what happened while nothing watched
         while not _wait(stop, poll_s):
             if app.settings_changed():  # a new token, plex_url or switch: parts built again from them
-                handler, listener = _start_over(app, listener)
+                try:
+                    handler, listener = _start_over(app, listener)
+                except Stash2PlexError as exc:  # each look says so until the settings are fixed
+                    app.log.error(f"the changed settings cannot be used yet: {exc}")
             handler.poll()
             polls += 1
             if polls % max(1, int(STATUS_EVERY_S // poll_s)) == 0:

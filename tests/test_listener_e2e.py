@@ -3,6 +3,7 @@ Plex serves the notification websocket (``tests/emulators/plex_notify.py``)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from contextlib import contextmanager
 
@@ -209,6 +210,19 @@ def start_watch(plugin, log_path):
     return start_command(["watch"], env, log_path)
 
 
+@contextlib.contextmanager
+def watching(plugin, log_path, poll_s: float = 0.3):
+    """``watch`` running (its timer every ``poll_s``) and listening, killed at the end."""
+    plugin.env["STASH2PLEX_WATCH_POLL_S"] = str(poll_s)
+    watch = start_watch(plugin, log_path)
+    try:
+        until(lambda: plugin.plex.notifications.listening == 1, 20, "watch listens")
+        yield watch
+    finally:
+        watch.kill()
+        watch.wait()
+
+
 def synced_scene(plugin, n: int = 1) -> tuple[int, int]:
     sid, rk = plugin.add_scene(n)
     plugin.hook(plugin.stash.update_scene(sid, title=f"Synced {n}"))
@@ -302,12 +316,9 @@ def rate_in_plex(plugin, rk: int, rating: float) -> None:
 
 def test_a_rating_set_on_each_side_in_turn_ends_equal_on_both_without_a_write_loop(plugin, tmp_path):
     plugin.configure(import_ratings=True)
-    plugin.env["STASH2PLEX_WATCH_POLL_S"] = "0.3"
     sid, rk = synced_scene(plugin)
     log = tmp_path / "watch.log"
-    watch = start_watch(plugin, log)
-    try:
-        until(lambda: plugin.plex.notifications.listening == 1, 20, "watch listens")
+    with watching(plugin, log):
         rate_in_plex_at(plugin, rk, 8, plugin.stash.updated_ts(sid) + 1)  # the user rates in Plex …
         until(lambda: plugin.stash.scene(sid)["rating100"] == 80, 10, f"in Stash {log.read_text()}")
         plugin.hook(plugin.stash.hook_contexts[-1])  # … our sceneUpdate fired the scene hook
@@ -320,9 +331,6 @@ def test_a_rating_set_on_each_side_in_turn_ends_equal_on_both_without_a_write_lo
         plugin.wait_drained()
         until(lambda: plugin.plex.item(rk)["fields"]["userRating"] == "4", 10, "in Plex")
         time.sleep(1.0)  # several polls see Plex's new lastRatedAt
-    finally:
-        watch.kill()
-        watch.wait()
     assert plugin.stash.scene(sid)["rating100"] == 40 and plugin.plex.item(rk)["fields"]["userRating"] == "4"
     assert len(plugin.plex.rate_requests()) == rates_before + 1  # the Stash rating, once
     assert len(plugin.stash.graphql_requests("S2PRate")) == 1  # the Plex rating, once

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.test_listener_e2e import rate_in_plex, start_watch, synced_scene, task, until, watch_once
+from tests.test_listener_e2e import rate_in_plex, synced_scene, task, until, watch_once, watching
 
 PLAYED = 1_600_000_000  # 2020
 
@@ -77,19 +77,13 @@ def test_a_rating_cleared_in_plex_is_cleared_in_stash(plugin, keeps):
 
 def test_a_running_watch_takes_changed_settings_without_a_restart(plugin, tmp_path):
     """A new Plex token and import_ratings turned on, saved in Stash while ``watch`` runs."""
-    plugin.env["STASH2PLEX_WATCH_POLL_S"] = "0.3"
     sid, rk = synced_scene(plugin)
     log = tmp_path / "watch.log"
-    watch = start_watch(plugin, log)
-    try:
-        until(lambda: plugin.plex.notifications.listening == 1, 20, "watch listens")
+    with watching(plugin, log):
         plugin.plex.token = "a-new-token"
         plugin.configure(import_ratings=True)
         rate_in_plex(plugin, rk, 8)  # (the import's first look reads from 2 minutes before it)
         until(lambda: plugin.stash.scene(sid)["rating100"] == 80, 10, f"rating in Stash {log.read_text()}")
-    finally:
-        watch.kill()
-        watch.wait()
 
 
 # -- plays: whose, once, from which server ---------------------------------------------------
