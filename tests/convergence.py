@@ -12,7 +12,8 @@ the real plugin process and the emulators. Then the plugin's
 tasks run until the queue is empty, and every live scene's Plex item must show what
 Stash holds (a scene without a cover: no other scene's cover as its poster), no item may
 carry another scene's data, an item no scene holds shows nothing Stash2Plex wrote, and
-every Plex play of an item a scene owns is in that scene's Stash play history exactly once.
+every Plex play is in the Stash play history of the scene that held its item when it was
+played, exactly once.
 
 With ``ratings`` (the bench's seeds; the suite's stay as they were) ratings are played too,
 from an RNG of their own: a user's rating set, changed or cleared in Stash (the scene hook)
