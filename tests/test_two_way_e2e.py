@@ -75,6 +75,22 @@ def test_a_rating_cleared_in_plex_is_cleared_in_stash(plugin, keeps):
     assert plugin.plex.item(rk)["fields"]["userRating"] is None  # and not written back
 
 
+def test_a_rating_cleared_in_stash_after_one_given_in_plex_clears_plex_too(plugin):
+    """Both sides changed before the plugin saw either; Stash's clear came later and wins."""
+    from tests.runner import drainer_lock_held
+
+    plugin.configure(import_ratings=True)
+    sid, rk = rated_scene(plugin)
+    rate_in_plex(plugin, rk, 5)
+    later(plugin, 2)
+    with drainer_lock_held(plugin.data_dir):
+        plugin.hook(plugin.stash.update_scene(sid, rating100=None))
+    plugin.task("process_queue")
+    plugin.wait_drained()
+    watch_once(plugin)
+    assert (plugin.stash.scene(sid)["rating100"], plugin.plex.item(rk)["fields"]["userRating"]) == (None, None)
+
+
 def test_a_running_watch_takes_changed_settings_without_a_restart(plugin, tmp_path):
     """A new Plex token and import_ratings turned on, saved in Stash while ``watch`` runs."""
     sid, rk = synced_scene(plugin)

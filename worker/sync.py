@@ -271,8 +271,14 @@ class Syncer:
             record = SceneRecord(scene_id=scene.id)  # not this scene's item until now: no poster of its own is there
         written = Written(prior.fields, prior.written_tags) if prior is not None else None
         desired = desired_for(scene, self.choices)
-        if self._rating_winner(scene, state, prior) != STASH:  # Plex's rating stays (Plex's wins, or they agree)
+        side = self._rating_winner(scene, state, prior)
+        if side != STASH:  # Plex's rating stays (Plex's wins, or they agree)
             desired = dataclasses.replace(desired, fields={**desired.fields, RATING: None})
+        elif self.settings.import_ratings and desired.fields.get(RATING) == "":
+            # Stash's rating was cleared, and that wins: Plex's goes too, whoever gave it (the
+            # plan alone leaves a rating given in Plex since it was written)
+            base = written or Written()
+            written = Written({**base.fields, RATING: state.fields.get(RATING, "")}, base.tags)
         with self._held_lock:
             sent = dict(self._photos_sent)
         plan, shortened = fit_plan(
