@@ -39,7 +39,7 @@ def desired(tag_parents=None, **settings):
 
 
 @pytest.mark.parametrize(("rating100", "shown"), [(None, ""), (73, "7.5"), (20, "2.0"), (100, "10.0"), (1, "0.0")])
-def test_rating_is_plex_rating(rating100, shown):
+def test_rating_is_kept_to_the_nearest_half_point(rating100, shown):
     assert plex_rating(rating100) == shown
 
 
