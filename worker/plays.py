@@ -103,13 +103,26 @@ class PlayImport:
             self.journal.set_since(server, account, max([p.viewed_at for p in plays] + [mark[0]]), mark[1])
         return counts
 
+    def _durations(self, keys: list[int]) -> dict[int, float]:
+        """Each item's duration in seconds: the cached index's, else Plex's detail view (items
+        gone from Plex have none: their rows are not merged)."""
+        found = self.ledger.durations(keys)
+        missing = [k for k in keys if k not in found]
+        for start in range(0, len(missing), 100):
+            for key, state in self.plex.item_states(missing[start : start + 100]).items():
+                longest = max((ms or 0 for _, _, ms in state.parts), default=0)
+                if longest:
+                    found[key] = longest / 1000
+        return found
+
     def _apply(self, server: str, plays: list[Play], dry_run: bool, keep: bool) -> Counter[str]:
         """Each play to the scene that held its item when it was played (``owner_at``); a play of
         an item no scene holds yet is kept (``keep``) for when one does."""
         counts: Counter[str] = Counter()
         done = self.journal.applied(server, [p.history_key for p in plays])
         keys = sorted({p.rating_key for p in plays})
-        owners, durations = self.ledger.owners(keys), self.ledger.durations(keys)
+        owners = self.ledger.owners(keys)
+        durations = self._durations([k for k in keys if k in owners])
         in_stash: dict[int, Counter[int] | None] = {}
         unlinked: list[Play] = []
         for play in plays:
