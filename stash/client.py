@@ -180,11 +180,22 @@ def _shut(response: Any) -> None:
         response.close()
 
 
+def _sent_to_login(response: Any) -> bool:
+    """Whether Stash redirected the read to its login page: with a login configured, a
+    request without a valid session or key (an expired session reads as none) is answered
+    302 to ``<prefix>/login?returnURL=…`` (internal/api/authentication.go
+    ``authenticateHandler``), which requests follows to a 200 HTML page."""
+    return bool(response.history) and urlsplit(response.url).path.endswith("/login")
+
+
 def _image_refused(response: Any) -> Exception:
-    """What Stash's answer to a screenshot read other than 200 means (a refused session
-    or key, Stash failing, or no such image); requests' ``HTTPError`` would read as a
-    network failure (it is an ``OSError``)."""
+    """What Stash's answer to a screenshot read other than the image means (a refused
+    session or key, Stash failing, or no such image); requests' ``HTTPError`` would read
+    as a network failure (it is an ``OSError``)."""
     status, what = response.status_code, "downloading a screenshot"
+    if _sent_to_login(response):
+        status = response.history[0].status_code
+        return StashRefused(f"{_refusal(status, response.history[0].request)} (while {what})")
     if status in (401, 403):
         return StashRefused(f"{_refusal(status, getattr(response, 'request', None))} (while {what})")
     if status >= 500:
@@ -567,6 +578,6 @@ class StashClient:
         with stash_errors("downloading a screenshot", self._last_reply, self._api.url):
             response = self._api.s.get(own, timeout=REQUEST_TIMEOUT_S, stream=True)
             content = _read_within(response, self.image_deadline_s)
-        if response.status_code != 200:
+        if response.status_code != 200 or _sent_to_login(response):
             raise _image_refused(response)
         return content, response.headers.get("Content-Type", "")

@@ -304,7 +304,9 @@ def test_screenshots_need_auth_and_follow_cover_changes(emu: StashEmulator, stas
     first = stash.s.get(url, timeout=5)  # stashapi's session carries the cookie
     assert first.status_code == 200 and first.headers["Content-Type"] == "image/png"
     assert first.content == cover_png(sid, 1) != cover_png(sid + 1, 1)
-    assert requests.get(url, timeout=5).status_code == 401
+    anonymous = requests.get(url, timeout=5, allow_redirects=False)  # to the login page, as Stash does
+    assert anonymous.status_code == 302 and anonymous.headers["Location"].startswith("/login?returnURL=%2Fscene%2F")
+    assert requests.get(url, cookies={"session": "forged"}, timeout=5, allow_redirects=False).status_code == 302
     emu.update_scene(sid, cover=b"\xff\xd8\xff\xe0jpeg-bytes")
     new_url = stash.find_scene(sid, fragment="paths { screenshot }")["paths"]["screenshot"]
     assert new_url != url

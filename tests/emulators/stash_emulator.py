@@ -36,6 +36,7 @@ import binascii
 import functools
 import hashlib
 import json
+import posixpath
 import random
 import re
 import struct
@@ -1362,9 +1363,9 @@ class _Handler(TrackedHandler):
         match = _SCREENSHOT_RE.match(urlsplit(self.path).path)
         if emu.latency:
             time.sleep(emu.latency)
-        if not self._authorised():
-            self._send(401, b"Unauthorized\n", "text/plain; charset=utf-8")
-        elif emu.fail_html or (emu.images_login_page and match is not None):
+        if self._refused():
+            return
+        if emu.fail_html or (emu.images_login_page and match is not None):
             self._send(200, _HTML_PAGE, "text/html; charset=utf-8")
         elif match is None:
             self._send(404, b"404 page not found\n", "text/plain; charset=utf-8")
@@ -1385,24 +1386,16 @@ class _Handler(TrackedHandler):
     def _performer_image(self, performer_id: int) -> None:
         """``GET /performer/<id>/image`` behind Stash's authentication middleware (internal/api/
         server.go mounts ``/performer`` after ``r.Use(authenticateHandler())``; authentication.go
-        ``authenticateHandler``, pkg/session/session.go ``Authenticate``): a wrong API key is 401;
-        with a login configured (``auth_required``: Stash's ``HasCredentials``; the fixtures' API
-        key goes with it, as Stash makes one only for a user) and no credential given, a path without an
-        extension is redirected to the login page (302 to ``/login?returnURL=…``); else the
-        image (internal/api/routes_performer.go ``Image``)."""
+        ``authenticateHandler``, as every image route: ``_refused``; the fixtures' API key goes with
+        a login, as Stash makes one only for a user); else the image (internal/api/
+        routes_performer.go ``Image``)."""
         emu = self.emu
         query = parse_qs(urlsplit(self.path).query)
         record = {"path": self.path, "headers": dict(self.headers), "status": 200}
         emu.performer_image_requests.append(record)
-        if not self._authorised():
-            key = self.headers.get("ApiKey") or (query.get("apikey") or [None])[0]
-            if key is not None or emu.fail_401 or not emu.auth_required:
-                record["status"] = 401
-                self._send(401, b"", "text/plain; charset=utf-8", {"WWW-Authenticate": "FormBased"})
-                return
-            record["status"] = 302
-            target = "/login?" + urlencode({"returnURL": self.path})
-            self._send(302, b"", "text/html; charset=utf-8", {"Location": target})
+        refused = self._refused()
+        if refused:
+            record["status"] = refused
             return
         try:
             data = emu.performer_image(performer_id, default=query.get("default") == ["true"])
@@ -1411,6 +1404,25 @@ class _Handler(TrackedHandler):
             self._send(404, b"Not Found\n", "text/plain; charset=utf-8")
             return
         self._send(200, data, image_type(data))
+
+    def _refused(self) -> int:
+        """Stash's authentication middleware on a route other than GraphQL (internal/api/
+        authentication.go ``authenticateHandler``): a wrong API key is 401 (pkg/session/session.go
+        ``Authenticate``); with a login configured (``auth_required``: ``HasCredentials``) and no
+        valid credential (an expired session reads as none: ``GetSessionUserID``), a path without
+        an extension is redirected to the login page (302 to ``/login?returnURL=…``). The status
+        sent, or 0 when the request may go on."""
+        if self._authorised():
+            return 0
+        emu = self.emu
+        key = self.headers.get("ApiKey") or (parse_qs(urlsplit(self.path).query).get("apikey") or [None])[0]
+        extension = posixpath.splitext(urlsplit(self.path).path)[1]
+        if key is not None or emu.fail_401 or not emu.auth_required or extension not in ("", ".html"):
+            self._send(401, b"", "text/plain; charset=utf-8", {"WWW-Authenticate": "FormBased"})
+            return 401
+        target = "/login?" + urlencode({"returnURL": self.path})
+        self._send(302, b"", "text/html; charset=utf-8", {"Location": target})
+        return 302
 
     def _trickle(self, body: bytes, content_type: str, pause_s: float) -> None:
         """A slow link, or a server that stalls mid-reply: one byte per ``pause_s``; stops
