@@ -146,11 +146,16 @@ def test_the_performer_photo_address_carries_no_credential():
         "http://stash.lan:9999/?apikey=k3y": "must be an address without ?… or #…",
         "stash.lan:9999": "must start with http:// or https:// (e.g. http://192.168.1.20:9999)",
         "http://stash.lan:99999": "has a port that is not a number from 1 to 65535 (Stash listens on 9999)",
+        # each refused for another reason first: the message still repeats no login and no query
+        "admin:hunter2@stash.lan:9999": "must start with http:// or https://",
+        "stash.lan:9999/performer?apikey=k3y": "must start with http:// or https://",
+        "http://admin:hunter2@stash.lan:99999/?apikey=k3y": "has a port that is not a number",
+        "http://:9/?apikey=k3y#k3y": "has no host name",
     }
     for value, reason in refused.items():
         settings = load_settings({**given, "performer_photo_base_url": value})
         problem = settings.problem("performer_photo_base_url") or ""
         assert problem.startswith(f"setting performer_photo_base_url: {reason}"), problem
         assert problem.endswith("performer photos are not written until it is fixed")
-        assert "hunter2" not in problem and "k3y" not in problem
+        assert "hunter2" not in problem and "k3y" not in problem, problem
         assert (settings.performer_photos, settings.performer_photo_base_url) == (False, "")

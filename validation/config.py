@@ -390,10 +390,20 @@ def _address(value: str, example: str, port_hint: str) -> str:
 
 
 def _no_login(url: str) -> str:
-    """``url`` without a ``user:password@`` (a message must not repeat a password)."""
+    """``url`` as a message may repeat it: without a ``user:password@`` and with ``?…``/``#…``
+    in place of its query and fragment, where an API key or token may ride (with or without
+    a scheme: a value is often refused for lacking one).
+
+    >>> _no_login("admin:pw@stash.lan:9999/p?apikey=k#f"), _no_login("http://u:pw@h:1/#k?t=k")
+    ('stash.lan:9999/p?…', 'http://h:1/#…')
+    """
     scheme, sep, rest = url.partition("://")
-    host, slash, path = rest.partition("/")
-    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
+    if not sep:
+        scheme, rest = "", url
+    end = min((at for at in (rest.find("?"), rest.find("#")) if at >= 0), default=len(rest))
+    host, slash, path = rest[:end].partition("/")
+    cut = rest[end : end + 1]
+    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}{cut and cut + '…'}"
 
 
 def _in_stash(name: str) -> str:
