@@ -38,6 +38,7 @@ ORIGIN = "the public Stash2Plex plugin"
 EVENT = "public_plugin"  # the event of a job taken over
 QUEUE_NAME = "default"  # persist-queue's table name when none is given (its QueueManager gives none)
 DEAD_TABLE = "dead_letters"
+MAX_ATTEMPTS = 1_000_000  # a retry count beyond any real one is a damaged row's (2**63-1 + 1 fits no table)
 MARK = "predecessor_taken"  # ledger meta: {"queue": last row id, "dead": last row id, "line": what was said}
 
 
@@ -146,9 +147,17 @@ def _add_job(found: Found, data: bytes) -> None:
             return
         found.by_id_only += 1
         record = {}
-    enqueued_at = record.get("enqueued_at")
-    at = float(enqueued_at) if isinstance(enqueued_at, (int, float)) else time.time()
-    found.jobs.append(Job(scene_id=scene_id, priority=INTERACTIVE, event=EVENT, enqueued_at=at))
+    found.jobs.append(Job(scene_id=scene_id, priority=INTERACTIVE, event=EVENT, enqueued_at=_when(record)))
+
+
+def _when(record: dict) -> float:
+    """The row's ``enqueued_at`` when it is a time up to now, else now (a damaged row's value
+    may be any size, NaN, or not a number; compared before ``float`` sees it)."""
+    now = time.time()
+    value = record.get("enqueued_at")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= now:
+        return float(value)
+    return now
 
 
 def _add_dead(found: Found, row_id: int, scene_id: Any, error_type: Any, message: Any, retries: Any, at: Any) -> None:
@@ -157,7 +166,7 @@ def _add_dead(found: Found, row_id: int, scene_id: Any, error_type: Any, message
         found.unreadable += 1
         return
     reason = f"{message or error_type or 'failed'} (dead-lettered by {ORIGIN})"
-    attempts = retries + 1 if isinstance(retries, int) and retries >= 0 else 1
+    attempts = retries + 1 if isinstance(retries, int) and 0 <= retries < MAX_ATTEMPTS else 1
     job = Job(scene_id=sid, priority=INTERACTIVE, event=EVENT)
     found.dead.append((job, str(error_type or "Unknown"), reason, attempts, _utc(at)))
 

@@ -118,3 +118,55 @@ def test_a_row_is_read_as_data_never_run(tmp_path):
     assert (dead.scene_id, error_class, attempts) == (6, "PlexNotFound", 13)
     assert reason.endswith("(dead-lettered by the public Stash2Plex plugin)")
     assert not predecessor.find(data_dir, after_queue=10, after_dead=1)
+
+
+def test_a_row_with_odd_values_is_taken_over_without_a_traceback(tmp_path):
+    """A damaged row's values (a time pickle keeps whole however large, not a number, or NaN)
+    give the job a time of now, never an OverflowError at the start of every run."""
+    import math
+    import pickle
+    import time
+
+    from sync_queue import predecessor
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(FIXTURE, data_dir)
+    conn = sqlite3.connect(data_dir / "queue" / "data.db")
+    with conn:
+        for n, at in ((11, 10**400), (12, float("nan")), (13, float("inf")), (14, True), (15, -(10**30))):
+            row = pickle.dumps({"scene_id": n, "enqueued_at": at})
+            conn.execute("INSERT INTO ack_queue_default (data, timestamp, status) VALUES (?, 0, 0)", (row,))
+    conn.close()
+    before = time.time()
+    found = predecessor.find(data_dir)
+    odd = {j.scene_id: j.enqueued_at for j in found.jobs if j.scene_id > 10}
+    assert sorted(odd) == [11, 12, 13, 14, 15]
+    assert all(math.isfinite(at) and before <= at <= time.time() for at in odd.values()), odd
+
+
+def test_a_dead_letter_with_odd_values_is_listed_without_a_traceback(tmp_path):
+    """A dead letter whose retry count is SQLite's largest integer (one more does not fit our
+    table) or not a number, and whose time is not a time: listed, with sane values."""
+    from sync_queue import predecessor
+    from sync_queue.dlq import DeadLetterQueue
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(FIXTURE, data_dir)
+    conn = sqlite3.connect(data_dir / "dlq.db")
+    with conn:
+        conn.execute(
+            "INSERT INTO dead_letters (scene_id, error_type, error_message, retry_count, failed_at) "
+            "VALUES (21, 'PlexNotFound', 'gone', ?, 'yesterday'), (22, NULL, NULL, 'many', NULL)",
+            (2**63 - 1,),
+        )
+    conn.close()
+    found = predecessor.find(data_dir)
+    dlq = DeadLetterQueue(data_dir)
+    try:
+        for job, error_class, reason, attempts, failed_at in found.dead:
+            dlq.adopt(job, error_class, reason, attempts, failed_at)
+        assert dlq.count() == 3
+    finally:
+        dlq.close()
+    attempts = {job.scene_id: tries for job, _, _, tries, _ in found.dead}
+    assert attempts[22] == 1 and 1 <= attempts[21] < 2**63
