@@ -189,15 +189,17 @@ class App:
     def _drainer_overrides(self) -> dict[str, str]:
         """The command line's settings a background drainer keeps: only those Stash has not
         saved. The drainer outlives this run and serves every hook, so a flag that differs
-        from a saved value (a mistyped ``--plex-url``) stays with this run; the drainer
-        uses what is saved (and, when Stash cannot say, nothing of this run)."""
+        from a saved value (a mistyped ``--plex-url``; a value saved under an old name counts)
+        stays with this run; the drainer uses what is saved (and, when Stash cannot say, nothing of this run)."""
+        from validation.legacy import new_name, saved_names
+
         if not self.settings_overrides:
             return {}
         try:
-            saved = self.stash().plugin_settings()
+            saved = saved_names(self.stash().plugin_settings())  # an old name's value is a saved value too
         except Stash2PlexError:
             return {}
-        return {k: v for k, v in self.settings_overrides.items() if saved.get(k) in (None, "")}
+        return {k: v for k, v in self.settings_overrides.items() if new_name(k) not in saved}
 
     def nudge_drainer(self) -> None:
         """Tell a running drainer that something happened (it then compares the settings;

@@ -336,3 +336,14 @@ def test_a_mistyped_flag_leaves_no_drainer_that_keeps_it(plugin):
     plugin.wait_drained()
     assert plugin.plex.item(rk)["fields"]["title"] == "Scene 1"  # written with the saved URL
     assert not health.read(plugin.data_dir).get("plex_down"), health.read(plugin.data_dir)
+
+
+def test_a_flag_for_a_setting_saved_under_its_old_name_leaves_no_drainer_that_keeps_it(plugin):
+    """The public plugin's ``plex_library`` is a saved value of ``plex_libraries``: a flag
+    for it is this run's only, as for a setting saved under today's name."""
+    plugin.plex.add_section("Other", ["/plex/other"], key=2)
+    plugin.configure(plex_library="Stash")  # saved by the public plugin, taken over
+    _, rk = plugin.add_scene(1)
+    cli(plugin, "all", "--plex-libraries", "Other", "--no-progress")
+    plugin.wait_drained()
+    assert plugin.plex.item(rk)["fields"]["title"] == "Scene 1", plugin.drainer_log()[-2000:]

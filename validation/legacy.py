@@ -101,6 +101,22 @@ def merge(saved: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def new_name(name: str) -> str:
+    """Today's name of a setting saved under ``name`` (itself when it is today's).
+
+    >>> new_name("plex_library"), new_name("sync_studio"), new_name("path_map")
+    ('plex_libraries', 'skip_fields', 'path_map')
+    """
+    if name in FIELD_SWITCHES:
+        return "skip_fields"
+    return {**RENAMED_INVERTED, **RENAMED}.get(name, name)
+
+
+def saved_names(saved: dict[str, Any]) -> set[str]:
+    """Today's names of the settings ``saved`` holds a value for, under that name or an old one."""
+    return {new_name(name) for name, value in saved.items() if value not in (None, "")}
+
+
 def translate(saved: dict[str, Any], known: set[str]) -> tuple[dict[str, Any], Adopted]:
     """The saved values under today's names, and a report of the old names found."""
     work = _Work({k: v for k, v in saved.items() if k in known})
