@@ -68,6 +68,18 @@ def test_app_paths_get_index_html_with_the_colour_and_assets_come_gzipped(served
     assert get(served.url + "/css")[2] == b"" and get(served.url + "/customlocales")[2] == b"{}"
 
 
+def test_performer_images_are_stashs_route_not_the_app(served):
+    """``/performer/<id>/image`` is Stash's image route (internal/api/server.go mounts
+    ``/performer`` before the UI's catch-all), not index.html."""
+    from tests.emulators.stash_emulator import cover_png
+
+    sid = served.add_scene(performers=["Ann"])
+    ann = served.entity_id("performer", "Ann")
+    served.set_performer_image(ann, cover_png(sid, 1))
+    status, headers, body = get(f"{served.url}/performer/{ann}/image?t=1")
+    assert (status, headers["Content-Type"], body) == (200, "image/png", cover_png(sid, 1))
+
+
 def test_plugin_routes_serve_the_yml_ui_files_and_refuse_a_disabled_plugin(served):
     ui = plugin_config()["ui"]
     status, headers, body = get(served.url + "/plugin/Stash2Plex/javascript")

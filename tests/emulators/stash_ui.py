@@ -389,8 +389,8 @@ class StashUI:
         if re.fullmatch(r"/studio/\d+/image", path):  # routes_studio.go Image: the default studio image
             handler._send(200, _STUDIO_SVG, "image/svg+xml")
             return True
-        if path.startswith("/scene/") or path == "/graphql":
-            return False
+        if path.startswith(("/scene/", "/performer/", "/login")) or path == "/graphql":
+            return False  # Stash's own routes, mounted before the UI's catch-all (internal/api/server.go)
         self._static(handler, path)
         return True
 
