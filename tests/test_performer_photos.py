@@ -113,10 +113,13 @@ def test_behind_a_login_no_photo_url_is_written_and_the_user_is_told_once(plugin
 
     # With an address of the user's choosing, the URLs carry no credential either; this
     # Stash still asks Plex for a login there, and Plex's fetch says so.
-    plugin.configure(performer_photos=True, performer_photo_base_url=plugin.stash.url + "/")
+    # (Stash by another name than the plugin's, as Plex in Docker would reach it.)
+    elsewhere = plugin.stash.url.replace("127.0.0.1", "localhost")
+    plugin.configure(performer_photos=True, performer_photo_base_url=elsewhere + "/")
     plugin.plex.clear_requests()
     assert plugin.task("all").output["synced"] == 2  # the scenes showing Ann; Bea has no image
-    photo = plugin.stash.performer_image_url(ann)
+    photo = plugin.stash.performer_image_url(ann).replace(plugin.stash.url, elsewhere)
+    assert photo.startswith(elsewhere + "/performer/")
     assert _thumbs(plugin) == [photo] and plugin.plex.photo("Ann") == photo
     fetched = plugin.plex.wait_photo_fetches(1)
     assert [(f["url"], f["ok"]) for f in fetched] == [(photo, False)]
