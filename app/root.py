@@ -235,8 +235,9 @@ class App:
 
     def take_over(self, start_drainer: bool = True) -> None:
         """The public Stash2Plex plugin's waiting jobs and dead letters, once, at the start of
-        every run but a hook's (sync_queue/predecessor.py); a drainer syncs the jobs. Its files
-        unreadable: said, and our own sync goes on."""
+        every run but a hook's (sync_queue/predecessor.py); a drainer syncs the jobs. The line
+        saying what was taken reaches Stash's log (from a drainer, with the next hook). Its
+        files unreadable: said, and our own sync goes on."""
         import sqlite3
 
         from sync_queue import predecessor
@@ -250,6 +251,8 @@ class App:
             return
         if line:
             self.log.warning(line)
+            if not self.log_read:  # the drainer's log is a file: the next hook says it in Stash's log
+                self.health().update(**{predecessor.HEALTH_KEY: {"reason": line, "told": False}})
             if start_drainer and self.producer_queue().pending():
                 self.ensure_drainer()
 

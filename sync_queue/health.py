@@ -81,9 +81,10 @@ class HealthFile:
             self.update(failing=None)
 
 
-# One-time notices (worker/photos.py): recorded with ``told`` false by a run whose log the user
-# does not read (the drainer's, in drainer.log), then said in Stash's log by the next hook.
-NOTICES = ("performer_photos",)
+# One-time notices (worker/photos.py; app/root.py ``take_over``): recorded with ``told`` false by a
+# run whose log the user does not read (the drainer's, in drainer.log), then said in Stash's log
+# by the next hook.
+NOTICES = ("performer_photos", "predecessor_taken")
 
 
 def something_to_say(data_dir: Path | str, now: float) -> bool:

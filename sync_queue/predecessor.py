@@ -39,6 +39,7 @@ EVENT = "public_plugin"  # the event of a job taken over
 QUEUE_NAME = "default"  # persist-queue's table name when none is given (its QueueManager gives none)
 DEAD_TABLE = "dead_letters"
 MAX_ATTEMPTS = 1_000_000  # a retry count beyond any real one is a damaged row's (2**63-1 + 1 fits no table)
+HEALTH_KEY = "predecessor_taken"  # sync_health.json: the line, until a hook said it (sync_queue/health.py NOTICES)
 MARK = "predecessor_taken"  # ledger meta: {"queue": last row id, "dead": last row id, "line": what was said}
 
 

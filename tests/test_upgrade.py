@@ -53,6 +53,13 @@ def test_the_first_run_over_the_public_plugins_data_syncs_its_edits_and_lists_it
     assert plugin.plex.item(items[DEAD])["fields"]["title"] != f"Edited {DEAD}"  # listed, not retried by itself
     said = [line for line in plugin.drainer_log().splitlines() if "taken over from the public Stash2Plex" in line]
     assert len(said) == 1 and "5 waiting scene(s) queued, 1 dead letter(s) listed" in said[0], said
+    # the drainer's log is a file nobody reads: the next scene edit's hook says it in Stash's log, once
+    told = []
+    for title in ("Seen", "Seen again"):
+        hook = plugin.hook(plugin.stash.update_scene(5, title=title))
+        told.append([m for m in hook.messages("warning") if "taken over from the public Stash2Plex" in m])
+    assert [len(lines) for lines in told] == [1, 0] and "5 waiting scene(s) queued" in told[0][0], told
+    plugin.wait_drained(timeout=30)
     assert "1 job(s) read by scene id only" in said[0]  # scene 7's row holds a datetime: pickle is not run
     status = plugin.task("queue_status").output
     assert status["pending"] == 0 and status["dlq"] == 1, status
