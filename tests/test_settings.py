@@ -159,3 +159,18 @@ def test_the_performer_photo_address_carries_no_credential():
         assert problem.endswith("performer photos are not written until it is fixed")
         assert "hunter2" not in problem and "k3y" not in problem, problem
         assert (settings.performer_photos, settings.performer_photo_base_url) == (False, "")
+
+
+def test_resume_points_on_with_the_owner_left_out_of_plays_accounts_is_named():
+    """Plex shows the token the owner's resume points only: ``import_resume`` with accounts that
+    leave the owner out brings nothing, and the user is told (Health check, the page, the log)."""
+    left_out = load_settings({**REQUIRED, "import_resume": True, "plays_accounts": "7"})
+    assert not left_out.resume_on and left_out.import_resume  # the value itself is good
+    assert left_out.problems == (
+        "setting import_resume: on, but plays_accounts (7) leaves out the server owner (1), the only "
+        "account whose resume points Plex shows the plugin; add 1 to plays_accounts or turn import_resume "
+        "off; resume points are not brought to Stash until it is fixed",
+    )
+    assert left_out.summary()["import_resume"] is True
+    for fine in ({"plays_accounts": "7,1"}, {"plays_accounts": ""}, {"import_resume": False}):
+        assert load_settings({**REQUIRED, "import_resume": True, "plays_accounts": "7", **fine}).problems == ()

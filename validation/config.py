@@ -452,8 +452,23 @@ def load_settings(saved: dict[str, Any] | None, missing=_in_stash) -> Settings:
         }
         settings = Settings.model_validate({**values, **_fallbacks(bad)})
     settings._adopted = adopted
-    settings._problems = problems
+    settings._problems = {**problems, **_contradictions(settings)}
     return settings
+
+
+def _contradictions(settings: Settings) -> dict[str, str]:
+    """Good values that together leave a feature that is on with nothing to do (keyed apart
+    from the settings' names: neither value is bad)."""
+    if settings.import_resume and not settings.resume_on and settings.plays_accounts:
+        accounts = ",".join(map(str, settings.plays_accounts))
+        return {
+            "import_resume+plays_accounts": (
+                f"setting import_resume: on, but plays_accounts ({accounts}) leaves out the server owner "
+                f"({OWNER_ACCOUNT}), the only account whose resume points Plex shows the plugin; add "
+                f"{OWNER_ACCOUNT} to plays_accounts or turn import_resume off; {OPTIONAL['import_resume'].consequence}"
+            )
+        }
+    return {}
 
 
 def _name(item: Any) -> str:
