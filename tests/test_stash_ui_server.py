@@ -80,6 +80,33 @@ def test_performer_images_are_stashs_route_not_the_app(served):
     assert (status, headers["Content-Type"], body) == (200, "image/png", cover_png(sid, 1))
 
 
+def test_with_a_login_the_page_is_behind_it_as_in_stash(served):
+    """Stash with a username and password (internal/api/authentication.go): an app path goes to
+    the login page, a file or GraphQL is 401, the login page, /css and /assets are open."""
+
+    def status(path: str) -> tuple[int, str]:
+        request = urllib.request.Request(served.url + path)
+        opener = urllib.request.build_opener(_NoRedirect)
+        try:
+            with opener.open(request) as response:
+                return response.status, response.headers.get("Location") or ""
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.headers.get("Location") or ""
+
+    served.auth_required = True
+    assert status("/scenes/12?x=1") == (302, "/login?returnURL=%2Fscenes%2F12%3Fx%3D1")
+    assert status("/plugin/Stash2Plex/javascript") == (302, "/login?returnURL=%2Fplugin%2FStash2Plex%2Fjavascript")
+    assert status("/plugin/Stash2Plex/assets/stash2plex.js")[0] == 401
+    assert status("/graphql")[0] == 401
+    assert status("/login")[0] == 200 and status("/css")[0] == 200
+    assert status("/assets/none.js")[0] == 404  # open to all; this file does not exist
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
 def test_plugin_routes_serve_the_yml_ui_files_and_refuse_a_disabled_plugin(served):
     ui = plugin_config()["ui"]
     status, headers, body = get(served.url + "/plugin/Stash2Plex/javascript")

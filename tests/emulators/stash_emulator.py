@@ -1409,15 +1409,17 @@ class _Handler(TrackedHandler):
         """Stash's authentication middleware on a route other than GraphQL (internal/api/
         authentication.go ``authenticateHandler``): a wrong API key is 401 (pkg/session/session.go
         ``Authenticate``); with a login configured (``auth_required``: ``HasCredentials``) and no
-        valid credential (an expired session reads as none: ``GetSessionUserID``), a path without
-        an extension is redirected to the login page (302 to ``/login?returnURL=…``). The status
-        sent, or 0 when the request may go on."""
+        valid credential (an expired session reads as none: ``GetSessionUserID``), a page (a path
+        without an extension, or ``.html``; not ``/graphql``) is redirected to the login page (302
+        to ``/login?returnURL=…``), anything else is 401. The status sent, or 0 when the request
+        may go on."""
         if self._authorised():
             return 0
         emu = self.emu
         key = self.headers.get("ApiKey") or (parse_qs(urlsplit(self.path).query).get("apikey") or [None])[0]
-        extension = posixpath.splitext(urlsplit(self.path).path)[1]
-        if key is not None or emu.fail_401 or not emu.auth_required or extension not in ("", ".html"):
+        path = urlsplit(self.path).path
+        page = path != "/graphql" and posixpath.splitext(path)[1] in ("", ".html")  # else 401, not the login page
+        if key is not None or emu.fail_401 or not emu.auth_required or not page:
             self._send(401, b"", "text/plain; charset=utf-8", {"WWW-Authenticate": "FormBased"})
             return 401
         target = "/login?" + urlencode({"returnURL": self.path})

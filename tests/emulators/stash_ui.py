@@ -371,6 +371,8 @@ class StashUI:
     def handle_get(self, handler: Any) -> bool:
         """Answer a GET the UI server owns; False leaves it to the GraphQL emulator."""
         path = unquote(urlsplit(handler.path).path)
+        if not _open_to_all(path) and handler._refused():  # Stash's login in front of all the rest
+            return True
         if path == "/graphql" and handler.headers.get("Upgrade", "").lower() == "websocket":
             self._websocket(handler)
             return True
@@ -557,3 +559,9 @@ def _content_type(name: str) -> str:
         return "text/javascript"
     kind, _ = mimetypes.guess_type(name)
     return kind or "application/octet-stream"
+
+
+def _open_to_all(path: str) -> bool:
+    """What Stash serves without a login (internal/api/authentication.go ``allowUnauthenticated``:
+    the login page and its files, logout, the custom CSS and the UI's assets)."""
+    return path.startswith(("/login", "/assets")) or path in ("/logout", "/css")
