@@ -241,7 +241,7 @@ def test_an_expired_session_leaves_the_jobs_queued_and_the_next_hook_resumes(ple
 
 def test_a_screenshot_refused_by_the_expired_session_holds_the_job_after_its_fields(plex, tmp_path):
     """The scene was read before the session expired, its screenshot after (a run that
-    waited for Plex meanwhile): Stash answers the download 401. That is the refused
+    waited for Plex meanwhile): Stash redirects the download to its login page (302). That is the refused
     session (held: the job keeps its budget), not a poster failure (retried, budget spent)."""
     import io
     import random
