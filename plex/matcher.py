@@ -25,6 +25,7 @@ __all__ = [
     "PlexFile",
     "SceneFile",
     "choose",
+    "contradicted",
     "match_scene",
 ]
 
@@ -217,7 +218,7 @@ def _duration_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
     return abs(plex.duration_ms / 1000.0 - scene.duration_s) <= DURATION_TOLERANCE_S
 
 
-def _contradicted(plex: PlexFile, scene: SceneFile) -> bool:
+def contradicted(plex: PlexFile, scene: SceneFile) -> bool:
     """True when a size or duration both sides report disagrees."""
     return _size_agrees(plex, scene) is False or _duration_agrees(plex, scene) is False
 
@@ -268,7 +269,7 @@ def choose(match: Match, strict: bool = True, scene_files: Sequence[SceneFile] =
 
 
 def _choose_medium(match: Match, item: PlexFile, scene: SceneFile | None, strict: bool) -> Choice:
-    if scene is not None and _contradicted(item, scene):
+    if scene is not None and contradicted(item, scene):
         raise AmbiguousMatch(
             f"{match.reason}, but it is another video ({_evidence(item, scene)}). "
             "Fix path_map so the scene's path equals the Plex path.",
@@ -310,7 +311,7 @@ def _best_of(candidates: Sequence[PlexFile], scene: SceneFile, mapped: str) -> C
     scores = {c.rating_key: _common_suffix(c.path, mapped) for c in candidates}
     top = max(scores.values(), default=0)
     winners = [c for c in candidates if scores[c.rating_key] == top]
-    if len(winners) == 1 and not _contradicted(winners[0], scene):
+    if len(winners) == 1 and not contradicted(winners[0], scene):
         return Choice(
             winners[0],
             f"only candidate sharing {top} trailing path components with {mapped}, of: {_paths(candidates)}",

@@ -3,7 +3,7 @@
 In order: Stash (version, settings, old names taken over or ignored), Plex (where
 plex_url leads, version, token), the libraries, then ``SAMPLE_SIZE`` scenes' files mapped
 with ``path_map`` and looked up in Plex's index (under half found: a rule is suggested,
-``suggest_path_map``), then every scene matched as the sync matches it (the unmatched
+plex/suggest.py), then every scene matched as the sync matches it (the unmatched
 counted, with the command that lists them). A failed check is never an error reply:
 ``ok: false`` and ``problems`` say what to fix.
 """
@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, PlexAuthError, PlexUnavailable, Stash2PlexError, StashUnavailable
 from plex.index import VIDEO_SECTION_TYPES, pick_sections
-from validation.pathmap import map_path, suggest_path_map
+from plex.suggest import suggest_rule, unsettled
+from validation.pathmap import map_path
 from worker.breaker import plex_answered
 
 if TYPE_CHECKING:
@@ -267,14 +268,14 @@ def _check_path_map(app: Context, settings: Settings, report: _Report) -> None:
     if share >= LOW_SHARE:
         report.good(summary)
     else:
-        pairs = [(s, f.path) for s, m in unmatched for f in index.by_name(m)]
-        suggestion = suggest_path_map(pairs, ci)
-        info["suggested_path_map"] = suggestion
+        found = suggest_rule(unsettled(scenes), index, rules, ci)
+        info["suggested_path_map"] = found.rule if found else None
         hint = (
-            f"; Plex has files of the same names, and path_map '{suggestion}' would explain them"
-            if suggestion
-            else "; no Plex file has the same name either, so no path_map rule can be suggested "
-            "(has Plex scanned these files, and are the right libraries configured?)"
+            f"; Plex has files of the same names, and path_map '{found.rule}' would match "
+            f"{len(found.matches)} of them exactly, each to the one Plex item of its file name"
+            if found
+            else "; no path_map rule is suggested (it takes at least two scenes whose file name exactly one "
+            "Plex item holds): has Plex scanned these files, and are the right libraries configured?"
         )
         report.bad(summary + hint)
     for stash_path, mapped in unmatched[:EXAMPLES]:

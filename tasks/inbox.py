@@ -4,7 +4,7 @@ A scene is in it when its dead-letter entry says no item was found (``PlexNotFou
 ``PinnedItemGone``) or several fit (``AmbiguousMatch``), or its item was accepted by name only
 (the ledger's ``loose_matches``), unless the user answered it (``pins``). The list comes from our
 own files; only the page shown is read from Stash and matched against the cached Plex index.
-Modes: ``ui_inbox`` (a searchable page), ``ui_path_help`` (the ``path_map`` rule fixing the most),
+Modes: ``ui_inbox`` (a searchable page), ``ui_path_help`` (a ``path_map`` rule and what it would match),
 ``ui_recheck`` (queue them all again), ``ui_thumbs`` (Plex posters as ``data:`` URLs: the page
 never sees the Plex token or address).
 """
@@ -17,10 +17,11 @@ from typing import Any
 
 from core.errors import InputError, InvalidMetadata, PlexNotFound
 from plex.matcher import PlexFile, SceneFile, match_scene
+from plex.suggest import suggest_rule, unsettled
 from sync_queue.job import BULK
 from tasks.context import Context
 from validation.metadata import scene_from_stash
-from validation.pathmap import map_path, parse_path_map, suggest_path_map
+from validation.pathmap import map_path
 from validation.plugin_input import rating_key_arg
 
 KINDS = {"AmbiguousMatch": "ambiguous", "PlexNotFound": "unmatched", "PinnedItemGone": "unmatched"}
@@ -157,28 +158,26 @@ def _candidate(c: PlexFile, libraries: dict[int, str], files: list[SceneFile]) -
 
 # -- path_map help --------------------------------------------------------------------------
 def path_help(app: Context) -> dict[str, Any]:
-    """The rule that would fix the most scenes of the inbox (a match by name only included:
-    the rule makes it exact), and how many."""
-    unmatched = [e["scene_id"] for e in entries(app)]
-    answer: dict[str, Any] = {"unmatched": len(unmatched), "rule": None, "fixes": 0, "path_map": None}
-    if not unmatched:
+    """The ``path_map`` rule for the inbox's scenes (plex/suggest.py decides when there is
+    one), the scenes it would match exactly, and the setting with it in front."""
+    ids = [e["scene_id"] for e in entries(app)]
+    answer: dict[str, Any] = {"unmatched": len(ids), "rule": None, "fixes": 0, "path_map": None, "matches": []}
+    if not ids:
         return answer
     settings = app.settings()
-    index, rules, ci = app.index().index(), settings.path_map, settings.case_insensitive_paths
-    stash_paths = []
-    for start in range(0, len(unmatched), 500):
-        for raw in app.stash().scenes_by_id(unmatched[start : start + 500]).values():
-            first = (raw.get("files") or [{}])[0].get("path")
-            if first:
-                stash_paths.append(first)
-    pairs = [(p, f.path) for p in stash_paths for f in index.by_name(map_path(p, rules, ci))]
-    rule = suggest_path_map(pairs, ci)
-    if rule is None:
+    raws: list[dict[str, Any]] = []
+    for start in range(0, len(ids), 500):
+        raws.extend(app.stash().scenes_by_id(ids[start : start + 500]).values())
+    found = suggest_rule(unsettled(raws), app.index().index(), settings.path_map, settings.case_insensitive_paths)
+    if found is None:
         return answer
-    combined = parse_path_map(rule) + tuple(rules)
-    fixed = sum(1 for p in stash_paths if index.by_path(map_path(p, combined, ci)))
     current = app.stash().plugin_settings().get("path_map") or ""
-    answer.update(rule=rule, fixes=fixed, path_map=f"{rule};{current}" if current.strip() else rule)
+    answer.update(
+        rule=found.rule,
+        fixes=len(found.matches),
+        path_map=f"{found.rule};{current}" if current.strip() else found.rule,
+        matches=found.as_dict(),
+    )
     return answer
 
 

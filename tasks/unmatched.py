@@ -1,20 +1,24 @@
 """``unmatched`` (command line; a count in ``health_check``): every scene with no Plex item.
 
 The scenes no item is accepted for (worker/unmatched.py) grouped by their Stash folder,
-largest group first, with the ``path_map`` rule that would fix the largest group, when one would.
+largest group first, with the ``path_map`` rule plex/suggest.py finds for them, when it finds one.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from validation.pathmap import map_path, parse_path_map, suggest_path_map
+from plex.suggest import Unsettled, suggest_rule
 from worker.unmatched import find_unmatched
 
 if TYPE_CHECKING:
     from tasks.context import Context
 
 SHOWN_PER_GROUP = 10
+NO_RULE = (
+    "no path_map rule is suggested: it takes at least two scenes whose file name exactly one Plex item "
+    "holds, and a rule that settles no scene several Plex items fit"
+)
 
 
 def group_by_folder(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -34,28 +38,16 @@ def group_by_folder(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _suggestion(app: Context, members: list[dict[str, Any]]) -> tuple[str | None, int]:
-    """The path_map rule that would fix the most of ``members``, and how many it fixes."""
-    settings = app.settings()
-    index, ci = app.index().index(), settings.case_insensitive_paths
-    pairs = [(m["stash_path"], f.path) for m in members if m["stash_path"] for f in index.by_name(m["mapped_path"])]
-    rule = suggest_path_map(pairs, ci)
-    if rule is None:
-        return None, 0
-    rules = parse_path_map(rule) + tuple(settings.path_map)
-    fixed = sum(1 for m in members if m["stash_path"] and index.by_path(map_path(m["stash_path"], rules, ci)))
-    return rule, fixed
-
-
 def run(app: Context) -> dict[str, Any]:
-    entries = find_unmatched(app.settings(), app.index().index(), app.stash())
+    settings, index = app.settings(), app.index().index()
+    entries = find_unmatched(settings, index, app.stash())
     groups = group_by_folder(entries)
     result: dict[str, Any] = {"count": len(entries), "groups": groups, "suggested_path_map": None}
-    if groups:
-        largest = [e for e in entries if e["folder"] == groups[0]["folder"]]
-        rule, fixed = _suggestion(app, largest)
-        if rule:
-            result.update(suggested_path_map=rule, fixes={"folder": groups[0]["folder"], "scenes": fixed})
+    scenes = [Unsettled(e["scene_id"], e["title"], e["file"]) for e in entries if "file" in e]
+    found = suggest_rule(scenes, index, settings.path_map, settings.case_insensitive_paths)
+    if found is not None:
+        ids = [m.scene_id for m in found.matches]
+        result.update(suggested_path_map=found.rule, fixes={"scenes": len(ids), "scene_ids": ids[:SHOWN_PER_GROUP]})
     for line in unmatched_lines(result):
         app.log.report(line)
     return result
@@ -71,10 +63,11 @@ def unmatched_lines(result: dict[str, Any]) -> list[str]:
         lines.append(f"      looked for {group['example']['looked_for']}")
     if result.get("suggested_path_map"):
         fixes = result["fixes"]
+        ids = ", ".join(map(str, fixes["scene_ids"])) + (" …" if fixes["scenes"] > len(fixes["scene_ids"]) else "")
         lines.append(
-            f"path_map rule '{result['suggested_path_map']}' would match {fixes['scenes']:,} scenes of "
-            f"{fixes['folder']} (add it to the path_map setting)"
+            f"path_map rule '{result['suggested_path_map']}' would match {fixes['scenes']:,} scenes exactly, "
+            f"each to the one Plex item of its file name (scenes {ids}); add it to the path_map setting"
         )
     else:
-        lines.append("no path_map rule would fix the largest group (no Plex file has the same names)")
+        lines.append(NO_RULE)
     return lines

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+from tests.test_cli import cli
 from tests.test_pins import dead
 from tests.test_ui_modes import dead_letter, operation
 
@@ -72,11 +73,13 @@ def test_the_inbox_lists_ambiguous_unmatched_and_loose_scenes_with_their_candida
 
 def test_path_help_suggests_the_rule_that_fixes_most_and_recheck_shrinks_the_inbox(plugin):
     plugin.configure(path_map="/elsewhere=/plex/media")
+    ids = []
     for n in range(3):  # dead-lettered as the sync leaves them after their retries
         name = f"v{n}.mp4"
         sid = plugin.stash.add_scene(title=f"V{n}", files=[{"path": f"/data/vids/{name}", "size": 10 + n}])
-        plugin.plex.add_item(1, f"/plex/media/{name}", size=10 + n)
+        rk = plugin.plex.add_item(1, f"/plex/media/{name}", size=10 + n, duration_ms=None)
         dead_letter(plugin, sid, "PlexNotFound", "not in Plex after 5 attempts", f"V{n}")
+        ids.append((sid, rk))
     odd = plugin.stash.add_scene(title="Odd", files=[{"path": "/data/odd/zzz.mp4", "size": 1}])
     plugin.plex.add_item(1, "/plex/media/p/zzz.mp4", size=1)
     plugin.plex.add_item(1, "/plex/media/q/zzz.mp4", size=1)
@@ -87,12 +90,42 @@ def test_path_help_suggests_the_rule_that_fixes_most_and_recheck_shrinks_the_inb
         "rule": "/data/vids=/plex/media",
         "fixes": 3,
         "path_map": "/data/vids=/plex/media;/elsewhere=/plex/media",
+        "matches": [  # shown before it is saved: each to the one item of its name, the ambiguous one not
+            {
+                "scene_id": sid,
+                "title": f"V{n}",
+                "stash_path": f"/data/vids/v{n}.mp4",
+                "plex_path": f"/plex/media/v{n}.mp4",
+                "rating_key": rk,
+            }
+            for n, (sid, rk) in enumerate(ids)
+        ],
     }
     plugin.configure(path_map=help_["path_map"])  # what the page's button saves through configurePlugin
     assert operation(plugin, mode="ui_recheck").output == {"queued": 4}
     plugin.wait_drained()
     assert operation(plugin, mode="ui_inbox").output["total"] == 1
     assert dead(plugin) == {odd: "AmbiguousMatch"}
+
+
+def test_no_rule_is_suggested_from_one_scene_two_plex_items_fit(plugin):
+    """One click on such a rule would settle the choice the inbox leaves to the user."""
+    plugin.configure(path_map="/stash/media=/plex/media")
+    sid = plugin.stash.add_scene(title="Two fit", files=[{"path": "/stash/media/a/clip.mp4", "size": 5}])
+    plugin.plex.add_item(1, "/plex/media/x/clip.mp4", size=5)
+    plugin.plex.add_item(1, "/plex/media/y/clip.mp4", size=5)
+    assert plugin.task("all").error is None
+    plugin.wait_drained()
+    assert dead(plugin) == {sid: "AmbiguousMatch"}
+    assert operation(plugin, mode="ui_path_help").output == {
+        "unmatched": 1,
+        "rule": None,
+        "fixes": 0,
+        "path_map": None,
+        "matches": [],
+    }
+    out = cli(plugin, "unmatched", "--json").json()
+    assert out["count"] == 1 and out["suggested_path_map"] is None
 
 
 def test_thumbs_are_plex_posters_as_image_data_without_the_token(plugin):

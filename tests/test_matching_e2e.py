@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tasks.health_check import suggest_path_map
 from tests.conftest import POLL_S
 from tests.runner import create_context
+from validation.pathmap import suggest_path_map
 
 SIZE = 4242
 DURATION_S = 60.0

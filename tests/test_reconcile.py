@@ -166,7 +166,7 @@ def test_inspect_unmatched_and_the_health_check_pointer(plugin):
         plugin.stash.add_scene(
             title=f"Other {n}", files=[{"path": f"/stash/other/o{n}.mp4", "size": 5 + n, "duration": 60.0}]
         )
-        plugin.plex.add_item(1, f"/plex/elsewhere/o{n}.mp4", size=999, duration_ms=1000)  # unconfirmed by name
+        plugin.plex.add_item(1, f"/plex/elsewhere/o{n}.mp4", size=None, duration_ms=None)  # unconfirmed by name
     plugin.stash.add_scene(title="Nowhere", files=[{"path": "/stash/media/nowhere.mp4", "size": 1, "duration": 1.0}])
 
     done = cli(plugin, "unmatched", "--json")

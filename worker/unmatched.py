@@ -68,6 +68,7 @@ def _check(item: dict, index: PathIndex, rules: tuple[PathRule, ...], ci: bool, 
         return {
             "scene_id": sid,
             "title": scene.title,
+            "file": files[0],  # for the path_map suggestion (plex/suggest.py)
             "stash_path": stash_path,
             "mapped_path": map_path(stash_path, rules, ci),
             "folder": _folder(stash_path),

@@ -1,0 +1,99 @@
+"""The ``path_map`` rule to suggest for scenes Plex holds under another folder, and what it
+would match: the one copy behind the page's inbox, ``unmatched`` and ``health_check``.
+
+A scene is a source only when no Plex item is at its mapped path and exactly one item has a
+file of its name, which size and duration do not contradict (``suggest_path_map`` derives the
+rule from those pairs). A scene several items fit is never a source: choosing between them
+is the user's (the inbox). The rule is suggested only when it would match at least
+``MIN_AGREEING`` of the given scenes exactly, each to one item, and none of them a scene
+several items fit or another video (a wrong item written for good is worse than none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import InvalidMetadata
+from plex.matcher import PathIndex, PlexFile, SceneFile, contradicted
+from validation.metadata import scene_from_stash
+from validation.pathmap import PathRule, map_path, parse_path_map, suggest_path_map
+
+MIN_AGREEING = 2  # one scene's pair is no evidence that a whole folder moved
+
+
+@dataclass(frozen=True)
+class Unsettled:
+    """A scene's primary file, as the suggestion reads it."""
+
+    scene_id: int
+    title: str
+    file: SceneFile
+
+
+@dataclass(frozen=True)
+class RuleMatch:
+    scene_id: int
+    title: str
+    stash_path: str
+    plex_path: str
+    rating_key: int
+
+
+@dataclass(frozen=True)
+class RuleSuggestion:
+    rule: str  # stash_prefix=plex_prefix
+    matches: tuple[RuleMatch, ...]  # the given scenes it would match exactly, each to one item
+
+    def as_dict(self) -> list[dict[str, Any]]:
+        return [vars(m) for m in self.matches]
+
+
+def unsettled(raws: Iterable[dict[str, Any]]) -> list[Unsettled]:
+    """Stash scenes (GraphQL dicts) as the suggestion reads them; scenes without a file or with
+    invalid metadata are left out."""
+    found = []
+    for raw in raws:
+        try:
+            scene = scene_from_stash(raw)
+        except InvalidMetadata:
+            continue
+        if scene.files:
+            found.append(Unsettled(scene.id, scene.title, SceneFile.of(scene.files[:1])[0]))
+    return found
+
+
+def _items(files: Iterable[PlexFile]) -> list[PlexFile]:
+    return list({f.rating_key: f for f in files}.values())
+
+
+def suggest_rule(
+    scenes: Sequence[Unsettled], index: PathIndex, rules: Sequence[PathRule], ci: bool = False
+) -> RuleSuggestion | None:
+    """The rule, with every scene of ``scenes`` it would match; None when no rule is safe."""
+    pairs, several = [], set()
+    for scene in scenes:
+        mapped = map_path(scene.file.path, rules, ci)
+        if index.by_path(mapped):
+            continue
+        named = _items(index.by_name(mapped))
+        if len(named) > 1:
+            several.add(scene.scene_id)
+        elif named and not contradicted(named[0], scene.file):
+            pairs.append((scene.file.path, named[0].path))
+    rule = suggest_path_map(pairs, ci)
+    if rule is None:
+        return None
+    combined = parse_path_map(rule) + tuple(rules)
+    matches = []
+    for scene in scenes:
+        if index.by_path(map_path(scene.file.path, rules, ci)):
+            continue
+        held = _items(index.by_path(map_path(scene.file.path, combined, ci)))
+        if not held:
+            continue
+        if scene.scene_id in several or len(held) > 1 or contradicted(held[0], scene.file):
+            return None  # it would settle a choice that is the user's, or write to another video
+        matches.append(RuleMatch(scene.scene_id, scene.title, scene.file.path, held[0].path, held[0].rating_key))
+    return RuleSuggestion(rule, tuple(matches)) if len(matches) >= MIN_AGREEING else None
