@@ -20,20 +20,40 @@ from tasks.context import Context
 from validation.plugin_input import rating_key_arg, scene_id_arg
 
 
-def _check_item(app: Context, rating_key: int) -> dict[str, Any]:
-    """The item must exist now, in a library the settings sync (else the pin could never hold)."""
+def _check_item(app: Context, scene_id: int, rating_key: int) -> dict[str, Any]:
+    """The item must exist now, in a library the settings sync, and be no other scene's
+    (else the pin could never hold)."""
     try:
         state = app.plex().item_state(rating_key)
     except PlexNotFound:
         raise InputError(f"Plex has no item {rating_key}: choose an item Plex shows (its ratingKey)") from None
-    app.plex().forget(rating_key)
-    sections = {s.key: s.title for s in app.index().sections}
-    if state.section_id not in sections:
-        raise InputError(
-            f"Plex item {rating_key} is in a library that plex_libraries leaves out; "
-            "add that library to plex_libraries or choose another item"
-        )
-    return {"library": sections[state.section_id], "plex_path": state.files[0] if state.files else None}
+    try:
+        sections = {s.key: s.title for s in app.index().sections}
+        if state.section_id not in sections:
+            raise InputError(
+                f"Plex item {rating_key} is in a library that plex_libraries leaves out; "
+                "add that library to plex_libraries or choose another item"
+            )
+        holder = app.syncer().holder(state, other_than=scene_id)
+    finally:
+        app.plex().forget(rating_key)
+    plex_path = state.files[0] if state.files else None
+    if holder is not None:
+        raise InputError(_taken(app, scene_id, holder, rating_key, plex_path))
+    return {"library": sections[state.section_id], "plex_path": plex_path}
+
+
+def _taken(app: Context, scene_id: int, holder: int, rating_key: int, plex_path: str | None) -> str:
+    """Why a pin onto another scene's item is refused, and what would work instead."""
+    title = (app.stash().scenes_by_id([holder]).get(holder) or {}).get("title") or ""
+    named = f"scene {holder}" + (f" ({title!r})" if title else "")
+    return (
+        f"Plex item {rating_key} is {named}'s: it holds that scene's file {plex_path or '(no file)'}. "
+        f"Pinned to scene {scene_id} too, it would change hands on every sync, showing one scene's title, "
+        f"tags and cover, then the other's. If scene {scene_id} is a copy of {named}, choose 'Skip this scene' "
+        f"for it (or merge the two scenes in Stash); if its own file is not in Plex yet, choose 'Not in Plex' "
+        "or let Plex scan it, then choose its own item."
+    )
 
 
 def _queue_now(app: Context, scene_id: int, event: str) -> bool:
@@ -50,7 +70,7 @@ def pin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     reply: dict[str, Any] = {"scene_id": scene_id, "answer": answer, "rating_key": None}
     if answer == PIN_ITEM:
         reply["rating_key"] = rating_key_arg(params)
-        reply.update(_check_item(app, reply["rating_key"]))
+        reply.update(_check_item(app, scene_id, reply["rating_key"]))
     app.ledger().set_pin(scene_id, answer, reply["rating_key"])
     reply["queued"] = _queue_now(app, scene_id, f"pin: {answer}")
     what = f"pinned to Plex item {reply['rating_key']}" if answer == PIN_ITEM else f"marked {answer}"

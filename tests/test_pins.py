@@ -127,3 +127,27 @@ def test_pin_and_unpin_on_the_command_line(plugin):
     done = cli(plugin, "unpin", str(sid), "--json")
     assert done.returncode == 0 and done.json() == {"scene_id": sid, "unpinned": True, "queued": True}
     assert pins(plugin) == {}
+
+
+def test_a_pin_onto_the_item_another_scene_holds_is_refused_with_what_would_work(plugin):
+    owner, rk = plugin.add_scene(1, title="The owner")  # its item, by its exact path
+    assert plugin.task("all").error is None
+    plugin.wait_drained()
+    other = plugin.stash.add_scene(title="Other", files=[{"path": "/stash/media/nowhere.mp4", "size": 1}])
+    refused = operation(plugin, mode="ui_pin", scene_id=other, rating_key=rk)
+    assert refused.error == (
+        f"Plex item {rk} is scene {owner} ('The owner')'s: it holds that scene's file /plex/media/scene-00001.mp4. "
+        f"Pinned to scene {other} too, it would change hands on every sync, showing one scene's title, tags and "
+        f"cover, then the other's. If scene {other} is a copy of scene {owner} ('The owner'), choose 'Skip this "
+        "scene' for it (or merge the two scenes in Stash); if its own file is not in Plex yet, choose 'Not in "
+        "Plex' or let Plex scan it, then choose its own item."
+    )
+    done = cli(plugin, "pin", str(other), str(rk))
+    assert done.returncode != 0 and f"Plex item {rk} is scene {owner}" in done.stderr
+    assert pins(plugin) == {}
+    assert operation(plugin, mode="ui_pin", scene_id=owner, rating_key=rk).error is None  # its own item: fine
+    third = plugin.stash.add_scene(title="Third", files=[{"path": "/stash/media/gone.mp4", "size": 2}])
+    again = operation(plugin, mode="ui_pin", scene_id=third, rating_key=rk)  # pinned by another scene now
+    assert again.error.startswith(f"Plex item {rk} is scene {owner} ('The owner')'s")
+    plugin.wait_drained()
+    assert title(plugin, rk) == "The owner" and pins(plugin) == {owner: ("item", rk)}

@@ -501,6 +501,18 @@ class Syncer:
             return True  # cannot tell: left as it is
         return self._mismatch(scene, state, state.rating_key, exact=False) is None
 
+    def holder(self, state: PlexItemState, other_than: int) -> int | None:
+        """The scene besides ``other_than`` whose item this is now: one pinned to it, or the
+        one it was last written for while that scene still holds its file (``_holds``).
+        A second scene pinned there would take the item over on every sync, and back."""
+        pinned = [sid for sid, p in self.ledger.pins().items() if p.rating_key == state.rating_key]
+        if any(sid != other_than for sid in pinned):
+            return min(sid for sid in pinned if sid != other_than)
+        prior = self.ledger.item(state.rating_key)
+        if prior is None or prior.scene_id == other_than:
+            return None
+        return prior.scene_id if self._holds(prior.scene_id, state) else None
+
     def release(self, state: PlexItemState, prior: ItemRecord) -> ItemPlan:
         """Take off the item everything written there for ``prior``'s scene, which no longer
         owns it: a field still showing what was written goes back to Plex's own value (the
