@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from core.errors import ConfigError, DataFileError, Stash2PlexError
 from core.log import StashLog
@@ -56,6 +56,8 @@ T = TypeVar("T")
 ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "Stash2Plex.py"
 HANDOVER_WAIT_S = 900.0
 DRAINER_LOG_MAX_BYTES = 5_000_000
+WATCH_LOCK = "watch.lock"
+WATCH_SINCE_KEY = "watch_started_at"  # ledger meta: when the running ``watch`` started (epoch s)
 STASH_UI, COMMAND_LINE = "stash", "cli"  # where a run's messages are read
 
 
@@ -146,6 +148,7 @@ class App:
         # request dies with the task, whatever kills it (never a file's age).
         self.handover_path = self.data_dir / "drainer.handover.lock"
         self.nudge_path = self.data_dir / inbox.NUDGE_FILE
+        self.watch_lock_path = self.data_dir / WATCH_LOCK  # held by a running ``watch`` (app/watch.py)
         self._settings_print: str | None = None
         self._parts: dict[str, object] = {}
         # How this run was asked for: dry_run, scene_id (inspect), full_reply (the command line).
@@ -165,6 +168,14 @@ class App:
 
     def drainer_running(self) -> bool:
         return is_locked(self.lock_path)
+
+    def watch_state(self) -> dict[str, Any]:
+        """Whether a ``watch`` runs on this data folder now, and since when (ISO, local time)."""
+        from sync_queue.stats import iso_local
+
+        if not is_locked(self.watch_lock_path):
+            return {"running": False, "since": None}
+        return {"running": True, "since": iso_local(self.ledger().meta(WATCH_SINCE_KEY))}
 
     def ensure_drainer(self) -> bool:
         """Start a detached background drainer unless one holds the lock; a running one is

@@ -8,6 +8,8 @@ respects the shared circuit breaker) and acts on what Plex announces (``App.watc
 SIGTERM or Ctrl-C ends it; a SIGKILL loses nothing (everything it applied is recorded first).
 ``watch --once`` reads what Plex recorded since the last look (the timer's work) once and
 exits, without listening: for a scheduled job (cron, a timer) instead of a side-car.
+A running ``watch`` holds ``watch.lock`` in the data folder (one per folder), so the page and
+``health_check`` can say whether one runs, and since when (``App.watch_state``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from app.root import WATCH_SINCE_KEY
 from core.errors import Stash2PlexError
+from core.platform import HeldLock
+from worker.watching import COMES_BACK
 
 if TYPE_CHECKING:
     from app.root import App
+    from worker.watching import Watching
 
 STATUS_EVERY_S = 600.0  # one line in the log while nothing happens
 POLL_S = 60.0  # Plex's history and ratings are read this often besides the events
@@ -33,12 +39,46 @@ WAKE_S = 0.25
 
 def run(app: App, stop: threading.Event | None = None, once: bool = False) -> int:
     stop = stop or threading.Event()
-    poll_s = float(app.env.get("STASH2PLEX_WATCH_POLL_S") or POLL_S)
     try:
+        _say_what_comes_back(app, once)
         handler = app.watch_handler()
         if once:
             handler.poll()
             return 0
+    except Stash2PlexError as exc:
+        app.log.error(str(exc))
+        return 1
+    lock = HeldLock(app.watch_lock_path)
+    if not lock.acquire(patience=0.5):
+        since = app.watch_state()["since"] or "a time not recorded"
+        app.log.error(f"a watch is running on this data folder already (since {since}); one is enough")
+        return 1
+    try:
+        app.ledger().set_meta(WATCH_SINCE_KEY, time.time())  # the page and health_check show it
+        return _listen(app, handler, stop)
+    finally:
+        lock.release()
+
+
+def _say_what_comes_back(app: App, once: bool) -> None:
+    """Which settings this watch serves; with none of them on, say so (it still repairs the
+    items Plex processed again, but brings nothing back to Stash)."""
+    settings = app.settings()
+    on = [name for name in COMES_BACK if getattr(settings, name)]
+    if on:
+        app.log.info(f"brings back from Plex: {', '.join(COMES_BACK[name] for name in on)}")
+        return
+    command = "watch --once" if once else "watch"
+    app.log.warning(
+        f"{command}: import_plays, import_resume and import_ratings are all off, so nothing comes back from "
+        "Plex to Stash (only the items Plex processed again are checked); turn them on in Settings → "
+        "Plugins → Stash2Plex (Plex plays, resume points, ratings into Stash)"
+    )
+
+
+def _listen(app: App, handler: Watching, stop: threading.Event) -> int:
+    poll_s = float(app.env.get("STASH2PLEX_WATCH_POLL_S") or POLL_S)
+    try:
         listener = app.plex_listener(handler)
     except Stash2PlexError as exc:
         app.log.error(str(exc))

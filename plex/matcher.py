@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 DURATION_TOLERANCE_S = 1.0
+# What settles a scene the matcher will not decide, in every message that says so.
+CHOOSE = "choose its item in the match inbox on the Stash2Plex page (or run 'python Stash2Plex.py pin <scene> <item>')"
 
 
 class PlexFile(NamedTuple):
@@ -224,16 +226,45 @@ def contradicted(plex: PlexFile, scene: SceneFile) -> bool:
 
 
 def _evidence(plex: PlexFile, scene: SceneFile) -> str:
-    """Both sides' size and duration, for messages."""
+    """Both sides' size and duration, for messages, in the units a person reads
+    (exact bytes when the rounded sizes would look the same but differ)."""
+    exact = plex.size != scene.size and _size_text(plex.size) == _size_text(scene.size)
 
-    def show(value: object, unit: str) -> str:
-        return "unknown" if value is None else f"{value}{unit}"
+    def size(value: int | None) -> str:
+        return "size unknown" if value is None else f"{value:,} bytes" if exact else _size_text(value)
 
     plex_s = None if plex.duration_ms is None else plex.duration_ms / 1000.0
     return (
-        f"Plex size {show(plex.size, ' B')}, duration {show(plex_s, ' s')}; "
-        f"Stash size {show(scene.size, ' B')}, duration {show(scene.duration_s, ' s')}"
+        f"in Plex {size(plex.size)}, {_duration_text(plex_s)}; "
+        f"in Stash {size(scene.size)}, {_duration_text(scene.duration_s)}"
     )
+
+
+def _size_text(value: int | None) -> str:
+    """>>> _size_text(512_000_000), _size_text(900)
+    ('488.3 MB', '900 bytes')
+    """
+    if value is None:
+        return "unknown"
+    amount, unit = float(value), "bytes"
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if amount < 1024 or unit == "TB":
+            break
+        amount /= 1024
+    return f"{value} bytes" if unit == "bytes" else f"{amount:.1f} {unit}"
+
+
+def _duration_text(seconds: float | None) -> str:
+    """>>> _duration_text(900.0), _duration_text(3723.4), _duration_text(None)
+    ('15:00 long', '1:02:03.4 long', 'length unknown')
+    """
+    if seconds is None:
+        return "length unknown"
+    tenths = round(seconds * 10)
+    hours, left = divmod(tenths // 10, 3600)
+    minutes, secs = divmod(left, 60)
+    text = f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+    return text + (f".{tenths % 10}" if tenths % 10 else "") + " long"
 
 
 def _scene_file(match: Match, scene_files: Sequence[SceneFile]) -> SceneFile | None:
@@ -272,7 +303,7 @@ def _choose_medium(match: Match, item: PlexFile, scene: SceneFile | None, strict
     if scene is not None and contradicted(item, scene):
         raise AmbiguousMatch(
             f"{match.reason}, but it is another video ({_evidence(item, scene)}). "
-            "Fix path_map so the scene's path equals the Plex path.",
+            f"Fix path_map so the scene's path equals the Plex path, or {CHOOSE}.",
             candidates=(item.path,),
         )
     if not strict:
@@ -282,15 +313,15 @@ def _choose_medium(match: Match, item: PlexFile, scene: SceneFile | None, strict
     evidence = _evidence(item, scene) if scene is not None else "no scene file to compare"
     raise AmbiguousMatch(
         f"{match.reason}, but it is not confirmed ({evidence}). "
-        "Fix path_map so the scene's path equals the Plex path, or turn loose_matching on.",
+        f"{CHOOSE[0].upper()}{CHOOSE[1:]}, fix path_map so the scene's path equals the Plex path, or turn loose_matching on.",
         candidates=(item.path,),
     )
 
 
 def _ambiguous(match: Match) -> AmbiguousMatch:
     return AmbiguousMatch(
-        f"{match.reason}. None is clearly the scene's file. Fix path_map so the scene's "
-        "path equals exactly one Plex path, or remove the duplicates in Plex.",
+        f"{match.reason}. None is clearly the scene's file: {CHOOSE}, remove the duplicates "
+        "in Plex, or fix path_map so the scene's path equals exactly one Plex path.",
         candidates=tuple(c.path for c in match.candidates),
     )
 

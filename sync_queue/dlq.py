@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from sync_queue.rules import QueueRules
 
 DLQ_FILE = "dlq.db"
+# The classes whose scenes the page's match inbox lists (tasks/inbox.py), by the inbox's kind:
+# the page shows them there, once, not again among the dead letters.
+INBOX_KINDS = {"AmbiguousMatch": "ambiguous", "PlexNotFound": "unmatched", "PinnedItemGone": "unmatched"}
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS dlq (
     scene_id INTEGER PRIMARY KEY,

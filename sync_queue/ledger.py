@@ -88,6 +88,7 @@ CREATE TABLE IF NOT EXISTS loose_matches (
 """
 PIN_ITEM, NOT_IN_PLEX, SKIP = "item", "not_in_plex", "skip"  # a user's answers in the inbox
 ANSWERS = (PIN_ITEM, NOT_IN_PLEX, SKIP)
+ALL_CHECKED_AT = "all_checked_at"  # meta: when ``all`` last looked at every scene (epoch s); the page's "checked"
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """``health_check``: can Stash2Plex reach both servers, and does path_map fit the files?
 
-In order: Stash (version, settings, old names taken over or ignored), Plex (where
+In order: Stash (version, settings, old names taken over or ignored, whether a ``watch``
+runs for the settings that need one), Plex (where
 plex_url leads, version, token), the libraries, then ``SAMPLE_SIZE`` scenes' files mapped
 with ``path_map`` and looked up in Plex's index (under half found: a rule is suggested,
 plex/suggest.py), then every scene matched as the sync matches it (the unmatched
@@ -14,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, PlexAuthError, PlexUnavailable, Stash2PlexError, StashUnavailable
 from plex.index import VIDEO_SECTION_TYPES, pick_sections
+from plex.matcher import CHOOSE
 from plex.suggest import suggest_rule, unsettled
 from validation.pathmap import map_path
 from worker.breaker import plex_answered
+from worker.watching import watch_report
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -77,6 +80,7 @@ def _check_stash(app: Context, report: _Report) -> Settings | None:
         report.bad(f"Stash check failed: {exc}")
         return None
     _report_settings(settings, report)
+    _check_watch(app, settings, report)
     _check_tag_names(app, settings, report)
     _check_notify_urls(settings, report)
     _check_photos(app, settings, report)
@@ -99,6 +103,13 @@ def _check_photos(app: Context, settings: Settings, report: _Report) -> None:
         report.bad(f"{problem['reason']}; {problem['fix']}")
     else:
         report.good(f"performer photos: Plex fetches them from {base}/performer/<id>/image (without a login)")
+
+
+def _check_watch(app: Context, settings: Settings, report: _Report) -> None:
+    """Whether a ``watch`` runs: plays, resume points and ratings come back only through one."""
+    state = watch_report(app.watch_state(), settings)
+    report.data["watch"] = state
+    (report.bad if state["problem"] else report.good)(state["message"])
 
 
 def _check_notify_urls(settings: Settings, report: _Report) -> None:
@@ -234,7 +245,10 @@ def _count_unmatched(app: Context, report: _Report) -> None:
         return
     report.data["unmatched"] = {"count": count, "list_with": COMMAND}
     if count:
-        report.good(f"{count:,} scenes have no Plex item; '{COMMAND}' lists them by folder, with a path_map fix")
+        report.good(
+            f"{count:,} scenes have no Plex item; '{COMMAND}' lists them by folder, with a path_map rule when "
+            f"several agree; for a scene several Plex items fit, {CHOOSE}"
+        )
     else:
         report.good("every scene has a Plex item")
 

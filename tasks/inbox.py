@@ -18,13 +18,13 @@ from typing import Any
 from core.errors import InputError, InvalidMetadata, PlexNotFound
 from plex.matcher import PlexFile, SceneFile, match_scene
 from plex.suggest import suggest_rule, unsettled
+from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import BULK
 from tasks.context import Context
 from validation.metadata import scene_from_stash
 from validation.pathmap import map_path
 from validation.plugin_input import rating_key_arg
 
-KINDS = {"AmbiguousMatch": "ambiguous", "PlexNotFound": "unmatched", "PinnedItemGone": "unmatched"}
 ORDER = {"ambiguous": 0, "unmatched": 1, "loose": 2}
 PER_PAGE, MAX_PER_PAGE = 25, 100
 MAX_CANDIDATES = 6
@@ -46,7 +46,7 @@ def entries(app: Context) -> list[dict[str, Any]]:
     pinned = set(app.ledger().pins())
     found: dict[int, dict[str, Any]] = {}
     for entry in app.dlq().entries(limit=1_000_000):
-        kind = KINDS.get(entry["error_class"])
+        kind = INBOX_KINDS.get(entry["error_class"])
         if kind is not None and entry["scene_id"] not in pinned:
             found[entry["scene_id"]] = {
                 "scene_id": entry["scene_id"],

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from stash.timestamps import recent_since
 from sync_queue.job import BULK, Job
+from sync_queue.ledger import ALL_CHECKED_AT
 from sync_queue.stats import Delta
 from worker.changed import sort_scenes
 from worker.progress import ProgressReporter, finish, sum_done
@@ -213,4 +214,6 @@ def _sync(app: Context, label: str) -> dict[str, Any]:
     result = finish(worker, worker.stats, left, app.log, app.ensure_drainer)
     if worker.abort_error is None and marker:
         app.ledger().set_meta("last_sync_at", marker)
+    if worker.abort_error is None and label == "all" and feed.seen >= feed.total:
+        app.ledger().set_meta(ALL_CHECKED_AT, time.time())  # the page's inbox and counts are true from now
     return {"checked": feed.seen, "queued": feed.queued, "out_of_scope": feed.out_of_scope, **result}

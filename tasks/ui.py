@@ -15,12 +15,15 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, InputError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
+from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import INTERACTIVE
+from sync_queue.ledger import ALL_CHECKED_AT
 from sync_queue.stats import iso_local
 from validation.metadata import scene_from_stash
 from validation.plugin_input import scene_id_arg
 from worker.photos import photo_notice
 from worker.verdict import OUT_OF_SCOPE, STALE, UNCHANGED, verdict
+from worker.watching import watch_report
 
 if TYPE_CHECKING:
     from sync_queue.ledger import SceneRecord
@@ -34,8 +37,9 @@ ADVICE = {  # a setting is named as Stash's settings page shows it, with its key
         "when one fits; or let Plex scan the folder, or pin the scene to its Plex item in the inbox, then Retry."
     ),
     "AmbiguousMatch": (
-        "Several Plex items fit this scene. Choose the right one in the inbox (This one), remove the duplicate "
-        "in Plex, or turn Loose matching (loose_matching) on, then Retry."
+        "Several Plex items fit this scene, or the only one of its name is not confirmed. Choose its item in the "
+        "match inbox above (This one; or 'python Stash2Plex.py pin <scene> <item>'): it syncs at once. Or remove "
+        "the duplicate in Plex, fix Path map (path_map) or turn Loose matching (loose_matching) on, then Retry."
     ),
     "PinnedItemGone": (
         "The Plex item this scene was pinned to is gone (or in a library Plex libraries (plex_libraries) leaves "
@@ -53,6 +57,17 @@ ADVICE = {  # a setting is named as Stash's settings page shows it, with its key
     "StashUnavailable": "Stash did not answer the plugin. Retry in a moment.",
 }
 DEFAULT_ADVICE = "See the reason; Retry once it is fixed."
+LABELS = {  # a dead-letter class in the page's words
+    "PlexNotFound": "Not found in Plex",
+    "AmbiguousMatch": "Several Plex items fit",
+    "PinnedItemGone": "The chosen Plex item is gone",
+    "PlexAuthError": "Plex refused the token",
+    "InvalidMetadata": "Stash holds a value Plex cannot take",
+    "PlexBadRequest": "Plex refused the edit",
+    "PlexUnavailable": "Plex did not answer",
+    "StashUnavailable": "Stash did not answer",
+}
+DEFAULT_LABEL = "Could not be synced"
 
 
 # -- ui_status ------------------------------------------------------------------------
@@ -79,6 +94,8 @@ def status(app: Context) -> dict[str, Any]:
         "last_drainer_error": ledger.meta("last_drainer_error"),
         "settings_problems": _settings_problems(app),
         "performer_photos": photo_notice(app.health().state()),
+        "checked_at": iso_local(ledger.meta(ALL_CHECKED_AT)),
+        "watch": _watch(app),
     }
 
 
@@ -89,6 +106,13 @@ def _settings_problems(app: Context) -> list[str]:
         return list(app.settings().problems)
     except ConfigError:
         return []
+
+
+def _watch(app: Context) -> dict[str, Any]:
+    try:
+        return watch_report(app.watch_state(), app.settings())
+    except ConfigError:  # the settings are named in ``plex.problem``
+        return {**app.watch_state(), "needed_for": [], "problem": False, "message": None}
 
 
 def dlq_groups(entries: list[dict[str, Any]], by_reason: dict[str, int] | None = None) -> list[dict[str, Any]]:
@@ -108,7 +132,14 @@ def dlq_groups(entries: list[dict[str, Any]], by_reason: dict[str, int] | None =
     counts = {name: (by_reason or {}).get(name, len(scenes)) for name, scenes in groups.items()}
     ordered = sorted(groups.items(), key=lambda kv: (-counts[kv[0]], kv[0]))
     return [
-        {"error_class": name, "count": counts[name], "advice": ADVICE.get(name, DEFAULT_ADVICE), "scenes": scenes}
+        {
+            "error_class": name,
+            "label": LABELS.get(name, DEFAULT_LABEL),
+            "in_inbox": name in INBOX_KINDS,  # the page lists these scenes once, in its match inbox
+            "count": counts[name],
+            "advice": ADVICE.get(name, DEFAULT_ADVICE),
+            "scenes": scenes,
+        }
         for name, scenes in ordered
     ]
 

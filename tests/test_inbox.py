@@ -54,7 +54,10 @@ def test_the_inbox_lists_ambiguous_unmatched_and_loose_scenes_with_their_candida
     assert [c["rating_key"] for c in nowhere["candidates"]] == [ids["same_size"]]
     loose = by_kind["loose"]
     assert loose["linked"] == ids["loose_rk"] and loose["candidates"][0]["rating_key"] == ids["loose_rk"]
-    assert loose["reason"].startswith("medium: no Plex item at /plex/media/c/named.mp4")
+    assert loose["reason"] == (
+        "no Plex item at /plex/media/c/named.mp4; only file named 'named.mp4' is /plex/media/moved/named.mp4; "
+        "in Plex 900 bytes, 1:30 long; in Stash 900 bytes, 1:30 long"
+    )
     found = operation(plugin, mode="ui_inbox", query="NOWHERE", per_page="1").output
     assert found["total"] == 1 and [s["scene_id"] for s in found["scenes"]] == [ids["unmatched"]]
     paged = operation(plugin, mode="ui_inbox", per_page=2, page=2).output

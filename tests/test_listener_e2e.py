@@ -472,3 +472,43 @@ def titled(plugin, rk: int, title: str) -> bool:
         return plugin.plex.item(rk)["fields"]["title"] == title
     except KeyError:  # not in Plex yet
         return False
+
+
+def test_whether_a_watch_runs_shows_on_the_page_and_in_health_check(plugin, tmp_path):
+    """Plays, resume points and ratings come back only while a watch runs: say whether one does."""
+    import os
+    import signal
+    import sys
+
+    from tests.conftest import STASH_API_KEY
+    from tests.runner import REPO, run_command
+    from tests.test_ui_modes import operation
+
+    env = {**os.environ, **plugin.env, "STASH2PLEX_STASH_URL": plugin.stash.url}
+    env["STASH2PLEX_STASH_API_KEY"] = STASH_API_KEY
+    code, _, err = run_command([sys.executable, str(REPO / "Stash2Plex.py"), "watch", "--once"], env, 60)
+    assert code == 0 and "watch --once: import_plays, import_resume and import_ratings are all off" in err, err
+    assert operation(plugin, mode="ui_status").output["watch"] == {
+        "running": False,
+        "since": None,
+        "needed_for": [],
+        "problem": False,
+        "message": "no watch is running (needed only for import_plays, import_resume or import_ratings)",
+    }
+    plugin.configure(import_plays=True, import_ratings=True)
+    health = task(plugin, "health_check").output
+    assert health["watch"]["problem"] is True and health["ok"] is False
+    assert health["watch"]["message"].startswith("import_plays, import_ratings are on, but no watch is running")
+    watch = start_watch(plugin, tmp_path / "watch.log")
+    try:
+        until(lambda: "watching Plex" in (tmp_path / "watch.log").read_text(), 20, "watch runs")
+        state = operation(plugin, mode="ui_status").output["watch"]
+        assert state["running"] is True and state["since"] and state["problem"] is False
+        assert state["message"] == f"a watch is running (since {state['since']})"
+        assert task(plugin, "health_check").output["watch"]["running"] is True
+        code, _, err = run_command([sys.executable, str(REPO / "Stash2Plex.py"), "watch"], env, 60)
+        assert code == 1 and f"a watch is running on this data folder already (since {state['since']})" in err
+    finally:
+        watch.send_signal(signal.SIGTERM)
+        watch.wait()
+    assert operation(plugin, mode="ui_status").output["watch"]["running"] is False

@@ -283,8 +283,8 @@ def test_strict_medium_accepted_when_size_agrees() -> None:
     assert got.item == F
     assert got.reason == (
         "no Plex item at /media/stash/renamed/f.mp4; only file named 'f.mp4' is "
-        "/media/stash/moved/f.mp4; Plex size 2000 B, duration 120.0 s; "
-        "Stash size 2000 B, duration unknown"
+        "/media/stash/moved/f.mp4; in Plex 2.0 KB, 2:00 long; "
+        "in Stash 2.0 KB, length unknown"
     )
 
 
@@ -305,16 +305,17 @@ def test_strict_medium_refused_when_size_differs() -> None:
     assert caught.value.candidates == ("/media/stash/moved/f.mp4",)
     assert str(caught.value) == (
         "no Plex item at /media/stash/renamed/f.mp4; only file named 'f.mp4' is "
-        "/media/stash/moved/f.mp4, but it is another video (Plex size 2000 B, "
-        "duration 120.0 s; Stash size 1999 B, duration unknown). Fix path_map so the "
-        "scene's path equals the Plex path."
+        "/media/stash/moved/f.mp4, but it is another video (in Plex 2,000 bytes, "
+        "2:00 long; in Stash 1,999 bytes, length unknown). Fix path_map so the "
+        "scene's path equals the Plex path, or choose its item in the match inbox on the Stash2Plex page "
+        "(or run 'python Stash2Plex.py pin <scene> <item>')."
     )
 
 
 def test_strict_medium_refused_when_duration_off_by_more_than_one_second() -> None:
     with pytest.raises(AmbiguousMatch) as caught:
         _chosen(_scene("/data/renamed/f.mp4", duration_s=121.5))
-    assert "(Plex size 2000 B, duration 120.0 s; Stash size unknown, duration 121.5 s)" in str(caught.value)
+    assert "(in Plex 2.0 KB, 2:00 long; in Stash size unknown, 2:01.5 long)" in str(caught.value)
 
 
 def test_strict_medium_refused_when_nothing_can_be_compared() -> None:
@@ -335,8 +336,9 @@ def test_strict_low_names_every_candidate_and_what_to_do() -> None:
     assert str(caught.value) == (
         "no Plex item at /media/stash/elsewhere/d.mp4; 2 items have a file named 'd.mp4': "
         "/media/stash/x/d.mp4 (item 104, section 1), /media/stash/y/d.mp4 (item 105, section 2). "
-        "None is clearly the scene's file. Fix path_map so the scene's path equals exactly "
-        "one Plex path, or remove the duplicates in Plex."
+        "None is clearly the scene's file: choose its item in the match inbox on the Stash2Plex page "
+        "(or run 'python Stash2Plex.py pin <scene> <item>'), remove the duplicates in Plex, or fix path_map "
+        "so the scene's path equals exactly one Plex path."
     )
 
 

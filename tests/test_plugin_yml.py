@@ -166,17 +166,17 @@ BROKEN = {
     "a top-level requires": (lambda t: t + "requires: OtherPlugin\n", "document", "requires"),
     "an int defaultArg": (
         lambda t: _insert_after(t, "      mode: all\n", "      limit: 5\n"),
-        "tasks[0].defaultArgs.limit",
+        "tasks[1].defaultArgs.limit",
         "int",
     ),
     "a bool defaultArg": (
         lambda t: _insert_after(t, "      mode: all\n", "      dry_run: true\n"),
-        "tasks[0].defaultArgs.dry_run",
+        "tasks[1].defaultArgs.dry_run",
         "bool",
     ),
     "an unknown key in a task": (
         lambda t: _insert_after(t, "      mode: all\n", "    timeout: 30\n"),
-        "tasks[0]",
+        "tasks[1]",
         "timeout",
     ),
     "an unknown key in a hook": (
@@ -265,6 +265,7 @@ def test_one_task_per_mode_with_unique_names(config):
     assert ("all", "true") in runs  # "Preview sync (no writes)"
     names = [task.get("name") for task in tasks]
     assert all(names) and len(set(names)) == len(names)
+    assert tasks[0]["defaultArgs"] == {"mode": "health_check"}  # first in Stash's list: what a new user runs
     for task in tasks:
         assert (task.get("description") or "").strip(), task["name"]
         assert not task.get("execArgs"), "drain/demo are not tasks"

@@ -62,7 +62,15 @@ def test_plex_unavailable_postpones_until_the_probe_without_spending_the_budget(
 
 def test_permanent_errors_go_to_the_dead_letter_queue_at_once():
     ambiguous = decide(JOB, AmbiguousMatch("two Plex items hold a.mp4"), NOW, rng())
-    assert ambiguous == Decision(DLQ, JOB, None, "two Plex items hold a.mp4 Then run 'Retry dead-letter queue'.")
+    assert ambiguous == Decision(
+        DLQ,
+        JOB,
+        None,
+        (
+            "two Plex items hold a.mp4 An item chosen in the inbox syncs at once; after a fix in path_map or Plex, "
+            "run 'Retry dead-letter queue'."
+        ),
+    )
     invalid = decide(JOB, InvalidMetadata("the scene has no files"), NOW, rng())
     assert invalid == Decision(DLQ, JOB, None, "the scene has no files")
 

@@ -53,6 +53,11 @@ def test_status_shows_queue_dead_letters_grouped_and_plex_down(plugin):
     assert [g["error_class"] for g in groups] == ["PlexNotFound", "AmbiguousMatch"]
     assert sorted(s["scene_id"] for s in groups[0]["scenes"]) == [7, 8]
     assert "path_map" in groups[0]["advice"] and "Loose matching (loose_matching)" in groups[1]["advice"]
+    assert [(g["label"], g["in_inbox"]) for g in groups] == [
+        ("Not found in Plex", True),
+        ("Several Plex items fit", True),
+    ]
+    assert "pin <scene> <item>" in groups[1]["advice"]
     assert out["plex"]["reachable"] is False and out["plex"]["token"] == "unknown" and out["plex"]["since"]
     since = out["plex"]["since"]
     again = operation(plugin, mode="ui_status").output

@@ -36,7 +36,7 @@ def _dlq_message(job: Job, error: BaseException) -> str:
             "then run 'Retry dead-letter queue'."
         )
     if isinstance(error, errors.AmbiguousMatch):
-        return f"{error} Then run 'Retry dead-letter queue'."
+        return f"{error} An item chosen in the inbox syncs at once; after a fix in path_map or Plex, run 'Retry dead-letter queue'."
     if isinstance(error, errors.PermanentError):
         return str(error)
     if not isinstance(error, errors.Stash2PlexError):

@@ -34,7 +34,7 @@ from core.errors import (
 from plex.client import PlexClient, PlexItemState
 from plex.desired import Choices, desired_for
 from plex.index import LibraryIndex
-from plex.matcher import Choice, Confidence, Match, PathIndex, PlexFile, SceneFile, choose, match_scene
+from plex.matcher import CHOOSE, Choice, Confidence, Match, PathIndex, PlexFile, SceneFile, choose, match_scene
 from plex.plan import (
     EDIT_URL_BUDGET,
     ItemPlan,
@@ -580,7 +580,7 @@ class Syncer:
             self.client.forget(state.rating_key)
             raise AmbiguousMatch(
                 f"{problem}, also after reloading the Plex library listing; nothing was written. "
-                "Check path_map and that Plex has scanned the file.",
+                f"Check path_map and that Plex has scanned the file, or {CHOOSE}.",
                 candidates=state.files,
             )
         return state, how
@@ -609,7 +609,8 @@ class Syncer:
         if self._loose is None:
             self._loose = self.ledger.loose_ids()
         if how.startswith((Confidence.MEDIUM.value, Confidence.LOW.value)):
-            self.ledger.note_loose(scene.id, rating_key, how, scene.title or "")
+            reason = how.partition(": ")[2]  # "medium: …": the grade is ours, the reason is the user's
+            self.ledger.note_loose(scene.id, rating_key, reason, scene.title or "")
             self._loose.add(scene.id)
         elif scene.id in self._loose:
             self.ledger.settle_loose(scene.id)

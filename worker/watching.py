@@ -15,7 +15,7 @@ killed is caught up by the next read.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.errors import Stash2PlexError
 from plex.notifications import Event, ItemProcessed, PlaybackState
@@ -28,6 +28,30 @@ if TYPE_CHECKING:
     from worker.ratings import RatingsBack
     from worker.resume import ResumeBack
     from worker.sessions import SessionAccounts
+
+
+# What a ``watch`` brings back from Plex, by the setting that turns it on (app/watch.py, the page,
+# Health check).
+COMES_BACK = {"import_plays": "plays", "import_resume": "resume points", "import_ratings": "ratings"}
+WATCH_COMMAND = "python Stash2Plex.py watch"
+
+
+def watch_report(state: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """The ``watch`` as the page and Health check tell it: ``state`` (``App.watch_state``: running,
+    since) with the settings that need one, whether that is a problem, and the words for it."""
+    needs = [name for name in COMES_BACK if getattr(settings, name)]
+    report = {**state, "needed_for": needs, "problem": bool(needs) and not state["running"]}
+    if state["running"]:
+        report["message"] = f"a watch is running (since {state['since'] or 'a time not recorded'})"
+    elif needs:
+        report["message"] = (
+            f"{', '.join(needs)} {'is' if len(needs) == 1 else 'are'} on, but no watch is running: plays, "
+            f"resume points and ratings come back from Plex only while '{WATCH_COMMAND}' runs beside Stash "
+            "(a docker-compose service or a systemd unit: see the usage docs)"
+        )
+    else:
+        report["message"] = "no watch is running (needed only for import_plays, import_resume or import_ratings)"
+    return report
 
 
 class Watching:
