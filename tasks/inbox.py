@@ -128,8 +128,20 @@ def _details(app: Context, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         by_size.setdefault(plex_file.size, []).append(plex_file)
             candidates = by_size.get(files[0].size, [])
         item["candidates"] = [_candidate(c, libraries, files) for c in _first(candidates, entry["linked"])]
+        _mark_held(app, entry["scene_id"], item["candidates"])
         shown.append(item)
     return shown
+
+
+def _mark_held(app: App, scene_id: int, candidates: list[dict[str, Any]]) -> None:
+    """``held_by``: the other scene an item was last written for or is pinned to (a pin there
+    is refused while that scene holds it: tasks/pins.py), so the card says so before a click."""
+    keys = [c["rating_key"] for c in candidates]
+    owners = {rk: record.scene_id for rk, record in app.ledger().items(keys).items()}
+    pinned = {p.rating_key: sid for sid, p in app.ledger().pins().items() if p.rating_key in keys}
+    for c in candidates:
+        holder = pinned.get(c["rating_key"], owners.get(c["rating_key"]))
+        c["held_by"] = holder if holder not in (None, scene_id) else None
 
 
 def _first(candidates: list[PlexFile], linked: int | None) -> list[PlexFile]:

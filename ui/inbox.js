@@ -24,6 +24,16 @@
     unmatched: ["danger", "Not found in Plex"],
     loose: ["info", "Matched by file name only"],
   };
+  // What the card says first, in the user's words (the matcher's reason follows, below the choice).
+  function lead(s) {
+    if (s.kind === "ambiguous") {
+      return s.candidates.length > 1
+        ? "Several Plex items have this scene's file name. Choose the one that is this scene (This one); the others are left as they are."
+        : "The only Plex item with this scene's file name could not be confirmed as its file. If it is this scene, choose This one.";
+    }
+    if (s.kind === "unmatched") return "Plex has no item at this scene's path. Choose its item if Plex has it under another name, or mark it.";
+    return "Written to the Plex item below, found by its file name only. Confirm it with This one, or choose another.";
+  }
   const PLUGIN_SETTINGS = gql`
     query Stash2PlexSettings($include: [ID!]) {
       configuration {
@@ -85,7 +95,7 @@
     const kind = KIND[s.kind] || ["secondary", s.kind];
     const name = s.title || "Scene " + s.scene_id;
     const shot = safeImage(s.screenshot, "url");
-    const answer = (label, args, done) => props.act(label, () => operation("ui_pin", Object.assign({ scene_id: String(s.scene_id) }, args)), done);
+    const answer = (label, args, done, follow) => props.act(label, () => operation("ui_pin", Object.assign({ scene_id: String(s.scene_id) }, args)), done, follow);
     return h(
       Card,
       { className: "s2p-card s2p-inbox-scene", "data-scene-id": s.scene_id, "data-kind": s.kind },
@@ -99,7 +109,7 @@
       h(
         Card.Body,
         null,
-        h("p", { className: "s2p-reason" }, s.reason),
+        h("p", { className: "s2p-lead" }, lead(s)),
         h(
           "div",
           { className: "s2p-inbox-sides" },
@@ -138,6 +148,7 @@
                           "td",
                           null,
                           h("div", { className: "s2p-library" }, c.library + " · #" + c.rating_key + (c.rating_key === s.linked ? " · linked now" : "")),
+                          c.held_by ? h("div", { className: "s2p-held-by" }, "Scene #" + c.held_by + "'s item") : null,
                           h("div", { className: "s2p-path" }, c.path),
                           h(Evidence, { candidate: c })
                         ),
@@ -150,7 +161,12 @@
                               size: "sm",
                               className: "s2p-this-one",
                               disabled: props.busy,
-                              onClick: () => answer("This one", { answer: "item", rating_key: String(c.rating_key) }, name + " is pinned to Plex item #" + c.rating_key + " and syncs now."),
+                              onClick: () =>
+                                answer("This one", { answer: "item", rating_key: String(c.rating_key) }, name + " is pinned to Plex item #" + c.rating_key + " and syncs now…", {
+                                  sceneId: s.scene_id,
+                                  name: name,
+                                  ratingKey: c.rating_key,
+                                }),
                             },
                             "This one"
                           )
@@ -162,9 +178,28 @@
               : h("p", { className: "s2p-no-candidates" }, "Plex has no file of this name or size.")
           )
         ),
+        h("p", { className: "s2p-reason" }, s.reason),
         h(
           "div",
           { className: "s2p-actions" },
+          s.kind === "unmatched"
+            ? h(
+                Button,
+                {
+                  size: "sm",
+                  variant: "secondary",
+                  className: "s2p-look-again",
+                  disabled: props.busy,
+                  onClick: () =>
+                    props.act("Look again", () => operation("ui_retry", { scene_id: String(s.scene_id) }), name + " is looked for in Plex again…", {
+                      sceneId: s.scene_id,
+                      name: name,
+                      ratingKey: null,
+                    }),
+                },
+                "Look again"
+              )
+            : null,
           h(Button, { size: "sm", variant: "secondary", className: "s2p-not-in-plex", disabled: props.busy, onClick: () => answer("Not in Plex", { answer: "not_in_plex" }, name + " is marked Not in Plex.") }, "Not in Plex"),
           h(Button, { size: "sm", variant: "secondary", className: "s2p-skip", disabled: props.busy, onClick: () => answer("Skip this scene", { answer: "skip" }, name + " is skipped: it is not synced.") }, "Skip this scene")
         )
@@ -172,11 +207,11 @@
     );
   }
 
-  // The path_map rule that fixes most of the inbox, saved through configurePlugin.
+  // The path_map rule plex/suggest.py finds for the inbox, with every scene it would match,
+  // shown before it is saved through configurePlugin.
   function PathHelp(props) {
     const help = props.help;
-    if (!help || !help.rule || !help.unmatched || help.fixes * 2 < help.unmatched) return null;
-    const share = Math.round((100 * help.fixes) / help.unmatched);
+    if (!help || !help.rule) return null;
     async function save() {
       const current = await client().query({ query: PLUGIN_SETTINGS, variables: { include: [PLUGIN_ID] }, fetchPolicy: "network-only" });
       const settings = Object.assign({}, (current.data.configuration.plugins || {})[PLUGIN_ID] || {}, { path_map: help.path_map });
@@ -189,14 +224,55 @@
       h(
         "div",
         { className: "s2p-path-help" },
-        "Most of these scenes are looked for in a folder Plex does not have. The Path map (path_map) rule ",
+        "These scenes are looked for in a folder Plex does not have. The Path map (path_map) rule ",
         h("code", { className: "s2p-rule" }, help.rule),
-        " fixes ",
-        h("strong", { className: "s2p-fixes" }, help.fixes + " of " + help.unmatched),
-        " (" + share + "%). ",
-        h(Button, { size: "sm", className: "s2p-save-rule", disabled: props.busy, onClick: () => props.act("Save path_map", save, "Path map saved; the inbox's scenes are matched again.") }, "Save to Path map and re-check")
+        " would match ",
+        h("strong", { className: "s2p-fixes" }, help.fixes + " scenes"),
+        " exactly, each to the one Plex item with its file name (none of them is a scene several Plex items fit):",
+        h(
+          "ul",
+          { className: "s2p-rule-matches" },
+          help.matches.map((m) =>
+            h("li", { key: m.scene_id, className: "s2p-rule-match", "data-scene-id": m.scene_id }, (m.title || "Scene " + m.scene_id) + ": " + m.stash_path + " → " + m.plex_path)
+          )
+        ),
+        h(Button, { size: "sm", className: "s2p-save-rule", disabled: props.busy, onClick: () => props.act("Save path_map", save, "Path map saved; the inbox's scenes are matched again…") }, "Save to Path map and re-check")
       )
     );
+  }
+
+  // After a pin: the scene's state until it is synced (or why it is not), from ui_scene.
+  function useFollow(setNotice) {
+    const [follow, setFollow] = React.useState(null); // {sceneId, name, ratingKey, until}
+    React.useEffect(() => {
+      if (!follow) return undefined;
+      let live = true;
+      const timer = setTimeout(() => {
+        operation("ui_scene", { scene_id: String(follow.sceneId) })
+          .then((d) => {
+            if (!live) return;
+            if (d.state === "in_sync") {
+              setNotice({ variant: "success", text: follow.name + " is synced to Plex" + (follow.ratingKey ? " item #" + follow.ratingKey : "") + "." });
+            } else if (d.state === "dead_lettered" || d.state === "changed") {
+              setNotice({ variant: "danger", text: follow.name + " did not sync: " + (d.reason || "see the scene's Plex tab") });
+            } else if (Date.now() < follow.until) {
+              if (d.reason) setNotice({ variant: "warning", text: follow.name + " waits for a retry: " + d.reason });
+              setFollow(Object.assign({}, follow));
+              return;
+            } else {
+              setNotice({ variant: "warning", text: follow.name + " is not synced yet; its Plex tab shows where it stands." });
+            }
+            setFollow(null);
+          })
+          .catch((err) => live && (setNotice({ variant: "danger", text: "Could not follow " + follow.name + ": " + errorText(err) }), setFollow(null)));
+      }, 1000);
+      return () => {
+        live = false;
+        clearTimeout(timer);
+      };
+      // eslint-disable-next-line react-hooks/exhaustive-deps
+    }, [follow]);
+    return (what) => setFollow(Object.assign({ until: Date.now() + 60000 }, what));
   }
 
   function Inbox(props) {
@@ -235,7 +311,7 @@
         live = false;
         if (timer) clearTimeout(timer);
       };
-    }, [page, query, tick, until]);
+    }, [page, query, tick, until, props.stamp]);
 
     const keys = data ? [...new Set(data.scenes.flatMap((s) => s.candidates.map((c) => c.rating_key)))].join(",") : "";
     React.useEffect(() => {
@@ -258,14 +334,16 @@
       return () => {
         live = false;
       };
-    }, [until]);
+    }, [until, props.stamp, data ? data.total : -1]);
 
-    async function act(label, fn, done) {
+    const follow = useFollow(setNotice);
+    async function act(label, fn, done, followed) {
       setBusy(true);
       setNotice(null);
       try {
         await fn();
-        setNotice({ variant: "success", text: done });
+        setNotice({ variant: "info", text: done });
+        if (followed) follow(followed);
         setUntil(Date.now() + 20000); // follow the sync for a while: answered scenes leave the list
         if (props.onChange) props.onChange();
       } catch (err) {
@@ -285,14 +363,22 @@
         "h3",
         null,
         "Match inbox ",
-        h(Badge, { variant: all ? "warning" : "secondary", className: "s2p-inbox-count" }, all)
+        data
+          ? h(Badge, { variant: all ? "warning" : "secondary", className: "s2p-inbox-count" }, all)
+          : h(Spinner, { animation: "border", size: "sm", className: "s2p-inbox-loading" })
       ),
       error ? h(Message, { variant: "danger" }, "The inbox could not be read: " + error) : null,
       notice ? h(Message, { variant: notice.variant }, notice.text) : null,
       h(PathHelp, { help: help, act: act, busy: busy }),
       !data && !error ? h(Spinner, { animation: "border", size: "sm" }) : null,
       data && !all
-        ? h("p", { className: "s2p-inbox-empty" }, "Nothing to settle: every scene has a Plex item found by its path, or an answer.")
+        ? h(
+            "p",
+            { className: "s2p-inbox-empty" },
+            props.checked
+              ? "Nothing to settle: every scene has a Plex item found by its path, or an answer."
+              : "Not checked yet: the scenes Sync all cannot settle show here."
+          )
         : null,
       data && all
         ? h(

@@ -10,7 +10,7 @@
   if (!api) return;
   const React = api.React;
   const h = React.createElement;
-  const { Alert, Badge, Button, Card, Nav, Spinner, Tab, Table } = api.libraries.Bootstrap;
+  const { Alert, Badge, Button, Card, Nav, ProgressBar, Spinner, Tab, Table } = api.libraries.Bootstrap;
   const { Link, NavLink, useLocation } = api.libraries.ReactRouterDOM;
   const { gql } = api.libraries.Apollo;
 
@@ -35,6 +35,17 @@
       runPluginTask(plugin_id: $plugin_id, description: $description, args_map: $args_map)
     }
   `;
+  // A job runPluginTask started (Stash keeps finished jobs a while: pkg/job/manager.go graveyard).
+  const FIND_JOB = gql`
+    query Stash2PlexJob($input: FindJobInput!) {
+      findJob(input: $input) {
+        id
+        status
+        progress
+      }
+    }
+  `;
+  const JOB_ENDED = { FINISHED: "is done", CANCELLED: "was stopped", FAILED: "failed (see Stash's log)" };
   const PLUGIN_STATE = gql`
     query Stash2PlexPluginState {
       plugins {
@@ -158,7 +169,21 @@
       "Plex",
       h("div", null, reach, " since ", h("span", { className: "s2p-since" }, when(plex.since))),
       plex.version ? h("div", null, "Version ", plex.version) : null,
-      h("div", null, "Token ", h(Badge, { variant: token[0], className: "s2p-token" }, token[1]))
+      h("div", null, "Token ", h(Badge, { variant: token[0], className: "s2p-token" }, token[1])),
+      props.watch ? h(WatchLine, { watch: props.watch }) : null
+    );
+  }
+
+  // Whether a `watch` runs (app/watch.py): plays, resume points and ratings come back only through one.
+  function WatchLine(props) {
+    const w = props.watch;
+    return h(
+      "div",
+      { className: "s2p-watch", "data-running": w.running ? "yes" : "no" },
+      "Watch ",
+      w.running
+        ? h(React.Fragment, null, h(Badge, { variant: "success", className: "s2p-state" }, "running"), " since ", h("span", { className: "s2p-since" }, when(w.since)))
+        : h(Badge, { variant: w.problem ? "warning" : "secondary", className: "s2p-state" }, "not running")
     );
   }
 
@@ -193,7 +218,11 @@
     const st = s.stats || {};
     return TableCard("s2p-stats", "Last sync and statistics", [
       Row("Last full/recent sync", when(s.last_sync), "s2p-last-sync"),
-      Row("Scenes in Plex", s.synced_scenes, "s2p-synced-scenes"),
+      Row(
+        "Scenes in Plex",
+        s.checked_at ? s.synced_scenes : s.synced_scenes ? s.synced_scenes + " so far (not every scene checked yet)" : "not checked yet",
+        "s2p-synced-scenes"
+      ),
       Row("Synced", st.synced || 0, "s2p-stat-synced"),
       Row("Unchanged", st.unchanged || 0, "s2p-stat-unchanged"),
       Row("Failed", st.failed_total || 0, "s2p-stat-failed"),
@@ -203,22 +232,32 @@
     ]);
   }
 
+  // The dead letters the inbox does not list (a scene shows once): by reason, in the page's words.
   function DeadLetters(props) {
     const dlq = props.dlq;
-    if (!dlq.count) {
-      return h("p", { className: "s2p-dlq-empty" }, "No dead letters: every scene either synced or is queued.");
+    const shown = dlq.groups.filter((g) => !g.in_inbox);
+    const inInbox = dlq.groups.filter((g) => g.in_inbox).reduce((n, g) => n + g.count, 0);
+    const pointer = inInbox
+      ? h("p", { className: "s2p-dlq-inbox" }, inInbox + (inInbox === 1 ? " more scene waits" : " more scenes wait") + " in the match inbox above.")
+      : null;
+    if (!shown.length) {
+      const empty = !props.checked
+        ? "Not checked yet: Sync all looks at every scene."
+        : "No dead letters: every scene either synced, is queued, or waits in the match inbox.";
+      return h(React.Fragment, null, h("p", { className: "s2p-dlq-empty" }, empty), pointer);
     }
     return h(
       "div",
       { className: "s2p-dlq" },
-      dlq.groups.map((g) =>
+      pointer,
+      shown.map((g) =>
         h(
           Card,
           { key: g.error_class, className: "s2p-card s2p-dlq-group", "data-reason": g.error_class },
           h(
             Card.Header,
             null,
-            h("strong", null, g.error_class),
+            h("strong", null, g.label || g.error_class),
             " — ",
             g.count,
             g.count === 1 ? " scene" : " scenes",
@@ -301,6 +340,9 @@
     (s.settings_problems || []).forEach((p, i) =>
       out.push(h(Message, { key: "setting-" + i, variant: "warning" }, p))
     );
+    if (s.watch && s.watch.problem) {
+      out.push(h(Message, { key: "watch", variant: "warning" }, h("span", { className: "s2p-watch-problem" }, s.watch.message)));
+    }
     if (s.last_drainer_error && s.last_drainer_error.error) {
       out.push(h(Message, { key: "drainer", variant: "warning" }, "The background worker stopped: " + s.last_drainer_error.error));
     }
@@ -422,15 +464,68 @@
     );
   }
 
+  // A task started from the page (runPluginTask): its progress while it runs, then that it is done.
+  function useTask(onEnd) {
+    const [task, setTask] = React.useState(null); // {id, label, status, progress, polls, done}
+    React.useEffect(() => {
+      if (!task || task.done) return undefined;
+      let live = true;
+      const timer = setTimeout(
+        () =>
+          client()
+            .query({ query: FIND_JOB, variables: { input: { id: task.id } }, fetchPolicy: "network-only" })
+            .then((r) => {
+              if (!live) return;
+              const job = r.data.findJob;
+              const status = job ? job.status : "FINISHED"; // gone from Stash's list: it ended a while ago
+              const done = status in JOB_ENDED;
+              setTask(Object.assign({}, task, { status: status, progress: job ? job.progress : null, polls: task.polls + 1, done: done }));
+              if (done) onEnd();
+            })
+            .catch(() => live && setTask(Object.assign({}, task, { polls: task.polls + 1 }))),
+        task.polls ? POLL_MS : 300
+      );
+      return () => {
+        live = false;
+        clearTimeout(timer);
+      };
+      // eslint-disable-next-line react-hooks/exhaustive-deps
+    }, [task]);
+    const start = async (label, what) => setTask({ id: await runTask(what), label: label, status: "READY", progress: null, polls: 0, done: false });
+    return [task, start];
+  }
+
+  function TaskLine(props) {
+    const t = props.task;
+    if (t.done) {
+      return h(Message, { variant: t.status === "FINISHED" ? "success" : "warning" }, h("span", { className: "s2p-task-done" }, t.label + " " + JOB_ENDED[t.status] + "."));
+    }
+    const share = t.progress != null ? Math.round(t.progress * 100) : null;
+    return h(
+      Message,
+      { variant: "info" },
+      h("div", { className: "s2p-task", "data-status": t.status }, t.label + (t.status === "READY" ? " is waiting in Stash's job queue…" : " is running…")),
+      h(ProgressBar, { className: "s2p-task-progress", animated: share == null, now: share == null ? 100 : share, label: share == null ? "" : share + " %" })
+    );
+  }
+
+  // What the inbox reloads on: any change the status shows, and every Refresh.
+  function stampOf(s, refreshes) {
+    return [refreshes, s.checked_at, s.last_sync, s.synced_scenes, s.dlq.count, s.queue.pending, s.queue.retrying, s.drainer_running].join("|");
+  }
+
   function StatusPage() {
     const [preview, setPreview] = React.useState(null);
     const [notice, setNotice] = React.useState(null);
     const [busy, setBusy] = React.useState(false);
     const [started, setStarted] = React.useState(0);
+    const [refreshes, setRefreshes] = React.useState(0);
+    const [task, startTask] = useTask(() => setStarted(Date.now()));
+    const running = !!task && !task.done;
     const [result, refresh] = usePolled(
       () => operation("ui_status"),
-      (s) => s.drainer_running || s.queue.pending > 0 || Date.now() - started < 10000,
-      [started]
+      (s) => running || s.drainer_running || s.queue.pending > 0 || Date.now() - started < 10000,
+      [started, running]
     );
 
     async function act(label, fn, done) {
@@ -438,7 +533,7 @@
       setNotice(null);
       try {
         await fn();
-        if (done !== null) setNotice({ variant: "success", text: done || label + ": started." });
+        if (done) setNotice({ variant: "success", text: done });
         setStarted(Date.now());
       } catch (err) {
         setNotice({ variant: "danger", text: label + " failed: " + errorText(err) });
@@ -446,6 +541,7 @@
         setBusy(false);
       }
     }
+    const syncAll = () => act("Sync all", () => startTask("Sync all", TASKS.syncAll), null);
 
     const s = result.data;
     const header = h(
@@ -455,7 +551,7 @@
       h(
         "div",
         { className: "s2p-actions" },
-        h(Button, { className: "s2p-sync-all", disabled: busy, onClick: () => act("Sync all", () => runTask(TASKS.syncAll), "Sync all started: see its progress in Stash's job queue.") }, "Sync all"),
+        h(Button, { className: "s2p-sync-all", disabled: busy || running, onClick: syncAll }, "Sync all"),
         h(
           Button,
           {
@@ -474,13 +570,25 @@
           },
           "Preview"
         ),
-        h(Button, { className: "s2p-verify", variant: "secondary", disabled: busy, onClick: () => act("Verify", () => runTask(TASKS.verify)) }, "Verify"),
+        h(Button, { className: "s2p-verify", variant: "secondary", disabled: busy || running, onClick: () => act("Verify", () => startTask("Verify", TASKS.verify), null) }, "Verify"),
         h(
           Button,
-          { className: "s2p-retry-all", variant: "secondary", disabled: busy || !(s && s.dlq.count), onClick: () => act("Retry all", () => runTask(TASKS.retryAll), "Every dead-letter entry is queued again.") },
+          { className: "s2p-retry-all", variant: "secondary", disabled: busy || running || !(s && s.dlq.count), onClick: () => act("Retry all", () => startTask("Retry all", TASKS.retryAll), null) },
           "Retry all"
         ),
-        h(Button, { className: "s2p-refresh", variant: "secondary", disabled: busy, onClick: refresh }, "Refresh")
+        h(
+          Button,
+          {
+            className: "s2p-refresh",
+            variant: "secondary",
+            disabled: busy,
+            onClick: () => {
+              setRefreshes((n) => n + 1);
+              refresh();
+            },
+          },
+          "Refresh"
+        )
       )
     );
     if (!s) {
@@ -493,40 +601,69 @@
           : h(Spinner, { animation: "border", size: "sm" })
       );
     }
+    const unchecked =
+      !s.checked_at && !running
+        ? h(
+            Message,
+            { variant: "info" },
+            h(
+              "div",
+              { className: "s2p-unchecked" },
+              h("strong", null, "Not checked yet. "),
+              "Stash2Plex has not looked for every scene's Plex item, so the counts and lists below are not the whole story. ",
+              h(Button, { size: "sm", className: "s2p-check-now", disabled: busy, onClick: syncAll }, "Sync all"),
+              " checks every scene, writes what differs to Plex and lists here what it cannot settle."
+            )
+          )
+        : null;
     return h(
       "div",
       { className: "s2p-page" },
       header,
       result.error ? h(Message, { variant: "danger" }, "Refreshing failed: " + result.error) : null,
       notice ? h(Message, { variant: notice.variant }, notice.text) : null,
+      task ? h(TaskLine, { task: task }) : null,
+      unchecked,
       h(Problems, { status: s }),
       preview
         ? h(PreviewTable, {
             preview: preview,
-            busy: busy,
+            busy: busy || running,
             cancel: () => setPreview(null),
             confirm: () =>
               act(
                 "Sync",
                 async () => {
-                  await runTask(TASKS.syncAll);
+                  await startTask("Sync all", TASKS.syncAll);
                   setPreview(null);
                 },
-                "Sync all started: it runs in Stash's job queue and writes the plan shown."
+                null
               ),
           })
         : null,
       h(
         "div",
         { className: "s2p-cards" },
-        h(PlexCard, { plex: s.plex }),
+        h(PlexCard, { plex: s.plex, watch: s.watch }),
         h(QueueCard, { queue: s.queue, drainer: s.drainer_running }),
         h(StatsCard, { status: s })
       ),
-      window.Stash2Plex && window.Stash2Plex.Inbox ? h(window.Stash2Plex.Inbox, { onChange: () => setStarted(Date.now()) }) : null,
-      h("h3", null, "Dead-letter queue ", h(Badge, { variant: s.dlq.count ? "danger" : "secondary", className: "s2p-dlq-count" }, s.dlq.count)),
-      h(DeadLetters, { dlq: s.dlq, act: act, busy: busy })
+      window.Stash2Plex && window.Stash2Plex.Inbox
+        ? h(window.Stash2Plex.Inbox, { stamp: stampOf(s, refreshes), checked: !!s.checked_at, onChange: () => setStarted(Date.now()) })
+        : null,
+      h(
+        "h3",
+        null,
+        "Dead-letter queue ",
+        h(DlqCount, { dlq: s.dlq })
+      ),
+      h(DeadLetters, { dlq: s.dlq, act: act, busy: busy, checked: !!s.checked_at })
     );
+  }
+
+  function DlqCount(props) {
+    const n = props.dlq.groups.filter((g) => !g.in_inbox).reduce((sum, g) => sum + g.count, 0);
+    return h(Badge, { variant: n ? "danger" : "secondary", className: "s2p-dlq-count" }, n);
   }
 
   // -- the scene panel -----------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import SLOW_MS
+from tests.browser.test_stash_ui import texts
 from tests.conftest import EDGE_RELEASES
 from tests.test_pins import dead, pins
 from tests.test_ui_modes import dead_letter
@@ -67,7 +68,7 @@ def test_saving_the_suggested_path_map_shrinks_the_inbox(stash_ui, ui_page):
     stash_ui.configure(path_map="/elsewhere=/plex/media", plex_concurrency=2)
     for n in range(3):
         sid = stash_ui.stash.add_scene(title=f"V{n}", files=[{"path": f"/data/vids/v{n}.mp4", "size": 10 + n}])
-        stash_ui.plex.add_item(1, f"/plex/media/v{n}.mp4", size=10 + n)
+        stash_ui.plex.add_item(1, f"/plex/media/v{n}.mp4", size=10 + n, duration_ms=None)
         dead_letter(stash_ui, sid, "PlexNotFound", "not in Plex after 5 attempts", f"V{n}")
     odd = stash_ui.stash.add_scene(title="Odd", files=[{"path": "/data/odd/zzz.mp4", "size": 1}])
     dead_letter(stash_ui, odd, "AmbiguousMatch", "two Plex items fit", "Odd")
@@ -78,7 +79,10 @@ def test_saving_the_suggested_path_map_shrinks_the_inbox(stash_ui, ui_page):
     help_ = page.locator(".s2p-path-help")
     help_.wait_for()
     assert help_.locator(".s2p-rule").inner_text() == "/data/vids=/plex/media"
-    assert help_.locator(".s2p-fixes").inner_text() == "3 of 4"
+    assert help_.locator(".s2p-fixes").inner_text() == "3 scenes"
+    assert texts(help_.locator(".s2p-rule-match")) == [  # shown before it is saved
+        f"V{n}: /data/vids/v{n}.mp4 → /plex/media/v{n}.mp4" for n in range(3)
+    ]
     page.locator(".s2p-inbox-count", has_text="4").wait_for()  # the list and the rule are two plugin runs
     help_.locator(".s2p-save-rule").click()
     stash_ui.ui.wait_for_run("ui_recheck")
@@ -88,6 +92,7 @@ def test_saving_the_suggested_path_map_shrinks_the_inbox(stash_ui, ui_page):
     stash_ui.wait_drained()
     page.locator(".s2p-inbox-count", has_text="1").wait_for()
     assert [page.locator(".s2p-inbox-scene").get_attribute("data-scene-id")] == [str(odd)]
+    help_.wait_for(state="detached")  # the suggestion goes with the scenes it was for
 
 
 @pytest.mark.parametrize("stash_ui", EDGE_RELEASES, indirect=True)

@@ -52,9 +52,10 @@ def open_page_from_navbar(ui_page) -> None:
 
 def test_page_shows_the_queue_the_dead_letters_and_plex_down(stash_ui, ui_page):
     stash_ui.configure(plex_url=f"http://127.0.0.1:{closed_port()}")
-    dead_letter(stash_ui, 7, "PlexNotFound", "no Plex item at /plex/media/alpha.mp4", "Alpha")
-    dead_letter(stash_ui, 8, "PlexNotFound", "no Plex item at /plex/media/beta.mp4", "Beta")
-    dead_letter(stash_ui, 9, "AmbiguousMatch", "two Plex items fit /plex/media/gamma.mp4", "Gamma")
+    dead_letter(stash_ui, 7, "PlexBadRequest", "Plex answered 400 to the edit of /plex/media/alpha.mp4", "Alpha")
+    dead_letter(stash_ui, 8, "PlexBadRequest", "Plex answered 400 to the edit of /plex/media/beta.mp4", "Beta")
+    dead_letter(stash_ui, 9, "InvalidMetadata", "the date 2024-13-01 is not a date", "Gamma")
+    dead_letter(stash_ui, 10, "AmbiguousMatch", "two Plex items fit /plex/media/delta.mp4", "Delta")
     HealthFile(stash_ui.data_dir).update(performer_photos={"reason": LOGIN_NEEDED, "fix": LOGIN_FIX})
     page = ui_page.page
     with drainer_lock_held(stash_ui.data_dir):
@@ -71,23 +72,26 @@ def test_page_shows_the_queue_the_dead_letters_and_plex_down(stash_ui, ui_page):
         assert page.inner_text(".s2p-interactive td") == "1"
         assert page.inner_text(".s2p-bulk td") == "2"
         assert page.inner_text(".s2p-drainer td") == "running"
-    assert page.inner_text(".s2p-dlq-count") == "3"
+    assert page.inner_text(".s2p-dlq-count") == "3"  # the ambiguous scene shows once: in the inbox
+    assert page.inner_text(".s2p-dlq-inbox") == "1 more scene waits in the match inbox above."
     groups = page.locator(".s2p-dlq-group")
     assert [groups.nth(i).get_attribute("data-reason") for i in range(groups.count())] == [
-        "PlexNotFound",
-        "AmbiguousMatch",
+        "PlexBadRequest",
+        "InvalidMetadata",
     ]
     first = groups.nth(0)
+    assert first.locator(".card-header strong").inner_text() == "Plex refused the edit"  # not a class name
     assert sorted(texts(first.locator(".s2p-dlq-entry td:first-child"))) == ["Alpha", "Beta"]
-    assert "path_map" in first.locator(".s2p-advice").inner_text()
-    assert texts(groups.nth(1).locator(".s2p-reason")) == ["two Plex items fit /plex/media/gamma.mp4"]
+    assert "Plex server log" in first.locator(".s2p-advice").inner_text()
+    assert texts(groups.nth(1).locator(".s2p-reason")) == ["the date 2024-13-01 is not a date"]
+    assert page.locator('.s2p-dlq-entry[data-scene-id="10"]').count() == 0
 
 
 def test_retry_on_a_dead_letter_entry_runs_the_plugin_and_the_entry_leaves_once_synced(stash_ui, ui_page):
     sid, rk = stash_ui.add_scene(1)
     stash_ui.stash.update_scene(sid, title="Back from the dead-letter queue")
-    dead_letter(stash_ui, sid, "PlexNotFound", "no Plex item at the time", "Scene 1")
-    dead_letter(stash_ui, 42, "AmbiguousMatch", "two Plex items fit", "Other")
+    dead_letter(stash_ui, sid, "PlexBadRequest", "Plex answered 400 at the time", "Scene 1")
+    dead_letter(stash_ui, 42, "InvalidMetadata", "a value Plex cannot take", "Other")
     page = ui_page.page
     ui_page.goto("/stash2plex")
     entry = page.locator(f'.s2p-dlq-entry[data-scene-id="{sid}"]')
@@ -140,7 +144,7 @@ def test_scene_panel_shows_synced_waiting_and_dead_lettered_and_sync_now_syncs(s
 
 def test_light_theme_and_phone_width_read_well(stash_ui, ui_page):
     stash_ui.ui.custom_css = LIGHT_THEME
-    dead_letter(stash_ui, 5, "PlexNotFound", "no Plex item at /plex/media/a-rather-long-file-name.mp4", "Long")
+    dead_letter(stash_ui, 5, "PlexBadRequest", "Plex answered 400 to /plex/media/a-rather-long-file-name.mp4", "Long")
     page = ui_page.page
     page.set_viewport_size({"width": 390, "height": 844})
     ui_page.goto("/stash2plex")
