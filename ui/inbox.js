@@ -49,7 +49,7 @@
 
   function size(bytes) {
     if (bytes == null) return "size unknown";
-    const units = ["B", "KB", "MB", "GB", "TB"];
+    const units = ["bytes", "KB", "MB", "GB", "TB"];
     let n = Number(bytes);
     let i = 0;
     while (n >= 1024 && i < units.length - 1) {
@@ -370,7 +370,6 @@
       error ? h(Message, { variant: "danger" }, "The inbox could not be read: " + error) : null,
       notice ? h(Message, { variant: notice.variant }, notice.text) : null,
       h(PathHelp, { help: help, act: act, busy: busy }),
-      !data && !error ? h(Spinner, { animation: "border", size: "sm" }) : null,
       data && !all
         ? h(
             "p",

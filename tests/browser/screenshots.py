@@ -1,8 +1,9 @@
 """Screenshots of the plugin's UI for docs/images/: ``python -m tests.browser.screenshots``.
 
-Seeds the emulators with a small library (some scenes synced, a few dead letters, one
-edit waiting), then photographs the Stash2Plex page (dark and light theme, phone width),
-the preview and the Plex tab of a scene page, inside Stash's real UI in Chromium.
+Seeds the emulators with a small library, photographs the Stash2Plex page before the first
+Sync all, then syncs (some scenes synced, a few for the inbox, one dead letter, one edit
+waiting) and photographs the page (dark and light theme, phone width), the inbox, the preview
+and the Plex tab of a scene page, inside Stash's real UI in Chromium.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ SCENES = [
 
 def seed_inbox(plugin: StashUIPlugin) -> None:
     """For the inbox: a scene two Plex items fit, and three found by file name only (their
-    Stash folder is not in path_map, so the page suggests a rule)."""
+    Stash folder is not in path_map, so the page suggests a rule and lists what it would match)."""
     stash, plex = plugin.stash, plugin.plex
     stash.add_scene(
         title="Beach day", files=[{"path": "/stash/media/beach/day.mp4", "size": 734_003_200, "duration": 1520.0}]
@@ -54,6 +55,10 @@ def seed(plugin: StashUIPlugin) -> dict[str, int]:
     for n, (title, studio, tags, performers) in enumerate(SCENES, 1):
         ids[title], _ = plugin.add_scene(n, title=title, studio=studio, tags=tags, performers=performers)
     seed_inbox(plugin)
+    return ids
+
+
+def sync(plugin: StashUIPlugin, ids: dict[str, int]) -> None:
     assert plugin.task("all").error is None
     plugin.wait_drained()
     plugin.stash.update_scene(ids["City lights"], title="City lights at night", tags=["Night", "Skyline"])
@@ -64,8 +69,13 @@ def seed(plugin: StashUIPlugin) -> dict[str, int]:
     dlq.add(
         Job(scene_id=missing, attempt=4), "PlexNotFound", "no Plex item at /plex/media/holiday.mp4", "Old holiday video"
     )
+    dlq.add(
+        Job(scene_id=ids["Rainy afternoon"], attempt=4),
+        "PlexBadRequest",
+        "Plex answered 400 Bad Request to the edit of item 104",
+        "Rainy afternoon",
+    )
     dlq.close()
-    return ids
 
 
 def shoot(page, name: str) -> None:
@@ -90,11 +100,17 @@ def main() -> int:
             context.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda route: route.fulfill(status=200, body=""))
             page = context.new_page()
             page.goto(stash.url + "/stash2plex")
+            page.locator(".s2p-unchecked").wait_for()
+            page.locator(".s2p-inbox-empty").wait_for()
+            shoot(page, "ui-not-checked.png")
+            sync(plugin, ids)
+            page.goto(stash.url + "/stash2plex")
             page.locator(".s2p-dlq-entry").first.wait_for()
-            shoot(page, "ui-page-dark.png")
+            page.locator(".s2p-inbox-scene").first.wait_for()
             inbox = page.locator(".s2p-inbox")
             inbox.locator(".s2p-path-help").wait_for()
             page.locator(".s2p-candidate img.s2p-thumb").first.wait_for(timeout=120_000)
+            shoot(page, "ui-page-dark.png")
             page.evaluate("window.scrollTo(0, 0)")
             box = inbox.bounding_box()  # the whole page's picture, cut to the inbox: no navbar over it
             page.screenshot(path=str(OUT / "ui-inbox.png"), full_page=True, clip=box)
@@ -109,6 +125,7 @@ def main() -> int:
             ui.custom_css = LIGHT_THEME
             page.goto(stash.url + "/stash2plex")
             page.locator(".s2p-dlq-entry").first.wait_for()
+            page.locator(".s2p-inbox-scene").first.wait_for()
             shoot(page, "ui-page-light.png")
             page.set_viewport_size({"width": 390, "height": 844})
             ui.custom_css = ""
