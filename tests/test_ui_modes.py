@@ -73,6 +73,16 @@ def test_status_says_plex_up_and_token_rejected_or_missing(plugin):
     plugin.configure(plex_token=None)
     out = operation(plugin, mode="ui_status").output
     assert out["plex"]["token"] == "missing" and "plex_token" in out["plex"]["problem"]
+    assert out["watch"] == {"running": False, "since": None, "needed_for": [], "problem": False, "message": None}
+
+
+def test_status_is_not_checked_until_all_has_looked_at_every_scene(plugin):
+    plugin.add_scene(1)
+    assert operation(plugin, mode="ui_status").output["checked_at"] is None
+    assert plugin.task("recent").error is None  # only the changed scenes: not a check of all
+    assert operation(plugin, mode="ui_status").output["checked_at"] is None
+    assert plugin.task("all").error is None
+    assert operation(plugin, mode="ui_status").output["checked_at"] is not None
 
 
 def three_scene_states(plugin) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
