@@ -253,7 +253,7 @@
             if (!live) return;
             if (d.state === "in_sync") {
               setNotice({ variant: "success", text: follow.name + " is synced to Plex" + (follow.ratingKey ? " item #" + follow.ratingKey : "") + "." });
-            } else if (d.state === "dead_lettered" || d.state === "changed") {
+            } else if (d.state === "dead_lettered" || d.state === "out_of_scope") {
               setNotice({ variant: "danger", text: follow.name + " did not sync: " + (d.reason || "see the scene's Plex tab") });
             } else if (Date.now() < follow.until) {
               if (d.reason) setNotice({ variant: "warning", text: follow.name + " waits for a retry: " + d.reason });
