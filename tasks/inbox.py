@@ -133,7 +133,7 @@ def _details(app: Context, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return shown
 
 
-def _mark_held(app: App, scene_id: int, candidates: list[dict[str, Any]]) -> None:
+def _mark_held(app: Context, scene_id: int, candidates: list[dict[str, Any]]) -> None:
     """``held_by``: the other scene an item was last written for or is pinned to (a pin there
     is refused while that scene holds it: tasks/pins.py), so the card says so before a click."""
     keys = [c["rating_key"] for c in candidates]
