@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.errors import InvalidMetadata
 from plex.matcher import PathIndex, PlexFile, SceneFile, contradicted
@@ -23,8 +23,7 @@ from validation.pathmap import PathRule, map_path, parse_path_map, suggest_path_
 MIN_AGREEING = 2  # one scene's pair is no evidence that a whole folder moved
 
 
-@dataclass(frozen=True)
-class Unsettled:
+class Unsettled(NamedTuple):
     """A scene's primary file, as the suggestion reads it."""
 
     scene_id: int
@@ -33,21 +32,21 @@ class Unsettled:
 
 
 @dataclass(frozen=True)
-class RuleMatch:
-    scene_id: int
-    title: str
-    stash_path: str
-    plex_path: str
-    rating_key: int
-
-
-@dataclass(frozen=True)
 class RuleSuggestion:
     rule: str  # stash_prefix=plex_prefix
-    matches: tuple[RuleMatch, ...]  # the given scenes it would match exactly, each to one item
+    matches: tuple[tuple[Unsettled, PlexFile], ...]  # the given scenes it would match exactly, each to one item
 
     def as_dict(self) -> list[dict[str, Any]]:
-        return [vars(m) for m in self.matches]
+        return [
+            {
+                "scene_id": scene.scene_id,
+                "title": scene.title,
+                "stash_path": scene.file.path,
+                "plex_path": item.path,
+                "rating_key": item.rating_key,
+            }
+            for scene, item in self.matches
+        ]
 
 
 def unsettled(raws: Iterable[dict[str, Any]]) -> list[Unsettled]:
@@ -95,5 +94,5 @@ def suggest_rule(
             continue
         if scene.scene_id in several or len(held) > 1 or contradicted(held[0], scene.file):
             return None  # it would settle a choice that is the user's, or write to another video
-        matches.append(RuleMatch(scene.scene_id, scene.title, scene.file.path, held[0].path, held[0].rating_key))
+        matches.append((scene, held[0]))
     return RuleSuggestion(rule, tuple(matches)) if len(matches) >= MIN_AGREEING else None

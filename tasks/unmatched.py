@@ -46,7 +46,7 @@ def run(app: Context) -> dict[str, Any]:
     scenes = [Unsettled(e["scene_id"], e["title"], e["file"]) for e in entries if "file" in e]
     found = suggest_rule(scenes, index, settings.path_map, settings.case_insensitive_paths)
     if found is not None:
-        ids = [m.scene_id for m in found.matches]
+        ids = [scene.scene_id for scene, _ in found.matches]
         result.update(suggested_path_map=found.rule, fixes={"scenes": len(ids), "scene_ids": ids[:SHOWN_PER_GROUP]})
     for line in unmatched_lines(result):
         app.log.report(line)

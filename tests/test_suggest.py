@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from plex.matcher import PathIndex, PlexFile, SceneFile
-from plex.suggest import RuleMatch, Unsettled, suggest_rule, unsettled
+from plex.suggest import Unsettled, suggest_rule, unsettled
 from validation.pathmap import parse_path_map
 
 
@@ -19,10 +19,16 @@ def test_several_scenes_that_agree_give_the_rule_and_what_it_would_match():
     plex = index((1, "/plex/media/a.mp4", 10), (2, "/plex/media/b/c.mp4", 11))
     found = suggest_rule([scene(7, "/nas/a.mp4"), scene(8, "/nas/b/c.mp4", 11)], plex, ())
     assert found is not None and found.rule == "/nas=/plex/media"
-    assert found.matches == (
-        RuleMatch(7, "S7", "/nas/a.mp4", "/plex/media/a.mp4", 1),
-        RuleMatch(8, "S8", "/nas/b/c.mp4", "/plex/media/b/c.mp4", 2),
-    )
+    assert found.as_dict() == [
+        {"scene_id": 7, "title": "S7", "stash_path": "/nas/a.mp4", "plex_path": "/plex/media/a.mp4", "rating_key": 1},
+        {
+            "scene_id": 8,
+            "title": "S8",
+            "stash_path": "/nas/b/c.mp4",
+            "plex_path": "/plex/media/b/c.mp4",
+            "rating_key": 2,
+        },
+    ]
 
 
 def test_one_scene_is_no_evidence_for_a_folder_wide_rule():
@@ -44,7 +50,7 @@ def test_no_rule_that_would_settle_a_scene_several_items_fit():
     scenes = [scene(7, "/nas/a.mp4"), scene(8, "/nas/b.mp4"), scene(9, "/nas/clip.mp4")]
     assert suggest_rule(scenes, plex, ()) is None
     found = suggest_rule(scenes[:2], plex, ())
-    assert found is not None and [m.scene_id for m in found.matches] == [7, 8]
+    assert found is not None and [scene.scene_id for scene, _ in found.matches] == [7, 8]
 
 
 def test_another_video_of_the_same_name_is_no_source_and_vetoes_a_rule():
@@ -57,7 +63,11 @@ def test_scenes_found_by_their_path_already_are_left_out_and_existing_rules_appl
     plex = index((1, "/plex/media/a.mp4", 10), (2, "/plex/media/b.mp4", 10), (3, "/plex/old/c.mp4", 10))
     rules = parse_path_map("/old=/plex/old")
     found = suggest_rule([scene(7, "/nas/a.mp4"), scene(8, "/nas/b.mp4"), scene(9, "/old/c.mp4")], plex, rules)
-    assert found is not None and found.rule == "/nas=/plex/media" and [m.scene_id for m in found.matches] == [7, 8]
+    assert (
+        found is not None
+        and found.rule == "/nas=/plex/media"
+        and [scene.scene_id for scene, _ in found.matches] == [7, 8]
+    )
 
 
 def test_unsettled_reads_the_primary_file_of_stash_scenes_and_skips_the_rest():
