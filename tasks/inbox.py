@@ -15,8 +15,8 @@ import base64
 import time
 from typing import Any
 
-from core.errors import InputError, InvalidMetadata, PlexNotFound
-from plex.matcher import PlexFile, SceneFile, match_scene
+from core.errors import InputError, InvalidMetadata, PlexNotFound, Stash2PlexError
+from plex.matcher import PathIndex, PlexFile, SceneFile, match_scene
 from plex.suggest import suggest_rule, unsettled
 from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import BULK
@@ -77,25 +77,36 @@ def run(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     words = query.casefold().split()
     shown = [e for e in everything if _matches(e, words)] if words else everything
     start = (page - 1) * per_page
+    try:
+        plex: tuple[dict[int, str], PathIndex] | None = _plex_files(app)
+        plex_problem = None
+    except Stash2PlexError as exc:  # the list is ours; only the candidates need Plex
+        plex, plex_problem = None, str(exc)
     return {
         "total": len(shown),
         "counts": counts,
         "page": page,
         "per_page": per_page,
         "query": query,
-        "scenes": _details(app, shown[start : start + per_page]),
+        "plex_problem": plex_problem,
+        "scenes": _details(app, shown[start : start + per_page], plex),
     }
 
 
+def _plex_files(app: Context) -> tuple[dict[int, str], PathIndex]:
+    """The synced libraries' titles and Plex's files (the cached index)."""
+    index = app.index()
+    return {s.key: s.title for s in index.sections}, index.index()
+
+
 # -- one page: Stash's files beside Plex's candidates ------------------------------------
-def _details(app: Context, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _details(
+    app: Context, page: list[dict[str, Any]], plex: tuple[dict[int, str], PathIndex] | None
+) -> list[dict[str, Any]]:
     if not page:
         return []
     raw = app.stash().scenes_by_id([e["scene_id"] for e in page])
     settings = app.settings()
-    index = app.index()
-    libraries = {s.key: s.title for s in index.sections}
-    paths = index.index()
     by_size: dict[int, list[PlexFile]] | None = None
     shown = []
     for entry in page:
@@ -119,6 +130,10 @@ def _details(app: Context, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {"path": f.path, "mapped_path": map_path(f.path, rules, ci), "size": f.size, "duration": f.duration_s}
             for f in files
         ]
+        if plex is None:  # Plex did not answer: the files only (``plex_problem`` says why)
+            shown.append(item)
+            continue
+        libraries, paths = plex
         candidates = list(match_scene(files, paths, rules, ci).candidates)
         if not candidates and files and files[0].size:
             if by_size is None:
@@ -177,10 +192,14 @@ def path_help(app: Context) -> dict[str, Any]:
     if not ids:
         return answer
     settings = app.settings()
+    try:
+        index = app.index().index()
+    except Stash2PlexError:  # no rule without Plex's files (the inbox says Plex did not answer)
+        return answer
     raws: list[dict[str, Any]] = []
     for start in range(0, len(ids), 500):
         raws.extend(app.stash().scenes_by_id(ids[start : start + 500]).values())
-    found = suggest_rule(unsettled(raws), app.index().index(), settings.path_map, settings.case_insensitive_paths)
+    found = suggest_rule(unsettled(raws), index, settings.path_map, settings.case_insensitive_paths)
     if found is None:
         return answer
     current = app.stash().plugin_settings().get("path_map") or ""

@@ -139,3 +139,17 @@ def test_thumbs_are_plex_posters_as_image_data_without_the_token(plugin):
     assert out["images"]["99999"] is None and plugin.plex.token not in str(out)
     bad = operation(plugin, mode="ui_thumbs", rating_keys="")
     assert bad.error == "args.rating_keys must list 1 to 600 Plex ratingKeys (e.g. \"12,34\"), got ''"
+
+
+def test_with_plex_down_the_inbox_still_lists_its_scenes_and_says_why_no_candidates(plugin):
+    from tests.test_ui_modes import closed_port
+
+    sid = plugin.stash.add_scene(title="Two fit", files=[{"path": "/stash/media/a/clip.mp4", "size": 5}])
+    dead_letter(plugin, sid, "AmbiguousMatch", "two Plex items fit", "Two fit")
+    plugin.configure(plex_url=f"http://127.0.0.1:{closed_port()}")
+    out = operation(plugin, mode="ui_inbox")
+    assert out.error is None, out.stderr
+    assert [(s["scene_id"], s["candidates"]) for s in out.output["scenes"]] == [(sid, [])]
+    assert out.output["plex_problem"].startswith("Plex refused the connection")
+    help_ = operation(plugin, mode="ui_path_help")
+    assert help_.error is None and help_.output["rule"] is None

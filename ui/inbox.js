@@ -175,7 +175,11 @@
                     )
                   )
                 )
-              : h("p", { className: "s2p-no-candidates" }, "Plex has no file of this name or size.")
+              : h(
+                  "p",
+                  { className: "s2p-no-candidates" },
+                  props.plexProblem ? "Plex's files could not be read: " + props.plexProblem : "Plex has no file of this name or size."
+                )
           )
         ),
         h("p", { className: "s2p-reason" }, s.reason),
@@ -401,7 +405,7 @@
             )
           )
         : null,
-      data ? data.scenes.map((s) => h(InboxScene, { key: s.scene_id, scene: s, images: images, act: act, busy: busy })) : null
+      data ? data.scenes.map((s) => h(InboxScene, { key: s.scene_id, scene: s, images: images, act: act, busy: busy, plexProblem: data.plex_problem })) : null
     );
   }
 
