@@ -241,7 +241,9 @@ def _evidence(plex: PlexFile, scene: SceneFile) -> str:
 
 
 def _size_text(value: int | None) -> str:
-    """>>> _size_text(512_000_000), _size_text(900)
+    """A size in user's words.
+
+    >>> _size_text(512_000_000), _size_text(900)
     ('488.3 MB', '900 bytes')
     """
     if value is None:
@@ -255,7 +257,9 @@ def _size_text(value: int | None) -> str:
 
 
 def _duration_text(seconds: float | None) -> str:
-    """>>> _duration_text(900.0), _duration_text(3723.4), _duration_text(None)
+    """A length in user's words.
+
+    >>> _duration_text(900.0), _duration_text(3723.4), _duration_text(None)
     ('15:00 long', '1:02:03.4 long', 'length unknown')
     """
     if seconds is None:
