@@ -454,7 +454,7 @@ class App:
         settings = self.settings()
         return self._part(
             "index",
-            lambda: LibraryIndex(self.plex(), self.ledger(), settings.plex_libraries, settings.case_insensitive_paths),
+            lambda: LibraryIndex(self.plex(), self.ledger(), settings.plex_libraries, settings.path_map),
         )
 
     def syncer(self) -> Syncer:
@@ -487,7 +487,7 @@ class App:
         from worker.waits import PlexWaits
 
         def build() -> PlexWaits:
-            waits = PlexWaits(self.settings().case_insensitive_paths)
+            waits = PlexWaits(self.settings().path_map)
             waits.on_wait = self.plex_listener(
                 WakeWaitingJobs(self.plex(), self.index(), waits, self.log), fold_at=WakeWaitingJobs.FOLD_AT
             ).ensure_started

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from core.errors import ConfigError
 from plex.client import PlexClient, SectionInfo
 from plex.matcher import PathIndex, PlexFile
+from validation.pathmap import AS_IS, PathMap
 
 IndexRow = tuple[int, str, int | None, int | None]  # rating_key, file path, size, duration in ms
 
@@ -65,14 +66,14 @@ class LibraryIndex:
         client: PlexClient,
         cache: IndexCache,
         libraries: tuple[str, ...],
-        case_insensitive: bool = False,
+        paths: PathMap = AS_IS,
         min_refresh_s: float = 5.0,
         clock=time.monotonic,
     ) -> None:
         self.client = client
         self.cache = cache
         self.libraries = libraries
-        self.case_insensitive = case_insensitive
+        self.paths = paths
         self.min_refresh_s = min_refresh_s
         self.clock = clock
         self._sections: list[SectionInfo] = []
@@ -166,7 +167,7 @@ class LibraryIndex:
         listed = False
         if first:
             with self._early_lock:
-                self._early = PathIndex((), case_insensitive=self.case_insensitive)
+                self._early = PathIndex((), self.paths)
                 self._early_sections = sections
         try:
             for section in sections:
@@ -180,7 +181,7 @@ class LibraryIndex:
             if changed:
                 # the first listing's own index when it built one (not read back from the cache)
                 built = self._early if first and listed else None
-                self._index = built or PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
+                self._index = built or PathIndex(self._files(sections), self.paths)
         finally:
             if first:
                 with self._early_lock:
@@ -204,7 +205,7 @@ class LibraryIndex:
                 self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key))
                 self._listed_at[section.key] = now
             self._sections, self._checked_at = sections, now
-            self._index = PathIndex(self._files(sections), case_insensitive=self.case_insensitive)
+            self._index = PathIndex(self._files(sections), self.paths)
 
     def _files(self, sections: list[SectionInfo]):
         for section in sections:

@@ -15,7 +15,7 @@ from enum import Enum
 from typing import NamedTuple, Union
 
 from core.errors import AmbiguousMatch, PlexNotFound
-from validation.pathmap import PathRule, basename, map_path, normalize
+from validation.pathmap import AS_IS, PathMap, basename
 
 __all__ = [
     "Choice",
@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 DURATION_TOLERANCE_S = 1.0
+_FOLDED = PathMap(case_insensitive=True)  # how ``_best_of`` compares trailing folders
 # What settles a scene the matcher will not decide, in every message that says so.
 CHOOSE = "choose its item in the match inbox on the Stash2Plex page (or run 'python Stash2Plex.py pin <scene> <item>')"
 
@@ -114,10 +115,11 @@ def _listed(slot: _Slot | None) -> list[PlexFile]:
 
 
 class PathIndex:
-    """Plex files by normalized full path and by normalized file name."""
+    """Plex files by full path and by file name, compared by ``paths.key``; ``paths`` also
+    maps a scene's files onto it (``match_scene``)."""
 
-    def __init__(self, files: Iterable[PlexFile], case_insensitive: bool = False) -> None:
-        self.case_insensitive = case_insensitive
+    def __init__(self, files: Iterable[PlexFile], paths: PathMap = AS_IS) -> None:
+        self.paths = paths
         self._by_path: dict[str, _Slot] = {}
         self._by_name: dict[str, _Slot] = {}
         self._count = 0
@@ -130,7 +132,7 @@ class PathIndex:
         self._count += 1
 
     def _norm(self, path: str) -> str:
-        return normalize(path, self.case_insensitive)
+        return self.paths.key(path)
 
     def by_path(self, path: str) -> list[PlexFile]:
         """Every Plex file whose path equals ``path`` (after normalization)."""
@@ -165,21 +167,16 @@ def _paths(files: Iterable[PlexFile]) -> str:
     return ", ".join(f"{f.path} (item {f.rating_key}, section {f.section_id})" for f in files)
 
 
-def match_scene(
-    files: Sequence[SceneFile],
-    index: PathIndex,
-    rules: Sequence[PathRule],
-    case_insensitive: bool = False,
-) -> Match:
+def match_scene(files: Sequence[SceneFile], index: PathIndex) -> Match:
     """Grade how well the index holds the scene's files.
 
     Every scene file is tried in order (primary first); the first file with an exact
     path hit decides. HIGH: it is held by exactly one Plex item. LOW: by several. With
     no exact hit for any file, the first file whose name appears in the index decides:
-    MEDIUM for one item, LOW for several. NONE when neither finds anything.
-    ``case_insensitive`` applies to the rules; the index has its own flag.
+    MEDIUM for one item, LOW for several. NONE when neither finds anything. The files
+    are mapped with the index's ``PathMap``.
     """
-    looked_for = tuple(map_path(f.path, rules, case_insensitive) for f in files)
+    looked_for = tuple(index.paths.map(f.path) for f in files)
     for i, path in enumerate(looked_for):
         items = _distinct_items(index.by_path(path))
         if len(items) == 1:
@@ -356,8 +353,8 @@ def _best_of(candidates: Sequence[PlexFile], scene: SceneFile, mapped: str) -> C
 
 def _common_suffix(a: str, b: str) -> int:
     """How many trailing path components ``a`` and ``b`` share (case-insensitively)."""
-    left = normalize(a, case_insensitive=True).split("/")[::-1]
-    right = normalize(b, case_insensitive=True).split("/")[::-1]
+    left = _FOLDED.key(a).split("/")[::-1]
+    right = _FOLDED.key(b).split("/")[::-1]
     count = 0
     for x, y in zip(left, right):
         if x != y:

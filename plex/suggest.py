@@ -2,7 +2,7 @@
 would match: the one copy behind the page's inbox, ``unmatched`` and ``health_check``.
 
 A scene is a source only when no Plex item is at its mapped path and exactly one item has a
-file of its name, which size and duration do not contradict (``suggest_path_map`` derives the
+file of its name, which size and duration do not contradict (``PathMap.suggest`` derives the
 rule from those pairs). A scene several items fit is never a source: choosing between them
 is the user's (the inbox). The rule is suggested only when it would match at least
 ``MIN_AGREEING`` of the given scenes exactly, each to one item, and none of them a scene
@@ -18,7 +18,6 @@ from typing import Any, NamedTuple
 from core.errors import InvalidMetadata
 from plex.matcher import PathIndex, PlexFile, SceneFile, contradicted
 from validation.metadata import scene_from_stash
-from validation.pathmap import PathRule, map_path, parse_path_map, suggest_path_map
 
 MIN_AGREEING = 2  # one scene's pair is no evidence that a whole folder moved
 
@@ -67,13 +66,12 @@ def _items(files: Iterable[PlexFile]) -> list[PlexFile]:
     return list({f.rating_key: f for f in files}.values())
 
 
-def suggest_rule(
-    scenes: Sequence[Unsettled], index: PathIndex, rules: Sequence[PathRule], ci: bool = False
-) -> RuleSuggestion | None:
-    """The rule, with every scene of ``scenes`` it would match; None when no rule is safe."""
-    pairs, several = [], set()
+def suggest_rule(scenes: Sequence[Unsettled], index: PathIndex) -> RuleSuggestion | None:
+    """The rule in front of the index's ``PathMap``, with every scene of ``scenes`` it would
+    match; None when no rule is safe."""
+    paths, pairs, several = index.paths, [], set()
     for scene in scenes:
-        mapped = map_path(scene.file.path, rules, ci)
+        mapped = paths.map(scene.file.path)
         if index.by_path(mapped):
             continue
         named = _items(index.by_name(mapped))
@@ -81,15 +79,15 @@ def suggest_rule(
             several.add(scene.scene_id)
         elif named and not contradicted(named[0], scene.file):
             pairs.append((scene.file.path, named[0].path))
-    rule = suggest_path_map(pairs, ci)
+    rule = paths.suggest(pairs)
     if rule is None:
         return None
-    combined = parse_path_map(rule) + tuple(rules)
+    combined = paths.plus(rule)
     matches = []
     for scene in scenes:
-        if index.by_path(map_path(scene.file.path, rules, ci)):
+        if index.by_path(paths.map(scene.file.path)):
             continue
-        held = _items(index.by_path(map_path(scene.file.path, combined, ci)))
+        held = _items(index.by_path(combined.map(scene.file.path)))
         if not held:
             continue
         if scene.scene_id in several or len(held) > 1 or contradicted(held[0], scene.file):

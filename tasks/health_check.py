@@ -17,7 +17,6 @@ from core.errors import ConfigError, PlexAuthError, PlexUnavailable, Stash2PlexE
 from plex.index import VIDEO_SECTION_TYPES, pick_sections
 from plex.matcher import CHOOSE
 from plex.suggest import suggest_rule, unsettled
-from validation.pathmap import map_path
 from worker.breaker import plex_answered
 from worker.watching import watch_report
 
@@ -255,7 +254,7 @@ def _count_unmatched(app: Context, report: _Report) -> None:
 
 # -- the path map -------------------------------------------------------------------
 def _check_path_map(app: Context, settings: Settings, report: _Report) -> None:
-    rules, ci = settings.path_map, settings.case_insensitive_paths
+    paths = settings.path_map
     try:
         _, scenes = app.stash().scenes_page(1, SAMPLE_SIZE)
         index = app.index().index()
@@ -263,11 +262,11 @@ def _check_path_map(app: Context, settings: Settings, report: _Report) -> None:
         report.bad(f"path map not checked: {exc}")
         return
     primaries = [str(files[0]["path"]) for s in scenes if (files := s.get("files")) and files[0].get("path")]
-    unmatched = [(p, map_path(p, rules, ci)) for p in primaries if not index.by_path(map_path(p, rules, ci))]
+    unmatched = [(p, paths.map(p)) for p in primaries if not index.by_path(paths.map(p))]
     matched = len(primaries) - len(unmatched)
     share = matched / len(primaries) if primaries else None
     info: dict[str, Any] = {
-        "rules": "; ".join(f"{r.stash_prefix}={r.plex_prefix}" for r in rules),
+        "rules": str(paths),
         "sampled": len(primaries),
         "matched": matched,
         "share": None if share is None else round(share, 3),
@@ -282,7 +281,7 @@ def _check_path_map(app: Context, settings: Settings, report: _Report) -> None:
     if share >= LOW_SHARE:
         report.good(summary)
     else:
-        found = suggest_rule(unsettled(scenes), index, rules, ci)
+        found = suggest_rule(unsettled(scenes), index)
         info["suggested_path_map"] = found.rule if found else None
         hint = (
             f"; Plex has files of the same names, and path_map '{found.rule}' would match "

@@ -22,7 +22,6 @@ from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import BULK
 from tasks.context import Context
 from validation.metadata import scene_from_stash
-from validation.pathmap import map_path
 from validation.plugin_input import rating_key_arg
 
 ORDER = {"ambiguous": 0, "unmatched": 1, "loose": 2}
@@ -125,16 +124,15 @@ def _details(
         item["title"] = scene.title or entry["title"]
         item["screenshot"] = scene.screenshot  # Stash's own URL: the browser reads it from Stash
         files = SceneFile.of(scene.files)
-        rules, ci = settings.path_map, settings.case_insensitive_paths
         item["files"] = [
-            {"path": f.path, "mapped_path": map_path(f.path, rules, ci), "size": f.size, "duration": f.duration_s}
+            {"path": f.path, "mapped_path": settings.path_map.map(f.path), "size": f.size, "duration": f.duration_s}
             for f in files
         ]
         if plex is None:  # Plex did not answer: the files only (``plex_problem`` says why)
             shown.append(item)
             continue
         libraries, paths = plex
-        candidates = list(match_scene(files, paths, rules, ci).candidates)
+        candidates = list(match_scene(files, paths).candidates)
         if not candidates and files and files[0].size:
             if by_size is None:
                 by_size = {}
@@ -191,7 +189,6 @@ def path_help(app: Context) -> dict[str, Any]:
     answer: dict[str, Any] = {"unmatched": len(ids), "rule": None, "fixes": 0, "path_map": None, "matches": []}
     if not ids:
         return answer
-    settings = app.settings()
     try:
         index = app.index().index()
     except Stash2PlexError:  # no rule without Plex's files (the inbox says Plex did not answer)
@@ -199,7 +196,7 @@ def path_help(app: Context) -> dict[str, Any]:
     raws: list[dict[str, Any]] = []
     for start in range(0, len(ids), 500):
         raws.extend(app.stash().scenes_by_id(ids[start : start + 500]).values())
-    found = suggest_rule(unsettled(raws), index, settings.path_map, settings.case_insensitive_paths)
+    found = suggest_rule(unsettled(raws), index)
     if found is None:
         return answer
     current = app.stash().plugin_settings().get("path_map") or ""

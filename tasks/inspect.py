@@ -54,13 +54,13 @@ def run(app: Context) -> dict[str, Any]:
     mapped = syncer.mapped_paths(scene)
     files = SceneFile.of(scene.files)
     index = app.index().index()
-    match = match_scene(files, index, settings.path_map, settings.case_insensitive_paths)
+    match = match_scene(files, index)
     result: dict[str, Any] = {
         "scene_id": scene.id,
         "title": scene.title,
         "stash_paths": [f.path for f in scene.files],
         "mapped_paths": mapped,
-        "path_map": "; ".join(f"{r.stash_prefix}={r.plex_prefix}" for r in settings.path_map) or "(none)",
+        "path_map": str(settings.path_map) or "(none)",
         "confidence": match.confidence.value,
         "match_reason": match.reason,
         "candidates": _candidates(index, mapped, files),

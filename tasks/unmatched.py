@@ -44,7 +44,7 @@ def run(app: Context) -> dict[str, Any]:
     groups = group_by_folder(entries)
     result: dict[str, Any] = {"count": len(entries), "groups": groups, "suggested_path_map": None}
     scenes = [Unsettled(e["scene_id"], e["title"], e["file"]) for e in entries if "file" in e]
-    found = suggest_rule(scenes, index, settings.path_map, settings.case_insensitive_paths)
+    found = suggest_rule(scenes, index)
     if found is not None:
         ids = [scene.scene_id for scene, _ in found.matches]
         result.update(suggested_path_map=found.rule, fixes={"scenes": len(ids), "scene_ids": ids[:SHOWN_PER_GROUP]})

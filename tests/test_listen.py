@@ -10,6 +10,7 @@ from core.backoff import probe_wait
 from core.errors import PlexUnavailable
 from core.log import StashLog
 from plex.notifications import ItemProcessed
+from validation.pathmap import PathMap
 from worker.breaker import BreakerState, State
 from worker.listen import PlexListener
 from worker.waits import PlexWaits
@@ -116,7 +117,7 @@ def test_events_are_handled_on_their_own_thread_in_order():
 
 def test_waits_wake_only_the_jobs_looking_for_that_path_and_forget_taken_ones():
     started = []
-    waits = PlexWaits(case_insensitive=True, on_wait=lambda: started.append(1))
+    waits = PlexWaits(PathMap(case_insensitive=True), on_wait=lambda: started.append(1))
     waits.wait_for(("interactive", 1), ["/plex/A.mp4", "/plex/a-copy.mp4"])
     waits.wait_for(("bulk", 2), ["/plex/b.mp4"])
     assert waits.wake(["/PLEX/a.mp4", "/plex/other.mp4"]) == 1

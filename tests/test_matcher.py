@@ -13,7 +13,7 @@ from plex.matcher import (
     choose,
     match_scene,
 )
-from validation.pathmap import PathRule, map_path, normalize, parse_path_map
+from validation.pathmap import PathMap, PathRule, parse_path_map
 
 RULES = parse_path_map(
     r"/data=/media/stash; /data/special=/media/special; C:\Videos=/data/win;"
@@ -42,8 +42,8 @@ ALL = (A, B1, B2, C1, C2, DX, DY, E, F, G, H, I, J2, K, M1, M2, N1, N2)
 
 
 def _match(*paths: str, case_insensitive: bool = False, rules: tuple[PathRule, ...] = RULES) -> Match:
-    index = PathIndex(ALL, case_insensitive=case_insensitive)
-    return match_scene([SceneFile(p) for p in paths], index, rules, case_insensitive)
+    index = PathIndex(ALL, PathMap(rules, case_insensitive))
+    return match_scene([SceneFile(p) for p in paths], index)
 
 
 # (scene paths, case_insensitive, confidence, item, candidates, scene_index)
@@ -259,7 +259,7 @@ def test_index_lookups() -> None:
     assert index.by_name("d.mp4") == [DX, DY]
     assert index.by_name("/anything/d.mp4") == [DX, DY]
     assert index.by_name("e.mp4") == []
-    assert PathIndex(ALL, case_insensitive=True).by_name("e.mp4") == [E]
+    assert PathIndex(ALL, PathMap(case_insensitive=True)).by_name("e.mp4") == [E]
 
 
 # --- choose ---------------------------------------------------------------------------
@@ -270,8 +270,8 @@ def _scene(path: str, size: int | None = None, duration_s: float | None = None) 
 
 
 def _chosen(files: list[SceneFile], strict: bool = True) -> Choice:
-    index = PathIndex(ALL)
-    return choose(match_scene(files, index, RULES), strict, files)
+    index = PathIndex(ALL, PathMap(RULES))
+    return choose(match_scene(files, index), strict, files)
 
 
 def test_strict_high_is_accepted() -> None:
@@ -392,7 +392,7 @@ def test_loose_low_refuses_exact_duplicates() -> None:
 def test_loose_low_refuses_when_two_candidates_agree_equally() -> None:
     twins = (DX, PlexFile(199, 2, "/media/stash/z/d.mp4", size=500, duration_ms=30_000))
     files = _scene("/elsewhere/d.mp4", size=500, duration_s=30.0)
-    match = match_scene(files, PathIndex(twins), RULES)
+    match = match_scene(files, PathIndex(twins, PathMap(RULES)))
     with pytest.raises(AmbiguousMatch):
         choose(match, False, files)
 
@@ -456,7 +456,7 @@ def test_parse_path_map_trims_and_keeps_order() -> None:
     ],
 )
 def test_map_path(path: str, text: str, expected: str) -> None:
-    assert map_path(path, parse_path_map(text)) == expected
+    assert PathMap.parse(text).map(path) == expected
 
 
 @pytest.mark.parametrize(
@@ -473,4 +473,4 @@ def test_map_path(path: str, text: str, expected: str) -> None:
     ],
 )
 def test_normalize(path: str, ci: bool, expected: str) -> None:
-    assert normalize(path, ci) == expected
+    assert PathMap(case_insensitive=ci).key(path) == expected

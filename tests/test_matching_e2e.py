@@ -2,7 +2,7 @@
 
 Each table case sets up Plex items and one Stash scene, fires the scene's update
 hook and checks which Plex item received the new title, or that none did and why.
-Only ``suggest_path_map`` (a pure function) is imported from the plugin.
+Only ``PathMap.suggest`` (pure) is imported from the plugin.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import POLL_S
 from tests.runner import create_context
-from validation.pathmap import suggest_path_map
+from validation.pathmap import PathMap
 
 SIZE = 4242
 DURATION_S = 60.0
@@ -366,7 +366,7 @@ def test_health_check_reports_an_unreachable_stash_without_failing(plugin):
     assert any("Stash is not reachable" in p for p in run.output["problems"])
 
 
-# -- suggest_path_map (pure) --------------------------------------------------------------------
+# -- PathMap.suggest (pure) --------------------------------------------------------------------
 @pytest.mark.parametrize(
     "pairs, expected",
     [
@@ -394,13 +394,13 @@ def test_health_check_reports_an_unreachable_stash_without_failing(plugin):
     ],
 )
 def test_suggest_path_map(pairs, expected):
-    assert suggest_path_map(pairs) == expected
+    assert PathMap().suggest(pairs) == expected
 
 
 def test_suggest_path_map_case_insensitive():
     pairs = [("/Stash/Media/Studio/x.mp4", "/plex/studio/X.mp4")]
-    assert suggest_path_map(pairs) is None
-    assert suggest_path_map(pairs, case_insensitive=True) == "/Stash/Media=/plex"
+    assert PathMap().suggest(pairs) is None
+    assert PathMap(case_insensitive=True).suggest(pairs) == "/Stash/Media=/plex"
 
 
 def test_case_insensitive_rule_keeps_the_link_on_the_next_sync(plugin):

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from plex.matcher import PathIndex, PlexFile, SceneFile
 from plex.suggest import Unsettled, suggest_rule, unsettled
-from validation.pathmap import parse_path_map
+from validation.pathmap import AS_IS, PathMap
 
 
 def scene(sid: int, path: str, size: int | None = 10) -> Unsettled:
     return Unsettled(sid, f"S{sid}", SceneFile(path, size))
 
 
-def index(*files: tuple[int, str, int | None]) -> PathIndex:
-    return PathIndex(PlexFile(rk, 1, path, size) for rk, path, size in files)
+def index(*files: tuple[int, str, int | None], paths: PathMap = AS_IS) -> PathIndex:
+    return PathIndex((PlexFile(rk, 1, path, size) for rk, path, size in files), paths)
 
 
 def test_several_scenes_that_agree_give_the_rule_and_what_it_would_match():
     plex = index((1, "/plex/media/a.mp4", 10), (2, "/plex/media/b/c.mp4", 11))
-    found = suggest_rule([scene(7, "/nas/a.mp4"), scene(8, "/nas/b/c.mp4", 11)], plex, ())
+    found = suggest_rule([scene(7, "/nas/a.mp4"), scene(8, "/nas/b/c.mp4", 11)], plex)
     assert found is not None and found.rule == "/nas=/plex/media"
     assert found.as_dict() == [
         {"scene_id": 7, "title": "S7", "stash_path": "/nas/a.mp4", "plex_path": "/plex/media/a.mp4", "rating_key": 1},
@@ -32,12 +32,12 @@ def test_several_scenes_that_agree_give_the_rule_and_what_it_would_match():
 
 
 def test_one_scene_is_no_evidence_for_a_folder_wide_rule():
-    assert suggest_rule([scene(7, "/nas/a.mp4")], index((1, "/plex/media/a.mp4", 10)), ()) is None
+    assert suggest_rule([scene(7, "/nas/a.mp4")], index((1, "/plex/media/a.mp4", 10))) is None
 
 
 def test_a_scene_two_plex_items_fit_is_never_a_source():
     plex = index((1, "/plex/x/clip.mp4", 10), (2, "/plex/y/clip.mp4", 10))
-    assert suggest_rule([scene(7, "/stash/media/clip.mp4")], plex, ()) is None
+    assert suggest_rule([scene(7, "/stash/media/clip.mp4")], plex) is None
 
 
 def test_no_rule_that_would_settle_a_scene_several_items_fit():
@@ -48,21 +48,21 @@ def test_no_rule_that_would_settle_a_scene_several_items_fit():
         (4, "/plex/other/clip.mp4", 10),  # ... but this one fits it too: the user's choice
     )
     scenes = [scene(7, "/nas/a.mp4"), scene(8, "/nas/b.mp4"), scene(9, "/nas/clip.mp4")]
-    assert suggest_rule(scenes, plex, ()) is None
-    found = suggest_rule(scenes[:2], plex, ())
+    assert suggest_rule(scenes, plex) is None
+    found = suggest_rule(scenes[:2], plex)
     assert found is not None and [scene.scene_id for scene, _ in found.matches] == [7, 8]
 
 
 def test_another_video_of_the_same_name_is_no_source_and_vetoes_a_rule():
     plex = index((1, "/plex/media/a.mp4", 10), (2, "/plex/media/b.mp4", 10), (3, "/plex/media/c.mp4", 99))
-    assert suggest_rule([scene(7, "/nas/a.mp4"), scene(9, "/nas/c.mp4")], plex, ()) is None  # one source only
-    assert suggest_rule([scene(7, "/nas/a.mp4"), scene(8, "/nas/b.mp4"), scene(9, "/nas/c.mp4")], plex, ()) is None
+    assert suggest_rule([scene(7, "/nas/a.mp4"), scene(9, "/nas/c.mp4")], plex) is None  # one source only
+    assert suggest_rule([scene(7, "/nas/a.mp4"), scene(8, "/nas/b.mp4"), scene(9, "/nas/c.mp4")], plex) is None
 
 
 def test_scenes_found_by_their_path_already_are_left_out_and_existing_rules_apply():
-    plex = index((1, "/plex/media/a.mp4", 10), (2, "/plex/media/b.mp4", 10), (3, "/plex/old/c.mp4", 10))
-    rules = parse_path_map("/old=/plex/old")
-    found = suggest_rule([scene(7, "/nas/a.mp4"), scene(8, "/nas/b.mp4"), scene(9, "/old/c.mp4")], plex, rules)
+    rules = PathMap.parse("/old=/plex/old")
+    plex = index((1, "/plex/media/a.mp4", 10), (2, "/plex/media/b.mp4", 10), (3, "/plex/old/c.mp4", 10), paths=rules)
+    found = suggest_rule([scene(7, "/nas/a.mp4"), scene(8, "/nas/b.mp4"), scene(9, "/old/c.mp4")], plex)
     assert (
         found is not None
         and found.rule == "/nas=/plex/media"

@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 
 from core.errors import ConfigError
 from validation import fields
 from validation.legacy import Adopted, translate
-from validation.pathmap import PathRule, parse_path_map
+from validation.pathmap import PathMap
 
 DEFAULTS: dict[str, Any] = {
     "plex_libraries": "",
@@ -96,11 +96,12 @@ class Settings(BaseModel):
     plex_url: str = Field(min_length=1)
     plex_token: str = Field(min_length=1, repr=False)
     plex_libraries: tuple[str, ...] = ()
-    path_map: tuple[PathRule, ...] = ()
+    case_insensitive_paths: bool = DEFAULTS["case_insensitive_paths"]
+    # with the case rule above (validated first, also when path_map is not set): the one value matching reads
+    path_map: PathMap = Field(default=None, validate_default=True)
     loose_matching: bool = DEFAULTS["loose_matching"]
     preserve_plex_edits: bool = DEFAULTS["preserve_plex_edits"]
     trigger_plex_scan: bool = DEFAULTS["trigger_plex_scan"]
-    case_insensitive_paths: bool = DEFAULTS["case_insensitive_paths"]
     plex_concurrency: int = Field(default=DEFAULTS["plex_concurrency"], ge=1, le=16)
     notify_urls: tuple[str, ...] = Field(default=(), repr=False)  # secrets: tokens live in these URLs
     # None: the notice is off (a bad value, OPTIONAL)
@@ -181,7 +182,7 @@ class Settings(BaseModel):
             elif name == "notify_urls":
                 value = f"({len(value)} set, hidden)" if value else ""  # tokens live in these URLs
             elif name == "path_map":
-                value = "; ".join(f"{r.stash_prefix}={r.plex_prefix}" for r in value)
+                value = str(value)
             elif name == "collections" and not value:
                 value = fields.NO_COLLECTIONS
             elif isinstance(value, tuple):
@@ -245,12 +246,12 @@ class Settings(BaseModel):
 
     @field_validator("path_map", mode="before")
     @classmethod
-    def _path_map(cls, value: Any) -> tuple[PathRule, ...]:
-        if value is None or isinstance(value, tuple):
-            return value or ()
-        if not isinstance(value, str):
+    def _path_map(cls, value: Any, info: ValidationInfo) -> PathMap:
+        if isinstance(value, PathMap):
+            return value
+        if value is not None and not isinstance(value, str):
             raise ValueError("must be text like /stash/media=/plex/media;/other=/mnt/other")
-        return parse_path_map(value)
+        return PathMap.parse(value, bool(info.data.get("case_insensitive_paths")))
 
     @field_validator(
         "loose_matching",

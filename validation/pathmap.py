@@ -1,4 +1,4 @@
-"""Translate Stash file paths into the paths Plex sees, and compare paths.
+"""Translate Stash file paths into the paths Plex sees, and compare paths: ``PathMap``.
 
 ``path_map`` lists prefix rules (``/data=/media/stash;C:\\Videos=/mnt/videos``) for files mounted
 at different places (Docker volumes, a Windows share seen from Linux). A path is an *anchor*
@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["PathRule", "basename", "map_path", "normalize", "parse_path_map", "suggest_path_map"]
+__all__ = ["AS_IS", "PathMap", "PathRule", "basename", "parse_path_map"]
 
 _FORM = "write stash_prefix=plex_prefix, rules separated by ';' (e.g. /data=/media/stash)"
 _DRIVE = re.compile(r"^[A-Za-z]:(?=[\\/]|$)")
@@ -104,47 +104,113 @@ def _join(prefix: str, rest: tuple[str, ...]) -> str:
     return base + sep + sep.join(rest)
 
 
-def map_path(path: str, rules: Iterable[PathRule], case_insensitive: bool = False) -> str:
-    """Return the Plex path for a Stash path; unchanged when no rule matches.
+@dataclass(frozen=True)
+class PathMap:
+    """The ``path_map`` rules and the case rule (``case_insensitive_paths``), one value built
+    with the settings: how a Stash path becomes Plex's (``map``), the key two paths compare
+    by (``key``), a rule suggested from file pairs (``suggest``).
 
-    A rule matches the path's leading components (``/data`` matches ``/data/x``, not ``/database/x``);
-    the rule with the most components wins; trailing separators do not matter. The rest is joined
-    with the Plex prefix's separator. Drive letters compare case-insensitively, the rest only with
-    ``case_insensitive``.
-
-    >>> map_path("C:\\\\Videos\\\\a.mp4", parse_path_map("C:\\\\Videos=/data"))
-    '/data/a.mp4'
+    >>> str(PathMap.parse("C:\\\\Videos=/data; /x=/y"))
+    'C:\\\\Videos=/data; /x=/y'
     """
-    parts = _split(path)
-    key = _key(parts, case_insensitive)
-    best: tuple[int, PathRule] | None = None
-    for rule in rules:
-        prefix = _key(_split(rule.stash_prefix), case_insensitive)
-        if key[: len(prefix)] == prefix and (best is None or len(prefix) > best[0]):
-            best = (len(prefix), rule)
-    if best is None:
-        return path
-    size, rule = best
-    return _join(rule.plex_prefix, parts[size:])
 
+    rules: tuple[PathRule, ...] = ()
+    case_insensitive: bool = False
 
-def normalize(path: str, case_insensitive: bool) -> str:
-    """The key two paths are compared by.
+    @classmethod
+    def parse(cls, text: str | None, case_insensitive: bool = False) -> PathMap:
+        return cls(parse_path_map(text), case_insensitive)
 
-    Separators become ``/``, duplicate and trailing separators go, the drive letter is
-    upper-cased, Unicode is NFC (macOS stores decomposed names) and, when
-    ``case_insensitive``, the text is casefolded. UNC keeps its leading ``//``.
+    def __str__(self) -> str:
+        return "; ".join(f"{r.stash_prefix}={r.plex_prefix}" for r in self.rules)
 
-    >>> normalize("c:\\\\Videos\\\\\\\\Sub\\\\", case_insensitive=False)
-    'C:/Videos/Sub'
-    """
-    anchor, *parts = _key(_split(path), case_insensitive)
-    if anchor in ("/", "//"):
-        return anchor + "/".join(parts)
-    body = "/".join(parts)
-    if not anchor:
-        return body
-    return f"{anchor}/{body}" if parts else anchor + "/"
+    def plus(self, rule: str) -> PathMap:
+        """These rules with ``rule`` (``stash_prefix=plex_prefix``) in front."""
+        return PathMap(parse_path_map(rule) + self.rules, self.case_insensitive)
+
+    def map(self, path: str) -> str:
+        """The Plex path of a Stash path; unchanged when no rule matches.
+
+        A rule matches the path's leading components (``/data`` matches ``/data/x``, not
+        ``/database/x``); the rule with the most components wins; trailing separators do not
+        matter. The rest is joined with the Plex prefix's separator. Drive letters compare
+        case-insensitively, the rest only with ``case_insensitive``.
+
+        >>> PathMap.parse("C:\\\\Videos=/data").map("C:\\\\Videos\\\\a.mp4")
+        '/data/a.mp4'
+        """
+        parts = _split(path)
+        key = _key(parts, self.case_insensitive)
+        best: tuple[int, PathRule] | None = None
+        for rule in self.rules:
+            prefix = _key(_split(rule.stash_prefix), self.case_insensitive)
+            if key[: len(prefix)] == prefix and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), rule)
+        if best is None:
+            return path
+        size, rule = best
+        return _join(rule.plex_prefix, parts[size:])
+
+    def key(self, path: str) -> str:
+        """The key two paths are compared by.
+
+        Separators become ``/``, duplicate and trailing separators go, the drive letter is
+        upper-cased, Unicode is NFC (macOS stores decomposed names) and, when
+        ``case_insensitive``, the text is casefolded. UNC keeps its leading ``//``.
+
+        >>> PathMap().key("c:\\\\Videos\\\\\\\\Sub\\\\")
+        'C:/Videos/Sub'
+        """
+        anchor, *parts = _key(_split(path), self.case_insensitive)
+        if anchor in ("/", "//"):
+            return anchor + "/".join(parts)
+        body = "/".join(parts)
+        if not anchor:
+            return body
+        return f"{anchor}/{body}" if parts else anchor + "/"
+
+    def suggest(self, pairs: Sequence[tuple[str, str]]) -> str | None:
+        """A ``stash_prefix=plex_prefix`` rule explaining the most (Stash path, Plex path) pairs.
+
+        Each pair is a Stash and a Plex file of one name; its candidate rule swaps the leading
+        folders where they differ. The candidate mapping the most distinct Stash paths onto a
+        paired Plex path wins (ties: more pairs, then the shorter Stash prefix). ``None`` when
+        no pair yields a rule.
+
+        >>> PathMap().suggest([("/mnt/nas/videos/a/x.mp4", "/plex/media/a/x.mp4"),
+        ...                    ("/mnt/nas/videos/y.mp4", "/plex/media/y.mp4")])
+        '/mnt/nas/videos=/plex/media'
+        """
+        targets: dict[str, set[str]] = {}
+        for stash, plex in pairs:
+            targets.setdefault(stash, set()).add(self.key(plex))
+        derived = Counter(rule for s, p in pairs if (rule := self._derive(s, p)) is not None)
+        if not derived:
+            return None
+
+        def explained(rule: PathRule) -> int:
+            one = PathMap((rule,), self.case_insensitive)
+            return sum(self.key(one.map(s)) in plex for s, plex in targets.items())
+
+        best = max(derived, key=lambda r: (explained(r), derived[r], -len(_split_sep(r.stash_prefix)[1])))
+        return f"{best.stash_prefix}={best.plex_prefix}" if explained(best) else None
+
+    def _derive(self, stash: str, plex: str) -> PathRule | None:
+        """The rule that maps ``stash`` onto ``plex`` by replacing only their differing leading folders."""
+        s_anchor, s_parts, s_sep = _split_sep(stash)
+        p_anchor, p_parts, p_sep = _split_sep(plex)
+        common = 0
+        for a, b in zip(reversed(s_parts), reversed(p_parts)):
+            if _key((a,), self.case_insensitive) != _key((b,), self.case_insensitive):
+                break
+            common += 1
+        if common == 0:
+            return None
+        s_prefix = _join_sep(s_anchor, s_parts[: len(s_parts) - common], s_sep)
+        p_prefix = _join_sep(p_anchor, p_parts[: len(p_parts) - common], p_sep)
+        if not s_prefix or not p_prefix or self.key(s_prefix) == self.key(p_prefix):
+            return None
+        return PathRule(s_prefix, p_prefix)
 
 
 def basename(path: str) -> str:
@@ -170,51 +236,4 @@ def _join_sep(anchor: str, parts: Sequence[str], sep: str) -> str:
     return anchor + sep.join(parts)
 
 
-def _fold(part: str, case_insensitive: bool) -> str:
-    part = unicodedata.normalize("NFC", part)
-    return part.casefold() if case_insensitive else part
-
-
-def _derive(stash: str, plex: str, case_insensitive: bool) -> PathRule | None:
-    """The rule that maps ``stash`` onto ``plex`` by replacing only their differing leading folders."""
-    s_anchor, s_parts, s_sep = _split_sep(stash)
-    p_anchor, p_parts, p_sep = _split_sep(plex)
-    common = 0
-    for a, b in zip(reversed(s_parts), reversed(p_parts)):
-        if _fold(a, case_insensitive) != _fold(b, case_insensitive):
-            break
-        common += 1
-    if common == 0:
-        return None
-    s_prefix = _join_sep(s_anchor, s_parts[: len(s_parts) - common], s_sep)
-    p_prefix = _join_sep(p_anchor, p_parts[: len(p_parts) - common], p_sep)
-    if not s_prefix or not p_prefix or normalize(s_prefix, case_insensitive) == normalize(p_prefix, case_insensitive):
-        return None
-    return PathRule(s_prefix, p_prefix)
-
-
-def suggest_path_map(pairs: Sequence[tuple[str, str]], case_insensitive: bool = False) -> str | None:
-    """A ``stash_prefix=plex_prefix`` rule explaining the most (Stash path, Plex path) pairs.
-
-    Each pair is a Stash and a Plex file of one name; its candidate rule swaps the leading folders
-    where they differ. The candidate mapping the most distinct Stash paths onto a paired Plex path
-    wins (ties: more pairs, then the shorter Stash prefix). ``None`` when no pair yields a rule.
-
-    >>> suggest_path_map([("/mnt/nas/videos/a/x.mp4", "/plex/media/a/x.mp4"),
-    ...                   ("/mnt/nas/videos/y.mp4", "/plex/media/y.mp4")])
-    '/mnt/nas/videos=/plex/media'
-    """
-    targets: dict[str, set[str]] = {}
-    for stash, plex in pairs:
-        targets.setdefault(stash, set()).add(normalize(plex, case_insensitive))
-    derived = Counter(rule for s, p in pairs if (rule := _derive(s, p, case_insensitive)) is not None)
-    if not derived:
-        return None
-
-    def explained(rule: PathRule) -> int:
-        return sum(
-            normalize(map_path(s, (rule,), case_insensitive), case_insensitive) in plex for s, plex in targets.items()
-        )
-
-    best = max(derived, key=lambda r: (explained(r), derived[r], -len(_split_sep(r.stash_prefix)[1])))
-    return f"{best.stash_prefix}={best.plex_prefix}" if explained(best) else None
+AS_IS = PathMap()  # no rules, case counts: paths compared as they are

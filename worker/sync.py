@@ -51,7 +51,6 @@ from sync_queue.ledger import NOT_IN_PLEX, PIN_ITEM, SKIP, ItemRecord, Ledger, P
 from validation.config import Settings
 from validation.fields import RATING, SYNCED, rating_text
 from validation.metadata import SceneMetadata, scene_from_stash
-from validation.pathmap import map_path, normalize
 from worker.images import POSTER_KINDS, SVG, image_kind
 from worker.ratings import PLEX, STASH, decide, note_seen, to_rating100
 from worker.settle import not_the_jobs
@@ -125,7 +124,7 @@ class Syncer:
 
     # -- what Stash wants ------------------------------------------------------
     def mapped_paths(self, scene: SceneMetadata) -> list[str]:
-        return [map_path(f.path, self.settings.path_map, self.settings.case_insensitive_paths) for f in scene.files]
+        return [self.settings.path_map.map(f.path) for f in scene.files]
 
     def state_hash(self, scene: SceneMetadata) -> str:
         extra: list = [self.mapped_paths(scene), self.settings.preserve_plex_edits]
@@ -635,9 +634,9 @@ class Syncer:
             return f"Plex item {rating_key} no longer exists"
         if state.section_id not in {s.key for s in self.index.sections}:
             return f"Plex item {rating_key} is in a library that plex_libraries leaves out"
-        ci = self.settings.case_insensitive_paths
-        wanted = {normalize(p, ci) for p in self.mapped_paths(scene)}
-        if wanted & {normalize(f, ci) for f in state.files}:
+        key = self.settings.path_map.key
+        wanted = {key(p) for p in self.mapped_paths(scene)}
+        if wanted & {key(f) for f in state.files}:
             return None
         if not exact and self._accepted_by_name(scene, state):
             return None
@@ -647,10 +646,10 @@ class Syncer:
         parts = state.parts or tuple((f, None, None) for f in state.files)
         index = PathIndex(
             (PlexFile(state.rating_key, state.section_id, path, size, ms) for path, size, ms in parts),
-            case_insensitive=self.settings.case_insensitive_paths,
+            self.settings.path_map,
         )
         files = SceneFile.of(scene.files)
-        match = match_scene(files, index, self.settings.path_map, self.settings.case_insensitive_paths)
+        match = match_scene(files, index)
         try:
             return choose(match, not self.settings.loose_matching, files).item.rating_key == state.rating_key
         except (PlexNotFound, AmbiguousMatch):
@@ -679,7 +678,7 @@ class Syncer:
 
     def _choose(self, files: list[SceneFile]) -> tuple[Choice, Match]:
         """The item the whole index holds for ``files`` (``choose``'s rules), and the match."""
-        match = match_scene(files, self.index.index(), self.settings.path_map, self.settings.case_insensitive_paths)
+        match = match_scene(files, self.index.index())
         return choose(match, not self.settings.loose_matching, files), match
 
     def _early_match(self, files: list[SceneFile]) -> tuple[PlexFile, str] | None:
@@ -689,11 +688,11 @@ class Syncer:
         a file not listed yet, may only be decided on everything Plex holds)."""
         if not files:
             return None
-        rules, ci = self.settings.path_map, self.settings.case_insensitive_paths
-        held = self.index.early(map_path(files[0].path, rules, ci))
+        paths = self.settings.path_map
+        held = self.index.early(paths.map(files[0].path))
         if not held:
             return None
-        match = match_scene(files, PathIndex(held, case_insensitive=ci), rules, ci)
+        match = match_scene(files, PathIndex(held, paths))
         if match.confidence is not Confidence.HIGH or match.scene_index != 0:
             return None
         try:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from core.errors import AmbiguousMatch, InvalidMetadata, PlexNotFound
 from plex.matcher import PathIndex, SceneFile, choose, match_scene
 from validation.metadata import scene_from_stash
-from validation.pathmap import PathRule, map_path
 
 if TYPE_CHECKING:
     from stash.client import StashClient
@@ -31,13 +30,12 @@ def _folder(path: str) -> str:
 
 def find_unmatched(settings: Settings, index: PathIndex, stash: StashClient) -> list[dict[str, Any]]:
     """One entry per scene no Plex item is accepted for: id, title, paths, folder, reason."""
-    rules, ci = settings.path_map, settings.case_insensitive_paths
     found: list[dict[str, Any]] = []
     page, seen = 1, 0
     while True:
         total, raw = stash.scenes_page(page, PAGE_SIZE)
         for item in raw:
-            entry = _check(item, index, rules, ci, not settings.loose_matching)
+            entry = _check(item, index, not settings.loose_matching)
             if entry is not None:
                 found.append(entry)
         seen += len(raw)
@@ -46,7 +44,7 @@ def find_unmatched(settings: Settings, index: PathIndex, stash: StashClient) -> 
         page += 1
 
 
-def _check(item: dict, index: PathIndex, rules: tuple[PathRule, ...], ci: bool, strict: bool) -> dict[str, Any] | None:
+def _check(item: dict, index: PathIndex, strict: bool) -> dict[str, Any] | None:
     sid = int(item["id"])
     try:
         scene = scene_from_stash(item)
@@ -61,7 +59,7 @@ def _check(item: dict, index: PathIndex, rules: tuple[PathRule, ...], ci: bool, 
         }
     files = SceneFile.of(scene.files)
     try:
-        choose(match_scene(files, index, rules, ci), strict, files)
+        choose(match_scene(files, index), strict, files)
         return None
     except (PlexNotFound, AmbiguousMatch) as exc:
         stash_path = scene.files[0].path
@@ -70,7 +68,7 @@ def _check(item: dict, index: PathIndex, rules: tuple[PathRule, ...], ci: bool, 
             "title": scene.title,
             "file": files[0],  # for the path_map suggestion (plex/suggest.py)
             "stash_path": stash_path,
-            "mapped_path": map_path(stash_path, rules, ci),
+            "mapped_path": index.paths.map(stash_path),
             "folder": _folder(stash_path),
             "reason": str(exc),
         }

@@ -12,12 +12,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+from validation.pathmap import AS_IS, PathMap
+
 Key = tuple[str, int]  # (queue table, row id): a taken job's identity
 
 
 class PlexWaits:
-    def __init__(self, case_insensitive: bool = False, on_wait: Callable[[], None] | None = None) -> None:
-        self._fold = str.casefold if case_insensitive else (lambda path: path)
+    def __init__(self, paths: PathMap = AS_IS, on_wait: Callable[[], None] | None = None) -> None:
+        self._fold = paths.key
         self._lock = threading.Lock()
         self._paths: dict[Key, tuple[str, ...]] = {}
         self._by_path: dict[str, set[Key]] = {}
@@ -55,7 +57,7 @@ class PlexWaits:
             return len(keys)
 
     def paths(self) -> list[str]:
-        """Every path a job waits for (folded when paths compare without case)."""
+        """Every path a job waits for (as ``PathMap.key`` compares it)."""
         with self._lock:
             return list(self._by_path)
 
