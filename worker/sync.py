@@ -1,11 +1,8 @@
-"""Syncing one scene into its Plex item: locate, verify, plan, write, poster, ledger.
+"""Syncing one scene into its Plex item: locate (worker/locate.py), plan, write, poster, ledger.
 
 Scenes unchanged since the last write were skipped by the caller (worker/verdict.py).
-Nothing is written to an item unless its fresh detail view lists a file of the scene's
-mapped paths (or passes the name rule again) and lies in a selected library; the index
-and the ledger's link are hints only: on a mismatch the index is reloaded and the scene
-matched once more, else the job is dead-lettered naming both paths (docs/architecture.md,
-"Write-time invariants").
+Nothing is written to an item the locator has not verified on its fresh detail view
+(docs/architecture.md, "Write-time invariants").
 """
 
 from __future__ import annotations
@@ -21,9 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.errors import (
-    AmbiguousMatch,
     InvalidMetadata,
-    PinnedItemGone,
     PlexBadRequest,
     PlexNotFound,
     PlexRequestTooLong,
@@ -34,7 +29,6 @@ from core.errors import (
 from plex.client import PlexClient, PlexItemState
 from plex.desired import Choices, desired_for
 from plex.index import LibraryIndex
-from plex.matcher import CHOOSE, Choice, Confidence, Match, PathIndex, PlexFile, SceneFile, choose, match_scene
 from plex.plan import (
     EDIT_URL_BUDGET,
     ItemPlan,
@@ -47,11 +41,12 @@ from plex.plan import (
     release_plan,
     split_removals,
 )
-from sync_queue.ledger import NOT_IN_PLEX, PIN_ITEM, SKIP, ItemRecord, Ledger, Pin, SceneRecord, entity_map
+from sync_queue.ledger import NOT_IN_PLEX, SKIP, ItemRecord, Ledger, SceneRecord, entity_map
 from validation.config import Settings
 from validation.fields import RATING, SYNCED, rating_text
 from validation.metadata import SceneMetadata, scene_from_stash
 from worker.images import POSTER_KINDS, SVG, image_kind
+from worker.locate import Locator
 from worker.ratings import PLEX, STASH, decide, note_seen, to_rating100
 from worker.settle import not_the_jobs
 
@@ -111,21 +106,20 @@ class Syncer:
         self.settings = settings
         self.choices = choices or Choices.build(settings)
         self.log = log
-        self._prefetched: dict[int, PlexItemState] = {}
         self._held_saves: list[SceneRecord] | None = None  # see saves_held
         self._held_lock = threading.Lock()
         self._cover = threading.local()  # the cover this thread read ahead: (url, bytes, Content-Type)
-        self._pins: dict[int, Pin | None] = {}  # this batch's pins (load_pins); others are read when asked
-        self._loose: set[int] | None = None  # scenes whose item was accepted by name only (ledger)
         self._released: set[int] = set()  # items released by this process and not written since
         # performer photos this process wrote: actor (case-folded) → URL. Plex keeps one per actor
         # for the whole library, so another item needs it not again (plex/plan.py ``_photos``).
         self._photos_sent: dict[str, str] = {}
+        self.locator = Locator(client, index, ledger, settings, log)
+        # the locator's steps that the worker, the pipeline, reconcile and the tasks ask the syncer for
+        locator = self.locator
+        self.mapped_paths, self.pin, self.load_pins = locator.mapped_paths, locator.pin, locator.load_pins
+        self.prefetch, self.end_batch, self.find_item = locator.prefetch, locator.end_batch, locator.find_item
 
     # -- what Stash wants ------------------------------------------------------
-    def mapped_paths(self, scene: SceneMetadata) -> list[str]:
-        return [self.settings.path_map.map(f.path) for f in scene.files]
-
     def state_hash(self, scene: SceneMetadata) -> str:
         extra: list = [self.mapped_paths(scene), self.settings.preserve_plex_edits]
         pin = self.pin(scene.id)
@@ -143,17 +137,6 @@ class Syncer:
         tags they cover and the tags' ancestors are read again before its scenes are synced."""
         if self.settings.hide_tags or self.settings.skip_tags:
             self.choices = Choices.from_tree(self.settings, self.stash.tag_tree(), self.choices.photo_base)
-
-    # -- a user's answers (the inbox; pin/unpin) ------------------------------------
-    def load_pins(self, scene_ids: list[int]) -> None:
-        """Read the pins of a batch's scenes in one query (``pin`` answers from it)."""
-        found = self.ledger.pins(scene_ids)
-        self._pins.update({sid: found.get(sid) for sid in scene_ids})
-
-    def pin(self, scene_id: int) -> Pin | None:
-        if scene_id in self._pins:
-            return self._pins[scene_id]
-        return self.ledger.pin_of(scene_id)
 
     def out_of_scope(self, scene: SceneMetadata) -> str | None:
         """Why this scene is not synced (its Plex item is then left as it is), or None."""
@@ -187,52 +170,15 @@ class Syncer:
             return None
         return f"Plex no longer lists item {record.rating_key} at {record.plex_path} (a rescan may have re-added it)"
 
-    # -- reading many items at once ----------------------------------------------
-    def prefetch(self, work: list[tuple[SceneMetadata, SceneRecord | None]], chunk: int = 50) -> list[int]:
-        """Read the items a batch will most likely touch in one request per ``chunk``
-        (instead of one GET per scene); returns their keys. A scene missed here only
-        costs a GET later; a Plex that cannot be reached raises at once (one request,
-        not one per scene)."""
-        keys = []
-        for scene, record in work:
-            key = record.rating_key if record is not None and record.rating_key is not None else self._quick_key(scene)
-            if key is not None:
-                keys.append(key)
-        for start in range(0, len(keys), chunk):
-            self._prefetched.update(self.client.item_states(keys[start : start + chunk]))
-        return keys
-
-    def _quick_key(self, scene: SceneMetadata) -> int | None:
-        """The item an exact or accepted match points at, without any refresh (nor a wait
-        for a first listing that runs: a scene not listed yet is read when it syncs)."""
-        files = SceneFile.of(scene.files)
-        if self.index.listing:
-            early = self._early_match(files)
-            return early[0].rating_key if early is not None else None
-        try:
-            return self._choose(files)[0].item.rating_key
-        except (PlexNotFound, AmbiguousMatch):
-            return None
-
-    def end_batch(self, keys: list[int] | None = None) -> None:
-        """Forget the items read for a batch (``keys``; all when None): a later sync reads them afresh."""
-        for key in list(self._prefetched) if keys is None else keys:
-            self._prefetched.pop(key, None)
-            self.client.forget(key)
-
-    def _state(self, rating_key: int) -> PlexItemState:
-        state = self._prefetched.pop(rating_key, None)
-        return state if state is not None else self.client.item_state(rating_key)
-
     # -- the sync --------------------------------------------------------------
     def sync(
         self, scene: SceneMetadata, record: SceneRecord | None, scan_allowed: bool, relock: bool = False
     ) -> SyncResult:
         try:
-            state, how = self._locate(scene, record)
+            state, how = self.locator.locate(scene, record)
         except PlexNotFound as exc:
             if scan_allowed and self.settings.trigger_plex_scan:
-                self._request_scan(scene, exc)
+                self.locator.request_scan(scene, exc)
             raise
         try:
             return self._write(scene, record, state, how, relock)
@@ -241,7 +187,7 @@ class Syncer:
 
     def preview(self, scene: SceneMetadata, record: SceneRecord | None) -> Preview:
         """What ``sync`` would send now, found and planned the same way; nothing is written."""
-        state, how = self._locate(scene, record)
+        state, how = self.locator.locate(scene, record)
         try:
             record, plan, _ = self._plan(scene, record, state, relock=False)
             return Preview(state.rating_key, how, plan, self._poster_verdict(scene, record))
@@ -353,7 +299,7 @@ class Syncer:
         new.state_hash = self.state_hash(scene)
         self._save(new)
         self._released.discard(state.rating_key)
-        self._note_how(scene, state.rating_key, how)
+        self.locator.settled(scene, state.rating_key, how)
         return result
 
     def _edit(
@@ -472,7 +418,7 @@ class Syncer:
         prior = self.ledger.item(rating_key)
         if prior is None:
             return False  # nothing of ours is on it
-        state = self._read(rating_key, fresh=True)
+        state = self.locator.read(rating_key, fresh=True)
         if state is None:
             return False
         try:
@@ -498,7 +444,7 @@ class Syncer:
             scene = scene_from_stash(raw)
         except InvalidMetadata:
             return True  # cannot tell: left as it is
-        return self._mismatch(scene, state, state.rating_key, exact=False) is None
+        return self.locator.mismatch(scene, state, state.rating_key, exact=False) is None
 
     def holder(self, state: PlexItemState, other_than: int) -> int | None:
         """The scene besides ``other_than`` whose item this is now: one pinned to it, or the
@@ -540,178 +486,9 @@ class Syncer:
         if uploaded is not None and "poster" in kept:
             self.restore_poster(state.rating_key, uploaded[1])
         self.ledger.forget_item(state.rating_key)
-        self._prefetched.pop(state.rating_key, None)  # a batch's read of it shows what was taken off
+        self.locator.unread(state.rating_key)  # a batch's read of it shows what was taken off
         self._released.add(state.rating_key)
         return plan
-
-    # -- finding the item ------------------------------------------------------
-    def _locate(self, scene: SceneMetadata, record: SceneRecord | None) -> tuple[PlexItemState, str]:
-        """The item to write, checked on its current detail view (see the module docstring).
-        A pinned item comes first and needs not hold the scene's file (the user said so)."""
-        pin = self.pin(scene.id)
-        if pin is not None and pin.answer == PIN_ITEM and pin.rating_key is not None:
-            return self._pinned(scene, pin.rating_key), "pinned"
-        if record is not None and record.rating_key is not None:
-            linked = self._read(record.rating_key)
-            problem = self._mismatch(scene, linked, record.rating_key, exact=True)
-            if problem is None and linked is not None:
-                return linked, "linked"
-            if linked is not None:
-                self.client.forget(linked.rating_key)
-            self.log.info(f"scene {scene.id}: {problem}; matching again")
-        chosen, how = self._match(scene)
-        state = self._read(chosen.rating_key)
-        problem = self._mismatch(scene, state, chosen.rating_key, exact=how.startswith(Confidence.HIGH.value))
-        if problem is None and state is not None:
-            return state, how
-        # The cached index is a hint, never trusted at write time: a rescan may have moved
-        # or re-added files. Reload the changed sections and match once more, on fresh reads.
-        self.log.info(f"scene {scene.id}: {problem}; reloading the Plex library listing and matching again")
-        if state is not None:
-            self.client.forget(state.rating_key)
-        self.index.refresh(force=True, missing=True)
-        chosen, how = self._match(scene)
-        state = self._read(chosen.rating_key, fresh=True)
-        problem = self._mismatch(scene, state, chosen.rating_key, exact=how.startswith(Confidence.HIGH.value))
-        if state is None:
-            raise PlexNotFound(f"{problem}; nothing was written", looked_for=tuple(self.mapped_paths(scene)))
-        if problem is not None:
-            self.client.forget(state.rating_key)
-            raise AmbiguousMatch(
-                f"{problem}, also after reloading the Plex library listing; nothing was written. "
-                f"Check path_map and that Plex has scanned the file, or {CHOOSE}.",
-                candidates=state.files,
-            )
-        return state, how
-
-    def _pinned(self, scene: SceneMetadata, rating_key: int) -> PlexItemState:
-        """The pinned item, if it still exists in a library we sync; else the pin is dropped
-        and the scene goes to the dead-letter queue, back into the inbox."""
-        state = self._read(rating_key)
-        problem = None
-        if state is None:
-            problem = f"Plex item {rating_key} no longer exists"
-        elif state.section_id not in {s.key for s in self.index.sections}:
-            self.client.forget(state.rating_key)
-            problem = f"Plex item {rating_key} is in a library that plex_libraries leaves out"
-        if problem is None and state is not None:
-            return state
-        self.ledger.unpin(scene.id)
-        self._pins.pop(scene.id, None)
-        raise PinnedItemGone(
-            f"the scene was pinned to Plex item {rating_key}, but {problem}; nothing was written and the pin is "
-            "removed. Choose its Plex item again in the inbox (Stash2Plex page)."
-        )
-
-    def _note_how(self, scene: SceneMetadata, rating_key: int, how: str) -> None:
-        """Keep the ledger's list of matches by name only (the inbox shows them) current."""
-        if self._loose is None:
-            self._loose = self.ledger.loose_ids()
-        if how.startswith((Confidence.MEDIUM.value, Confidence.LOW.value)):
-            reason = how.partition(": ")[2]  # "medium: …": the grade is ours, the reason is the user's
-            self.ledger.note_loose(scene.id, rating_key, reason, scene.title or "")
-            self._loose.add(scene.id)
-        elif scene.id in self._loose:
-            self.ledger.settle_loose(scene.id)
-            self._loose.discard(scene.id)
-
-    def _read(self, rating_key: int, fresh: bool = False) -> PlexItemState | None:
-        """The item's detail view (this batch's read unless ``fresh``); None when Plex has no such item."""
-        try:
-            return self.client.item_state(rating_key) if fresh else self._state(rating_key)
-        except PlexNotFound:
-            return None
-
-    def _mismatch(self, scene: SceneMetadata, state: PlexItemState | None, rating_key: int, exact: bool) -> str | None:
-        """Why ``state`` must not receive this scene's data (None: it may).
-
-        ``exact``: the item was found by its path (or linked), so it must list one of
-        the scene's mapped paths; otherwise (a name match) it must pass the name rule
-        again, on the item's fresh parts.
-        """
-        mapped = ", ".join(self.mapped_paths(scene))
-        if state is None:
-            return f"Plex item {rating_key} no longer exists"
-        if state.section_id not in {s.key for s in self.index.sections}:
-            return f"Plex item {rating_key} is in a library that plex_libraries leaves out"
-        key = self.settings.path_map.key
-        wanted = {key(p) for p in self.mapped_paths(scene)}
-        if wanted & {key(f) for f in state.files}:
-            return None
-        if not exact and self._accepted_by_name(scene, state):
-            return None
-        return f"Plex item {rating_key} holds {', '.join(state.files) or 'no file'}, not the scene's file {mapped}"
-
-    def _accepted_by_name(self, scene: SceneMetadata, state: PlexItemState) -> bool:
-        parts = state.parts or tuple((f, None, None) for f in state.files)
-        index = PathIndex(
-            (PlexFile(state.rating_key, state.section_id, path, size, ms) for path, size, ms in parts),
-            self.settings.path_map,
-        )
-        files = SceneFile.of(scene.files)
-        match = match_scene(files, index)
-        try:
-            return choose(match, not self.settings.loose_matching, files).item.rating_key == state.rating_key
-        except (PlexNotFound, AmbiguousMatch):
-            return False
-
-    def find_item(self, scene: SceneMetadata) -> tuple[PlexFile, str]:
-        """(the Plex file a sync would pick, why) from the index; raises PlexNotFound/AmbiguousMatch."""
-        return self._match(scene)
-
-    def _match(self, scene: SceneMetadata) -> tuple[PlexFile, str]:
-        files = SceneFile.of(scene.files)
-        early = self._early_match(files) if self.index.listing else None
-        if early is not None:
-            return early
-        try:
-            picked, match = self._choose(files)
-        except (PlexNotFound, AmbiguousMatch) as exc:
-            # A stale index causes either (a file Plex has just scanned in, moved or
-            # deleted): re-check the section stamps (rate-limited) and match once more.
-            if not self.index.refresh(missing=isinstance(exc, PlexNotFound)):
-                raise
-            picked, match = self._choose(files)
-        if match.confidence.value != "high":
-            self.log.info(f"scene {scene.id}: matched Plex item {picked.item.rating_key} ({picked.reason})")
-        return picked.item, f"{match.confidence.value}: {picked.reason}"
-
-    def _choose(self, files: list[SceneFile]) -> tuple[Choice, Match]:
-        """The item the whole index holds for ``files`` (``choose``'s rules), and the match."""
-        match = match_scene(files, self.index.index())
-        return choose(match, not self.settings.loose_matching, files), match
-
-    def _early_match(self, files: list[SceneFile]) -> tuple[PlexFile, str] | None:
-        """While the first listing of the library runs (plex/index.py ``early``): the item
-        at exactly the primary file's path when it is listed already and passes ``choose``
-        as a high match would; None leaves the scene to the whole index (a name match, or
-        a file not listed yet, may only be decided on everything Plex holds)."""
-        if not files:
-            return None
-        paths = self.settings.path_map
-        held = self.index.early(paths.map(files[0].path))
-        if not held:
-            return None
-        match = match_scene(files, PathIndex(held, paths))
-        if match.confidence is not Confidence.HIGH or match.scene_index != 0:
-            return None
-        try:
-            picked = choose(match, not self.settings.loose_matching, files)
-        except (PlexNotFound, AmbiguousMatch):
-            return None
-        return picked.item, f"high: {picked.reason}"
-
-    def _request_scan(self, scene: SceneMetadata, exc: PlexNotFound) -> None:
-        path = self.mapped_paths(scene)[0]
-        section = self.index.section_for(path) or (self.index.sections[0] if len(self.index.sections) == 1 else None)
-        if section is None:
-            self.log.warning(f"scene {scene.id}: no configured Plex library holds {path}; cannot ask Plex to scan it")
-            return
-        module = ntpath if "\\" in path and "/" not in path else posixpath
-        folder = module.dirname(path)
-        self.client.scan_folder(section.key, folder)
-        exc.scan_requested = True
-        self.log.info(f"scene {scene.id}: asked Plex to scan {folder} (library {section.title!r})")
 
     # -- poster ----------------------------------------------------------------
     @contextlib.contextmanager

@@ -1,0 +1,264 @@
+"""Finding the Plex item of a scene, in one place: the user's pin, else the item the ledger
+links, else the index (``plex/matcher.py``: ``match_scene`` graded, ``choose`` under
+``loose_matching``), each verified on the item's detail view before anything is written.
+
+The index and the ledger's link are hints only: on a mismatch the index is reloaded and the
+scene matched once more, else the scene goes to the dead-letter queue naming both paths
+(docs/architecture.md, "Write-time invariants"). The items a batch will touch are read ahead
+(``prefetch``), and the matches accepted by file name only are kept in the ledger for the
+inbox (``settled``).
+"""
+
+from __future__ import annotations
+
+import ntpath
+import posixpath
+from typing import TYPE_CHECKING
+
+from core.errors import AmbiguousMatch, PinnedItemGone, PlexNotFound
+from plex.client import PlexClient, PlexItemState
+from plex.index import LibraryIndex
+from plex.matcher import CHOOSE, Choice, Confidence, Match, PathIndex, PlexFile, SceneFile, choose, match_scene
+from sync_queue.ledger import PIN_ITEM, Ledger, Pin, SceneRecord
+from validation.config import Settings
+from validation.metadata import SceneMetadata
+
+if TYPE_CHECKING:
+    from core.log import StashLog
+
+
+class Locator:
+    """The Plex item a scene's data goes to (``locate``), and why."""
+
+    def __init__(
+        self, client: PlexClient, index: LibraryIndex, ledger: Ledger, settings: Settings, log: StashLog
+    ) -> None:
+        self.client = client
+        self.index = index
+        self.ledger = ledger
+        self.settings = settings
+        self.log = log
+        self._prefetched: dict[int, PlexItemState] = {}
+        self._pins: dict[int, Pin | None] = {}  # this batch's pins (load_pins); others are read when asked
+        self._loose: set[int] | None = None  # scenes whose item was accepted by name only (ledger)
+
+    def mapped_paths(self, scene: SceneMetadata) -> list[str]:
+        return [self.settings.path_map.map(f.path) for f in scene.files]
+
+    # -- a user's answers (the inbox; pin/unpin) ------------------------------------
+    def load_pins(self, scene_ids: list[int]) -> None:
+        """Read the pins of a batch's scenes in one query (``pin`` answers from it)."""
+        found = self.ledger.pins(scene_ids)
+        self._pins.update({sid: found.get(sid) for sid in scene_ids})
+
+    def pin(self, scene_id: int) -> Pin | None:
+        if scene_id in self._pins:
+            return self._pins[scene_id]
+        return self.ledger.pin_of(scene_id)
+
+    # -- reading many items at once ----------------------------------------------
+    def prefetch(self, work: list[tuple[SceneMetadata, SceneRecord | None]], chunk: int = 50) -> list[int]:
+        """Read the items a batch will most likely touch in one request per ``chunk``
+        (instead of one GET per scene); returns their keys. A scene missed here only
+        costs a GET later; a Plex that cannot be reached raises at once (one request,
+        not one per scene)."""
+        keys = []
+        for scene, record in work:
+            key = record.rating_key if record is not None and record.rating_key is not None else self._quick_key(scene)
+            if key is not None:
+                keys.append(key)
+        for start in range(0, len(keys), chunk):
+            self._prefetched.update(self.client.item_states(keys[start : start + chunk]))
+        return keys
+
+    def _quick_key(self, scene: SceneMetadata) -> int | None:
+        """The item an exact or accepted match points at, without any refresh (nor a wait
+        for a first listing that runs: a scene not listed yet is read when it syncs)."""
+        files = SceneFile.of(scene.files)
+        if self.index.listing:
+            early = self._early_match(files)
+            return early[0].rating_key if early is not None else None
+        try:
+            return self._choose(files)[0].item.rating_key
+        except (PlexNotFound, AmbiguousMatch):
+            return None
+
+    def end_batch(self, keys: list[int] | None = None) -> None:
+        """Forget the items read for a batch (``keys``; all when None): a later sync reads them afresh."""
+        for key in list(self._prefetched) if keys is None else keys:
+            self._prefetched.pop(key, None)
+            self.client.forget(key)
+
+    def unread(self, rating_key: int) -> None:
+        """Drop a batch's read of the item (it changed since)."""
+        self._prefetched.pop(rating_key, None)
+
+    def _state(self, rating_key: int) -> PlexItemState:
+        state = self._prefetched.pop(rating_key, None)
+        return state if state is not None else self.client.item_state(rating_key)
+
+    # -- finding the item ------------------------------------------------------
+    def locate(self, scene: SceneMetadata, record: SceneRecord | None) -> tuple[PlexItemState, str]:
+        """The item to write, checked on its current detail view (see the module docstring).
+        A pinned item comes first and needs not hold the scene's file (the user said so)."""
+        pin = self.pin(scene.id)
+        if pin is not None and pin.answer == PIN_ITEM and pin.rating_key is not None:
+            return self._pinned(scene, pin.rating_key), "pinned"
+        if record is not None and record.rating_key is not None:
+            linked = self.read(record.rating_key)
+            problem = self.mismatch(scene, linked, record.rating_key, exact=True)
+            if problem is None and linked is not None:
+                return linked, "linked"
+            if linked is not None:
+                self.client.forget(linked.rating_key)
+            self.log.info(f"scene {scene.id}: {problem}; matching again")
+        chosen, how = self.find_item(scene)
+        state = self.read(chosen.rating_key)
+        problem = self.mismatch(scene, state, chosen.rating_key, exact=how.startswith(Confidence.HIGH.value))
+        if problem is None and state is not None:
+            return state, how
+        # The cached index is a hint, never trusted at write time: a rescan may have moved
+        # or re-added files. Reload the changed sections and match once more, on fresh reads.
+        self.log.info(f"scene {scene.id}: {problem}; reloading the Plex library listing and matching again")
+        if state is not None:
+            self.client.forget(state.rating_key)
+        self.index.refresh(force=True, missing=True)
+        chosen, how = self.find_item(scene)
+        state = self.read(chosen.rating_key, fresh=True)
+        problem = self.mismatch(scene, state, chosen.rating_key, exact=how.startswith(Confidence.HIGH.value))
+        if state is None:
+            raise PlexNotFound(f"{problem}; nothing was written", looked_for=tuple(self.mapped_paths(scene)))
+        if problem is not None:
+            self.client.forget(state.rating_key)
+            raise AmbiguousMatch(
+                f"{problem}, also after reloading the Plex library listing; nothing was written. "
+                f"Check path_map and that Plex has scanned the file, or {CHOOSE}.",
+                candidates=state.files,
+            )
+        return state, how
+
+    def _pinned(self, scene: SceneMetadata, rating_key: int) -> PlexItemState:
+        """The pinned item, if it still exists in a library we sync; else the pin is dropped
+        and the scene goes to the dead-letter queue, back into the inbox."""
+        state = self.read(rating_key)
+        problem = None
+        if state is None:
+            problem = f"Plex item {rating_key} no longer exists"
+        elif state.section_id not in {s.key for s in self.index.sections}:
+            self.client.forget(state.rating_key)
+            problem = f"Plex item {rating_key} is in a library that plex_libraries leaves out"
+        if problem is None and state is not None:
+            return state
+        self.ledger.unpin(scene.id)
+        self._pins.pop(scene.id, None)
+        raise PinnedItemGone(
+            f"the scene was pinned to Plex item {rating_key}, but {problem}; nothing was written and the pin is "
+            "removed. Choose its Plex item again in the inbox (Stash2Plex page)."
+        )
+
+    def settled(self, scene: SceneMetadata, rating_key: int, how: str) -> None:
+        """Keep the ledger's list of matches by name only (the inbox shows them) current."""
+        if self._loose is None:
+            self._loose = self.ledger.loose_ids()
+        if how.startswith((Confidence.MEDIUM.value, Confidence.LOW.value)):
+            reason = how.partition(": ")[2]  # "medium: …": the grade is ours, the reason is the user's
+            self.ledger.note_loose(scene.id, rating_key, reason, scene.title or "")
+            self._loose.add(scene.id)
+        elif scene.id in self._loose:
+            self.ledger.settle_loose(scene.id)
+            self._loose.discard(scene.id)
+
+    def read(self, rating_key: int, fresh: bool = False) -> PlexItemState | None:
+        """The item's detail view (this batch's read unless ``fresh``); None when Plex has no such item."""
+        try:
+            return self.client.item_state(rating_key) if fresh else self._state(rating_key)
+        except PlexNotFound:
+            return None
+
+    def mismatch(self, scene: SceneMetadata, state: PlexItemState | None, rating_key: int, exact: bool) -> str | None:
+        """Why ``state`` must not receive this scene's data (None: it may).
+
+        ``exact``: the item was found by its path (or linked), so it must list one of
+        the scene's mapped paths; otherwise (a name match) it must pass the name rule
+        again, on the item's fresh parts.
+        """
+        mapped = ", ".join(self.mapped_paths(scene))
+        if state is None:
+            return f"Plex item {rating_key} no longer exists"
+        if state.section_id not in {s.key for s in self.index.sections}:
+            return f"Plex item {rating_key} is in a library that plex_libraries leaves out"
+        key = self.settings.path_map.key
+        wanted = {key(p) for p in self.mapped_paths(scene)}
+        if wanted & {key(f) for f in state.files}:
+            return None
+        if not exact and self._accepted_by_name(scene, state):
+            return None
+        return f"Plex item {rating_key} holds {', '.join(state.files) or 'no file'}, not the scene's file {mapped}"
+
+    def _accepted_by_name(self, scene: SceneMetadata, state: PlexItemState) -> bool:
+        parts = state.parts or tuple((f, None, None) for f in state.files)
+        index = PathIndex(
+            (PlexFile(state.rating_key, state.section_id, path, size, ms) for path, size, ms in parts),
+            self.settings.path_map,
+        )
+        files = SceneFile.of(scene.files)
+        match = match_scene(files, index)
+        try:
+            return choose(match, not self.settings.loose_matching, files).item.rating_key == state.rating_key
+        except (PlexNotFound, AmbiguousMatch):
+            return False
+
+    def find_item(self, scene: SceneMetadata) -> tuple[PlexFile, str]:
+        """(the Plex file a sync would pick, why) from the index; raises PlexNotFound/AmbiguousMatch."""
+        files = SceneFile.of(scene.files)
+        early = self._early_match(files) if self.index.listing else None
+        if early is not None:
+            return early
+        try:
+            picked, match = self._choose(files)
+        except (PlexNotFound, AmbiguousMatch) as exc:
+            # A stale index causes either (a file Plex has just scanned in, moved or
+            # deleted): re-check the section stamps (rate-limited) and match once more.
+            if not self.index.refresh(missing=isinstance(exc, PlexNotFound)):
+                raise
+            picked, match = self._choose(files)
+        if match.confidence.value != "high":
+            self.log.info(f"scene {scene.id}: matched Plex item {picked.item.rating_key} ({picked.reason})")
+        return picked.item, f"{match.confidence.value}: {picked.reason}"
+
+    def _choose(self, files: list[SceneFile]) -> tuple[Choice, Match]:
+        """The item the whole index holds for ``files`` (``choose``'s rules), and the match."""
+        match = match_scene(files, self.index.index())
+        return choose(match, not self.settings.loose_matching, files), match
+
+    def _early_match(self, files: list[SceneFile]) -> tuple[PlexFile, str] | None:
+        """While the first listing of the library runs (plex/index.py ``early``): the item
+        at exactly the primary file's path when it is listed already and passes ``choose``
+        as a high match would; None leaves the scene to the whole index (a name match, or
+        a file not listed yet, may only be decided on everything Plex holds)."""
+        if not files:
+            return None
+        paths = self.settings.path_map
+        held = self.index.early(paths.map(files[0].path))
+        if not held:
+            return None
+        match = match_scene(files, PathIndex(held, paths))
+        if match.confidence is not Confidence.HIGH or match.scene_index != 0:
+            return None
+        try:
+            picked = choose(match, not self.settings.loose_matching, files)
+        except (PlexNotFound, AmbiguousMatch):
+            return None
+        return picked.item, f"high: {picked.reason}"
+
+    def request_scan(self, scene: SceneMetadata, exc: PlexNotFound) -> None:
+        path = self.mapped_paths(scene)[0]
+        section = self.index.section_for(path) or (self.index.sections[0] if len(self.index.sections) == 1 else None)
+        if section is None:
+            self.log.warning(f"scene {scene.id}: no configured Plex library holds {path}; cannot ask Plex to scan it")
+            return
+        module = ntpath if "\\" in path and "/" not in path else posixpath
+        folder = module.dirname(path)
+        self.client.scan_folder(section.key, folder)
+        exc.scan_requested = True
+        self.log.info(f"scene {scene.id}: asked Plex to scan {folder} (library {section.title!r})")
