@@ -10,23 +10,29 @@ writing nothing, so nothing here ever takes the first of several candidates blin
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from typing import NamedTuple, Union
 
 from core.errors import AmbiguousMatch, PlexNotFound
 from validation.pathmap import AS_IS, PathMap, basename
 
 __all__ = [
+    "Candidate",
     "Choice",
     "Confidence",
+    "Diagnosis",
     "Match",
     "PathIndex",
     "PlexFile",
     "SceneFile",
     "choose",
     "contradicted",
+    "diagnose",
+    "duration_agrees",
     "match_scene",
+    "size_agrees",
 ]
 
 DURATION_TOLERANCE_S = 1.0
@@ -203,14 +209,14 @@ def match_scene(files: Sequence[SceneFile], index: PathIndex) -> Match:
     )
 
 
-def _size_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
+def size_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
     """True/False when both sides report a size, ``None`` when one does not."""
     if plex.size is None or scene.size is None:
         return None
     return plex.size == scene.size
 
 
-def _duration_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
+def duration_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
     """True/False (within 1 s) when both sides report a duration, else ``None``."""
     if plex.duration_ms is None or scene.duration_s is None:
         return None
@@ -219,7 +225,7 @@ def _duration_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
 
 def contradicted(plex: PlexFile, scene: SceneFile) -> bool:
     """True when a size or duration both sides report disagrees."""
-    return _size_agrees(plex, scene) is False or _duration_agrees(plex, scene) is False
+    return size_agrees(plex, scene) is False or duration_agrees(plex, scene) is False
 
 
 def _evidence(plex: PlexFile, scene: SceneFile) -> str:
@@ -309,7 +315,7 @@ def _choose_medium(match: Match, item: PlexFile, scene: SceneFile | None, strict
         )
     if not strict:
         return Choice(item, f"{match.reason}; accepted by file name (loose_matching on)")
-    if scene is not None and (_size_agrees(item, scene) or _duration_agrees(item, scene)):
+    if scene is not None and (size_agrees(item, scene) or duration_agrees(item, scene)):
         return Choice(item, f"{match.reason}; {_evidence(item, scene)}")
     evidence = _evidence(item, scene) if scene is not None else "no scene file to compare"
     raise AmbiguousMatch(
@@ -334,7 +340,7 @@ def _best_of(candidates: Sequence[PlexFile], scene: SceneFile, mapped: str) -> C
     candidate sharing the most trailing path components with the mapped scene path,
     unless its size or duration contradicts the scene's.
     """
-    agreeing = [c for c in candidates if _size_agrees(c, scene) and _duration_agrees(c, scene)]
+    agreeing = [c for c in candidates if size_agrees(c, scene) and duration_agrees(c, scene)]
     if len(agreeing) == 1:
         return Choice(
             agreeing[0],
@@ -361,3 +367,62 @@ def _common_suffix(a: str, b: str) -> int:
             break
         count += 1
     return count
+
+
+# -- the diagnosis ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Candidate:
+    """A Plex file one of the scene's files could be, and the evidence for and against it."""
+
+    file: PlexFile
+    by: str  # exact path | same file name
+    size_agrees: bool | None
+    duration_agrees: bool | None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Where a scene's files lead in the index and what ``choose`` makes of it: the one answer
+    to "which item is this scene's, and if none, why?" that a sync and a preview (``chosen``
+    raises the refusal), ``inspect``, ``unmatched`` with Health check's count and the inbox's
+    candidates give."""
+
+    files: tuple[SceneFile, ...]
+    match: Match
+    choice: Choice | None
+    problem: PlexNotFound | AmbiguousMatch | None
+    index: PathIndex = field(repr=False, compare=False)
+
+    def chosen(self) -> Choice:
+        """The item accepted, or the refusal raised (``PlexNotFound``, ``AmbiguousMatch``)."""
+        if self.choice is None:
+            assert self.problem is not None
+            raise self.problem
+        return self.choice
+
+    @property
+    def decision(self) -> str:
+        if self.choice is not None:
+            return f"item {self.choice.item.rating_key}: {self.choice.reason}"
+        return f"no item: {self.problem}"
+
+    @cached_property
+    def candidates(self) -> tuple[Candidate, ...]:
+        """Every item a mapped path or its file name finds, once, with the evidence of the scene
+        file it was found for."""
+        seen: dict[int, Candidate] = {}
+        for scene, path in zip(self.files, self.match.looked_for):
+            for by, hits in (("exact path", self.index.by_path(path)), ("same file name", self.index.by_name(path))):
+                for hit in hits:
+                    if hit.rating_key not in seen:
+                        seen[hit.rating_key] = Candidate(hit, by, size_agrees(hit, scene), duration_agrees(hit, scene))
+        return tuple(seen.values())
+
+
+def diagnose(files: Sequence[SceneFile], index: PathIndex, strict: bool = True) -> Diagnosis:
+    """``match_scene`` and ``choose`` (``strict`` = not ``loose_matching``) as one answer."""
+    match = match_scene(files, index)
+    try:
+        return Diagnosis(tuple(files), match, choose(match, strict, files), None, index)
+    except (PlexNotFound, AmbiguousMatch) as exc:
+        return Diagnosis(tuple(files), match, None, exc, index)

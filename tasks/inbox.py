@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from core.errors import InputError, InvalidMetadata, PlexNotFound, Stash2PlexError
-from plex.matcher import PathIndex, PlexFile, SceneFile, match_scene
+from plex.matcher import PathIndex, PlexFile, SceneFile, duration_agrees, match_scene, size_agrees
 from plex.suggest import suggest_rule, unsettled
 from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import BULK
@@ -174,10 +174,8 @@ def _candidate(c: PlexFile, libraries: dict[int, str], files: list[SceneFile]) -
         "path": c.path,
         "size": c.size,
         "duration": duration,
-        "same_size": None if first is None or first.size is None or c.size is None else first.size == c.size,
-        "same_duration": None
-        if first is None or first.duration_s is None or duration is None
-        else abs(first.duration_s - duration) <= 1.0,
+        "same_size": None if first is None else size_agrees(c, first),
+        "same_duration": None if first is None else duration_agrees(c, first),
     }
 
 

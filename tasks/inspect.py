@@ -1,8 +1,8 @@
 """``inspect <scene id>`` (command line only): why a scene goes to the Plex item it goes to.
 
-The scene's files and their mapped paths, every candidate item (by exact path or by
-file name) with the evidence for and against it, the matcher's confidence and the
-decision ``loose_matching`` leads to, the ledger's record, the verdict (worker/verdict.py:
+The sync's diagnosis (plex/matcher.py ``diagnose``): the scene's files and their mapped
+paths, every candidate item (by exact path or by file name) with the evidence for and against
+it, the matcher's confidence and the decision ``loose_matching`` leads to; the ledger's record, the verdict (worker/verdict.py:
 out of scope, unchanged or stale, and why) and the planned edit (what a sync would send
 now; nothing is written).
 """
@@ -13,7 +13,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError
-from plex.matcher import DURATION_TOLERANCE_S, PathIndex, SceneFile, choose, match_scene
+from plex.matcher import SceneFile, diagnose
 from validation.metadata import scene_from_stash
 from validation.plugin_input import scene_id_arg
 from worker.preview import entry_lines, plan_entry
@@ -23,27 +23,6 @@ if TYPE_CHECKING:
     from tasks.context import Context
 
 
-def _candidates(index: PathIndex, mapped: list[str], files: list[SceneFile]) -> list[dict[str, Any]]:
-    seen: dict[int, dict[str, Any]] = {}
-    for number, path in enumerate(mapped):
-        for by, hits in (("exact path", index.by_path(path)), ("same file name", index.by_name(path))):
-            for hit in hits:
-                if hit.rating_key in seen:
-                    continue
-                scene = files[number]
-                seen[hit.rating_key] = {
-                    "rating_key": hit.rating_key,
-                    "path": hit.path,
-                    "section_id": hit.section_id,
-                    "by": by,
-                    "size_agrees": None if hit.size is None or scene.size is None else hit.size == scene.size,
-                    "duration_agrees": None
-                    if hit.duration_ms is None or scene.duration_s is None
-                    else abs(hit.duration_ms / 1000 - scene.duration_s) <= DURATION_TOLERANCE_S,
-                }
-    return list(seen.values())
-
-
 def run(app: Context) -> dict[str, Any]:
     scene_id = scene_id_arg(app.options)
     settings, syncer = app.settings(), app.syncer()
@@ -51,25 +30,28 @@ def run(app: Context) -> dict[str, Any]:
     if raw is None:
         raise Stash2PlexError(f"Stash has no scene {scene_id}")
     scene = scene_from_stash(raw)
-    mapped = syncer.mapped_paths(scene)
-    files = SceneFile.of(scene.files)
-    index = app.index().index()
-    match = match_scene(files, index)
+    diagnosis = diagnose(SceneFile.of(scene.files), app.index().index(), not settings.loose_matching)
     result: dict[str, Any] = {
         "scene_id": scene.id,
         "title": scene.title,
         "stash_paths": [f.path for f in scene.files],
-        "mapped_paths": mapped,
+        "mapped_paths": list(diagnosis.match.looked_for),
         "path_map": str(settings.path_map) or "(none)",
-        "confidence": match.confidence.value,
-        "match_reason": match.reason,
-        "candidates": _candidates(index, mapped, files),
+        "confidence": diagnosis.match.confidence.value,
+        "match_reason": diagnosis.match.reason,
+        "candidates": [
+            {
+                "rating_key": c.file.rating_key,
+                "path": c.file.path,
+                "section_id": c.file.section_id,
+                "by": c.by,
+                "size_agrees": c.size_agrees,
+                "duration_agrees": c.duration_agrees,
+            }
+            for c in diagnosis.candidates
+        ],
+        "decision": diagnosis.decision,
     }
-    try:
-        choice = choose(match, not settings.loose_matching, files)
-        result["decision"] = f"item {choice.item.rating_key}: {choice.reason}"
-    except (PlexNotFound, AmbiguousMatch) as exc:
-        result["decision"] = f"no item: {exc}"
     record = app.ledger().get_many([scene_id]).get(scene_id)
     result["ledger"] = dataclasses.asdict(record) if record is not None else None
     found = verdict(syncer, scene, record)

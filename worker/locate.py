@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from core.errors import AmbiguousMatch, PinnedItemGone, PlexNotFound
 from plex.client import PlexClient, PlexItemState
 from plex.index import LibraryIndex
-from plex.matcher import CHOOSE, Choice, Confidence, Match, PathIndex, PlexFile, SceneFile, choose, match_scene
+from plex.matcher import CHOOSE, Confidence, Diagnosis, PathIndex, PlexFile, SceneFile, diagnose
 from sync_queue.ledger import PIN_ITEM, Ledger, Pin, SceneRecord
 from validation.config import Settings
 from validation.metadata import SceneMetadata
@@ -78,10 +78,8 @@ class Locator:
         if self.index.listing:
             early = self._early_match(files)
             return early[0].rating_key if early is not None else None
-        try:
-            return self._choose(files)[0].item.rating_key
-        except (PlexNotFound, AmbiguousMatch):
-            return None
+        choice = self.diagnose(files).choice
+        return choice.item.rating_key if choice is not None else None
 
     def end_batch(self, keys: list[int] | None = None) -> None:
         """Forget the items read for a batch (``keys``; all when None): a later sync reads them afresh."""
@@ -201,12 +199,8 @@ class Locator:
             (PlexFile(state.rating_key, state.section_id, path, size, ms) for path, size, ms in parts),
             self.settings.path_map,
         )
-        files = SceneFile.of(scene.files)
-        match = match_scene(files, index)
-        try:
-            return choose(match, not self.settings.loose_matching, files).item.rating_key == state.rating_key
-        except (PlexNotFound, AmbiguousMatch):
-            return False
+        choice = self.diagnose(SceneFile.of(scene.files), index).choice
+        return choice is not None and choice.item.rating_key == state.rating_key
 
     def find_item(self, scene: SceneMetadata) -> tuple[PlexFile, str]:
         """(the Plex file a sync would pick, why) from the index; raises PlexNotFound/AmbiguousMatch."""
@@ -214,22 +208,19 @@ class Locator:
         early = self._early_match(files) if self.index.listing else None
         if early is not None:
             return early
-        try:
-            picked, match = self._choose(files)
-        except (PlexNotFound, AmbiguousMatch) as exc:
-            # A stale index causes either (a file Plex has just scanned in, moved or
-            # deleted): re-check the section stamps (rate-limited) and match once more.
-            if not self.index.refresh(missing=isinstance(exc, PlexNotFound)):
-                raise
-            picked, match = self._choose(files)
-        if match.confidence.value != "high":
+        found = self.diagnose(files)
+        # A stale index causes either refusal (a file Plex has just scanned in, moved or
+        # deleted): re-check the section stamps (rate-limited) and match once more.
+        if found.problem is not None and self.index.refresh(missing=isinstance(found.problem, PlexNotFound)):
+            found = self.diagnose(files)
+        picked, confidence = found.chosen(), found.match.confidence.value
+        if confidence != "high":
             self.log.info(f"scene {scene.id}: matched Plex item {picked.item.rating_key} ({picked.reason})")
-        return picked.item, f"{match.confidence.value}: {picked.reason}"
+        return picked.item, f"{confidence}: {picked.reason}"
 
-    def _choose(self, files: list[SceneFile]) -> tuple[Choice, Match]:
-        """The item the whole index holds for ``files`` (``choose``'s rules), and the match."""
-        match = match_scene(files, self.index.index())
-        return choose(match, not self.settings.loose_matching, files), match
+    def diagnose(self, files: list[SceneFile], index: PathIndex | None = None) -> Diagnosis:
+        """Where ``files`` lead in ``index`` (the whole index when None) under ``loose_matching``."""
+        return diagnose(files, self.index.index() if index is None else index, not self.settings.loose_matching)
 
     def _early_match(self, files: list[SceneFile]) -> tuple[PlexFile, str] | None:
         """While the first listing of the library runs (plex/index.py ``early``): the item
@@ -242,14 +233,10 @@ class Locator:
         held = self.index.early(paths.map(files[0].path))
         if not held:
             return None
-        match = match_scene(files, PathIndex(held, paths))
-        if match.confidence is not Confidence.HIGH or match.scene_index != 0:
+        found = self.diagnose(files, PathIndex(held, paths))
+        if found.match.confidence is not Confidence.HIGH or found.match.scene_index != 0 or found.choice is None:
             return None
-        try:
-            picked = choose(match, not self.settings.loose_matching, files)
-        except (PlexNotFound, AmbiguousMatch):
-            return None
-        return picked.item, f"high: {picked.reason}"
+        return found.choice.item, f"high: {found.choice.reason}"
 
     def request_scan(self, scene: SceneMetadata, exc: PlexNotFound) -> None:
         path = self.mapped_paths(scene)[0]

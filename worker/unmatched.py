@@ -1,8 +1,8 @@
 """Which scenes no Plex item is accepted for, and why (the command ``unmatched``; a count in
 Health check).
 
-Pages through every Stash scene, maps its files with ``path_map`` and looks them up in the
-Plex index the way the sync does (``match_scene`` + ``choose``).
+Pages through every Stash scene and asks the sync's diagnosis (plex/matcher.py ``diagnose``)
+which item its files lead to in the Plex index.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import ntpath
 import posixpath
 from typing import TYPE_CHECKING, Any
 
-from core.errors import AmbiguousMatch, InvalidMetadata, PlexNotFound
-from plex.matcher import PathIndex, SceneFile, choose, match_scene
+from core.errors import InvalidMetadata
+from plex.matcher import PathIndex, SceneFile, diagnose
 from validation.metadata import scene_from_stash
 
 if TYPE_CHECKING:
@@ -57,18 +57,16 @@ def _check(item: dict, index: PathIndex, strict: bool) -> dict[str, Any] | None:
             "folder": "(no file)",
             "reason": str(exc),
         }
-    files = SceneFile.of(scene.files)
-    try:
-        choose(match_scene(files, index), strict, files)
+    found = diagnose(SceneFile.of(scene.files), index, strict)
+    if found.problem is None:
         return None
-    except (PlexNotFound, AmbiguousMatch) as exc:
-        stash_path = scene.files[0].path
-        return {
-            "scene_id": sid,
-            "title": scene.title,
-            "file": files[0],  # for the path_map suggestion (plex/suggest.py)
-            "stash_path": stash_path,
-            "mapped_path": index.paths.map(stash_path),
-            "folder": _folder(stash_path),
-            "reason": str(exc),
-        }
+    stash_path = scene.files[0].path
+    return {
+        "scene_id": sid,
+        "title": scene.title,
+        "file": found.files[0],  # for the path_map suggestion (plex/suggest.py)
+        "stash_path": stash_path,
+        "mapped_path": found.match.looked_for[0],
+        "folder": _folder(stash_path),
+        "reason": str(found.problem),
+    }
