@@ -18,23 +18,6 @@ from typing import NamedTuple, Union
 from core.errors import AmbiguousMatch, PlexNotFound
 from validation.pathmap import AS_IS, PathMap, basename
 
-__all__ = [
-    "Candidate",
-    "Choice",
-    "Confidence",
-    "Diagnosis",
-    "Match",
-    "PathIndex",
-    "PlexFile",
-    "SceneFile",
-    "choose",
-    "contradicted",
-    "diagnose",
-    "duration_agrees",
-    "match_scene",
-    "size_agrees",
-]
-
 DURATION_TOLERANCE_S = 1.0
 _FOLDED = PathMap(case_insensitive=True)  # how ``_best_of`` compares trailing folders
 # What settles a scene the matcher will not decide, in every message that says so.
@@ -161,7 +144,7 @@ class PathIndex:
         return self._count
 
 
-def _distinct_items(files: Iterable[PlexFile]) -> tuple[PlexFile, ...]:
+def distinct_items(files: Iterable[PlexFile]) -> tuple[PlexFile, ...]:
     """One file per Plex item: the parts of one multi-part item are one candidate."""
     seen: dict[int, PlexFile] = {}
     for file in files:
@@ -184,14 +167,14 @@ def match_scene(files: Sequence[SceneFile], index: PathIndex) -> Match:
     """
     looked_for = tuple(index.paths.map(f.path) for f in files)
     for i, path in enumerate(looked_for):
-        items = _distinct_items(index.by_path(path))
+        items = distinct_items(index.by_path(path))
         if len(items) == 1:
             return Match(Confidence.HIGH, items[0], items, looked_for, f"exact path {path}", i)
         if items:
             reason = f"{len(items)} Plex items hold {path}: {_paths(items)}"
             return Match(Confidence.LOW, None, items, looked_for, reason, i)
     for i, path in enumerate(looked_for):
-        items = _distinct_items(index.by_name(path))
+        items = distinct_items(index.by_name(path))
         name = basename(path)
         if len(items) == 1:
             reason = f"no Plex item at {path}; only file named '{name}' is {items[0].path}"
@@ -370,11 +353,12 @@ def _common_suffix(a: str, b: str) -> int:
 
 
 # -- the diagnosis ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Candidate:
-    """A Plex file one of the scene's files could be, and the evidence for and against it."""
+class Candidate(NamedTuple):
+    """An item one of the scene's files could be, and the evidence for and against it."""
 
-    file: PlexFile
+    rating_key: int
+    path: str
+    section_id: int
     by: str  # exact path | same file name
     size_agrees: bool | None
     duration_agrees: bool | None
@@ -415,7 +399,8 @@ class Diagnosis:
             for by, hits in (("exact path", self.index.by_path(path)), ("same file name", self.index.by_name(path))):
                 for hit in hits:
                     if hit.rating_key not in seen:
-                        seen[hit.rating_key] = Candidate(hit, by, size_agrees(hit, scene), duration_agrees(hit, scene))
+                        evidence = size_agrees(hit, scene), duration_agrees(hit, scene)
+                        seen[hit.rating_key] = Candidate(hit.rating_key, hit.path, hit.section_id, by, *evidence)
         return tuple(seen.values())
 
 

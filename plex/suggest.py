@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from core.errors import InvalidMetadata
-from plex.matcher import PathIndex, PlexFile, SceneFile, contradicted
+from plex.matcher import PathIndex, PlexFile, SceneFile, contradicted, distinct_items
 from validation.metadata import scene_from_stash
 
 MIN_AGREEING = 2  # one scene's pair is no evidence that a whole folder moved
@@ -62,10 +62,6 @@ def unsettled(raws: Iterable[dict[str, Any]]) -> list[Unsettled]:
     return found
 
 
-def _items(files: Iterable[PlexFile]) -> list[PlexFile]:
-    return list({f.rating_key: f for f in files}.values())
-
-
 def suggest_rule(scenes: Sequence[Unsettled], index: PathIndex) -> RuleSuggestion | None:
     """The rule in front of the index's ``PathMap``, with every scene of ``scenes`` it would
     match; None when no rule is safe."""
@@ -74,7 +70,7 @@ def suggest_rule(scenes: Sequence[Unsettled], index: PathIndex) -> RuleSuggestio
         mapped = paths.map(scene.file.path)
         if index.by_path(mapped):
             continue
-        named = _items(index.by_name(mapped))
+        named = distinct_items(index.by_name(mapped))
         if len(named) > 1:
             several.add(scene.scene_id)
         elif named and not contradicted(named[0], scene.file):
@@ -87,7 +83,7 @@ def suggest_rule(scenes: Sequence[Unsettled], index: PathIndex) -> RuleSuggestio
     for scene in scenes:
         if index.by_path(paths.map(scene.file.path)):
             continue
-        held = _items(index.by_path(combined.map(scene.file.path)))
+        held = distinct_items(index.by_path(combined.map(scene.file.path)))
         if not held:
             continue
         if scene.scene_id in several or len(held) > 1 or contradicted(held[0], scene.file):

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from core.errors import InputError, InvalidMetadata, PlexNotFound, Stash2PlexError
-from plex.matcher import PathIndex, PlexFile, SceneFile, duration_agrees, match_scene, size_agrees
+from plex.matcher import PathIndex, PlexFile, SceneFile, distinct_items, duration_agrees, match_scene, size_agrees
 from plex.suggest import suggest_rule, unsettled
 from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import BULK
@@ -159,10 +159,7 @@ def _mark_held(app: Context, scene_id: int, candidates: list[dict[str, Any]]) ->
 
 def _first(candidates: list[PlexFile], linked: int | None) -> list[PlexFile]:
     """One per item, the linked item first, at most ``MAX_CANDIDATES``."""
-    seen: dict[int, PlexFile] = {}
-    for c in sorted(candidates, key=lambda c: (c.rating_key != linked, c.path)):
-        seen.setdefault(c.rating_key, c)
-    return list(seen.values())[:MAX_CANDIDATES]
+    return list(distinct_items(sorted(candidates, key=lambda c: (c.rating_key != linked, c.path))))[:MAX_CANDIDATES]
 
 
 def _candidate(c: PlexFile, libraries: dict[int, str], files: list[SceneFile]) -> dict[str, Any]:

@@ -39,17 +39,7 @@ def run(app: Context) -> dict[str, Any]:
         "path_map": str(settings.path_map) or "(none)",
         "confidence": diagnosis.match.confidence.value,
         "match_reason": diagnosis.match.reason,
-        "candidates": [
-            {
-                "rating_key": c.file.rating_key,
-                "path": c.file.path,
-                "section_id": c.file.section_id,
-                "by": c.by,
-                "size_agrees": c.size_agrees,
-                "duration_agrees": c.duration_agrees,
-            }
-            for c in diagnosis.candidates
-        ],
+        "candidates": [c._asdict() for c in diagnosis.candidates],
         "decision": diagnosis.decision,
     }
     record = app.ledger().get_many([scene_id]).get(scene_id)

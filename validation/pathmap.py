@@ -192,13 +192,12 @@ class PathMap:
             one = PathMap((rule,), self.case_insensitive)
             return sum(self.key(one.map(s)) in plex for s, plex in targets.items())
 
-        best = max(derived, key=lambda r: (explained(r), derived[r], -len(_split_sep(r.stash_prefix)[1])))
+        best = max(derived, key=lambda r: (explained(r), derived[r], -len(_split(r.stash_prefix))))
         return f"{best.stash_prefix}={best.plex_prefix}" if explained(best) else None
 
     def _derive(self, stash: str, plex: str) -> PathRule | None:
         """The rule that maps ``stash`` onto ``plex`` by replacing only their differing leading folders."""
-        s_anchor, s_parts, s_sep = _split_sep(stash)
-        p_anchor, p_parts, p_sep = _split_sep(plex)
+        s_parts, p_parts = _split(stash)[1:], _split(plex)[1:]
         common = 0
         for a, b in zip(reversed(s_parts), reversed(p_parts)):
             if _key((a,), self.case_insensitive) != _key((b,), self.case_insensitive):
@@ -206,8 +205,7 @@ class PathMap:
             common += 1
         if common == 0:
             return None
-        s_prefix = _join_sep(s_anchor, s_parts[: len(s_parts) - common], s_sep)
-        p_prefix = _join_sep(p_anchor, p_parts[: len(p_parts) - common], p_sep)
+        s_prefix, p_prefix = _prefix(stash, len(s_parts) - common), _prefix(plex, len(p_parts) - common)
         if not s_prefix or not p_prefix or self.key(s_prefix) == self.key(p_prefix):
             return None
         return PathRule(s_prefix, p_prefix)
@@ -219,21 +217,12 @@ def basename(path: str) -> str:
     return parts[-1] if len(parts) > 1 else ""
 
 
-# -- inferring a rule -----------------------------------------------------------------
-def _split_sep(path: str) -> tuple[str, tuple[str, ...], str]:
-    """(anchor, components, separator) of a POSIX, drive or UNC path."""
-    drive, unc = _DRIVE.match(path), _UNC.match(path)
-    if drive or unc:
-        anchor = drive.group(0).upper() if drive else path[:2]
-        sep = "\\" if "\\" in path else "/"
-        return anchor, tuple(p for p in re.split(r"[\\/]+", path[len(anchor) :]) if p), sep
-    return ("/" if path.startswith("/") else ""), tuple(p for p in path.split("/") if p), "/"
-
-
-def _join_sep(anchor: str, parts: Sequence[str], sep: str) -> str:
-    if _DRIVE.match(anchor):
-        return anchor + sep + sep.join(parts)
-    return anchor + sep.join(parts)
+def _prefix(path: str, keep: int) -> str:
+    """``path`` up to its first ``keep`` components, written with its own anchor and separators."""
+    anchor, *parts = _split(path)
+    sep = "\\" if is_windows_path(path) and "\\" in path else "/"
+    anchor = path[:2] if anchor == "//" else anchor + sep if _DRIVE.match(anchor) else anchor
+    return anchor + sep.join(parts[:keep])
 
 
 AS_IS = PathMap()  # no rules, case counts: paths compared as they are

@@ -1,12 +1,8 @@
-"""Finding the Plex item of a scene, in one place: the user's pin, else the item the ledger
-links, else the index (``plex/matcher.py``: ``match_scene`` graded, ``choose`` under
-``loose_matching``), each verified on the item's detail view before anything is written.
-
-The index and the ledger's link are hints only: on a mismatch the index is reloaded and the
-scene matched once more, else the scene goes to the dead-letter queue naming both paths
-(docs/architecture.md, "Write-time invariants"). The items a batch will touch are read ahead
-(``prefetch``), and the matches accepted by file name only are kept in the ledger for the
-inbox (``settled``).
+"""Finding a scene's Plex item, the one place: the user's pin, else the item the ledger links,
+else the index (``plex/matcher.py`` ``diagnose``), each verified on the item's fresh detail view
+before anything is written; on a mismatch the index is reloaded and the scene matched once
+more (docs/architecture.md, "Write-time invariants"). Also: a batch's items read ahead
+(``prefetch``) and the matches by file name only noted for the inbox (``settled``).
 """
 
 from __future__ import annotations
@@ -33,11 +29,7 @@ class Locator:
     def __init__(
         self, client: PlexClient, index: LibraryIndex, ledger: Ledger, settings: Settings, log: StashLog
     ) -> None:
-        self.client = client
-        self.index = index
-        self.ledger = ledger
-        self.settings = settings
-        self.log = log
+        self.client, self.index, self.ledger, self.settings, self.log = client, index, ledger, settings, log
         self._prefetched: dict[int, PlexItemState] = {}
         self._pins: dict[int, Pin | None] = {}  # this batch's pins (load_pins); others are read when asked
         self._loose: set[int] | None = None  # scenes whose item was accepted by name only (ledger)
@@ -139,14 +131,11 @@ class Locator:
         """The pinned item, if it still exists in a library we sync; else the pin is dropped
         and the scene goes to the dead-letter queue, back into the inbox."""
         state = self.read(rating_key)
-        problem = None
-        if state is None:
-            problem = f"Plex item {rating_key} no longer exists"
-        elif state.section_id not in {s.key for s in self.index.sections}:
+        problem = self._unusable(state, rating_key)
+        if state is not None:
+            if problem is None:
+                return state
             self.client.forget(state.rating_key)
-            problem = f"Plex item {rating_key} is in a library that plex_libraries leaves out"
-        if problem is None and state is not None:
-            return state
         self.ledger.unpin(scene.id)
         self._pins.pop(scene.id, None)
         raise PinnedItemGone(
@@ -180,18 +169,23 @@ class Locator:
         the scene's mapped paths; otherwise (a name match) it must pass the name rule
         again, on the item's fresh parts.
         """
-        mapped = ", ".join(self.mapped_paths(scene))
+        problem = self._unusable(state, rating_key)
+        if state is None or problem is not None:
+            return problem
+        mapped, key = self.mapped_paths(scene), self.settings.path_map.key
+        if {key(p) for p in mapped} & {key(f) for f in state.files}:
+            return None
+        if not exact and self._accepted_by_name(scene, state):
+            return None
+        return f"Plex item {rating_key} holds {', '.join(state.files) or 'no file'}, not the scene's file {', '.join(mapped)}"
+
+    def _unusable(self, state: PlexItemState | None, rating_key: int) -> str | None:
+        """Why no scene's data may go to this item, whatever it holds (None: it may)."""
         if state is None:
             return f"Plex item {rating_key} no longer exists"
         if state.section_id not in {s.key for s in self.index.sections}:
             return f"Plex item {rating_key} is in a library that plex_libraries leaves out"
-        key = self.settings.path_map.key
-        wanted = {key(p) for p in self.mapped_paths(scene)}
-        if wanted & {key(f) for f in state.files}:
-            return None
-        if not exact and self._accepted_by_name(scene, state):
-            return None
-        return f"Plex item {rating_key} holds {', '.join(state.files) or 'no file'}, not the scene's file {mapped}"
+        return None
 
     def _accepted_by_name(self, scene: SceneMetadata, state: PlexItemState) -> bool:
         parts = state.parts or tuple((f, None, None) for f in state.files)
