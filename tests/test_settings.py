@@ -14,6 +14,7 @@ import yaml
 
 from tests.runner import REPO
 from validation.config import DEFAULTS, load_settings
+from validation.pathmap import PathMap
 
 REQUIRED = {"plex_url": "http://plex:32400", "plex_token": "tok"}
 SHOWN_WHEN_UNSAVED = {"BOOLEAN": False, "NUMBER": 0, "STRING": ""}
@@ -52,6 +53,21 @@ def test_a_number_saved_as_zero_means_its_default():
     assert load_settings({**REQUIRED, "plex_concurrency": -2}).problem("plex_concurrency") == (
         "setting plex_concurrency: must be a whole number from 1 to 16, got '-2'; the default, 6, is used"
     )
+
+
+@pytest.mark.parametrize(
+    ("saved", "expected"),
+    [
+        ({}, PathMap()),
+        ({"case_insensitive_paths": True}, PathMap(case_insensitive=True)),  # the case rule without rules
+        ({"path_map": "/A=/b", "case_insensitive_paths": "true"}, PathMap.parse("/A=/b", case_insensitive=True)),
+        ({"path_map": "/A=/b"}, PathMap.parse("/A=/b")),
+    ],
+)
+def test_the_path_map_carries_its_case_rule(saved, expected):
+    path_map = load_settings({**REQUIRED, **saved}).path_map
+    assert path_map == expected
+    assert path_map.map("/a/x.mp4") == ("/b/x.mp4" if expected.rules and expected.case_insensitive else "/a/x.mp4")
 
 
 @pytest.mark.parametrize(("saved", "loose"), [(True, False), (False, True), ("false", True), ("0", True)])
