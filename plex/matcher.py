@@ -62,8 +62,8 @@ class Match:
 
     ``item`` is set for HIGH and MEDIUM. ``candidates`` holds one ``PlexFile`` per
     distinct Plex item. ``looked_for`` holds the mapped path of every scene file.
-    ``scene_index`` is the position of the scene file the candidates were found for
-    (``None`` for NONE); ``choose`` compares size and duration with that file.
+    ``scene_index`` is the position in ``files`` (the scene's) of the file the candidates were
+    found for (``None`` for NONE); ``choose`` compares size and duration with it (``scene_file``).
     """
 
     confidence: Confidence
@@ -72,6 +72,12 @@ class Match:
     looked_for: tuple[str, ...]
     reason: str
     scene_index: int | None = None
+    files: tuple[SceneFile, ...] = ()
+
+    @property
+    def scene_file(self) -> SceneFile | None:
+        i = self.scene_index
+        return self.files[i] if i is not None and i < len(self.files) else None
 
 
 @dataclass(frozen=True)
@@ -165,31 +171,25 @@ def match_scene(files: Sequence[SceneFile], index: PathIndex) -> Match:
     MEDIUM for one item, LOW for several. NONE when neither finds anything. The files
     are mapped with the index's ``PathMap``.
     """
+    files = tuple(files)
     looked_for = tuple(index.paths.map(f.path) for f in files)
     for i, path in enumerate(looked_for):
         items = distinct_items(index.by_path(path))
         if len(items) == 1:
-            return Match(Confidence.HIGH, items[0], items, looked_for, f"exact path {path}", i)
+            return Match(Confidence.HIGH, items[0], items, looked_for, f"exact path {path}", i, files)
         if items:
             reason = f"{len(items)} Plex items hold {path}: {_paths(items)}"
-            return Match(Confidence.LOW, None, items, looked_for, reason, i)
+            return Match(Confidence.LOW, None, items, looked_for, reason, i, files)
     for i, path in enumerate(looked_for):
         items = distinct_items(index.by_name(path))
         name = basename(path)
         if len(items) == 1:
             reason = f"no Plex item at {path}; only file named '{name}' is {items[0].path}"
-            return Match(Confidence.MEDIUM, items[0], items, looked_for, reason, i)
+            return Match(Confidence.MEDIUM, items[0], items, looked_for, reason, i, files)
         if items:
             reason = f"no Plex item at {path}; {len(items)} items have a file named '{name}': {_paths(items)}"
-            return Match(Confidence.LOW, None, items, looked_for, reason, i)
-    return Match(
-        Confidence.NONE,
-        None,
-        (),
-        looked_for,
-        f"no Plex item at {', '.join(looked_for)}",
-        None,
-    )
+            return Match(Confidence.LOW, None, items, looked_for, reason, i, files)
+    return Match(Confidence.NONE, None, (), looked_for, f"no Plex item at {', '.join(looked_for)}", None, files)
 
 
 def size_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
@@ -257,15 +257,10 @@ def _duration_text(seconds: float | None) -> str:
     return text + (f".{tenths % 10}" if tenths % 10 else "") + " long"
 
 
-def _scene_file(match: Match, scene_files: Sequence[SceneFile]) -> SceneFile | None:
-    i = match.scene_index
-    return scene_files[i] if i is not None and i < len(scene_files) else None
-
-
-def choose(match: Match, strict: bool = True, scene_files: Sequence[SceneFile] = ()) -> Choice:
+def choose(match: Match, strict: bool = True) -> Choice:
     """Accept a match under ``loose_matching`` (``strict`` = not loose), or raise saying why not.
 
-    ``scene_files`` must be the sequence given to ``match_scene``. HIGH is always accepted; NONE
+    HIGH is always accepted; NONE
     raises ``PlexNotFound`` (the retry waits for a scan). MEDIUM: strict accepts it only when size
     or duration (within 1 s) confirms it, loose unless evidence contradicts. LOW: strict refuses,
     loose accepts one clearly best candidate (``_best_of``). A differing size or duration vetoes a
@@ -277,7 +272,7 @@ def choose(match: Match, strict: bool = True, scene_files: Sequence[SceneFile] =
             "If Plex has not scanned it yet this resolves itself; otherwise check path_map.",
             looked_for=match.looked_for,
         )
-    scene = _scene_file(match, scene_files)
+    scene = match.scene_file
     if match.confidence is Confidence.HIGH and match.item is not None:
         return Choice(match.item, match.reason)
     if match.confidence is Confidence.MEDIUM and match.item is not None:
@@ -371,7 +366,6 @@ class Diagnosis:
     raises the refusal), ``inspect``, ``unmatched`` with Health check's count and the inbox's
     candidates give."""
 
-    files: tuple[SceneFile, ...]
     match: Match
     choice: Choice | None
     problem: PlexNotFound | AmbiguousMatch | None
@@ -395,7 +389,7 @@ class Diagnosis:
         """Every item a mapped path or its file name finds, once, with the evidence of the scene
         file it was found for."""
         seen: dict[int, Candidate] = {}
-        for scene, path in zip(self.files, self.match.looked_for):
+        for scene, path in zip(self.match.files, self.match.looked_for):
             for by, hits in (("exact path", self.index.by_path(path)), ("same file name", self.index.by_name(path))):
                 for hit in hits:
                     if hit.rating_key not in seen:
@@ -408,6 +402,6 @@ def diagnose(files: Sequence[SceneFile], index: PathIndex, strict: bool = True) 
     """``match_scene`` and ``choose`` (``strict`` = not ``loose_matching``) as one answer."""
     match = match_scene(files, index)
     try:
-        return Diagnosis(tuple(files), match, choose(match, strict, files), None, index)
+        return Diagnosis(match, choose(match, strict), None, index)
     except (PlexNotFound, AmbiguousMatch) as exc:
-        return Diagnosis(tuple(files), match, None, exc, index)
+        return Diagnosis(match, None, exc, index)

@@ -271,7 +271,7 @@ def _scene(path: str, size: int | None = None, duration_s: float | None = None) 
 
 def _chosen(files: list[SceneFile], strict: bool = True) -> Choice:
     index = PathIndex(ALL, PathMap(RULES))
-    return choose(match_scene(files, index), strict, files)
+    return choose(match_scene(files, index), strict)
 
 
 def test_strict_high_is_accepted() -> None:
@@ -394,7 +394,7 @@ def test_loose_low_refuses_when_two_candidates_agree_equally() -> None:
     files = _scene("/elsewhere/d.mp4", size=500, duration_s=30.0)
     match = match_scene(files, PathIndex(twins, PathMap(RULES)))
     with pytest.raises(AmbiguousMatch):
-        choose(match, False, files)
+        choose(match, False)
 
 
 # --- path_map parsing -------------------------------------------------------------------

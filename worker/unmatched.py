@@ -64,7 +64,7 @@ def _check(item: dict, index: PathIndex, strict: bool) -> dict[str, Any] | None:
     return {
         "scene_id": sid,
         "title": scene.title,
-        "file": found.files[0],  # for the path_map suggestion (plex/suggest.py)
+        "file": found.match.files[0],  # for the path_map suggestion (plex/suggest.py)
         "stash_path": stash_path,
         "mapped_path": found.match.looked_for[0],
         "folder": _folder(stash_path),
