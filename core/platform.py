@@ -125,6 +125,81 @@ def is_locked(path: Path | str) -> bool:
         return False
 
 
+APPEND_LOCK_AT = 1 << 40  # Windows: the byte appenders lock (far past any end: never written)
+
+
+def append(path: str, record: bytes) -> None:
+    """Append ``record`` to ``path`` (created owner-only) in one write, so records of
+    concurrent appenders never interleave, and never into a file :func:`take_aside` moved
+    away: the appender holds a shared lock while it writes and writes only while ``path``
+    is still the file it opened. POSIX: ``O_APPEND`` puts each write at the end
+    atomically; Windows' C runtime seeks then writes, so there appenders take turns on a
+    byte lock. OSError (a full disk) is raised; what a short write left is cut off by the
+    next record's leading newline (readers skip what does not parse)."""
+    for _ in range(100):  # a take moves the file at most once per drainer pass
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+        try:
+            if _append_locked(fd, path, record):
+                return
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, path) from None  # which file the disk refused
+        finally:
+            os.close(fd)
+    raise OSError(f"could not append to {path}: it kept being moved away")
+
+
+def _append_locked(fd: int, path: str, record: bytes) -> bool:
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, APPEND_LOCK_AT, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+        try:
+            _write_all(fd, record)  # Windows refuses to move an open file: it is still ``path``
+        finally:
+            os.lseek(fd, APPEND_LOCK_AT, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return True
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_SH)  # a take waits for this write (take_aside)
+    try:
+        opened, now = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
+        return False
+    if (opened.st_dev, opened.st_ino) != (now.st_dev, now.st_ino):
+        return False  # taken aside between our open and our lock: append to the new file
+    _write_all(fd, record)
+    return True
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def take_aside(path: str, taken: str) -> bool:
+    """Move ``path`` to ``taken`` so that no appender (:func:`append`) writes to it any
+    more, and wait for the ones writing now; False when there was nothing to move (or,
+    on Windows, an appender has it open: the next take moves it)."""
+    try:
+        os.replace(path, taken)
+    except FileNotFoundError:
+        return False
+    except PermissionError:
+        if IS_WINDOWS:
+            return False
+        raise
+    if sys.platform != "win32":
+        import fcntl
+
+        with open(taken, "rb") as handle:  # appenders that locked before the move finish first
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return True
+
+
 def spawn_detached(argv: Sequence[str], stdin_data: bytes, log_path: Path) -> int:
     """Start ``argv`` detached from us and from Stash; return its pid at once.
 

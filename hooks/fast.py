@@ -10,7 +10,6 @@ Anything else goes the full way (app/main.py): docs/architecture.md lists the ca
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 
 from core.errors import Stash2PlexError
@@ -25,15 +24,15 @@ DATA_DIR_VARIABLE = "STASH2PLEX_DATA_DIR"
 
 def queue_scene_hook(raw: str, env: dict[str, str]) -> tuple[str, str] | bool | None:
     """(reply, debug log line) when this lane queued the hook's job for a running drainer
-    (or found nothing to queue). True or False (the row was added, or collapsed into the
-    scene's row) when it wrote the row but the drainer had let go of its lock meanwhile:
-    the full lane only starts a drainer (``hooks/handler.py`` ``handle(queued=…)``). It
-    must not write the job again: a drainer that looked once more may have moved the row
-    and taken its job already, and a second row would be a second job of the same event.
-    None hands the whole run to the full lane (nothing was written)."""
+    (or found nothing to queue). True when it wrote the job's line but the drainer had
+    let go of its lock meanwhile: the full lane only starts a drainer (``hooks/handler.py``
+    ``handle(queued=…)``). It must not write the job again: a drainer that looked once
+    more may have moved the line and taken its job already, and a second line would be a
+    second job of the same event. None hands the whole run to the full lane (nothing was
+    written)."""
     try:
         return _queue(raw, env)
-    except (Stash2PlexError, OSError, sqlite3.Error, ValueError):
+    except (Stash2PlexError, OSError, ValueError):
         return None
 
 
@@ -60,23 +59,20 @@ def _queue(raw: str, env: dict[str, str]) -> tuple[str, str] | bool | None:
     lock = os.path.join(data_dir, inbox.LOCK_FILE)
     if not is_locked(lock):
         return None  # no drainer: the full lane queues the job and starts one
-    added = inbox.put(inbox.queue_path(data_dir), scene, priority, hook["type"], fields, time.time())
-    if added is None:
-        return None
+    inbox.put(data_dir, inbox.scene_record(scene, priority, hook["type"], fields, time.time()))
     # Looked at again after the write: a drainer that finished meanwhile either sees the
-    # row (it checks once more after letting go of its lock) or is gone; either way the
-    # row is the job, and the full lane only makes sure a drainer runs.
+    # line (it checks once more after letting go of its lock) or is gone; either way the
+    # line is the job, and the full lane only makes sure a drainer runs.
     if not _still_locked(lock):
-        return added
+        return True
     inbox.nudge(data_dir)
-    what = "queued" if added else "already queued"
-    return f"scene {scene} {what}", f"scene {scene} {what} ({priority})"
+    return f"scene {scene} queued", f"scene {scene} queued ({priority})"
 
 
 def _still_locked(lock: str) -> bool:
     try:
         return is_locked(lock)
-    except OSError:  # the row is written: the full lane starts a drainer unless one runs
+    except OSError:  # the line is written: the full lane starts a drainer unless one runs
         return False
 
 

@@ -12,6 +12,7 @@ import time
 
 from core.log import StashLog
 from hooks.scene_event import scene_job
+from sync_queue import inbox
 from sync_queue.job import EntityEvent, Job
 from validation.plugin_input import HookContext
 
@@ -55,7 +56,8 @@ def handle_entity(context: HookContext, app, log: StashLog) -> str:
     if not events:
         log.debug(f"{what}: only {', '.join(context.inputFields or [])} changed, which Plex does not show")
         return f"{what}: nothing to sync"
-    app.producer_queue().put_entity_events(events)
+    for event in events:
+        inbox.put(str(app.data_dir), inbox.entity_record(event.kind, event.entity_id, event.event, event.queued_at))
     started = app.ensure_drainer()
     log.debug(f"{what} changed ({context.type}); its scenes will be checked{'; drainer started' if started else ''}")
     return f"{what} queued"
@@ -72,8 +74,8 @@ def job_for(context: HookContext, now: float) -> Job | None:
 
 def handle(context: HookContext, app, log: StashLog, queued: bool | None = None) -> str:
     """Enqueue the event's job and start the drainer; returns the reply's output.
-    ``queued``: the fast lane wrote the job's inbox row already (True: added, False: it
-    collapsed) and found no drainer (hooks/fast.py): only the drainer is started."""
+    ``queued``: the fast lane wrote the job's inbox line already and found no drainer
+    (hooks/fast.py): only the drainer is started."""
     if context.entity_kind is not None:
         return handle_entity(context, app, log)
     job = job_for(context, time.time())
@@ -81,12 +83,13 @@ def handle(context: HookContext, app, log: StashLog, queued: bool | None = None)
         changed = ", ".join(context.inputFields or [])
         log.debug(f"scene {context.id}: only {changed} changed, which Plex does not show; nothing queued")
         return f"scene {context.id}: nothing to sync"
-    added = app.producer_queue().put_hook_job(job) if queued is None else queued
+    if queued is None:
+        record = inbox.scene_record(job.scene_id, job.priority, job.event, job.fields, job.enqueued_at)
+        inbox.put(str(app.data_dir), record)
     _warn_if_failing(app, log)
     started = app.ensure_drainer()
-    what = "queued" if added else "already queued"
-    log.debug(f"scene {context.id} {what} ({job.priority}){'; drainer started' if started else ''}")
-    return f"scene {context.id} {what}"
+    log.debug(f"scene {context.id} queued ({job.priority}){'; drainer started' if started else ''}")
+    return f"scene {context.id} queued"
 
 
 def _warn_if_failing(app, log: StashLog) -> None:

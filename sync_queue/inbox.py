@@ -1,45 +1,41 @@
-"""What a hook hands the drainer: a row in the inbox, a nudge, and the drainer's lock.
+"""What a hook hands the drainer: a line in the inbox file, a nudge, and the drainer's lock.
 
-The fast lane (hooks/fast.py) writes its job as one row of ``s2p_inbox`` (in the queue's
-``data.db``) with ``sqlite3`` alone, committed (WAL) before the hook replies. One row per scene,
-under the queue's rule: a newer event collapses into it, a user's edit replaces a scan's.
-``JobQueue`` moves the rows in (:func:`rows`, then :func:`forget`): it puts them first, then
-deletes each moved row unless a newer event replaced it, so a crash in between moves a row
-twice, never loses one. Standard library only.
+A hook appends its job (a scene's, or an entity event) as one JSON line to
+``queue/inbox.spool`` with plain file appends (core/platform.py ``append``): no SQLite, so a
+queue file held by another process (a backup tool, a ``sqlite3`` shell) or a busy disk never
+makes Stash's save wait. The consumer moves the lines in before each take
+(``JobQueue``): it takes the file aside (``inbox.spool.taken``), puts its jobs (the queue's
+rule collapses them: one waiting job per scene, a user's edit over bulk work), then deletes
+it, so a crash in between moves a line twice, never loses one. A line a hook could not
+finish (a full disk) is cut off by the next line's leading newline and skipped.
+Standard library only.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import sqlite3
 
+from core.platform import append, take_aside
 from sync_queue.priority import BULK, INTERACTIVE
 
 LOCK_FILE = "drainer.lock"  # held by the one consumer for its life (core/platform.py)
 NUDGE_FILE = "drainer.nudge"  # touched by a hook: something happened (the drainer compares settings)
 QUEUE_FOLDER, QUEUE_FILE = "queue", "data.db"
-MOVE_BATCH = 5000
-BUSY_TIMEOUT_S = 10.0
+SPOOL_FILE = "inbox.spool"
+TAKEN_SUFFIX = ".taken"
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS s2p_inbox (
-    scene_id INTEGER PRIMARY KEY,
-    priority TEXT NOT NULL,
-    event TEXT NOT NULL,
-    fields TEXT NOT NULL,
-    queued_at REAL NOT NULL
-);
-"""
-_PUT = (
-    "INSERT INTO s2p_inbox VALUES (?, ?, ?, ?, ?) ON CONFLICT (scene_id) DO UPDATE SET "
-    "priority = excluded.priority, event = excluded.event, fields = excluded.fields, "
-    f"queued_at = excluded.queued_at WHERE s2p_inbox.priority = '{BULK}' AND excluded.priority = '{INTERACTIVE}'"
-)
-Row = tuple  # (scene_id, priority, event, fields joined by ",", queued_at)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def queue_path(data_dir: str) -> str:
     return os.path.join(data_dir, QUEUE_FOLDER, QUEUE_FILE)
+
+
+def spool_path(queue_dir: str) -> str:
+    return os.path.join(queue_dir, SPOOL_FILE)
 
 
 def nudge(data_dir: str) -> None:
@@ -52,59 +48,92 @@ def nudge(data_dir: str) -> None:
         pass
 
 
-def put(path: str, scene_id: int, priority: str, event: str, fields: tuple[str, ...], queued_at: float) -> bool | None:
-    """Write a scene's job to the inbox of the queue file at ``path``: True when added (or a
-    scan's row replaced), False when it collapsed into the scene's row; None when the file
-    does not exist yet (the full lane creates it, owner-only, with the queue's tables).
-    SQLite's errors are raised: the caller hands the event to the full lane."""
-    if not os.path.isfile(path):
-        return None
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+def put(data_dir: str, record: dict[str, Any]) -> None:
+    """Append one job (:func:`scene_record`, :func:`entity_record`) to the inbox of the data
+    folder's queue; OSError when the disk refuses."""
+    folder = os.path.join(data_dir, QUEUE_FOLDER)
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    line = json.dumps(record, separators=(",", ":"))
+    append(spool_path(folder), f"\n{line}\n".encode())
+
+
+def scene_record(scene_id: int, priority: str, event: str, fields: tuple[str, ...], at: float) -> dict[str, Any]:
+    return {"scene": scene_id, "priority": priority, "event": event, "fields": list(fields), "at": at}
+
+
+def entity_record(kind: str, entity_id: int, event: str, at: float) -> dict[str, Any]:
+    return {"entity": kind, "id": entity_id, "event": event, "at": at}
+
+
+def read(path: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records of one inbox file and the lines that are none (cut off, damaged)."""
     try:
-        conn.execute("PRAGMA synchronous=NORMAL")  # the file is WAL (the queue made it so)
-        conn.execute(SCHEMA)
-        return put_on(conn, scene_id, priority, event, fields, queued_at)
-    finally:
-        conn.close()
+        with open(path, "rb") as file:
+            blob = file.read()
+    except FileNotFoundError:
+        return [], []
+    records, bad = [], []
+    for raw in blob.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and ("scene" in value or "entity" in value):
+            records.append(value)
+        else:
+            bad.append(raw[:80].decode("utf-8", "replace"))
+    return records, bad
 
 
-def put_on(
-    conn: sqlite3.Connection, scene_id: int, priority: str, event: str, fields: tuple[str, ...], queued_at: float
-) -> bool:
-    """:func:`put` on an open connection (the full lane's, sync_queue/sqlite.py)."""
-    cursor = conn.execute(_PUT, (scene_id, priority, event, ",".join(fields), queued_at))
-    return cursor.rowcount > 0
+def take(queue_dir: str) -> str | None:
+    """The consumer's side: the inbox file to move in now (one left by an interrupted move
+    first), taken aside so that new lines go to a new file; None when there is none."""
+    spool = spool_path(queue_dir)
+    taken = spool + TAKEN_SUFFIX
+    if os.path.exists(taken) or take_aside(spool, taken):
+        return taken
+    return None
 
 
-def rows(conn: sqlite3.Connection, limit: int = MOVE_BATCH) -> list[Row]:
-    """The oldest rows, up to ``limit``."""
-    found = conn.execute(
-        "SELECT scene_id, priority, event, fields, queued_at FROM s2p_inbox ORDER BY queued_at LIMIT ?", (limit,)
-    )
-    return found.fetchall()
+def waiting(queue_dir: str) -> dict[int, str]:
+    """Each scene with a job in the inbox, and its priority (interactive over bulk)."""
+    found: dict[int, str] = {}
+    spool = spool_path(queue_dir)
+    for path in (spool + TAKEN_SUFFIX, spool):
+        for record in read(path)[0]:
+            scene = record.get("scene")
+            if isinstance(scene, int) and record.get("priority") in (INTERACTIVE, BULK):
+                if found.get(scene) != INTERACTIVE:
+                    found[scene] = record["priority"]
+    return found
 
 
-def forget(conn: sqlite3.Connection, moved: list[Row]) -> None:
-    """Delete the rows moved into the queue that are still as they were (one a newer event
-    replaced meanwhile stays for the next move). The caller holds a write transaction."""
-    conn.executemany(
-        "DELETE FROM s2p_inbox WHERE scene_id = ? AND priority = ? AND queued_at = ?",
-        [(row[0], row[1], row[4]) for row in moved],
-    )
+def entity_count(queue_dir: str) -> int:
+    spool = spool_path(queue_dir)
+    return len({(r["entity"], r.get("id")) for p in (spool + TAKEN_SUFFIX, spool) for r in read(p)[0] if "entity" in r})
 
 
-def count(conn: sqlite3.Connection, priority: str | None = None) -> int:
-    if priority is None:
-        return conn.execute("SELECT COUNT(*) FROM s2p_inbox").fetchone()[0]
-    return conn.execute("SELECT COUNT(*) FROM s2p_inbox WHERE priority = ?", (priority,)).fetchone()[0]
+def holds_work(queue_dir: str) -> bool:
+    """Whether a hook left anything to move in (one ``stat`` a file: a lingering drainer asks often)."""
+    spool = spool_path(queue_dir)
+    for path in (spool, spool + TAKEN_SUFFIX):
+        try:
+            if os.stat(path).st_size:
+                return True
+        except OSError:
+            pass
+    return False
 
 
-def waiting(conn: sqlite3.Connection, scene_id: int) -> Row | None:
-    found = conn.execute(
-        "SELECT scene_id, priority, event, fields, queued_at FROM s2p_inbox WHERE scene_id = ?", (scene_id,)
-    )
-    return found.fetchone()
-
-
-def clear(conn: sqlite3.Connection) -> int:
-    return conn.execute("DELETE FROM s2p_inbox").rowcount
+def clear(queue_dir: str) -> int:
+    """Delete the inbox (the consumer's ``clear``); how many scenes and entities it held."""
+    removed = len(waiting(queue_dir)) + entity_count(queue_dir)
+    spool = spool_path(queue_dir)
+    while (taken := take(queue_dir)) is not None:
+        os.remove(taken)
+        if not os.path.exists(spool):
+            break
+    return removed

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sync_queue.job import PRIORITIES, EntityEvent, Job, Taken
+from sync_queue.job import INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 from sync_queue.rules import Mark, QueueRules, Tally
 
 
@@ -96,7 +96,15 @@ class MemoryStore:
     def set_aside(self, priority: str) -> int:
         return 0
 
-    def inbox_count(self, priority: str | None) -> int:
+    def scenes(self) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for priority in PRIORITIES:
+            for row in self.rows[priority].values():
+                if found.get(row.job.scene_id) != INTERACTIVE:
+                    found[row.job.scene_id] = priority
+        return found
+
+    def inbox_entities(self) -> int:
         return 0
 
     def job_of(self, scene_id: int) -> Job | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -25,8 +26,7 @@ from sync_queue.rules import Mark, QueueRules, Tally
 
 QUEUE_FILE = inbox.QUEUE_FILE
 CLEAR_ACKED_EVERY = 500
-_SIDE_SCHEMA = (
-    """
+_SIDE_SCHEMA = """
 DROP TABLE IF EXISTS s2p_pending;
 CREATE TABLE IF NOT EXISTS s2p_waiting (
     scene_id INTEGER PRIMARY KEY,
@@ -54,13 +54,12 @@ CREATE TABLE IF NOT EXISTS s2p_entity_events (
     PRIMARY KEY (kind, entity_id)
 );
 """
-    + inbox.SCHEMA
-)
 _RECORD = "INSERT OR IGNORE INTO s2p_jobs VALUES (?, ?, ?, ?, ?, ?, ?)"
 _READY = (
     f"SELECT (SELECT COUNT(*) FROM s2p_jobs WHERE taken = 0 AND priority IN ({', '.join('?' * len(PRIORITIES))})) "
-    "+ (SELECT COUNT(*) FROM s2p_inbox) + (SELECT COUNT(*) FROM s2p_entity_events)"
+    "+ (SELECT COUNT(*) FROM s2p_entity_events)"
 )
+_SCENES = f"SELECT scene_id, MAX(priority = '{INTERACTIVE}') FROM s2p_jobs GROUP BY scene_id"
 _TOOK = (
     "INSERT INTO s2p_jobs VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (priority, pqid) DO UPDATE SET "
     "scene_id = excluded.scene_id, attempt = excluded.attempt, next_attempt_at = excluded.next_attempt_at, "
@@ -80,12 +79,22 @@ def _decoded(data: Any) -> Job | BaseException:
         return exc
 
 
-def _inbox_job(row: inbox.Row) -> Job:
-    """The job of an inbox row (ValueError/TypeError when the row is not one)."""
-    scene_id, priority, event, fields, queued_at = row
-    if priority not in PRIORITIES or isinstance(scene_id, bool) or not isinstance(scene_id, int) or scene_id < 1:
+def _inbox_item(record: dict[str, Any]) -> Job | EntityEvent:
+    """The job or entity event of an inbox line (ValueError/TypeError when it is none)."""
+    if "entity" in record:
+        kind, entity_id = record["entity"], record["id"]
+        if not isinstance(kind, str) or not _an_id(entity_id):
+            raise ValueError(f"not an entity event: {kind!r} {entity_id!r}")
+        return EntityEvent(kind, entity_id, str(record["event"]), float(record["at"]))
+    scene_id, priority = record["scene"], record["priority"]
+    if priority not in PRIORITIES or not _an_id(scene_id):
         raise ValueError(f"not a scene job: scene {scene_id!r}, priority {priority!r}")
-    return Job(scene_id, priority, str(event), tuple(f for f in str(fields).split(",") if f), float(queued_at))
+    fields = tuple(str(f) for f in record.get("fields") or ())
+    return Job(scene_id, priority, str(record["event"]), fields, float(record["at"]))
+
+
+def _an_id(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 class SQLiteStore:
@@ -328,16 +337,28 @@ class SQLiteStore:
         return [(bool(taken), bool(retrying), n, at) for taken, retrying, n, at in rows.fetchall()]
 
     def ready(self) -> int:
-        """Rows not taken, the hooks' inbox and the entity events, in one statement (a
-        lingering drainer asks at every poll)."""
-        return self._records().execute(_READY, PRIORITIES).fetchone()[0]
+        """Rows not taken and the entity events (one statement), and the hooks' inbox (a
+        file's size unless it holds some): a lingering drainer asks at every poll."""
+        found = self._records().execute(_READY, PRIORITIES).fetchone()[0]
+        if inbox.holds_work(str(self.directory)):
+            found += len(inbox.waiting(str(self.directory))) + inbox.entity_count(str(self.directory))
+        return found
 
     def set_aside(self, priority: str) -> int:
         with sqlite.corruption_named(self.path):
             return self._queue(priority).ack_failed_count()
 
-    def inbox_count(self, priority: str | None) -> int:
-        return inbox.count(self.side(), priority)
+    def scenes(self) -> dict[int, str]:
+        """Each scene with a job not done (ours or the hooks' inbox), and its priority
+        (interactive when any of its jobs is)."""
+        found = {sid: INTERACTIVE if first else BULK for sid, first in self._records().execute(_SCENES).fetchall()}
+        for sid, priority in inbox.waiting(str(self.directory)).items():
+            if found.get(sid) != INTERACTIVE:
+                found[sid] = priority
+        return found
+
+    def inbox_entities(self) -> int:
+        return inbox.entity_count(str(self.directory))
 
     def job_of(self, scene_id: int) -> Job | None:
         row = self._records().execute(
@@ -356,8 +377,9 @@ class SQLiteStore:
             removed = sum(pq_insides.delete_not_done(conn, priority) for priority in PRIORITIES)
             conn.execute("DELETE FROM s2p_jobs")
             conn.execute("DELETE FROM s2p_waiting")
-            removed += conn.execute("DELETE FROM s2p_entity_events").rowcount + inbox.clear(conn)
+            removed += conn.execute("DELETE FROM s2p_entity_events").rowcount
         self._out.clear()
+        removed += inbox.clear(str(self.directory))
         return removed
 
     # -- entity events ---------------------------------------------------------
@@ -402,6 +424,7 @@ class JobQueue(QueueRules):
         super().__init__(SQLiteStore(directory, consumer), consumer, clock)
         self.directory = directory
         self.path = self.store.path
+        self._legacy_checked = False
 
     def close(self) -> None:
         if self._remarks and self.store.opened():
@@ -409,44 +432,68 @@ class JobQueue(QueueRules):
                 self._flush_remarks()
         super().close()
 
-    def put_hook_job(self, job: Job) -> bool:
-        """Write a hook's job to the inbox (sync_queue/inbox.py), as the fast lane does:
-        False when it collapsed into the scene's row. The consumer moves it into the queue."""
-        return inbox.put_on(self.store.side(), job.scene_id, job.priority, job.event, job.fields, job.enqueued_at)
-
     def take(self, limit: int, early=None) -> list[Taken]:
         assert self.consumer, "only the drainer lock holder may take jobs"
         self._move_inbox()
         return super().take(limit, early)
 
     def _move_inbox(self) -> None:
-        """The hooks' fast-lane rows into the queue: put first, then forgotten, so a crash
-        in between puts a row twice and never loses one."""
-        while rows := inbox.rows(self.store.side()):
-            self.put_many(self._inbox_jobs(rows))
-            self._forget_moved(rows)
-            if len(rows) < inbox.MOVE_BATCH:
+        """The hooks' inbox file into the queue (sync_queue/inbox.py): put first, then the
+        file deleted, so a crash in between puts a line twice and never loses one. One left
+        by an interrupted move goes first; lines written meanwhile wait for the next take."""
+        self._move_legacy_inbox()
+        for _ in range(2):
+            taken = inbox.take(str(self.directory))
+            if taken is None:
                 return
+            records, bad = inbox.read(taken)
+            items = self._inbox_items(records)
+            self.put_many(item for item in items if isinstance(item, Job))
+            self.put_entity_events(item for item in items if isinstance(item, EntityEvent))
+            self.store.rejected.extend(("inbox", 0, f"not a job: {line!r}") for line in bad)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(taken)
 
-    def _inbox_jobs(self, rows: list[inbox.Row]) -> list[Job]:
-        """The jobs of inbox rows; a row that is not one (a damaged file) is set aside, said
-        in the log like an unreadable queue row, and forgotten with the rest."""
-        jobs = []
-        for row in rows:
+    def _inbox_items(self, records: list[dict[str, Any]]) -> list[Job | EntityEvent]:
+        """The jobs and entity events of inbox lines; a line that is none (a damaged file) is
+        set aside, said in the log like an unreadable queue row."""
+        items: list[Job | EntityEvent] = []
+        for record in records:
             try:
-                jobs.append(_inbox_job(row))
-            except (ValueError, TypeError, AttributeError) as exc:
-                self.store.rejected.append(("inbox", row[0] if row else 0, f"{type(exc).__name__}: {exc}"))
-        return jobs
+                items.append(_inbox_item(record))
+            except (KeyError, ValueError, TypeError) as exc:
+                self.store.rejected.append(("inbox", 0, f"{type(exc).__name__}: {exc}"))
+        return items
 
     @sqlite.retry_locked
-    def _forget_moved(self, rows: list[inbox.Row]) -> None:
-        with sqlite.write(self.store.side()) as conn:
-            inbox.forget(conn, rows)
+    def _move_legacy_inbox(self) -> None:
+        """Jobs an older version's hooks left in the ``s2p_inbox`` table, moved in once."""
+        if self._legacy_checked:
+            return
+        conn = self.store.side()
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 's2p_inbox'").fetchone() is None:
+            self._legacy_checked = True
+            return
+        rows = conn.execute("SELECT scene_id, priority, event, fields, queued_at FROM s2p_inbox").fetchall()
+        records = [
+            {"scene": r[0], "priority": r[1], "event": r[2], "fields": str(r[3]).split(","), "at": r[4]} for r in rows
+        ]
+        self.put_many(item for item in self._inbox_items(records) if isinstance(item, Job))
+        conn.execute("DROP TABLE s2p_inbox")
+        self._legacy_checked = True
 
     def waiting_job(self, scene_id: int) -> Job | None:
-        row = inbox.waiting(self.store.side(), scene_id)
-        return _inbox_job(row) if row is not None else super().waiting_job(scene_id)
+        job = super().waiting_job(scene_id)
+        if job is not None:
+            return job
+        spool = inbox.spool_path(str(self.directory))
+        for path in (spool, spool + inbox.TAKEN_SUFFIX):
+            for record in reversed(inbox.read(path)[0]):
+                if record.get("scene") == scene_id:
+                    item = self._inbox_items([record])
+                    if item and isinstance(item[0], Job):
+                        return item[0]
+        return None
 
 
 __all__ = ["JobQueue", "BULK", "INTERACTIVE", "DataFileError"]

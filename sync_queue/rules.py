@@ -39,7 +39,8 @@ class Storage(Protocol):
     def tally(self, priority: str) -> list[Tally]: ...
     def ready(self) -> int: ...
     def set_aside(self, priority: str) -> int: ...
-    def inbox_count(self, priority: str | None) -> int: ...
+    def scenes(self) -> dict[int, str]: ...
+    def inbox_entities(self) -> int: ...
     def job_of(self, scene_id: int) -> Job | None: ...
     def clear(self) -> int: ...
     def put_entity_events(self, events: list[EntityEvent]) -> None: ...
@@ -243,19 +244,20 @@ class QueueRules:
     def pending(self) -> int:
         """``counts()["pending"]`` alone, from our records and the inbox: it leaves out the
         rows set aside, so persist-queue's tables stay closed (the drainer's last look)."""
-        rows = sum(sum(n for _, _, n, _ in self.store.tally(p)) + self.store.inbox_count(p) for p in PRIORITIES)
-        return rows + self.store.entity_event_count()
+        return len(self.store.scenes()) + self.store.entity_event_count() + self.store.inbox_entities()
 
     def counts(self) -> dict[str, Any]:
-        """pending (not done: waiting, in flight, retrying; entity events to fan out too),
-        in flight (taken, first attempt), retrying (and the soonest due), set aside."""
-        events = self.store.entity_event_count()
-        result: dict[str, Any] = {"pending": events, "in_flight": 0, "retrying": 0, "next_retry_at": None}
-        result.update(set_aside=0, entity_events=events)
+        """pending: scenes waiting (a scene counts once, whatever its jobs: waiting, in
+        flight, retrying), and entity events to fan out; per priority the scenes (one with
+        an interactive job counts there); in flight (taken, first attempt) and retrying
+        jobs (and the soonest due); rows set aside."""
+        events = self.store.entity_event_count() + self.store.inbox_entities()
+        scenes = self.store.scenes()
+        result: dict[str, Any] = {"pending": len(scenes) + events, "in_flight": 0, "retrying": 0}
+        result.update(next_retry_at=None, set_aside=0, entity_events=events)
         for priority in PRIORITIES:
             tally = self.store.tally(priority)
-            result[priority] = sum(n for _, _, n, _ in tally) + self.store.inbox_count(priority)
-            result["pending"] += result[priority]
+            result[priority] = sum(p == priority for p in scenes.values())
             result["in_flight"] += sum(n for taken, retrying, n, _ in tally if taken and not retrying)
             result["retrying"] += sum(n for _, retrying, n, _ in tally if retrying)
             soonest = [at for _, retrying, _, at in tally if retrying and at is not None]

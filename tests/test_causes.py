@@ -124,13 +124,13 @@ def test_a_full_disk_is_named_with_its_folder_and_the_queue_is_kept(plugin):
     sid, _ = plugin.add_scene(1)
     with drainer_lock_held(plugin.data_dir):
         assert plugin.hook(plugin.stash.update_scene(sid, title="Before")).error is None
-        before = (plugin.data_dir / "queue" / "data.db").read_bytes()
+        before = (plugin.data_dir / "queue" / "inbox.spool").read_bytes()
         # no file may grow past one byte: every write fails with EFBIG, like a full disk
         full = plugin.hook(plugin.stash.update_scene(sid, title="Disk full"), file_size_limit=1)
         assert full.returncode == 1 and full.error, full.stderr[-2000:]
         assert str(plugin.data_dir / "queue") in full.error and "is full" in full.error, full.error
         assert "move the file" not in full.error and "Traceback" not in full.stderr
-        assert (plugin.data_dir / "queue" / "data.db").read_bytes() == before
+        assert (plugin.data_dir / "queue" / "inbox.spool").read_bytes() == before
         assert status(plugin)["pending"] == 1  # the job queued before is still there
 
 

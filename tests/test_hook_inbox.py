@@ -1,8 +1,10 @@
-"""The hooks' inbox (sync_queue/inbox.py): one row per scene, moved into the queue by the
-consumer, never lost across a crash in between, counted and cleared with the queue."""
+"""The hooks' inbox (sync_queue/inbox.py): one line per hook, appended beside the queue,
+moved into it by the consumer (one job per scene), never lost across a crash in between or
+a hook writing while it moves, counted (by scene) and cleared with the queue."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 import pytest
@@ -15,104 +17,163 @@ from tests.runner import REPO, create_context, hook_document
 NOW = 1_800_000_000.0
 
 
+def put(folder, sid: int, priority: str = INTERACTIVE, at: float = NOW, fields=("title",)) -> None:
+    inbox.put(str(folder.parent), inbox.scene_record(sid, priority, "Scene.Update.Post", fields, at))
+
+
 @pytest.fixture
 def folder(tmp_path):
-    JobQueue(tmp_path).put_hook_job(Job(1, INTERACTIVE, "Scene.Update.Post", ("title",), NOW))  # makes data.db
-    return tmp_path
+    put(tmp_path / "queue", 1, INTERACTIVE, NOW)
+    return tmp_path / "queue"
 
 
-def put(folder, sid: int, priority: str = INTERACTIVE, at: float = NOW, fields=("title",)) -> bool | None:
-    return inbox.put(str(folder / "data.db"), sid, priority, "Scene.Update.Post", fields, at)
+def inbox_lines(folder) -> list[tuple]:
+    spool = folder / inbox.SPOOL_FILE
+    records = [
+        r for path in (spool, spool.with_name(spool.name + inbox.TAKEN_SUFFIX)) for r in inbox.read(str(path))[0]
+    ]
+    return [(r["scene"], r["priority"], r["at"]) for r in records]
 
 
-def inbox_rows(folder) -> list[tuple]:
-    with sqlite3.connect(folder / "data.db") as conn:
-        return conn.execute("SELECT scene_id, priority, queued_at FROM s2p_inbox ORDER BY scene_id").fetchall()
+def test_each_hook_appends_one_line_and_a_cut_off_line_spares_the_next(folder):
+    put(folder, 2, BULK, NOW + 1)
+    with open(folder / inbox.SPOOL_FILE, "ab") as spool:
+        spool.write(b'\n{"scene": 3, "prior')  # a hook stopped by a full disk mid-line
+    put(folder, 4, INTERACTIVE, NOW + 2)
+    records, bad = inbox.read(str(folder / inbox.SPOOL_FILE))
+    assert [r["scene"] for r in records] == [1, 2, 4] and bad == ['{"scene": 3, "prior']
+    assert inbox.waiting(str(folder)) == {1: INTERACTIVE, 2: BULK, 4: INTERACTIVE}
+    assert oct((folder / inbox.SPOOL_FILE).stat().st_mode & 0o777) == "0o600"
 
 
-def test_one_row_per_scene_and_an_edit_replaces_a_scan(folder):
-    assert put(folder, 2, BULK, NOW + 1) is True
-    assert put(folder, 2, BULK, NOW + 2) is False  # collapses: the older row stays
-    assert put(folder, 1, INTERACTIVE, NOW + 3) is False
-    assert put(folder, 2, INTERACTIVE, NOW + 4) is True  # a user's edit replaces the scan's row
-    assert put(folder, 2, BULK, NOW + 5) is False
-    assert inbox_rows(folder) == [(1, INTERACTIVE, NOW), (2, INTERACTIVE, NOW + 4)]
-
-
-def test_no_queue_file_yet_is_left_to_the_full_lane(tmp_path):
-    assert inbox.put(str(tmp_path / "data.db"), 1, INTERACTIVE, "e", (), NOW) is None
-    assert not (tmp_path / "data.db").exists()
-
-
-def test_the_consumer_takes_inbox_rows_as_jobs(folder):
+def test_the_consumer_takes_inbox_lines_as_jobs_one_per_scene(folder):
     put(folder, 2, BULK, NOW + 1, fields=())
+    put(folder, 2, BULK, NOW + 2, fields=())  # collapses into the first
+    put(folder, 3, BULK, NOW + 3, fields=())
+    put(folder, 3, INTERACTIVE, NOW + 4)  # a user's edit replaces the scan's job
     queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
     taken = queue.take(10)
     assert [(t.job.scene_id, t.job.priority, t.job.fields, t.job.enqueued_at) for t in taken] == [
         (1, INTERACTIVE, ("title",), NOW),
+        (3, INTERACTIVE, ("title",), NOW + 4),
         (2, BULK, (), NOW + 1),
     ]
-    assert inbox_rows(folder) == []
+    assert inbox_lines(folder) == [] and not list(folder.glob("inbox.spool*"))
     queue.close()
 
 
-def test_a_crash_between_put_and_forget_moves_a_row_twice_into_one_job(folder, monkeypatch):
+def test_a_crash_between_put_and_delete_moves_a_line_twice_into_one_job(folder, monkeypatch):
+    import os
+
     queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
 
-    def crash(rows):
-        raise sqlite3.OperationalError("killed")
+    def crash(path):
+        raise OSError("killed")
 
-    monkeypatch.setattr(queue, "_forget_moved", crash)
-    with pytest.raises(sqlite3.OperationalError):
-        queue.take(10)  # the row is in the queue and still in the inbox
+    monkeypatch.setattr(os, "remove", crash)
+    with pytest.raises(OSError):
+        queue.take(10)  # the job is in the queue and its line still in the taken file
     monkeypatch.undo()
     queue.close()
+    put(folder, 2)  # a hook meanwhile: a new inbox file beside the taken one
     again = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
-    assert [t.job.scene_id for t in again.take(10)] == [1]  # collapsed into the waiting job
-    assert again.take(10) == [] and inbox_rows(folder) == []
+    assert [t.job.scene_id for t in again.take(10)] == [1, 2]  # 1 collapsed into its waiting job
+    assert again.take(10) == [] and inbox_lines(folder) == []
     again.close()
 
 
-def test_a_row_replaced_while_it_moves_stays_for_the_next_take(folder, monkeypatch):
-    put(folder, 2, BULK, NOW + 1)
-    queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
-    put_many = queue.put_many
+def test_a_line_written_while_the_file_moves_goes_to_the_new_file(tmp_path, monkeypatch):
+    """A hook that opened the inbox file just before the consumer took it aside writes to
+    the new file (core/platform.py ``append``), never into the one being moved in."""
+    from core import platform
 
-    def edit_meanwhile(jobs):
-        added = put_many(jobs)
-        put(folder, 2, INTERACTIVE, NOW + 2)  # a user's edit lands while the scan's row moves
-        return added
+    spool, taken = str(tmp_path / "inbox.spool"), str(tmp_path / "inbox.spool.taken")
+    platform.append(spool, b"a\n")
+    early = os.open(spool, os.O_WRONLY | os.O_APPEND)
+    assert platform.take_aside(spool, taken)
+    monkeypatch.setattr(platform.os, "open", _open_first(early))  # its open came before the move
+    platform.append(spool, b"b\n")
+    os.close(early)
+    assert (tmp_path / "inbox.spool.taken").read_bytes() == b"a\n"
+    assert (tmp_path / "inbox.spool").read_bytes() == b"b\n"
+    assert not platform.take_aside(str(tmp_path / "none"), taken)
 
-    monkeypatch.setattr(queue, "put_many", edit_meanwhile)
-    first = queue.take(1)
-    monkeypatch.undo()
-    assert [t.job.scene_id for t in first] == [1]
-    assert inbox_rows(folder) == [(2, INTERACTIVE, NOW + 2)]
-    second = queue.take(10)
-    assert [(t.job.scene_id, t.job.priority) for t in second] == [(2, INTERACTIVE)]  # replaced the scan's job
-    assert queue.take(10) == []
-    queue.close()
+
+def _open_first(fd: int):
+    """os.open that hands out a duplicate of ``fd`` (a file opened earlier) once, then opens."""
+    real = os.open
+    calls: list = []
+
+    def opened(*args, **kwargs):
+        calls.append(args)
+        return os.dup(fd) if len(calls) == 1 else real(*args, **kwargs)
+
+    return opened
 
 
 def test_counts_waiting_job_and_clear_see_the_inbox(folder):
     put(folder, 2, BULK, NOW + 1, fields=())
+    put(folder, 2, BULK, NOW + 2, fields=())
     queue = JobQueue(folder)
     counts = queue.counts()
-    assert (counts["pending"], counts[INTERACTIVE], counts[BULK]) == (2, 1, 1)
+    assert (counts["pending"], counts[INTERACTIVE], counts[BULK]) == (2, 1, 1)  # scenes, not lines
     assert queue.ready_count() == 2
-    assert queue.waiting_job(2) == Job(2, BULK, "Scene.Update.Post", (), NOW + 1)
+    assert queue.waiting_job(2) == Job(2, BULK, "Scene.Update.Post", (), NOW + 2)
     assert queue.clear() == 2
-    assert queue.counts()["pending"] == 0 and inbox_rows(folder) == []
+    assert queue.counts()["pending"] == 0 and inbox_lines(folder) == []
     queue.close()
 
 
-def test_a_damaged_inbox_row_is_set_aside_and_the_rest_move(folder):
-    with sqlite3.connect(folder / "data.db") as conn:
-        conn.execute("INSERT INTO s2p_inbox VALUES (5, 'urgent', 'e', '', 0)")
+def test_a_damaged_inbox_line_is_set_aside_and_the_rest_move(folder):
+    inbox.put(str(folder.parent), {"scene": 5, "priority": "urgent", "event": "e", "fields": [], "at": 0})
+    with open(folder / inbox.SPOOL_FILE, "ab") as spool:
+        spool.write(b"\nnot json\n")
     queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
     assert [t.job.scene_id for t in queue.take(10)] == [1]
-    assert queue.take_rejected() == [("inbox", 5, "ValueError: not a scene job: scene 5, priority 'urgent'")]
-    assert inbox_rows(folder) == []
+    assert queue.take_rejected() == [
+        ("inbox", 0, "ValueError: not a scene job: scene 5, priority 'urgent'"),
+        ("inbox", 0, "not a job: 'not json'"),
+    ]
+    assert inbox_lines(folder) == []
+    queue.close()
+
+
+def test_rows_an_older_version_left_in_the_inbox_table_move_in(tmp_path):
+    JobQueue(tmp_path).counts()  # makes data.db
+    with sqlite3.connect(tmp_path / "data.db") as conn:
+        conn.execute(
+            "CREATE TABLE s2p_inbox (scene_id INTEGER PRIMARY KEY, priority TEXT NOT NULL, "
+            "event TEXT NOT NULL, fields TEXT NOT NULL, queued_at REAL NOT NULL)"
+        )
+        conn.execute("INSERT INTO s2p_inbox VALUES (6, 'bulk', 'Scene.Create.Post', '', ?)", (NOW,))
+    queue = JobQueue(tmp_path, consumer=True, clock=lambda: NOW + 10)
+    assert [(t.job.scene_id, t.job.priority) for t in queue.take(10)] == [(6, BULK)]
+    queue.close()
+    with sqlite3.connect(tmp_path / "data.db") as conn:
+        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 's2p_inbox'").fetchone() is None
+
+
+def _append_many(args) -> None:
+    folder, first, n = args
+    for sid in range(first, first + n):
+        put(folder, sid)
+
+
+def test_concurrent_hooks_and_takes_lose_and_double_no_line(tmp_path):
+    """Four processes append 300 lines each while the consumer takes the file aside again
+    and again: every scene arrives, once."""
+    import multiprocessing
+
+    folder = tmp_path / "queue"
+    queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
+    seen: list[int] = []
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        done = pool.map_async(_append_many, [(folder, 1 + 1000 * i, 300) for i in range(4)])
+        while not done.ready():
+            seen.extend(t.job.scene_id for t in queue.take(500))
+        done.get()
+    seen.extend(t.job.scene_id for t in queue.take(2000))
+    assert sorted(seen) == [1 + 1000 * i + k for i in range(4) for k in range(300)]
     queue.close()
 
 
@@ -135,7 +196,7 @@ def _run_hook(context: dict, data) -> str:
 
 
 @pytest.mark.parametrize("drainer_comes_back", [True, False])
-def test_a_hook_that_sees_the_drainer_leave_after_writing_its_row_queues_one_job(
+def test_a_hook_that_sees_the_drainer_leave_after_writing_its_line_queues_one_job(
     tmp_path, monkeypatch, drainer_comes_back
 ):
     """The fast lane writes its row while a drainer holds the lock, then finds the lock
@@ -182,7 +243,7 @@ def test_a_hook_that_sees_the_drainer_leave_after_writing_its_row_queues_one_job
             assert lock.acquire()
             taken.extend(drainer.take(10))
             assert [t.job.scene_id for t in taken] == [3, 4]
-        assert drainer.take(10) == [] and inbox_rows(data / "queue") == []  # one job for the hook's row
+        assert drainer.take(10) == [] and inbox_lines(data / "queue") == []  # one job for the hook's line
         assert drainer.counts()["pending"] == 2  # both in flight
     finally:
         drainer.close()

@@ -72,7 +72,8 @@ def test_a_producer_killed_between_its_row_and_the_record_leaves_a_row_that_drai
     monkeypatch.undo()
     assert opened(tmp_path).put(job(1, BULK)) is True  # the first row has no live mark: a duplicate, not a loss
     consumer = opened(tmp_path, consumer=True)
-    assert consumer.counts()[BULK] == 2  # the consumer records the orphan row when it opens the table
+    assert sum(n for *_, n, _ in consumer.store.tally(BULK)) == 2  # the orphan row recorded on opening
+    assert consumer.counts()[BULK] == 1  # one scene waiting
     consumer.close()
     assert drained(tmp_path) == [(1, BULK)]  # one take: one job per scene, the double acked
 
