@@ -10,6 +10,7 @@ lingers ``LINGER_S`` when idle and looks once more after releasing the lock
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -17,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from core.backoff import probe_wait
-from core.errors import ConfigError, PlexAuthError, Stash2PlexError, StashUnavailable
+from core.errors import ConfigError, DiskRefused, PlexAuthError, Stash2PlexError, StashUnavailable
 from core.log import Redactor, StashLog, capture_library_logs
 from core.platform import HeldLock, lower_priority
+from sync_queue.sqlite import disk_fault
 from validation.plugin_input import ServerConnection
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ LINGER_S = 15.0  # how long an idle drainer waits for more work before it exits
 LINGER_POLL_S = 0.2
 FIX_CHECK_S = 3.0  # after a wrong setting stopped the run: how often the saved settings are compared
 FIX_WAIT_S = 600.0  # and for how long
+DISK_WAIT = "disk"  # drain_once: our own disk refused (full, a file held); wait, then again
 
 
 def _worker_once_stash_answers(app: App, queue: JobQueue, stop: threading.Event, log: StashLog) -> Worker | None:
@@ -108,9 +111,10 @@ class SettingsWatch:
         return self.app.settings_changed()
 
 
-def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | None:
+def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
     """Run the worker in a daemon thread until the queue is empty or a task takes over.
-    True: a clean run; False: it stopped on an error; None: the settings changed."""
+    True: a clean run; False: it stopped on an error; None: the settings changed;
+    ``DISK_WAIT``: our own disk refused (full, or a data file held by another program)."""
     stop = threading.Event()
     outcome: dict = {}
     thread = threading.Thread(target=_work, args=(app, lock, stop, outcome), name="s2p-worker", daemon=True)
@@ -131,7 +135,7 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | None:
     if restart and "error" not in outcome:
         return None
     if "error" in outcome:
-        error = outcome["error"]
+        error = disk_fault(outcome["error"]) or outcome["error"]
         log.error(f"drainer stopped: {type(error).__name__}: {error}")
         _remember_error(app, log.redact(f"{type(error).__name__}: {error}"))
         from app.root import fix_for
@@ -140,7 +144,7 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | None:
         app.health().failing(log.redact(reason), fix_for(error, app.surface))
         if isinstance(error, (ConfigError, PlexAuthError)) and _settings_fixed(app, log):
             return None
-        return False
+        return DISK_WAIT if isinstance(error, DiskRefused) else False
     from worker.progress import counts_text
 
     log.info(f"drainer finished: {counts_text(outcome.get('stats') or {})}")
@@ -169,6 +173,36 @@ def _settings_fixed(app: App, log: StashLog) -> bool:
     return False
 
 
+def _disk_back(app: App, log: StashLog, failures: int) -> bool:
+    """After our own disk refused: hold the lock (hooks then only queue) and wait 2, 4, 8 …
+    60 s (``probe_wait``) while jobs wait, then try again. False when nothing waits, or a
+    task asked for the lock, or another drainer has it."""
+    lock = HeldLock(app.lock_path)
+    if not lock.acquire(patience=LOCK_PATIENCE_S):
+        return False
+    try:
+        if not _work_waits(app):
+            return False
+        wait = probe_wait(failures)
+        log.info(f"the jobs wait for the disk; the drainer tries again in {wait:.0f} s")
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if app.handover_requested():
+                return False
+            time.sleep(WATCH_INTERVAL_S)
+        return True
+    finally:
+        lock.release()
+
+
+def _work_waits(app: App) -> bool:
+    """Whether jobs (or the hooks' inbox) wait; True when the queue cannot even be read."""
+    try:
+        return app.producer_queue().pending() > 0
+    except (Stash2PlexError, sqlite3.Error, OSError):
+        return True
+
+
 def _remember_error(app: App, text: str | None) -> None:
     """Keep the reason (or its absence) for queue_status: the drainer has no reply to give."""
     try:
@@ -177,8 +211,8 @@ def _remember_error(app: App, text: str | None) -> None:
             ledger.set_meta("last_drainer_error", {"error": app.log.redact(text), "at": time.time()})
         elif ledger.meta("last_drainer_error") is not None:
             ledger.set_meta("last_drainer_error", None)
-    except Stash2PlexError:
-        pass
+    except (Stash2PlexError, sqlite3.Error, OSError):
+        pass  # a full disk or a held ledger: the health file says it
 
 
 def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
@@ -203,6 +237,7 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
         surface=payload.get("surface") or STASH_UI,
         log_read=False,
     )
+    disk_failures = 0
     try:
         app.take_over(start_drainer=False)  # the public plugin's jobs, for this drainer
         while True:
@@ -210,7 +245,12 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
             if not lock.acquire(patience=LOCK_PATIENCE_S):
                 return 0  # another drainer (or a task) is at work
             clean = drain_once(app, log, lock)  # releases the lock when done
-            if clean is None:  # new settings: new parts (clients, index, breaker binding)
+            if clean == DISK_WAIT:
+                app.close()  # its connections may be mid-transaction: new parts for the next try
+                if not _disk_back(app, log, disk_failures):
+                    return 0
+                disk_failures += 1
+            if clean is None or clean == DISK_WAIT:  # new settings: new parts (clients, index, breaker binding)
                 app.close()
                 app = App(
                     connection,
@@ -222,6 +262,7 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
                     log_read=False,
                 )
                 continue
+            disk_failures = 0
             # pending, not only ready: jobs this drainer held back when a handover request
             # came (its requester may have died since) are left 'unack' until resumed
             if not clean or app.handover_requested() or not app.producer_queue().pending():

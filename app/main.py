@@ -209,10 +209,9 @@ def _plugin(
 
 def _disk_refused(exc: OSError) -> bool:
     """A full, read-only or forbidden folder (not a bug): said in words, without a traceback."""
-    import errno
+    from sync_queue.sqlite import DISK_ERRNOS
 
-    codes = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, getattr(errno, "EDQUOT", -1)}
-    return exc.errno in codes and bool(exc.filename)
+    return exc.errno in DISK_ERRNOS and bool(exc.filename)
 
 
 def _unexpected(stdout: TextIO, log: StashLog, exc: Exception) -> int:

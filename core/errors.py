@@ -104,3 +104,9 @@ class InputError(Stash2PlexError):
 
 class DataFileError(Stash2PlexError):
     """A queue, ledger or DLQ file cannot be read; the message names the file."""
+
+
+class DiskRefused(DataFileError):
+    """The plugin's own disk refuses for now (full, read-only, no permission) or another
+    program holds a data file: nothing is wrong with the file or the job. The run stops
+    with the jobs queued, their budget intact, and the drainer tries again by itself."""

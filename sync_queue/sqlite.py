@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
-from core.errors import DataFileError
+from core.errors import DataFileError, DiskRefused
 
 BUSY_TIMEOUT_S = 10.0
 LOCKED_ATTEMPTS = 6  # core/backoff.py LOCKED.max_attempts (not imported: the hook seldom needs it)
@@ -131,7 +131,7 @@ def data_file_error(path: Path, exc: BaseException, probe=probe_folder) -> DataF
     return disk_error(path, errno_, exc)
 
 
-def disk_error(path: Path, errno_: int | None, exc: BaseException) -> DataFileError:
+def disk_error(path: Path, errno_: int | None, exc: BaseException) -> DiskRefused:
     folder = path.parent
     untouched = "The file itself is not damaged and nothing in it was lost; leave it where it is."
     if errno_ in (_errno.ENOSPC, getattr(_errno, "EDQUOT", -1), _errno.EFBIG):
@@ -146,10 +146,29 @@ def disk_error(path: Path, errno_: int | None, exc: BaseException) -> DataFileEr
     else:
         why = f"the disk holding {folder} reported an error ({exc})"
         remedy = "Check that disk (space, permissions, health), then run the task again."
-    return DataFileError(f"cannot write {path}: {why}. {untouched} {remedy}")
+    return DiskRefused(f"cannot write {path}: {why}. {untouched} {remedy}")
 
 
-def os_error(path: Path, exc: OSError) -> DataFileError:
+DISK_ERRNOS = {_errno.ENOSPC, _errno.EROFS, _errno.EACCES, _errno.EPERM, _errno.EFBIG, getattr(_errno, "EDQUOT", -1)}
+
+
+def disk_fault(exc: BaseException) -> DiskRefused | None:
+    """The plugin's own disk refusing for now (core/errors.py ``DiskRefused``): a full,
+    read-only or forbidden folder, or a data file another program holds past every retry
+    (a backup tool, a ``sqlite3`` shell); None for anything else (corruption included)."""
+    if isinstance(exc, DiskRefused):
+        return exc
+    if is_locked(exc):
+        return DiskRefused(
+            f"a data file stayed locked by another program ({exc}): a backup tool, antivirus or "
+            "sqlite3 shell holding it. Nothing was lost; the jobs wait and the drainer tries again."
+        )
+    if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS and exc.filename:
+        return os_error(Path(exc.filename), exc)
+    return None
+
+
+def os_error(path: Path, exc: OSError) -> DiskRefused:
     """An OSError writing one of our files (breaker.json, a log), in the same words."""
     return disk_error(path, exc.errno, exc)
 

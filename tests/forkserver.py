@@ -226,7 +226,7 @@ def _become(request: dict, fds: list[int], base_path: list[str]) -> None:
         import resource
 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))  # raised again: space back
     script = request["argv"][1]
     sys.argv[:] = request["argv"][1:]
     extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]

@@ -246,7 +246,7 @@ def _limit_file_size(limit: int):
         import signal
 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of being killed (kept across exec)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))  # raised again: space back
 
     return apply
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from core import errors
 from core.backoff import NOT_FOUND, TRANSIENT, schedule
 from sync_queue.job import Job
+from sync_queue.sqlite import disk_fault
 
 ACK, RETRY, POSTPONE, DLQ, HOLD, WAIT_STASH = "ack", "retry", "postpone", "dlq", "hold", "wait_stash"
 UNAVAILABLE_RECHECK_S = 2.0  # before the breaker opens; then its probe waits (2, 4, 8 … 60 s)
@@ -63,6 +64,10 @@ def decide(
         # A setting is wrong (or the run is stopping), not the job: it keeps its budget
         # and stays queued, and the run stops so the reply can name the cause.
         return Decision(HOLD, job, now, str(error))
+    if disk_fault(error) is not None:
+        # our own disk (full, or a data file held by another program), not the job: it keeps
+        # its budget and stays queued; the run stops and the drainer tries again later
+        return Decision(HOLD, job, now, str(disk_fault(error)))
     if isinstance(error, errors.PlexUnavailable):
         until = probe_at if probe_at and probe_at > now else now + UNAVAILABLE_RECHECK_S
         return Decision(POSTPONE, job, until, f"Plex unavailable; waiting until {until:.0f}")

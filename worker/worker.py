@@ -34,6 +34,7 @@ from core.errors import (
 )
 from stash.timestamps import parse as parse_timestamp
 from sync_queue.job import BULK, Job, Taken
+from sync_queue.sqlite import disk_fault
 from sync_queue.stats import Delta
 from validation.metadata import entities_of, scene_from_stash
 from worker.breaker import BreakerState, State
@@ -559,7 +560,7 @@ class Worker:
         elif decision.action == HOLD:
             self.queue.postpone(item, until)  # stays unacked: the next consumer gets it back
             if not isinstance(error, RunStopped):
-                self._abort(error)
+                self._abort((disk_fault(error) if error is not None else None) or error)
         elif decision.action == DLQ:
             self.dlq.add(item.job, type(error).__name__, self.log.redact(decision.message), title or None)
             self.queue.ack(item)
