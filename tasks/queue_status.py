@@ -20,6 +20,7 @@ def run(app: Context) -> dict[str, Any]:
     counts = app.producer_queue().counts()
     dlq = app.dlq().summary(newest=5)
     ledger = app.ledger()
+    stats = app.stats().snapshot()
     status = {
         "pending": counts["pending"],
         "interactive": counts["interactive"],
@@ -32,9 +33,10 @@ def run(app: Context) -> dict[str, Any]:
         "dlq_by_reason": dlq["by_reason"],
         "dlq_newest": [{**e, "failed_at": iso_local(e["failed_at"])} for e in dlq["newest"]],
         "drainer_running": app.drainer_running(),
-        "last_sync": ledger.meta("last_sync_at"),
+        "last_sync": stats["last_success_at"],  # any run: the background drainer's too
+        "last_full_sync": ledger.meta("last_sync_at"),
         "synced_scenes": ledger.count(),
-        "stats": app.stats().snapshot(),
+        "stats": stats,
         "last_drainer_error": ledger.meta("last_drainer_error"),
     }
     private = app.private()
@@ -77,7 +79,8 @@ def _queue_lines(status: dict[str, Any]) -> list[str]:
     drainer = "a background drainer is running" if status.get("drainer_running") else "no background drainer is running"
     lines.append(
         f"{drainer}; {status.get('synced_scenes', 0):,} scenes in the sync ledger; "
-        f"last 'all'/'recent' sync {status.get('last_sync') or 'never'}"
+        f"last sync {status.get('last_sync') or 'never'}; "
+        f"last 'all'/'recent' {status.get('last_full_sync') or 'never'}"
     )
     if status.get("set_aside"):
         n = status["set_aside"]

@@ -88,7 +88,7 @@ def status(app: Context) -> dict[str, Any]:
         },
         "drainer_running": app.drainer_running(),
         "dlq": {"count": sum(by_reason.values()), "shown": len(entries), "groups": dlq_groups(entries, by_reason)},
-        "last_sync": ledger.meta("last_sync_at"),
+        "last_full_sync": ledger.meta("last_sync_at"),
         "synced_scenes": ledger.count(),
         "stats": app.stats().snapshot(),
         "last_drainer_error": ledger.meta("last_drainer_error"),

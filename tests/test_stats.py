@@ -342,7 +342,7 @@ def test_format_status_renders_queue_dlq_and_stats_lines():
     assert format_status(status) == [
         "1,234 pending (2 waiting for a retry, the next at 2026-11-26T10:05:00+00:00), 3 in the dead-letter queue"
         "; 2 × PlexNotFound; 1 × AmbiguousMatch",
-        "a background drainer is running; 5,678 scenes in the sync ledger; last 'all'/'recent' sync never",
+        "a background drainer is running; 5,678 scenes in the sync ledger; last sync never; last 'all'/'recent' never",
         "DLQ scene 7 'Seven': not in Plex",
         "synced 1,234, unchanged 5,678, failed 3 (PlexNotFound 2, AmbiguousMatch 1), retried 0, gone 0, "
         "posters 12, avg Plex 84 ms/job, last success 2026-11-26T10:00:00+00:00",
@@ -438,3 +438,13 @@ def test_counts_recorded_before_a_sigkill_survive_it(plugin, tmp_path):
         store.close()
         if proc.poll() is None:
             proc.kill()
+
+
+def test_last_sync_tells_when_the_background_drainer_last_synced(plugin):
+    sid, _ = plugin.add_scene(1)
+    assert plugin.task("queue_status").output["last_sync"] is None
+    assert plugin.hook(plugin.stash.update_scene(sid, title="Synced in the background")).error is None
+    plugin.wait_drained()
+    status = plugin.task("queue_status").output
+    assert status["last_sync"] is not None and status["last_sync"] == status["stats"]["last_success_at"]
+    assert status["last_full_sync"] is None  # no 'all'/'recent' ran

@@ -217,7 +217,7 @@
     const s = props.status;
     const st = s.stats || {};
     return TableCard("s2p-stats", "Last sync and statistics", [
-      Row("Last full/recent sync", when(s.last_sync), "s2p-last-sync"),
+      Row("Last full/recent sync", when(s.last_full_sync), "s2p-last-sync"),
       Row(
         "Scenes in Plex",
         s.checked_at ? s.synced_scenes : s.synced_scenes ? s.synced_scenes + " so far (not every scene checked yet)" : "not checked yet",
