@@ -106,6 +106,15 @@ class World:
     user_stash_rates: int = 0
     owner_changes: int = 0  # a rating given to an item may reach each scene that holds it in turn
     delivered: set[int] = field(default_factory=set)  # id() of the hook contexts the model delivered
+    # The machine's own faults (``faults``): an RNG of their own; what is going on now
+    faults: bool = False
+    faults_rng: random.Random = field(default_factory=random.Random)
+    full_at: int | None = None  # the file-size limit of the next hook (and the drainer it starts)
+    full_drainer: int = 0  # the pid of a drainer that runs out of space
+    full_steps: int = 0  # operations until its space comes back
+    full_since: int = 0  # where the operations played since the disk filled begin
+    holder: object = None  # the process holding every SQLite file of the data folder
+    fault_problems: list[str] = field(default_factory=list)
     fired_seen: int = 0  # how many of Stash's hook contexts were looked at for the plugin's own
 
     @property
@@ -153,7 +162,7 @@ class World:
 
     def hook(self, context: dict) -> None:
         self.delivered.add(id(context))
-        run = self.plugin.hook(context)
+        run = self.plugin.hook(context, file_size_limit=self.full_at)
         assert run.error is None, run.stderr[-2000:]
 
     def pick(self) -> int | None:
@@ -408,6 +417,101 @@ class World:
             self.log.append("import_plays")
             self.import_plays()
 
+    # -- the machine's own faults -------------------------------------------------
+    def fault(self) -> None:
+        """Maybe a fault of the plugin's own machine, at a random moment among the other
+        operations: every SQLite file held by another process for a while (hooks and tasks
+        go on meanwhile), the disk full for a few operations (the drainer a hook starts
+        cannot write; its space comes back later, or a task takes over), a drainer
+        SIGKILLed at a random point of its run."""
+        rng = self.faults_rng
+        if self.full_drainer and self.full_steps <= 0:
+            self.space_back()
+        self.full_steps -= 1
+        roll = rng.random()
+        if roll < 0.2 and self.holder is None:
+            self.hold_files(rng.uniform(0.3, 2.5))
+        elif roll < 0.35 and not self.full_drainer:
+            self.fill_disk(rng.randint(1, 3))
+        elif roll < 0.55:
+            self.kill_drainer(rng.uniform(0.0, 1.0))
+        if self.holder is not None and self.holder.proc.poll() is not None:
+            self.holder.close()
+            self.holder = None
+
+    def hold_files(self, seconds: float) -> None:
+        from tests.disk_faults import HeldFiles, sqlite_files
+
+        if sqlite_files(Path(self.plugin.data_dir)):
+            self.log.append(f"data files held {seconds:.1f} s")
+            self.holder = HeldFiles(Path(self.plugin.data_dir), seconds)
+
+    def fill_disk(self, steps: int) -> None:
+        """An edit whose hook starts a drainer that cannot grow any file (the hooks' inbox
+        excepted): it stops for lack of space and waits for it."""
+        spool = Path(self.plugin.data_dir) / "queue" / "inbox.spool"
+        size = spool.stat().st_size if spool.exists() else 0
+        self.log.append(f"disk full for {steps} operations")
+        self.release()
+        self.full_at = size + 4096  # the hooks' inbox may grow by a few lines, nothing else
+        try:
+            self.edit()
+        finally:
+            self.full_at = None
+        self.full_drainer = self._lock_holder(wait_s=3.0)
+        self.full_steps = steps
+        self.full_since = len(self.log)
+
+    def space_back(self) -> None:
+        """The space is back. A drainer that ran out of it must still be there (waiting
+        for the disk with the jobs), unless a task took over or nothing waits."""
+        from sync_queue import health
+        from tests.disk_faults import raise_file_size_limit
+
+        self.log.append("space back")
+        try:
+            raise_file_size_limit(self.full_drainer)
+        except ProcessLookupError:
+            failing = str(health.read(self.plugin.data_dir).get("failing"))
+            took_over = any(op.startswith("task") for op in self.log[self.full_since :])
+            if "is full" in failing and not took_over and self.plugin.status()["pending"]:
+                self.fault_problems.append(f"the drainer that ran out of space exited with jobs waiting ({failing})")
+        self.full_drainer = 0
+        self.hold()
+
+    def kill_drainer(self, after: float) -> None:
+        """An edit whose hook starts a drainer, SIGKILLed ``after`` seconds later."""
+        from tests.runner import kill_lock_holder
+
+        if self.full_drainer:
+            return
+        self.release()
+        self.edit()
+        time.sleep(after)
+        killed = kill_lock_holder(Path(self.plugin.data_dir) / "drainer.lock")
+        self.log.append(f"drainer SIGKILLed after {after:.2f} s" if killed else "drainer done before its kill")
+        self._lock_holder(wait_s=0.0)
+        deadline = time.monotonic() + 5
+        while self.plugin.drainer_busy() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.hold()
+
+    def _lock_holder(self, wait_s: float) -> int:
+        deadline = time.monotonic() + wait_s
+        lock = Path(self.plugin.data_dir) / "drainer.lock"
+        while True:
+            text = lock.read_text().strip() if lock.exists() else ""
+            if (text.isdigit() and self.plugin.drainer_busy()) or time.monotonic() >= deadline:
+                return int(text) if text.isdigit() else 0
+            time.sleep(0.02)
+
+    def end_faults(self) -> None:
+        if self.full_drainer:
+            self.space_back()
+        if self.holder is not None:
+            self.holder.close()
+            self.holder = None
+
     def import_plays(self) -> None:
         run = self.plugin.task("import_plays")
         assert run.error is None, run.stderr[-2000:]
@@ -467,6 +571,7 @@ class World:
             if owner and item["files"][0] not in self.history.get(int(owner.group(1)), set()):
                 problems.append(f"item {item['ratingKey']} at {item['files'][0]} shows {item['fields']['title']!r}")
         problems += self._check_plays(items) if self.plays else []
+        problems += self.fault_problems
         return problems + (self._check_ratings(items) if self.ratings else [])
 
     def _check_released(self, item: dict) -> list[str]:
@@ -742,10 +847,12 @@ def _folded(names) -> list[str]:
     return sorted({n.casefold() for n in names})
 
 
-def run_seed(plugin, seed: int, scenes: int = 5, steps: int = 10, ratings: bool = False) -> World:
+def run_seed(plugin, seed: int, scenes: int = 5, steps: int = 10, ratings: bool = False, faults: bool = False) -> World:
     """Play one seeded sequence; raises AssertionError naming the seed and the operations.
-    ``ratings``: also ratings on both sides (the plugin must be configured with ``import_ratings``)."""
+    ``ratings``: also ratings on both sides (the plugin must be configured with ``import_ratings``);
+    ``faults``: also faults of the plugin's own machine (``World.fault``)."""
     world = World(plugin, random.Random(seed), plays_rng=random.Random(f"plays {seed}"))
+    world.faults, world.faults_rng = faults, random.Random(f"faults {seed}")
     if ratings:
         world.ratings, world.ratings_rng, world.wall = True, random.Random(f"ratings {seed}"), Wall(plugin.stash)
         plugin.plex.clock, plugin.stash.clock = world.wall.plex, world.wall.stash_clock
@@ -763,7 +870,10 @@ def run_seed(plugin, seed: int, scenes: int = 5, steps: int = 10, ratings: bool 
                 world.deliver_fired()
                 world.note_stash()
                 world.rate()
+            if faults:
+                world.fault()
     finally:
+        world.end_faults()
         world.release()
     world.settle()
     problems = world.check()

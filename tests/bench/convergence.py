@@ -3,6 +3,7 @@
     python -m tests.bench.convergence 50          # seeds 1..50, stops at the first failure
     python -m tests.bench.convergence 1 --from 17 # one given seed again
     python -m tests.bench.convergence 50 --no-ratings  # without ratings (the suite's kind of seed)
+    python -m tests.bench.convergence 50 --faults      # and the machine's faults: files held, disk full, kills
 
 Ratings on both sides are played by default (``run_seed(ratings=True)``, ``import_ratings`` on).
 
@@ -24,7 +25,7 @@ from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
 
 
-def one(seed: int, scenes: int, steps: int, ratings: bool = True) -> None:
+def one(seed: int, scenes: int, steps: int, ratings: bool = True, faults: bool = False) -> None:
     root = Path(tempfile.mkdtemp(prefix=f"s2p-convergence-{seed}-"))
     data_dir = root / "data"
     env = {"STASH2PLEX_DATA_DIR": str(data_dir), "STASH2PLEX_BREAKER_RECOVERY_S": "2"}
@@ -36,7 +37,7 @@ def one(seed: int, scenes: int, steps: int, ratings: bool = True) -> None:
         plugin = Plugin(stash, plex, data_dir, env)
         plugin.configure(plex_concurrency=2, import_ratings=ratings or None)
         try:
-            run_seed(plugin, seed, scenes=scenes, steps=steps, ratings=ratings)
+            run_seed(plugin, seed, scenes=scenes, steps=steps, ratings=ratings, faults=faults)
         finally:
             _stop_drainers(data_dir)
     shutil.rmtree(root, ignore_errors=True)
@@ -49,11 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenes", type=int, default=6)
     parser.add_argument("--steps", type=int, default=14)
     parser.add_argument("--no-ratings", dest="ratings", action="store_false", help="no ratings on either side")
+    parser.add_argument("--faults", action="store_true", help="the machine's faults too (World.fault)")
     args = parser.parse_args(argv)
     for seed in range(args.first, args.first + args.count):
         started = time.perf_counter()
         try:
-            one(seed, args.scenes, args.steps, args.ratings)
+            one(seed, args.scenes, args.steps, args.ratings, args.faults)
         except AssertionError as exc:
             print(f"seed {seed}: FAILED\n{exc}", flush=True)
             return 1
