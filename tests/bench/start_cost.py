@@ -51,11 +51,13 @@ def _settled(data_dir: Path, timeout: float = 60.0) -> None:
     """Wait until no drainer runs and nothing is queued (the drainer a hook started is done)."""
     import sqlite3
 
+    from sync_queue import inbox
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not is_locked(data_dir / "drainer.lock"):
+        if not is_locked(data_dir / "drainer.lock") and not inbox.holds_work(str(data_dir / "queue")):
             with sqlite3.connect(data_dir / "queue" / "data.db") as conn:
-                left = conn.execute("SELECT (SELECT COUNT(*) FROM s2p_inbox) + (SELECT COUNT(*) FROM s2p_jobs)")
+                left = conn.execute("SELECT COUNT(*) FROM s2p_jobs")
                 if left.fetchone()[0] == 0 and not is_locked(data_dir / "drainer.lock"):
                     return
         time.sleep(0.02)
