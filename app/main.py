@@ -11,6 +11,7 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any, TextIO
 
@@ -23,32 +24,16 @@ def _reply(stdout: TextIO, output: Any, error: str | None) -> None:
     stdout.flush()
 
 
-def _dispatch(
-    plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_dir: Path, queued: bool | None = None
-) -> Any:
+def _dispatch(plugin_input: PluginInput, env: dict[str, str], log: StashLog) -> Any:
     from app.root import App
-    from validation.plugin_input import HOOK_MODE
+    from core.log import capture_library_logs
+    from tasks import run_task
 
     app = App(plugin_input.server_connection, env, log)
     app.options["dry_run"] = plugin_input.args.dry_run
     try:
-        mode = plugin_input.mode
-        context = plugin_input.args.hookContext
-        if mode == HOOK_MODE and context is not None:  # the hook mode is its hookContext
-            from hooks.handler import handle
-
-            if not app.drainer_running():
-                # The drainer this hook starts needs the packages the hook itself never
-                # imports: installed now (a first run), or the reply says what to run.
-                from app.bootstrap import ensure_dependencies
-
-                ensure_dependencies(plugin_dir, log)
-            return handle(context, app, log, queued)
-        from core.log import capture_library_logs
-        from tasks import run_task
-
         capture_library_logs(log)
-        return run_task(mode, app, plugin_input.args.params)
+        return run_task(plugin_input.mode, app, plugin_input.args.params)
     finally:
         app.close()
 
@@ -71,16 +56,17 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
     the detached background drainer. Anything else: the standalone command line.
     """
     argv = argv or []
-    raw, queued = None, None
+    raw = None
+    from core.log import Redactor, StashLog
+
+    # Stash's log protocol (\x01e\x02…) is for Stash; a person at a terminal gets plain lines.
+    log = StashLog(stderr, Redactor(), plain=_terminal(stderr))
     if not argv and not _terminal(stdin):
         raw = stdin.read()
-        fast = _fast_hook(raw, stdout, stderr, env)
-        if isinstance(fast, tuple):
-            return 0  # queued for the running drainer, the reply written
-        queued = fast  # True/False: the job's row is written and no drainer runs (hooks/fast.py)
+        hooked = _hook(raw, stdout, env, log)
+        if hooked is not None:
+            return hooked  # a hook's run, its reply written
     from pathlib import Path
-
-    from core.log import Redactor, StashLog
 
     plugin_dir = Path(__file__).resolve().parent.parent
     if not argv and raw is None:
@@ -102,31 +88,28 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
         return drain(stdin, stderr, env)
     if argv:
         return _cli(argv, stdout, stderr, env, plugin_dir)
-
-    # Stash's log protocol (\x01e\x02…) is for Stash; a person at a terminal gets plain lines.
-    log = StashLog(stderr, Redactor(), plain=_terminal(stderr))
-    return _plugin(raw or "", stdout, env, log, plugin_dir, queued)
+    return _answer(stdout, log, lambda: _run(raw or "", env, log, plugin_dir))
 
 
-def _fast_hook(raw: str, stdout: TextIO, stderr: TextIO, env: dict[str, str]) -> tuple[str, str] | bool | None:
-    """The fast lane's answer (hooks/fast.py ``queue_scene_hook``); when it queued the hook's
-    job for a running drainer, its log line and reply are written here."""
-    if _terminal(stderr):
-        return None  # a person at a terminal: the full lane writes plain lines
-    from hooks.fast import queue_scene_hook
+def _hook(raw: str, stdout: TextIO, env: dict[str, str], log: StashLog) -> int | None:
+    """A hook's whole run (hooks/lane.py), its reply written; None when stdin is a task's.
+    Only a hook that finds no drainer imports more than the lane (``_start_drainer``)."""
+    from hooks import lane
 
-    done = queue_scene_hook(raw, env)
-    if not isinstance(done, tuple):
-        return done
-    # Stash's log protocol, as core/log.py's StashLog writes it (a short line of ours, with
-    # no secret in it): that module and the threading it imports are not worth a hook's time.
-    try:
-        stderr.write(f"\x01d\x02{done[1]}\n")
-        stderr.flush()
-    except (OSError, ValueError):
-        pass  # Stash stopped reading our log: the reply still matters
-    _reply(stdout, done[0], None)
-    return done
+    parsed: list = []
+
+    def work() -> Any:
+        found = lane.parse(raw)
+        if found is None:
+            return None
+        parsed.append(found)
+        connection, context = found
+        log.redact.add(connection["ApiKey"])
+        log.redact.add((connection["SessionCookie"] or {}).get("Value"))
+        return lane.run(connection, context, env, log, lambda conn, folder: _start_drainer(conn, folder, log))
+
+    code = _answer(stdout, log, work, reply_none=False)
+    return code if code != 0 or parsed else None
 
 
 def _cli(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], plugin_dir: Path) -> int:
@@ -148,35 +131,42 @@ def _terminal(stream: TextIO) -> bool:
         return False
 
 
-def _run(
-    plugin_input: PluginInput, env: dict[str, str], log: StashLog, plugin_dir: Path, queued: bool | None = None
-) -> Any:
-    """Dispatch with the runtime packages in place (app/startup.py, app/bootstrap.py); a
-    hook checks them only when it starts the drainer (``_dispatch``)."""
+def _start_drainer(connection: dict[str, Any], data_dir: str, log: StashLog) -> None:
+    """The drainer a hook starts needs the packages the hook itself never imports: installed
+    now (a first run), or the reply says what to run (app/bootstrap.py); then started."""
+    from pathlib import Path
+
     from app import startup
-    from validation.plugin_input import HOOK_MODE
+    from app.bootstrap import ensure_dependencies
+    from app.root import start_drainer
 
-    hook = plugin_input.mode == HOOK_MODE
-    startup.prepare(str(plugin_dir), hook)
-    if not hook:
-        from app.bootstrap import ensure_dependencies
-
-        ensure_dependencies(plugin_dir, log)
-    return _dispatch(plugin_input, env, log, plugin_dir, queued)
+    plugin_dir = Path(__file__).resolve().parent.parent
+    startup.prepare(str(plugin_dir), True)
+    ensure_dependencies(plugin_dir, log)
+    start_drainer(connection, Path(data_dir))
 
 
-def _plugin(
-    raw: str, stdout: TextIO, env: dict[str, str], log: StashLog, plugin_dir: Path, queued: bool | None = None
-) -> int:
-    """A run by Stash: parse its stdin text, dispatch, write exactly one reply (``queued``:
-    ``_fast_hook``'s word that the hook's job is written already)."""
-    from app.startup import DependencyError
-    from core.errors import InputError, Stash2PlexError
+def _run(raw: str, env: dict[str, str], log: StashLog, plugin_dir: Path) -> Any:
+    """A task's run by Stash: stdin parsed, the runtime packages in place (app/startup.py,
+    app/bootstrap.py), dispatched."""
+    from app import startup
+    from app.bootstrap import ensure_dependencies
     from validation.plugin_input import parse_plugin_input
 
+    plugin_input = parse_plugin_input(raw)
+    startup.prepare(str(plugin_dir), False)
+    ensure_dependencies(plugin_dir, log)
+    return _dispatch(plugin_input, env, log)
+
+
+def _answer(stdout: TextIO, log: StashLog, work: Callable[[], Any], reply_none: bool = True) -> int:
+    """Run ``work`` and write exactly one reply: its output, or the error in words (a
+    traceback only for a bug of ours). ``reply_none=False``: an output of None writes nothing."""
+    from app.startup import DependencyError
+    from core.errors import InputError, Stash2PlexError
+
     try:
-        plugin_input = parse_plugin_input(raw)
-        output = _run(plugin_input, env, log, plugin_dir, queued)
+        output = work()
     except DependencyError as exc:
         log.error(str(exc))
         _reply(stdout, None, str(exc))
@@ -203,7 +193,8 @@ def _plugin(
         return 1
     except Exception as exc:
         return _unexpected(stdout, log, exc)
-    _reply(stdout, output, None)
+    if output is not None or reply_none:
+        _reply(stdout, output, None)
     return 0
 
 

@@ -20,6 +20,7 @@ from core.errors import ConfigError, DataFileError, Stash2PlexError
 from core.log import StashLog
 from core.platform import HeldLock, is_locked, python_executable, spawn_detached
 from sync_queue import inbox
+from sync_queue.owner import data_folder
 from sync_queue.queue import JobQueue
 from validation.plugin_input import ServerConnection
 
@@ -94,25 +95,21 @@ def rotate(path: Path, max_bytes: int) -> None:
         pass  # absent, or in use on Windows: try again at the next start
 
 
-def data_dir_for(connection: ServerConnection, env: dict[str, str]) -> Path:
-    """``$STASH2PLEX_DATA_DIR`` when set, else ``<PluginDir>/data``: the folder of the Stash
-    that claimed it first; another Stash gets its own (sync_queue/owner.py)."""
-    from sync_queue.owner import data_dir_of
-
-    named = env.get("STASH2PLEX_DATA_DIR")
-    base = Path(named or Path(connection.PluginDir) / "data")
-    return data_dir_of(base, connection.Dir, bool(named))
-
-
-def check_data_dir(path: Path, env: dict[str, str]) -> None:
-    """A data folder that exists as something else than a folder is named with the remedy
-    (every data file would fail with a confusing disk error, or a traceback)."""
-    if path.exists() and not path.is_dir():
-        where = "STASH2PLEX_DATA_DIR" if env.get("STASH2PLEX_DATA_DIR") else "the plugin's data folder"
-        raise DataFileError(
-            f"{where} ({path}) is a file, not a folder: point STASH2PLEX_DATA_DIR at a folder "
-            "(or move that file away); nothing was queued or changed"
-        )
+def start_drainer(
+    connection: dict, data_dir: Path, settings_overrides: dict[str, str] | None = None, surface: str = STASH_UI
+) -> None:
+    """Start ``Stash2Plex.py drain`` detached (core/platform.py), the Stash connection and
+    the run's settings on its stdin pipe, its output in ``drainer.log``."""
+    rotate(data_dir / "drainer.log", DRAINER_LOG_MAX_BYTES)
+    payload = {
+        "server_connection": connection,
+        "data_dir": str(data_dir),
+        "settings_overrides": settings_overrides or {},
+        "surface": surface,
+    }
+    spawn_detached(
+        [python_executable(), str(ENTRY_SCRIPT), "drain"], json.dumps(payload).encode(), data_dir / "drainer.log"
+    )
 
 
 def _fingerprint(value: object) -> str:
@@ -140,8 +137,7 @@ class App:
         self.env = env
         self.log = log
         self.settings_overrides = dict(settings_overrides or {})  # the command line's flags and variables
-        self.data_dir = data_dir or data_dir_for(connection, env)
-        check_data_dir(self.data_dir, env)
+        self.data_dir = data_dir or Path(data_folder(connection.PluginDir, connection.Dir, env))
         self.queue_dir = self.data_dir / inbox.QUEUE_FOLDER
         self.lock_path = self.data_dir / inbox.LOCK_FILE
         # A task asking the drainer to hand over holds this lock while it waits: the
@@ -183,18 +179,7 @@ class App:
         if self.drainer_running():
             self.nudge_drainer()
             return False
-        rotate(self.data_dir / "drainer.log", DRAINER_LOG_MAX_BYTES)
-        payload = {
-            "server_connection": self.connection.model_dump(),
-            "data_dir": str(self.data_dir),
-            "settings_overrides": self._drainer_overrides(),
-            "surface": self.surface,
-        }
-        spawn_detached(
-            [python_executable(), str(ENTRY_SCRIPT), "drain"],
-            json.dumps(payload).encode(),
-            self.data_dir / "drainer.log",
-        )
+        start_drainer(self.connection.model_dump(), self.data_dir, self._drainer_overrides(), self.surface)
         return True
 
     def _drainer_overrides(self) -> dict[str, str]:

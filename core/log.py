@@ -8,8 +8,8 @@ Every message passes :class:`Redactor` (the Plex token, the Stash cookie) first.
 
 from __future__ import annotations
 
+import _thread  # threading's lock without threading's import: the hook logs through this class
 import re
-import threading
 import time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
@@ -81,7 +81,7 @@ class StashLog:
         self.stream = stream
         self.redact = redactor or Redactor()
         self.plain = plain
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self.broken = False
 
     def _write(self, text: str) -> None:

@@ -1,7 +1,6 @@
 """Which job a scene hook calls for, decided from the hook context's plain values.
 
-Both lanes of a hook decide here: the fast lane (hooks/fast.py) and the full one
-(hooks/handler.py). The standard library and the table of synced fields only.
+The hook (hooks/lane.py) decides here. The standard library and the table of synced fields only.
 """
 
 from __future__ import annotations

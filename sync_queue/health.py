@@ -32,7 +32,7 @@ def read(data_dir: Path | str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _write(data_dir: Path, state: dict[str, Any]) -> None:
+def _write(data_dir: Path | str, state: dict[str, Any]) -> None:
     import threading
 
     path = os.path.join(data_dir, HEALTH_FILE)
@@ -54,7 +54,7 @@ class HealthFile:
     and the last writer wins, which is right for "the latest outcome".
     """
 
-    def __init__(self, data_dir: Path, clock=time.time) -> None:
+    def __init__(self, data_dir: Path | str, clock=time.time) -> None:
         import threading
 
         self.data_dir = data_dir
@@ -87,12 +87,6 @@ class HealthFile:
 NOTICES = ("performer_photos", "predecessor_taken")
 
 
-def something_to_say(data_dir: Path | str, now: float) -> bool:
-    """Whether a hook has a warning or a notice to log now (the fast lane hands over then)."""
-    state = read(data_dir)
-    return warning_pending(data_dir, now, state=state) is not None or _untold(state) is not None
-
-
 def _untold(state: dict[str, Any]) -> tuple[str, dict] | None:
     for key in NOTICES:
         notice = state.get(key)
@@ -101,7 +95,7 @@ def _untold(state: dict[str, Any]) -> tuple[str, dict] | None:
     return None
 
 
-def notice_due(data_dir: Path) -> str | None:
+def notice_due(data_dir: Path | str) -> str | None:
     """An untold notice's text for Stash's log, marked told; None when there is none."""
     found = _untold(read(data_dir))
     if found is None:

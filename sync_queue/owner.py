@@ -91,3 +91,26 @@ def data_dir_of(base: Path, stash_dir: str | None, named: bool) -> Path:
     own = base.with_name(f"{base.name}-{hashlib.sha256(mine.encode()).hexdigest()[:8]}")
     claim(own, stash_dir)
     return own
+
+
+DATA_DIR_VARIABLE = "STASH2PLEX_DATA_DIR"
+
+
+def data_folder(plugin_dir: str, stash_dir: str | None, env: dict[str, str]) -> str:
+    """The data folder of a run: ``$STASH2PLEX_DATA_DIR`` when set, else ``<PluginDir>/data``;
+    the folder of the Stash that claimed it first, another Stash gets its own (:func:`data_dir_of`).
+    A folder this Stash claimed already is told from two small reads (a hook's usual case)."""
+    named = env.get(DATA_DIR_VARIABLE)
+    base = named or os.path.join(plugin_dir, "data")
+    if stash_dir and os.path.isdir(base) and owner(base) == key(stash_dir):
+        return base
+    from pathlib import Path
+
+    folder = data_dir_of(Path(base), stash_dir, bool(named))
+    if folder.exists() and not folder.is_dir():
+        where = DATA_DIR_VARIABLE if named else "the plugin's data folder"
+        raise DataFileError(
+            f"{where} ({folder}) is a file, not a folder: point {DATA_DIR_VARIABLE} at a folder "
+            "(or move that file away); nothing was queued or changed"
+        )
+    return str(folder)

@@ -170,12 +170,13 @@ def test_the_state_hash_input_differs_only_where_the_output_does():
 
 @pytest.mark.parametrize("field", ["rating100", "director", "code", "groups", "organized"])
 def test_a_hook_for_a_newly_written_field_queues_the_scene(field):
-    from hooks.handler import job_for
-    from validation.plugin_input import HookContext
+    from hooks.lane import scene_records
+    from validation.document import hook_values
 
-    context = HookContext(id=3, type="Scene.Update.Post", input={"id": "3", field: None}, inputFields=("id", field))
-    job = job_for(context, 0.0)
-    assert job is not None and job.fields == (field,)
+    context = hook_values(
+        {"id": 3, "type": "Scene.Update.Post", "input": {"id": "3", field: None}, "inputFields": ["id", field]}
+    )
+    assert [r["fields"] for r in scene_records(context, 0.0)] == [[field]]
 
 
 @pytest.mark.parametrize(

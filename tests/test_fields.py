@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from graphql import parse, validate
 
-from hooks.handler import job_for
+from hooks.lane import scene_records
 from plex.client import PlexClient
 from plex.desired import FIELD_VALUES, TAG_VALUES, Choices, desired_for
 from plex.plan import Written, edit_params, plan_item
@@ -16,6 +16,7 @@ from stash.client import SCENE_FIELDS
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.emulators.stash_emulator import StashEmulator
 from validation.config import load_settings
+from validation.document import hook_values
 from validation.fields import (
     FIELD,
     FIELDS,
@@ -31,7 +32,6 @@ from validation.fields import (
     check_fields,
 )
 from validation.metadata import scene_from_stash
-from validation.plugin_input import HookContext
 
 REQUIRED = {"plex_url": "http://plex:32400", "plex_token": "tok"}
 
@@ -102,11 +102,11 @@ def test_the_scene_query_reads_what_every_row_and_template_names():
 @pytest.mark.parametrize("row", SYNCED, ids=lambda row: row.plex)
 def test_editing_only_what_a_row_reads_queues_a_job(row):
     for key in row.inputs:
-        context = HookContext.parse(
+        context = hook_values(
             {"id": 7, "type": "Scene.Update.Post", "input": {"id": "7", key: None}, "inputFields": ["id", key]}
         )
-        job = job_for(context, 0.0)
-        assert job is not None and key in job.fields
+        [record] = scene_records(context, 0.0)
+        assert key in record["fields"]
 
 
 @pytest.mark.parametrize("name", FIELDS)

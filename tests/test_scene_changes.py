@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from hooks.handler import job_for
+from hooks.lane import entity_records, scene_records
 from stash.releases import GROUPS_SINCE, parse_version
 from tests import reference
 from tests.conftest import EDGE_RELEASES
-from validation.plugin_input import HookContext
+from validation.document import hook_values
 
 RELEASES = reference.path("stash-schema/versions")
 # Input keys whose change Plex never shows (ids, galleries, play history, links, stash-box ids).
@@ -58,11 +58,10 @@ def _releases() -> list[Path]:
 def test_every_scene_update_key_of_every_release_queues_a_job_unless_plex_never_shows_it(name):
     for release in _releases():
         for key in _input_keys(release, name):
-            context = HookContext.parse(
+            context = hook_values(
                 {"id": 1, "type": "Scene.Update.Post", "input": {key: None}, "inputFields": ["ids", key]}
             )
-            job = job_for(context, 0.0)
-            assert (job is None) == (key in NOT_SHOWN), f"{release.name} {name}.{key}"
+            assert (scene_records(context, 0.0) == []) == (key in NOT_SHOWN), f"{release.name} {name}.{key}"
 
 
 def _bulk_update(stash, variables: dict) -> list[dict] | None:
@@ -105,8 +104,8 @@ def test_a_bulk_edit_of_groups_only_reaches_plex(plugin, key):
     plugin.plex.clear_requests()
     for context in contexts:
         run = plugin.hook(context)
-        # "queued" even when the drainer of `all` stops between the fast lane's write and its
-        # second look: the full lane then only starts a drainer for that row (hooks/fast.py).
+        # "queued" even when the drainer of `all` stops as the hook writes its line: the hook
+        # looks at the drainer's lock after the write (hooks/lane.py).
         assert run.error is None and run.output == f"scene {context['id']} queued", run.output
     plugin.wait_drained(30)
     assert {sid: plugin.plex.item(rk)["tags"]["collection"] for sid, rk in items.items()} == {
@@ -193,21 +192,16 @@ def test_a_skipped_scene_is_synced_once_its_tag_leaves_the_skipped_tag(plugin):
 def test_tags_given_a_new_parent_get_events_of_their_own(given, fields):
     """The ledger finds a scene by its tags and their ancestors: a tag that becomes a child here
     did not have this tag among them, so it needs its own event."""
-    from hooks.handler import entity_events_for
-
-    context = HookContext.parse({"id": 5, "type": "Tag.Update.Post", "input": given, "inputFields": fields})
-    assert [(e.kind, e.entity_id) for e in entity_events_for(context, 0.0)] == [("tag", 5), ("tag", 7), ("tag", 8)]
+    context = hook_values({"id": 5, "type": "Tag.Update.Post", "input": given, "inputFields": fields})
+    assert [(r["entity"], r["id"]) for r in entity_records(context, 0.0)] == [("tag", 5), ("tag", 7), ("tag", 8)]
 
 
 def test_a_performers_new_image_is_followed_like_a_rename():
     """A performer's image is its photo in Plex (performer_photos); its other details are not shown."""
-    from hooks.handler import entity_events_for
 
     def events(kind: str, fields: list[str]) -> list:
-        context = HookContext.parse(
-            {"id": 4, "type": f"{kind}.Update.Post", "input": {"id": "4"}, "inputFields": fields}
-        )
-        return [(e.kind, e.entity_id) for e in entity_events_for(context, 0.0)]
+        context = hook_values({"id": 4, "type": f"{kind}.Update.Post", "input": {"id": "4"}, "inputFields": fields})
+        return [(r["entity"], r["id"]) for r in entity_records(context, 0.0)]
 
     assert events("Performer", ["id", "image"]) == [("performer", 4)]
     assert events("Performer", ["id", "birthdate"]) == []

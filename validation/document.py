@@ -1,8 +1,7 @@
 """Stash's stdin document, checked value by value: the standard library only.
 
-Both lanes of a run use these checks: the hook's fast lane (hooks/fast.py), which must not
-pay for dataclasses or typing, and the models of validation/plugin_input.py built from
-the values they return. A value that fails raises :class:`InputError` naming the key, the
+Every run uses these checks: the hook (hooks/lane.py), which must not pay for dataclasses
+or typing, and the models of validation/plugin_input.py built from the values they return. A value that fails raises :class:`InputError` naming the key, the
 value and what was expected.
 """
 

@@ -3,8 +3,8 @@
 ``{"server_connection": {...}, "args": {...}}`` (Stash's pkg/plugin/common/msg.go
 ``PluginInput``, ``StashServerConnection``, filled by pkg/plugin/plugins.go
 ``makeServerConnection``: no JSON tags, so the keys are capitalised). Tasks get their
-``defaultArgs`` in ``args``; hooks also ``hookContext``. Frozen dataclasses with explicit
-checks (validation/document.py, which the hook's fast lane uses alone), not pydantic.
+``defaultArgs`` in ``args``; a hook's ``hookContext`` is read by hooks/lane.py alone. Frozen
+dataclasses with explicit checks (validation/document.py, which the hook uses alone), not pydantic.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from validation.document import (
     args_values,
     connection_values,
     cookie_values,
-    hook_values,
     read_document,
     shown,
 )
@@ -78,23 +77,6 @@ class ServerConnection:
         return self.SessionCookie.Value if self.SessionCookie else None
 
 
-@dataclass(frozen=True)
-class HookContext:
-    id: int
-    type: str
-    input: Any = None
-    inputFields: tuple[str, ...] | None = None
-
-    @classmethod
-    def parse(cls, data: Any) -> HookContext:
-        return cls(**hook_values(data))
-
-    @property
-    def entity_kind(self) -> str | None:
-        """``tag``/``performer``/``studio``/``group`` for an entity hook, None for a scene hook."""
-        return ENTITY_HOOKS.get(self.type)
-
-
 def scene_id_arg(params: dict[str, Any], key: str = "scene_id") -> int:
     """A scene id from ``args`` (a number, or the string id the GraphQL API gives)."""
     value = params.get(key)
@@ -120,7 +102,6 @@ def rating_key_arg(params: dict[str, Any]) -> int:
 @dataclass(frozen=True)
 class PluginArgs:
     mode: str | None = None
-    hookContext: HookContext | None = None
     # every other key of ``args`` (what runPluginOperation / runPluginTask passed)
     params: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
     dry_run: bool = False  # defaultArgs dry_run: "true" (the "Preview sync (no writes)" task)
@@ -128,8 +109,8 @@ class PluginArgs:
     @classmethod
     def parse(cls, data: Any) -> PluginArgs:
         values = args_values(data)
-        context = values["hookContext"]
-        return cls(**{**values, "hookContext": HookContext.parse(context) if context is not None else None})
+        del values["hookContext"]  # a hook's document never comes here (hooks/lane.py)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -139,9 +120,7 @@ class PluginInput:
 
     @property
     def mode(self) -> str:
-        """``hook`` for a hook event, else the task mode from ``defaultArgs``."""
-        if self.args.hookContext is not None:
-            return HOOK_MODE
+        """The task mode from ``defaultArgs`` (a hook's run never parses its document here)."""
         if self.args.mode is None:
             raise InputError(
                 "args.mode is missing: each task in Stash2Plex.yml sets defaultArgs.mode "
@@ -170,7 +149,6 @@ __all__ = [
     "HOOK_MODE",
     "HOOK_TRIGGERS",
     "SCENE_HOOKS",
-    "HookContext",
     "PluginInput",
     "ServerConnection",
 ]

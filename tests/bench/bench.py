@@ -256,7 +256,7 @@ def ratio(a: float, b: float) -> str:
 # -- hook -------------------------------------------------------------------------------
 def bench_hook(runs: int = 21) -> None:
     """``runs`` hooks, each for a scene not yet queued, while a drainer "runs" (the lock is
-    held): the fast lane, as through a bulk edit. The baseline is a trivial plugin (reads
+    held): the hook only queues, as through a bulk edit. The baseline is a trivial plugin (reads
     its stdin, writes its reply) started exactly as Stash starts ours (``Stash2Plex.yml``'s
     exec: ``python -S <script>``), alternating with the hooks."""
     from tests.bench.storm import TRIVIAL_PLUGIN

@@ -1,5 +1,5 @@
 """The CPU of the plugin's own processes for one scene edit, start to exit: the hook that
-queues it and starts the drainer (full lane), a hook while a drainer runs (fast lane), the
+queues it and starts the drainer, a hook while a drainer runs (it only queues), the
 drainer writing one job to Plex (``STASH2PLEX_DRAINER_LINGER_S=0``, as in the suite) and a
 ``process_queue`` task writing one job. Each is measured as a new interpreter (as Stash
 starts it) and forked from the suite's fork server (tests/forkserver.py), beside a trivial

@@ -1,0 +1,117 @@
+"""The hook: what Stash runs inside the user's save, in one lane, standard library only.
+
+Stash runs post hooks inside the mutation, one plugin run after another (pkg/plugin/plugins.go
+``executePostHooks``), so a bulk edit waits for one run of ours per scene. The lane checks
+stdin (validation/document.py), decides from ``hookContext`` alone whether Plex cares (a
+scene's job, hooks/scene_event.py; or a tag, performer, studio or group event), appends it to
+the inbox (sync_queue/inbox.py: a file, never SQLite, so a busy disk never holds Stash up),
+warns while background sync fails (at most once a minute), and makes sure a drainer runs:
+a running one is nudged; otherwise the caller starts one (app/main.py: only then are the
+packages checked). No network, no third-party package.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from core.platform import is_locked
+from hooks.scene_event import scene_job
+from sync_queue import health, inbox
+from sync_queue.owner import data_folder
+from validation.document import ENTITY_HOOKS, args_values, connection_values, hook_values, read_document
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from core.log import StashLog
+
+# Entity update keys whose change can alter what Plex shows (name; a studio's parent
+# and a tag's parents/children, for settings that write or filter by them).
+SYNCED_ENTITY_FIELDS = frozenset({"name", "parent_id", "parent_ids", "child_ids"})
+# A performer's image is its photo in Plex (performer_photos). The hook reads no setting: with
+# photos off, the scenes it queues hash as before and are passed over without a Plex request.
+PERFORMER_FIELDS = SYNCED_ENTITY_FIELDS | {"image"}
+
+
+def parse(raw: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(``server_connection``'s values, ``hookContext``'s values) of a hook's stdin; None
+    for a task's. InputError names what is wrong, as a task's parse would."""
+    document = read_document(raw)
+    connection = connection_values(document["server_connection"])
+    context = args_values(document.get("args"))["hookContext"]
+    return None if context is None else (connection, hook_values(context))
+
+
+def run(
+    connection: dict[str, Any],
+    context: dict[str, Any],
+    env: dict[str, str],
+    log: StashLog,
+    start_drainer: Callable[[dict[str, Any], str], None],
+) -> str:
+    """Queue the hook's job and make sure a drainer runs; returns the reply's output."""
+    data_dir = data_folder(connection["PluginDir"], connection["Dir"], env)
+    now = time.time()
+    kind = ENTITY_HOOKS.get(context["type"])
+    what = f"{kind} {context['id']}" if kind else f"scene {context['id']}"
+    records = entity_records(context, now) if kind else scene_records(context, now)
+    if not records:
+        log.debug(
+            f"{what}: only {', '.join(context['inputFields'] or ())} changed, which Plex does not show; nothing queued"
+        )
+        return f"{what}: nothing to sync"
+    for record in records:
+        inbox.put(data_dir, record)
+    for warning in (health.warning_due(data_dir, now), health.notice_due(data_dir)):
+        if warning:
+            log.warning(warning)
+    # Looked at after the write: a drainer holding the lock now looks once more after
+    # letting go of it, so it sees the line; a free lock means none will: start one.
+    started = not is_locked(os.path.join(data_dir, inbox.LOCK_FILE))
+    if started:
+        start_drainer(connection, data_dir)
+    else:
+        inbox.nudge(data_dir)
+    done = "; drainer started" if started else ""
+    if kind:
+        log.debug(f"{what} changed ({context['type']}); its scenes will be checked{done}")
+    else:
+        log.debug(f"{what} queued ({records[0]['priority']}){done}")
+    return f"{what} queued"
+
+
+def scene_records(context: dict[str, Any], now: float) -> list[dict[str, Any]]:
+    """The inbox line a scene event calls for (none when nothing Plex shows changed)."""
+    decided = scene_job(context["input"] is not None, context["inputFields"])
+    if decided is None:
+        return []
+    priority, fields = decided
+    return [inbox.scene_record(context["id"], priority, context["type"], fields, now)]
+
+
+def entity_records(context: dict[str, Any], now: float) -> list[dict[str, Any]]:
+    """The entity events a tag/performer/studio/group hook calls for (none: nothing Plex shows)."""
+    kind, trigger, given = ENTITY_HOOKS[context["type"]], context["type"], context["input"]
+    fields = context["inputFields"]
+    synced = PERFORMER_FIELDS if kind == "performer" else SYNCED_ENTITY_FIELDS
+    if trigger.endswith(".Update.Post") and fields is not None and not synced.intersection(fields):
+        return []
+    ids = [context["id"]]
+    if trigger == "Tag.Merge.Post" and isinstance(given, dict):
+        # The sources are gone from Stash; only the ledger still knows their scenes.
+        ids += _ids(given.get("source"))
+    if kind == "tag" and isinstance(given, dict):
+        # Tags given new parents here (tagUpdate's child_ids list, bulkTagUpdate's {ids, mode}):
+        # the ledger knows their scenes by the tags they carry and those tags' ancestors,
+        # which did not include this tag until now. A tag's own parents changing, or a
+        # child leaving, is this tag's event: its scenes and its descendants' record it.
+        children = given.get("child_ids")
+        ids += _ids(children.get("ids") if isinstance(children, dict) else children)
+    return [inbox.entity_record(kind, i, trigger, now) for i in dict.fromkeys(ids)]
+
+
+def _ids(values: Any) -> list[int]:
+    return [int(v) for v in values if str(v).isdigit()] if isinstance(values, list) else []
