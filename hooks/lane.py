@@ -65,12 +65,13 @@ def run(
         return f"{what}: nothing to sync"
     for record in records:
         inbox.put(data_dir, record)
-    for warning in (health.warning_due(data_dir, now), health.notice_due(data_dir)):
-        if warning:
-            log.warning(warning)
     # Looked at after the write: a drainer holding the lock now looks once more after
     # letting go of it, so it sees the line; a free lock means none will: start one.
     started = not is_locked(os.path.join(data_dir, inbox.LOCK_FILE))
+    busy_s = 0.0 if started else inbox.moving_for(os.path.join(data_dir, inbox.QUEUE_FOLDER), now)
+    for warning in (health.warning_due(data_dir, now, busy_s), health.notice_due(data_dir)):
+        if warning:
+            log.warning(warning)
     if started:
         start_drainer(connection, data_dir)
     else:

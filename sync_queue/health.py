@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 HEALTH_FILE = "sync_health.json"
 WARNED_FILE = "warned.at"
 WARN_EVERY_S = 60.0
+BUSY_WARN_S = 5.0  # the drainer's move of the hooks' edits takes milliseconds; this long: a held file
 
 
 def read(data_dir: Path | str) -> dict[str, Any]:
@@ -105,37 +106,39 @@ def notice_due(data_dir: Path | str) -> str | None:
     return f"{notice['reason']}; {notice.get('fix') or ''}".rstrip("; ")
 
 
-def warning_pending(
-    data_dir: Path | str, now: float, every_s: float = WARN_EVERY_S, state: dict[str, Any] | None = None
-) -> dict | None:
-    """The failure a hook should warn about now (sync is failing and no hook warned within
-    ``every_s``), or None. Marks nothing (:func:`warning_due` does)."""
-    failing = (read(data_dir) if state is None else state).get("failing")
-    if not isinstance(failing, dict) or not failing.get("reason"):
-        return None
-    try:
-        if now - os.stat(os.path.join(data_dir, WARNED_FILE)).st_mtime < every_s:
-            return None
-    except OSError:
-        pass
-    return failing
-
-
-def warning_due(data_dir: Path | str, now: float, every_s: float = WARN_EVERY_S) -> str | None:
-    """The warning a hook should log now, or None (sync is fine, or warned within ``every_s``).
+def warning_due(data_dir: Path | str, now: float, busy_s: float = 0.0, every_s: float = WARN_EVERY_S) -> str | None:
+    """The warning a hook should log now, or None (sync is fine, or warned within ``every_s``):
+    background sync failing, or (``busy_s``) the running drainer stuck that long moving the
+    hooks' edits into a queue file another program holds.
 
     Marks the warning as given, so hooks running at the same moment log it about once.
     """
-    failing = warning_pending(data_dir, now, every_s)
-    if failing is None:
+    failing = read(data_dir).get("failing")
+    if isinstance(failing, dict) and failing.get("reason"):
+        text = _failing_text(failing, now)
+    elif busy_s >= BUSY_WARN_S:
+        text = (
+            f"the queue file has been busy for {busy_s:.0f} s: another program (a backup tool, an antivirus, "
+            "a sqlite3 shell) is holding it. Edits are kept and reach Plex once it lets go"
+        )
+    else:
         return None
     marker = os.path.join(data_dir, WARNED_FILE)
+    try:
+        if now - os.stat(marker).st_mtime < every_s:
+            return None
+    except OSError:
+        pass
     try:
         with open(marker, "a"):
             pass
         os.utime(marker, (now, now))
     except OSError:
         pass
+    return text
+
+
+def _failing_text(failing: dict, now: float) -> str:
     since = time.strftime("%H:%M", time.localtime(float(failing.get("at") or now)))
     fix = str(failing.get("fix") or "")
     reason = str(failing["reason"])

@@ -93,9 +93,21 @@ def take(queue_dir: str) -> str | None:
     first), taken aside so that new lines go to a new file; None when there is none."""
     spool = spool_path(queue_dir)
     taken = spool + TAKEN_SUFFIX
-    if os.path.exists(taken) or take_aside(spool, taken):
+    if os.path.exists(taken):
+        return taken
+    if take_aside(spool, taken):
+        os.utime(taken)  # when it was taken (:func:`moving_for`)
         return taken
     return None
+
+
+def moving_for(queue_dir: str, now: float) -> float:
+    """How long the consumer has been moving a taken inbox file in (0 when it is not): it
+    takes milliseconds, unless another program holds the queue file."""
+    try:
+        return max(0.0, now - os.stat(spool_path(queue_dir) + TAKEN_SUFFIX).st_mtime)
+    except OSError:
+        return 0.0
 
 
 def waiting(queue_dir: str) -> dict[int, str]:

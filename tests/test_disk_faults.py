@@ -26,22 +26,41 @@ def _wait_in_plex(plugin, items: dict[int, str], timeout: float) -> None:
     assert _titles_in_plex(plugin, items) == items, plugin.drainer_log()[-4000:]
 
 
+def _moving_for(plugin) -> float:
+    from sync_queue import inbox
+
+    return inbox.moving_for(str(plugin.data_dir / "queue"), time.time())
+
+
 def test_every_data_file_held_by_another_process_never_stalls_a_save_and_the_edits_arrive(plugin):
+    """The hooks answer at once; once the drainer has been stuck moving their edits in for
+    a few seconds, the next hook says so in one warning line (at most one a minute)."""
+    from sync_queue.health import BUSY_WARN_S
+
     scenes = [plugin.add_scene(n) for n in range(10)]
     assert plugin.hook(plugin.stash.update_scene(scenes[0][0], title="Before")).error is None
     plugin.wait_drained()  # the data folder's files exist
     assert {p.name for p in sqlite_files(plugin.data_dir)} >= {"data.db", "ledger.db", "stats.db"}
     wanted: dict[int, str] = {}
+    runs = []
     with held(plugin.data_dir, HOLD_S) as holder:
-        runs = []
         for n, (sid, rk) in enumerate(scenes):
+            if n == 5:  # the drainer has been stuck on the held queue file long enough to say so
+                deadline = time.monotonic() + HOLD_S
+                while _moving_for(plugin) < BUSY_WARN_S + 0.5 and time.monotonic() < deadline:
+                    time.sleep(0.1)
             wanted[rk] = f"Saved while held {n}"
             runs.append(plugin.hook(plugin.stash.update_scene(sid, title=wanted[rk])))
-        for run in runs:
-            assert run.wall <= HOOK_BOUND_S and run.error is None, (run.wall, run.reply, run.stderr[-2000:])
-            assert "Traceback" not in run.stderr and not run.messages("error"), run.logs
-        assert sum(len(run.messages("warning")) for run in runs) <= 1, [run.logs for run in runs]
         holder.wait_released(HOLD_S + 10)
+    for run in runs:
+        assert run.wall <= HOOK_BOUND_S and run.error is None, (run.wall, run.reply, run.stderr[-2000:])
+        assert "Traceback" not in run.stderr and not run.messages("error"), run.logs
+    warnings = [m for run in runs for m in run.messages("warning")]
+    assert len(warnings) == 1 and ("busy" in warnings[0] or "locked" in warnings[0]), warnings
+    walls = sorted(r.wall * 1000 for r in runs)
+    print(
+        f"hook wall time while every data file was held: median {walls[len(walls) // 2]:.0f} ms, max {walls[-1]:.0f} ms"
+    )
     _wait_in_plex(plugin, wanted, ARRIVE_WITHIN_S)
     plugin.wait_drained()
     assert plugin.status()["pending"] == 0
