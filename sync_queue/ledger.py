@@ -321,6 +321,23 @@ class Ledger(sqlite.Store):
     def item(self, rating_key: int) -> ItemRecord | None:
         return self.items([rating_key]).get(rating_key)
 
+    @sqlite.retry_locked
+    def claim(self, record: ItemRecord) -> None:
+        """Record what an edit is about to write to an item, committed before it goes out
+        (``Syncer`` passes the tags it adds with those recorded before): an edit whose
+        final record is lost (a SIGKILL, a disk that filled up after Plex answered) leaves
+        nothing on the item that the ledger does not know was written."""
+        with self._lock, sqlite.write(self._db()) as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?)",
+                (
+                    record.rating_key,
+                    record.scene_id,
+                    json.dumps(record.fields, sort_keys=True),
+                    json.dumps(record.written_tags, sort_keys=True),
+                ),
+            )
+
     def item_poster(self, rating_key: int) -> tuple[int, str] | None:
         """(scene, SHA-1 of the image) of the poster Stash2Plex last uploaded to the item
         and did not take back since; None when none is known. An item written before this

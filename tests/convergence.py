@@ -473,7 +473,8 @@ class World:
             raise_file_size_limit(self.full_drainer)
         except ProcessLookupError:
             failing = str(health.read(self.plugin.data_dir).get("failing"))
-            took_over = any(op.startswith("task") for op in self.log[self.full_since :])
+            # a task, or the model's own stand-in drainer (``hold``), took the lock over
+            took_over = self._lock is not None or any(op.startswith("task") for op in self.log[self.full_since :])
             if "is full" in failing and not took_over and self.plugin.status()["pending"]:
                 self.fault_problems.append(f"the drainer that ran out of space exited with jobs waiting ({failing})")
         self.full_drainer = 0

@@ -104,3 +104,31 @@ def test_after_a_full_disk_the_drainer_resumes_by_itself_and_pending_counts_scen
     _wait_in_plex(plugin, wanted, ARRIVE_WITHIN_S)
     plugin.wait_drained()
     assert plugin.status()["pending"] == 0 and "failing" not in _health(plugin)
+
+
+def test_a_drainer_killed_after_plex_took_its_edit_leaves_no_tag_the_ledger_does_not_know(plugin):
+    """Killed after Plex applied the edit and before the ledger recorded it (here: at its
+    poster upload; a full disk after Plex answered is the same): the tags it added were
+    recorded as written before the edit went out, so the next sync takes them off when the
+    scene no longer has them, instead of keeping them as the user's own."""
+    from tests.runner import kill_lock_holder
+
+    sid, rk = plugin.add_scene(1, performers=["Ann Lee"], tags=["Kept"])
+    killed: list[bool] = []
+
+    def kill_at_the_poster(record: dict) -> None:
+        if record["method"] == "POST" and record["path"].endswith("/posters") and not killed:
+            killed.append(kill_lock_holder(plugin.data_dir / "drainer.lock"))
+
+    plugin.plex.on_request = kill_at_the_poster
+    assert plugin.hook(plugin.stash.update_scene(sid, title="Killed mid-sync")).error is None
+    deadline = time.monotonic() + 20
+    while not killed and time.monotonic() < deadline:
+        time.sleep(0.02)
+    plugin.plex.on_request = None
+    assert killed == [True]
+    assert plugin.plex.item(rk)["tags"]["actor"] == ["Ann Lee"]  # Plex took the edit
+    assert plugin.hook(plugin.stash.update_scene(sid, performers=[], tags=[])).error is None
+    plugin.wait_drained()
+    item = plugin.plex.item(rk)
+    assert item["tags"]["actor"] == [] and item["tags"]["genre"] == [], item["tags"]

@@ -319,6 +319,7 @@ class Syncer:
             if not edit_params(plan):
                 return planned, plan, shortened
             batches = edit_batches(plan, self._length(state), budget, cut_tags=budget < EDIT_URL_BUDGET)
+            self._claim_tags(scene.id, state.rating_key, plan)
             claimed = self._claim_photos(plan)
             try:
                 for params in batches:
@@ -361,6 +362,21 @@ class Syncer:
                     del self._photos_sent[name]
 
     # -- the ledger ------------------------------------------------------------
+    def _claim_tags(self, scene_id: int, rating_key: int, plan: ItemPlan) -> None:
+        """Before an edit adds tags to an item, record them as written there (with what was
+        recorded before; fields and the owner as they were): were the record made after the
+        edit lost, a tag the scene no longer wants would stay on the item as the user's."""
+        prior = self.ledger.item(rating_key)
+        wrote = prior.written_tags if prior is not None else {}
+        claimed = {
+            kind: list(dict.fromkeys([*wrote.get(kind, []), *plan.written_tags.get(kind, [])]))
+            for kind in {*wrote, *plan.written_tags}
+        }
+        if claimed == wrote:
+            return
+        owner, fields = (prior.scene_id, prior.fields) if prior is not None else (scene_id, {})
+        self.ledger.claim(ItemRecord(rating_key, owner, fields, claimed))
+
     def _save(self, record: SceneRecord) -> None:
         with self._held_lock:
             held = self._held_saves
