@@ -136,20 +136,21 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
         return None
     if "error" in outcome:
         error = disk_fault(outcome["error"]) or outcome["error"]
-        log.error(f"drainer stopped: {type(error).__name__}: {error}")
-        _remember_error(app, log.redact(f"{type(error).__name__}: {error}"))
         from app.root import fix_for
 
+        # recorded for the next hook and queue_status before the log says it: the line is the end
         reason = str(error) if isinstance(error, Stash2PlexError) else f"{type(error).__name__}: {error}"
         app.health().failing(log.redact(reason), fix_for(error, app.surface))
+        _remember_error(app, log.redact(f"{type(error).__name__}: {error}"))
+        log.error(f"drainer stopped: {type(error).__name__}: {error}")
         if isinstance(error, (ConfigError, PlexAuthError)) and _settings_fixed(app, log):
             return None
         return DISK_WAIT if isinstance(error, DiskRefused) else False
     from worker.progress import counts_text
 
-    log.info(f"drainer finished: {counts_text(outcome.get('stats') or {})}")
     _remember_error(app, None)  # a clean run: an old reason would only mislead queue_status
     app.health().ok()
+    log.info(f"drainer finished: {counts_text(outcome.get('stats') or {})}")
     return True
 
 
