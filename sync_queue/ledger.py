@@ -165,6 +165,12 @@ def _note_owner(conn: Any, rating_key: int, scene_id: int, now: float) -> None:
     conn.execute("INSERT OR REPLACE INTO item_owners VALUES (?, ?, ?)", (rating_key, now, scene_id))
 
 
+def _write_item(conn: Any, record: ItemRecord) -> None:
+    """An item's record: what was written there, for which scene (its owner)."""
+    fields, tags = json.dumps(record.fields, sort_keys=True), json.dumps(record.written_tags, sort_keys=True)
+    conn.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?)", (record.rating_key, record.scene_id, fields, tags))
+
+
 def entity_map(entities: dict[str, Any] | None) -> dict[str, list[int]]:
     """The one form entity ids are compared and stored in: kind → sorted ids, no empty kinds."""
     return {k: sorted(int(i) for i in v) for k, v in sorted((entities or {}).items()) if v}
@@ -252,14 +258,8 @@ class Ledger(sqlite.Store):
                     self._write_entities(conn, record.scene_id, record.entities)
                 if record.rating_key is not None:
                     _note_owner(conn, record.rating_key, record.scene_id, now)
-                    conn.execute(
-                        "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?)",
-                        (
-                            record.rating_key,
-                            record.scene_id,
-                            json.dumps(record.fields, sort_keys=True),
-                            json.dumps(record.written_tags, sort_keys=True),
-                        ),
+                    _write_item(
+                        conn, ItemRecord(record.rating_key, record.scene_id, record.fields, record.written_tags)
                     )
                     if record.poster_hash is not None:  # the item shows this scene's upload
                         conn.execute(
@@ -328,15 +328,8 @@ class Ledger(sqlite.Store):
         final record is lost (a SIGKILL, a disk that filled up after Plex answered) leaves
         nothing on the item that the ledger does not know was written."""
         with self._lock, sqlite.write(self._db()) as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?)",
-                (
-                    record.rating_key,
-                    record.scene_id,
-                    json.dumps(record.fields, sort_keys=True),
-                    json.dumps(record.written_tags, sort_keys=True),
-                ),
-            )
+            _note_owner(conn, record.rating_key, record.scene_id, self.clock())
+            _write_item(conn, record)
 
     def item_poster(self, rating_key: int) -> tuple[int, str] | None:
         """(scene, SHA-1 of the image) of the poster Stash2Plex last uploaded to the item
