@@ -511,7 +511,7 @@
 
   // What the inbox reloads on: any change the status shows, and every Refresh.
   function stampOf(s, refreshes) {
-    return [refreshes, s.checked_at, s.last_sync, s.synced_scenes, s.dlq.count, s.queue.pending, s.queue.retrying, s.drainer_running].join("|");
+    return [refreshes, s.checked_at, s.last_full_sync, s.synced_scenes, s.dlq.count, s.queue.pending, s.queue.retrying, s.drainer_running].join("|");
   }
 
   function StatusPage() {
