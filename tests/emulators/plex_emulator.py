@@ -1046,7 +1046,9 @@ class LoadModel:
     metadata writes to disk) take tens of milliseconds; requests beyond the pool wait
     their turn, so latency grows with load. ``workers`` threads, ``write_s`` per PUT,
     POST or DELETE, ``read_s`` per GET. Waiting is FIFO (a ``threading.Semaphore``
-    wakes waiters in order).
+    wakes waiters in order). ``waiting`` and ``served`` count the requests now waiting
+    for a worker and being served; ``mean_waiting()``/``mean_at_plex()`` are their
+    time-weighted means since ``measure()``, ``peak_waiting`` the most at once.
     """
 
     def __init__(self, workers: int = 4, write_s: float = 0.040, read_s: float = 0.010) -> None:
@@ -1057,18 +1059,53 @@ class LoadModel:
         self._busy = 0
         self._lock = threading.Lock()
         self.peak_busy = 0
+        self.waiting = 0
+        self.peak_waiting = 0
+        self._since = self._last = time.perf_counter()
+        self._area_waiting = self._area_at_plex = 0.0
 
     def serve(self, method: str, stopping: threading.Event) -> None:
         """Hold a worker for this request's service time (after waiting for one)."""
+        self._count(waiting=1)
         with self._slots:
-            with self._lock:
-                self._busy += 1
-                self.peak_busy = max(self.peak_busy, self._busy)
+            self._count(waiting=-1, busy=1)
             try:
                 stopping.wait(self.read_s if method == "GET" else self.write_s)
             finally:
-                with self._lock:
-                    self._busy -= 1
+                self._count(busy=-1)
+
+    @property
+    def at_plex(self) -> int:
+        return self.waiting + self._busy
+
+    def _count(self, waiting: int = 0, busy: int = 0) -> None:
+        with self._lock:
+            now = time.perf_counter()
+            self._area_waiting += self.waiting * (now - self._last)
+            self._area_at_plex += (self.waiting + self._busy) * (now - self._last)
+            self._last = now
+            self.waiting += waiting
+            self._busy += busy
+            self.peak_waiting = max(self.peak_waiting, self.waiting)
+            self.peak_busy = max(self.peak_busy, self._busy)
+
+    def measure(self) -> None:
+        """Start the means and peaks afresh."""
+        self._count()
+        with self._lock:
+            self._since = self._last
+            self._area_waiting = self._area_at_plex = 0.0
+            self.peak_waiting, self.peak_busy = self.waiting, self._busy
+
+    def mean_waiting(self) -> float:
+        self._count()
+        with self._lock:
+            return self._area_waiting / max(self._last - self._since, 1e-9)
+
+    def mean_at_plex(self) -> float:
+        self._count()
+        with self._lock:
+            return self._area_at_plex / max(self._last - self._since, 1e-9)
 
 
 class PlexEmulator:
@@ -1331,7 +1368,7 @@ class PlexEmulator:
         self.notifications.serve(handler)
 
     def _answer(self, req: Request) -> Reply:
-        """Apply fault switches in order (latency, stall, 401, 503, token, uploads, edits), then route."""
+        """Apply fault switches in order (load, latency, stall, 401, 503, token, uploads, edits), then route."""
         load = self.load
         if load is not None:
             load.serve(req.method, self._stopping)
@@ -1423,12 +1460,15 @@ class PlexEmulator:
         self.notifications.publish(plex_notify.playing(playback.session_key, rating_key, 0, "playing"))
         return playback.session_key
 
-    def report_playback(self, session_key: str, offset_ms: int) -> None:
-        """The player's next ``playing`` report (clients report every 1-10 s)."""
+    def report_playback(self, session_key: str, offset_ms: int, state: str = "playing") -> None:
+        """The player's next report (clients report every 1-10 s, and on each change of state:
+        ``playing``, ``paused``, ``buffering``; its ``Player`` in ``/status/sessions`` shows it)."""
+        if state not in ("playing", "paused", "buffering"):
+            raise ValueError(f"a live session is playing, paused or buffering, not {state!r}")
         with self._lib.sessions.lock:
             playback = self._lib.sessions.live[session_key]
-            playback.offset_ms = offset_ms
-        self.notifications.publish(plex_notify.playing(session_key, playback.rating_key, offset_ms, "playing"))
+            playback.offset_ms, playback.state = offset_ms, state
+        self.notifications.publish(plex_notify.playing(session_key, playback.rating_key, offset_ms, state))
 
     def stop_playback(self, session_key: str, offset_ms: int) -> None:
         """The session stops part-way: the account's resume point moves, the session leaves
