@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from worker.resume import ResumeBack
     from worker.sessions import SessionAccounts
     from worker.sync import Syncer
+    from worker.viewers import Viewers
     from worker.waits import PlexWaits
     from worker.watching import Watching
     from worker.worker import Worker
@@ -482,18 +483,38 @@ class App:
 
     def plex_listener(self, handle: Callable[[Event], None], fold_at: int | None = None) -> PlexListener:
         """Plex's notification websocket, kept open (``worker/listen.py``); ``handle(event)``
-        acts on each event (``fold_at``: a section's items past that many a second come as one
-        section event). Started by its first user; closed with the App."""
+        acts on each event, after ``viewers`` heard it (``fold_at``: a section's items past that
+        many a second come as one section event). Started by its first user; closed with the App."""
         from functools import partial
 
         from plex.notifications import start_listener
         from worker.listen import PlexListener
 
+        viewers = self.viewers()
+
+        def heard(event: Event) -> None:
+            viewers.saw(event)
+            handle(event)
+
         def build() -> PlexListener:
             start = partial(start_listener, self.plex())
-            return PlexListener(start, handle, self.log, self.breaker(), fold_at=fold_at)
+            return PlexListener(start, heard, self.log, self.breaker(), fold_at=fold_at)
 
         return self._part("listener", build)
+
+    def viewers(self) -> Viewers:
+        """Whether someone watches Plex (``worker/viewers.py``): the listener's frames while it
+        is connected, else Plex's sessions read during bulk runs."""
+        from functools import partial
+
+        from plex.sessions import playing_sessions
+        from worker.viewers import Viewers
+
+        def listening() -> bool:
+            listener = cast("PlexListener | None", self._parts.get("listener"))
+            return listener is not None and listener.status.connected
+
+        return self._part("viewers", lambda: Viewers(partial(playing_sessions, self.plex()), listening))
 
     def play_journal(self) -> PlayJournal:
         from sync_queue.plays import PlayJournal
@@ -592,6 +613,7 @@ class App:
             concurrency=concurrency,
             probe_now=probe_now,
             waits=self.waits() if listen else None,
+            viewers=self.viewers(),
             rng=self._rng(),
         )
 

@@ -2,15 +2,24 @@
 
 As TCP Vegas (Brakmo and Peterson, 1994; Netflix ``concurrency-limits`` ``VegasLimit``), each round
 of ``limit`` clean syncs estimates how many of ours waited at Plex,
-``waiting = limit × (1 − unloaded / latency)``: fewer than ``alpha``, one more at once; more than
-``beta``, one fewer; always within ``maximum`` (``plex_concurrency``). ``unloaded`` is the fastest
-sync of each kind in the last ``window_s`` seconds. Why: docs/architecture.md, step 10.
+``waiting = limit × (1 − unloaded / latency)`` (Little's law: rate × time queued): fewer than
+``alpha``, one more at once; more than ``beta``, fewer (down to where nothing would wait); always
+within ``maximum`` (``plex_concurrency``). Until Plex first queues, the limit doubles per round (a
+slow start). ``unloaded`` is, per kind of sync, the fastest sync that ran *alone* (no other of ours
+in flight) in the last ``2 × window_s``: a sync beside others measures a queue, not Plex. At the
+start, and when no sync ran alone for ``window_s``, the limit is 1 until ``probe`` syncs have (as
+BBR's ProbeRTT), so a Plex slower for everyone is learnt anew and a queue of ours never becomes
+the "unloaded" time. ``workers``: how many of ours Plex
+serves at once without a queue (the limit minus the waiting, once Plex queued). While someone
+watches (``viewing``), the limit is at most ``workers − 1``: one Plex worker stays free for them.
+Why: docs/architecture.md, step 10 of the sync.
 
-Pure: ``observe(seconds, kind, now)`` with the time passed in; tests assert exact limits.
+Pure: ``observe(seconds, kind, now, alone)`` with the time passed in; tests assert exact limits.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -19,30 +28,36 @@ __all__ = ["GradientPolicy", "LatencyLimit"]
 
 @dataclass(frozen=True)
 class GradientPolicy:
-    alpha: float = 2.0  # fewer of ours waiting at Plex than this: grow
-    beta: float = 4.0  # more than this: shrink
-    window_s: float = 10.0  # the unloaded latency is the fastest sync this recent
-    start: int = 1
+    alpha: float = 0.75  # fewer of ours waiting at Plex than this: grow
+    beta: float = 1.5  # more than this: shrink
+    window_s: float = 15.0  # syncs alone at least this often (else a probe at 1); remembered twice as long
+    probe: int = 3  # syncs alone per probe (the first one before anything else)
+    start: int = 2  # the limit after the first probe
 
     def __post_init__(self) -> None:
-        if not (0 <= self.alpha <= self.beta and self.window_s > 0 and self.start >= 1):
-            raise ValueError(f"GradientPolicy needs 0 <= alpha <= beta, window_s > 0, start >= 1; got {self}")
+        if not (0 <= self.alpha <= self.beta and self.window_s > 0 and self.start >= 1 and self.probe >= 1):
+            raise ValueError(
+                f"GradientPolicy needs 0 <= alpha <= beta, window_s > 0, start >= 1, probe >= 1; got {self}"
+            )
 
 
 class _WindowMin:
-    """The smallest value observed in the last ``window`` seconds (a monotonic deque)."""
+    """The smallest value added in the last ``window`` seconds (a monotonic deque); the
+    newest value stays when every one is older."""
 
     def __init__(self, window: float) -> None:
         self.window = window
         self._items: deque[tuple[float, float]] = deque()  # (when, value), values increasing
 
-    def add(self, value: float, now: float) -> float:
+    def add(self, value: float, now: float) -> None:
         while self._items and self._items[-1][1] >= value:
             self._items.pop()
         self._items.append((now, value))
-        while self._items[0][0] < now - self.window:
+
+    def least(self, now: float) -> float | None:
+        while len(self._items) > 1 and self._items[0][0] < now - self.window:
             self._items.popleft()
-        return self._items[0][1]
+        return self._items[0][1] if self._items else None
 
 
 class LatencyLimit:
@@ -52,24 +67,62 @@ class LatencyLimit:
         if maximum < 1:
             raise ValueError(f"maximum must be at least 1, not {maximum}")
         self.maximum, self.policy = maximum, policy
-        self.limit = min(policy.start, maximum)
+        self._limit = min(policy.start, maximum)
         self.waiting = 0.0  # the last round's estimate, for the log
+        self.workers: int | None = None  # unknown until Plex queued, or served the maximum without a queue
+        self.viewing = False  # someone watches Plex: leave them a worker
         self._unloaded: dict[str, _WindowMin] = {}
+        self._probe_left = policy.probe  # syncs alone still wanted (one at a time meanwhile)
+        self._alone_at = 0.0  # when the last probe ended
         self._ratios: list[float] = []
 
-    def observe(self, seconds: float, kind: str, now: float) -> int:
-        """One clean sync took ``seconds`` at ``now``; the limit after it."""
-        window = self._unloaded.setdefault(kind, _WindowMin(self.policy.window_s))
-        unloaded = window.add(seconds, now)
-        self._ratios.append(seconds / unloaded if unloaded > 0 else 1.0)
+    @property
+    def limit(self) -> int:
+        if self.probing:
+            return 1
+        return min(self._limit, self.headroom) if self.viewing else self._limit
+
+    @property
+    def headroom(self) -> int:
+        """The most of ours at once while someone watches (not bounded until the workers are known)."""
+        return self.maximum if self.workers is None else max(1, self.workers - 1)
+
+    @property
+    def probing(self) -> bool:
+        """Timing syncs alone: one at a time until ``probe`` of them ran."""
+        return self._probe_left > 0
+
+    def observe(self, seconds: float, kind: str, now: float, alone: bool = False) -> int:
+        """One clean sync took ``seconds`` at ``now`` (``alone``: no other of ours was in
+        flight meanwhile); the limit after it."""
+        if not self.probing and now - self._alone_at > self.policy.window_s:
+            self._probe_left, self._ratios = self.policy.probe, []
+        window = self._unloaded.setdefault(kind, _WindowMin(2 * self.policy.window_s))
+        unloaded = window.least(now)
+        if alone or unloaded is None or seconds < unloaded:
+            window.add(seconds, now)
+            unloaded = window.least(now)
+        if alone:
+            self._alone_at = now
+        if self.probing:  # a sync alone counts; those draining count in no round
+            self._probe_left -= alone
+            return self.limit
+        self._ratios.append(seconds / unloaded if unloaded else 1.0)
         if len(self._ratios) >= self.limit:
             self._decide(sum(self._ratios) / len(self._ratios))
             self._ratios = []
         return self.limit
 
     def _decide(self, slower: float) -> None:
-        self.waiting = self.limit * (1 - 1 / slower)
+        limit = self.limit
+        self.waiting = limit * (1 - 1 / slower)
+        if self.waiting >= self.policy.alpha:
+            self.workers = max(1, round(limit - self.waiting))
+        elif limit >= self.maximum or self.workers is not None:
+            self.workers = max(self.workers or 1, limit)
         if self.waiting < self.policy.alpha:
-            self.limit = min(self.maximum, self.limit + 1)
+            self._limit = min(self.maximum, limit * 2 if self.workers is None else limit + 1)
         elif self.waiting > self.policy.beta:
-            self.limit = max(1, self.limit - 1)
+            self._limit = max(1, min(limit - 1, math.ceil(limit - self.waiting)))
+        else:
+            self._limit = limit

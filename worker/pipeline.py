@@ -17,7 +17,7 @@ from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoo
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import PlexNotFound, Stash2PlexError, StashUnavailable, TransientError
-from sync_queue.job import Taken
+from sync_queue.job import BULK, Taken
 from worker.breaker import State
 from worker.gradient import LatencyLimit
 
@@ -31,6 +31,7 @@ Outcome = tuple[
     "SyncResult | None", BaseException | None, float | None
 ]  # result, error, Plex seconds (None: not tried)
 Staged = tuple[Taken, "SceneMetadata", "SceneRecord | None", "_Chunk"]
+Written = tuple[Outcome, bool]  # a sync's outcome, and whether it was alone at Plex (no other of ours)
 
 CHUNK = 50  # jobs taken at once: one Plex detail request reads all their items
 # Syncs handed to the pool per allowed Plex slot: enough that no writer runs dry while this
@@ -44,13 +45,16 @@ CHECKPOINT_JOBS = 100
 
 class Limiter:
     """At most ``limit`` holders at once; the limit may change at any time (pacing).
-    Once ``closed``, waiters go in at once (and see ``closed``: they begin nothing)."""
+    Once ``closed``, waiters go in at once (and see ``closed``: they begin nothing).
+    ``acquire`` returns a ticket; ``release(ticket)`` says whether its holder was alone
+    (no other holder from its entry to its exit: what Plex does unloaded, worker/gradient.py)."""
 
     def __init__(self, limit: int) -> None:
         self._cond = threading.Condition()
         self.limit = limit
         self.active = 0
         self.closed = False
+        self._entries = 0
 
     def close(self) -> None:
         with self._cond:
@@ -64,17 +68,20 @@ class Limiter:
             self.limit = limit
             self._cond.notify_all()
 
-    def __enter__(self) -> Limiter:
+    def acquire(self) -> tuple[int, bool]:
         with self._cond:
             while self.active >= self.limit and not self.closed:
                 self._cond.wait()
             self.active += 1
-        return self
+            self._entries += 1
+            return self._entries, self.active == 1
 
-    def __exit__(self, *exc: object) -> None:
+    def release(self, ticket: tuple[int, bool]) -> bool:
         with self._cond:
             self.active -= 1
             self._cond.notify()
+            entry, first = ticket
+            return first and entry == self._entries
 
 
 class Pacer:
@@ -100,10 +107,21 @@ class Pacer:
     def limit(self) -> int:
         return self.cap if self.latency is None else min(self.cap, self.latency.limit)
 
+    def viewing(self, watching: bool) -> None:
+        """Someone watches Plex (or no longer): the latency limit leaves them a worker."""
+        if self.latency is not None:
+            self.latency.viewing = watching
+
     def outcome(
-        self, error: BaseException | None, seconds: float | None = None, kind: str = "", now: float = 0.0
+        self,
+        error: BaseException | None,
+        seconds: float | None = None,
+        kind: str = "",
+        now: float = 0.0,
+        alone: bool = False,
     ) -> int:
-        """One sync's outcome (and, when it reached Plex, how long it took); the limit after it."""
+        """One sync's outcome (and, when it reached Plex, how long it took and whether it was
+        alone there); the limit after it."""
         troubled = isinstance(error, TransientError) and not isinstance(error, (PlexNotFound, StashUnavailable))
         self._since_cut += 1
         if troubled:
@@ -117,7 +135,7 @@ class Pacer:
                 self.cap += 1
                 self._clean = 0
         if self.latency is not None and error is None and seconds is not None:
-            self.latency.observe(seconds, kind, now)
+            self.latency.observe(seconds, kind, now, alone)
         return self.limit
 
 
@@ -131,7 +149,7 @@ class _Chunk:
 class Steps(Protocol):
     """The worker's public interface: the steps the pipeline runs (worker/worker.py), in order
     admit → scenes_or_wait → triage → prefetch → sync_one (a writer thread) → paced →
-    report → settle, with a checkpoint now and then."""
+    report → settle, with a checkpoint now and then; ``viewing`` after each round of settling."""
 
     syncer: Syncer
     max_concurrency: int
@@ -153,6 +171,7 @@ class Steps(Protocol):
     ) -> None: ...
     def settle(self, item: Taken, error: BaseException | None, title: str = "") -> None: ...
     def checkpoint(self) -> None: ...
+    def viewing(self, poll: bool) -> bool: ...
     def run_counts(self) -> Counter[str]: ...
 
 
@@ -179,7 +198,7 @@ class Pipeline:
         self.limiter = Limiter(self.pacer.limit)
         self._logged_limit = self.pacer.limit
         self.staged: deque[Staged] = deque()
-        self.pending: dict[Future[Outcome | None], Staged] = {}  # None: never begun (closed)
+        self.pending: dict[Future[Written | None], Staged] = {}  # None: never begun (closed)
         self.busy: set[int] = set()  # scenes staged or in flight
         self.deferred: list[Taken] = []  # taken jobs of a busy scene: staged once it settles
         self._settled_since = 0
@@ -218,7 +237,7 @@ class Pipeline:
         for future in [f for f in self.pending if f.cancel()]:
             del self.pending[future]
 
-    def _finished(self) -> set[Future[Outcome | None]]:
+    def _finished(self) -> set[Future[Written | None]]:
         """The syncs finished so far, once one has: gathered for up to ``GATHER_S`` more,
         so that one round of settling (one ledger commit) covers several scenes while
         the writers still have ``SUBMIT_DEPTH`` syncs each handed to them."""
@@ -277,33 +296,41 @@ class Pipeline:
             entry = self.staged.popleft()
             self.pending[pool.submit(self._write, *entry[:3])] = entry
 
-    def _write(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Outcome | None:
-        with self.w.syncer.cover_read_ahead(scene, record), self.limiter:
-            if self.limiter.closed:
-                return None
-            return self.w.sync_one(item, scene, record)
+    def _write(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Written | None:
+        with self.w.syncer.cover_read_ahead(scene, record):
+            ticket = self.limiter.acquire()
+            try:
+                if self.limiter.closed:
+                    return None
+                outcome = self.w.sync_one(item, scene, record)
+            finally:
+                alone = self.limiter.release(ticket)
+            return outcome, alone
 
     # -- settling --------------------------------------------------------------------
-    def _settle(self, done: set[Future[Outcome | None]]) -> None:
+    def _settle(self, done: set[Future[Written | None]]) -> None:
         w = self.w
         w.syncer.flush_saves()  # what the finished syncs wrote, saved before their jobs are acknowledged
+        bulk = False
         for future in [f for f in self.pending if f in done]:  # in the order they were handed out
             item, scene, _, chunk = self.pending.pop(future)
-            outcome = future.result()
-            if outcome is None:  # never begun: unacknowledged, as a staged job
+            written = future.result()
+            if written is None:  # never begun: unacknowledged, as a staged job
                 continue
-            result, error, seconds = outcome
+            (result, error, seconds), alone = written
+            bulk = bulk or item.job.priority == BULK
             if seconds is not None:
                 kind = result.poster if result is not None else ""  # an upload is one request more
-                self.pacer.outcome(error, seconds, kind, self.clock())
+                self.pacer.outcome(error, seconds, kind, self.clock(), alone)
                 w.paced(seconds, self.pacer.cap)
-                self.limiter.set(self.pacer.limit)
             w.report(item, scene, result, error)
             w.settle(item, error, title=scene.title)
             self._release(item.job.scene_id, chunk)
             self._settled_since += 1
             if self.progress is not None:
                 self.progress(w.run_counts())
+        self.pacer.viewing(w.viewing(poll=bulk))
+        self.limiter.set(self.pacer.limit)
         self._checkpoint()
 
     def _release(self, scene_id: int, chunk: _Chunk) -> None:
@@ -327,6 +354,17 @@ class Pipeline:
         """The concurrency, when it changed: at most a line per checkpoint."""
         limit = self.pacer.limit
         if limit != self._logged_limit:
-            waiting = self.pacer.latency.waiting if self.pacer.latency is not None else 0.0
-            self.w.log.debug(f"Plex concurrency {self._logged_limit} -> {limit} (about {waiting:.1f} waiting at Plex)")
+            self.w.log.debug(f"Plex concurrency {self._logged_limit} -> {limit} ({_why(self.pacer)})")
             self._logged_limit = limit
+
+
+def _why(pacer: Pacer) -> str:
+    latency = pacer.latency
+    if latency is None or pacer.cap < latency.limit:
+        return "Plex errors"
+    if latency.probing:
+        return "timing a sync alone at Plex"
+    seen = f"about {latency.waiting:.1f} waiting at Plex"
+    if latency.viewing and latency.limit == latency.headroom < latency.maximum:
+        return f"someone is watching: a Plex worker of {latency.workers} left free; {seen}"
+    return seen

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from worker.breaker import CircuitBreaker
     from worker.events import SyncEvents
     from worker.sync import Syncer, SyncResult
+    from worker.viewers import Viewers
     from worker.waits import PlexWaits
 
 NAP_MAX_S = 1.0
@@ -82,6 +83,7 @@ class Worker:
         timer: Callable[[], float] = time.perf_counter,
         probe_now: bool = False,
         waits: PlexWaits | None = None,
+        viewers: Viewers | None = None,
     ) -> None:
         self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
         self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats_store, log
@@ -103,6 +105,7 @@ class Worker:
         self._entity_changed: dict[tuple[str, int], float] = {}  # (kind, id) → newest event's time seen
         self._read_at: dict[int, float] = {}  # scenes being synced → when their data was asked of Stash
         self.waits = waits  # worker/waits.py: jobs parked until Plex has their file; an event wakes them
+        self.viewers = viewers  # worker/viewers.py: someone watching Plex (bulk work leaves them a worker)
         self._gone: list[tuple[Taken, SceneRecord]] = []  # jobs of scenes deleted in Stash, to release their items
 
     # -- the loop ----------------------------------------------------------------
@@ -231,6 +234,10 @@ class Worker:
         """A sync's Plex time, and the concurrency the pacer allows after it."""
         self.delta.timed(seconds)
         self.concurrency = limit
+
+    def viewing(self, poll: bool) -> bool:
+        """Someone is watching Plex now (``poll``: a bulk run asks, Plex's sessions are read when due)."""
+        return self.viewers is not None and self.viewers.watching(poll)
 
     def admit(self, batch: list[Taken]) -> list[Taken]:
         """The circuit breaker's say: all, one probe, or none (the rest wait). A task the

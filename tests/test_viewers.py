@@ -1,0 +1,87 @@
+"""Whether someone watches Plex (worker/viewers.py): from a listener's ``playing`` frames,
+else from ``/status/sessions`` read through the real client against the Plex emulator."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from plex.client import PlexClient
+from plex.notifications import ItemProcessed, PlaybackState, read_events
+from plex.sessions import playing_sessions
+from tests.emulators import plex_notify
+from worker.viewers import POLL_S, QUIET_S, Viewers
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _frame(session: str, state: str, rating_key: int = 7) -> list:
+    container = plex_notify.playing(session, rating_key, 1000, state)["NotificationContainer"]
+    return read_events(container)
+
+
+def test_frames_say_who_plays_and_a_silent_session_ends():
+    clock = Clock()
+    viewers = Viewers(lambda: {}, listening=lambda: True, clock=clock)
+    assert not viewers.watching()
+    for event in _frame("3", "playing"):
+        viewers.saw(event)
+    viewers.saw(ItemProcessed(7, 1))  # not a playback: ignored
+    assert viewers.watching()
+    for event in _frame("4", "buffering") + _frame("3", "paused"):
+        viewers.saw(event)
+    assert viewers.watching()  # session 4 buffers: it plays
+    for event in _frame("4", "stopped"):
+        viewers.saw(event)
+    assert not viewers.watching()  # 3 paused, 4 stopped
+    viewers.saw(PlaybackState(9, "playing", 0, "5"))
+    clock.now += QUIET_S  # no word of it since: the client went away
+    assert not viewers.watching()
+
+
+def test_without_a_listener_a_bulk_run_reads_plexs_sessions_every_few_seconds(plex):
+    clock = Clock()
+    rk = plex.add_item(1, "/plex/media/a.mp4")
+    client = PlexClient(plex.url, plex.token, "test-client")
+    viewers = Viewers(partial(playing_sessions, client), clock=clock)
+
+    def asked(poll: bool = True) -> bool:
+        answer = viewers.watching(poll)
+        viewers.looked()  # the look, in a thread of its own, finished
+        return viewers.watching(False) if poll else answer
+
+    assert not asked()
+    key = plex.start_playback(rk)
+    assert not asked(poll=False)  # an interactive job does not look
+    clock.now += POLL_S - 0.1
+    assert not asked()  # looked at less than POLL_S ago
+    clock.now += 0.1
+    assert asked()
+    plex.report_playback(key, 0, "paused")
+    clock.now += POLL_S
+    assert not asked()
+    plex.report_playback(key, 0)
+    clock.now += POLL_S
+    assert asked()
+    plex.stop_playback(key, 0)
+    clock.now += POLL_S
+    assert not asked()
+    sessions = [r for r in plex.requests if r["path"] == "/status/sessions"]
+    assert len(sessions) == 5
+
+
+def test_a_token_that_may_not_read_sessions_leaves_the_frames_only(plex):
+    client = PlexClient(plex.url, plex.token, "test-client")
+    plex.fail_401 = True
+    viewers = Viewers(partial(playing_sessions, client))
+    viewers.watching(poll=True)
+    viewers.looked()
+    plex.fail_401 = False
+    plex.clear_requests()
+    assert not viewers.watching(poll=True)
+    assert plex.requests == []
