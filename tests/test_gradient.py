@@ -135,3 +135,14 @@ def test_pacer_takes_the_lower_of_the_error_and_latency_limits():
     assert [pacer.outcome(None, 0.125, "uploaded", 0.2) for _ in range(6)] == [3, 3, 4, 4, 4, 5]
     pacer.viewing(True)  # Plex served 6 without a queue: one of them left for the viewer
     assert pacer.limit == 5
+
+
+def test_our_own_cpu_is_not_read_as_a_queue_at_plex():
+    limit = LatencyLimit(6)
+    probed(limit, 0.25)
+    # syncs twice as long as alone, but Plex answered as fast as then: our CPU, not Plex's queue
+    assert [limit.observe(0.5, "uploaded", 0.1, answered=0.25) for _ in range(2)] == [2, 4]
+    assert limit.waiting == 0.0
+    # of each 0.5 s, 0.125 s queued at Plex: 4 × 0.125 / 0.5 = 1 of ours waited: hold
+    assert [limit.observe(0.5, "uploaded", 0.2, answered=0.375) for _ in range(4)] == [4] * 4
+    assert limit.waiting == 1.0

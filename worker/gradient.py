@@ -1,11 +1,12 @@
 """How many scenes Plex takes at once, read from its latency (a Vegas-style limit).
 
 As TCP Vegas (Brakmo and Peterson, 1994; Netflix ``concurrency-limits`` ``VegasLimit``), each round
-of ``limit`` clean syncs estimates how many of ours waited at Plex,
-``waiting = limit × (1 − unloaded / latency)`` (Little's law: rate × time queued): fewer than
+of ``limit`` clean syncs estimates how many of ours waited at Plex by Little's law (rate × time
+queued): ``waiting = limit × Σ(answered − unloaded) / Σ seconds``, where ``answered`` is how long
+Plex took to answer a sync's requests (our own CPU is never read as Plex's queue): fewer than
 ``alpha``, one more at once; more than ``beta``, fewer (down to where nothing would wait); always
 within ``maximum`` (``plex_concurrency``). Until Plex first queues, the limit doubles per round (a
-slow start). ``unloaded`` is, per kind of sync, the fastest sync that ran *alone* (no other of ours
+slow start). ``unloaded`` is, per kind of sync, Plex's answer time of the fastest sync that ran *alone* (no other of ours
 in flight) in the last ``2 × window_s``: a sync beside others measures a queue, not Plex. At the
 start, and when no sync ran alone for ``window_s``, the limit is 1 until ``probe`` syncs have (as
 BBR's ProbeRTT), so a Plex slower for everyone is learnt anew and a queue of ours never becomes
@@ -14,7 +15,7 @@ serves at once without a queue (the limit minus the waiting, once Plex queued). 
 watches (``viewing``), the limit is at most ``workers − 1``: one Plex worker stays free for them.
 Why: docs/architecture.md, step 10 of the sync.
 
-Pure: ``observe(seconds, kind, now, alone)`` with the time passed in; tests assert exact limits.
+Pure: ``observe(seconds, kind, now, alone, answered)`` with the time passed in; tests assert exact limits.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class LatencyLimit:
         self._unloaded: dict[str, _WindowMin] = {}
         self._probe_left = policy.probe  # syncs alone still wanted (one at a time meanwhile)
         self._alone_at = 0.0  # when the last probe ended
-        self._ratios: list[float] = []
+        self._round: list[tuple[float, float]] = []  # (queued at Plex, the sync's time) per sync
 
     @property
     def limit(self) -> int:
@@ -92,30 +93,33 @@ class LatencyLimit:
         """Timing syncs alone: one at a time until ``probe`` of them ran."""
         return self._probe_left > 0
 
-    def observe(self, seconds: float, kind: str, now: float, alone: bool = False) -> int:
-        """One clean sync took ``seconds`` at ``now`` (``alone``: no other of ours was in
-        flight meanwhile); the limit after it."""
+    def observe(self, seconds: float, kind: str, now: float, alone: bool = False, answered: float | None = None) -> int:
+        """One clean sync took ``seconds`` at ``now``, of which Plex took ``answered`` to answer
+        (default: all of it); ``alone``: no other of ours was in flight meanwhile. The limit after it."""
+        answered = seconds if answered is None else answered
         if not self.probing and now - self._alone_at > self.policy.window_s:
-            self._probe_left, self._ratios = self.policy.probe, []
+            self._probe_left, self._round = self.policy.probe, []
         window = self._unloaded.setdefault(kind, _WindowMin(2 * self.policy.window_s))
         unloaded = window.least(now)
-        if alone or unloaded is None or seconds < unloaded:
-            window.add(seconds, now)
+        if alone or unloaded is None or answered < unloaded:
+            window.add(answered, now)
             unloaded = window.least(now)
         if alone:
             self._alone_at = now
         if self.probing:  # a sync alone counts; those draining count in no round
             self._probe_left -= alone
             return self.limit
-        self._ratios.append(seconds / unloaded if unloaded else 1.0)
-        if len(self._ratios) >= self.limit:
-            self._decide(sum(self._ratios) / len(self._ratios))
-            self._ratios = []
+        self._round.append((answered - (unloaded or 0.0), seconds))
+        if len(self._round) >= self.limit:
+            queued, took = map(sum, zip(*self._round, strict=True))
+            self._decide(queued / took if took > 0 else 0.0)
+            self._round = []
         return self.limit
 
-    def _decide(self, slower: float) -> None:
+    def _decide(self, share: float) -> None:
+        """``share``: of the round's sync time, the part spent queued at Plex."""
         limit = self.limit
-        self.waiting = limit * (1 - 1 / slower)
+        self.waiting = limit * share
         if self.waiting >= self.policy.alpha:
             self.workers = max(1, round(limit - self.waiting))
         elif limit >= self.maximum or self.workers is not None:

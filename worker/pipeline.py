@@ -27,9 +27,8 @@ if TYPE_CHECKING:
     from worker.sync import Syncer, SyncResult
 
 Work = tuple[Taken, "SceneMetadata", "SceneRecord | None"]  # a job, its scene, what was last written
-Outcome = tuple[
-    "SyncResult | None", BaseException | None, float | None
-]  # result, error, Plex seconds (None: not tried)
+# result, error, the sync's seconds (None: not tried), of them the seconds Plex took to answer
+Outcome = tuple["SyncResult | None", BaseException | None, float | None, float]
 Staged = tuple[Taken, "SceneMetadata", "SceneRecord | None", "_Chunk"]
 Written = tuple[Outcome, bool]  # a sync's outcome, and whether it was alone at Plex (no other of ours)
 
@@ -119,9 +118,10 @@ class Pacer:
         kind: str = "",
         now: float = 0.0,
         alone: bool = False,
+        answered: float | None = None,
     ) -> int:
-        """One sync's outcome (and, when it reached Plex, how long it took and whether it was
-        alone there); the limit after it."""
+        """One sync's outcome (and, when it reached Plex, how long it took, of that how long
+        Plex took to answer, and whether it was alone there); the limit after it."""
         troubled = isinstance(error, TransientError) and not isinstance(error, (PlexNotFound, StashUnavailable))
         self._since_cut += 1
         if troubled:
@@ -135,7 +135,7 @@ class Pacer:
                 self.cap += 1
                 self._clean = 0
         if self.latency is not None and error is None and seconds is not None:
-            self.latency.observe(seconds, kind, now, alone)
+            self.latency.observe(seconds, kind, now, alone, answered)
         return self.limit
 
 
@@ -317,11 +317,11 @@ class Pipeline:
             written = future.result()
             if written is None:  # never begun: unacknowledged, as a staged job
                 continue
-            (result, error, seconds), alone = written
+            (result, error, seconds, answered), alone = written
             bulk = bulk or item.job.priority == BULK
             if seconds is not None:
                 kind = result.poster if result is not None else ""  # an upload is one request more
-                self.pacer.outcome(error, seconds, kind, self.clock(), alone)
+                self.pacer.outcome(error, seconds, kind, self.clock(), alone, answered)
                 w.paced(seconds, self.pacer.cap)
             w.report(item, scene, result, error)
             w.settle(item, error, title=scene.title)

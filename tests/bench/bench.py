@@ -51,7 +51,7 @@ from tests.runner import (  # noqa: E402
 LATENCY_S = 0.010
 CONCURRENCY = 6  # the plugin's default plex_concurrency; the floor uses the same
 SECTIONS = ("hook", "queue", "bulk", "scale", "pacing")  # the default run
-MORE_SECTIONS = ("storm", "realistic", "entity", "reconcile", "listen", "inbox")
+MORE_SECTIONS = ("storm", "realistic", "small", "entity", "reconcile", "listen", "inbox")
 
 
 def line(name: str, value: str, baseline: str = "", ratio: str = "", target: str = "") -> None:
@@ -786,6 +786,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=500,
         help="scenes of each point of the 'realistic' concurrency sweep (default 500)",
     )
+    parser.add_argument("--small-scenes", type=int, default=80, help="scenes of each 'small' run (default 80)")
     parser.add_argument("--scale-scenes", type=int, default=20000, help="scenes of the 'scale' run (default 20000)")
     parser.add_argument(
         "--plex-latency-ms",
@@ -839,6 +840,10 @@ def main(argv: list[str]) -> int:
             from tests.bench.realistic import bench_realistic
 
             bench_realistic(args.realistic_scenes, args.realistic_sweep_scenes)
+        elif section == "small":
+            from tests.bench.small_plex import bench_small_plex
+
+            bench_small_plex(args.small_scenes)
         elif section == "entity":
             bench_entity()
         elif section == "reconcile":
