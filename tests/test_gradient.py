@@ -19,12 +19,12 @@ def feed(limit: LatencyLimit, seconds: float, count: int, start: float = 0.0, ki
 
 
 def probed(limit: LatencyLimit, seconds: float, kind: str = "uploaded", at: float = 0.0) -> int:
-    """The first probe: three syncs alone (one at a time meanwhile)."""
-    assert [limit.observe(seconds, kind, at, alone=True) for _ in range(3)][:2] == [1, 1]
-    return limit.limit
+    """The first probe: a sync alone (one at a time till then)."""
+    assert limit.limit == 1
+    return limit.observe(seconds, kind, at, alone=True)
 
 
-def test_starts_with_three_syncs_alone_then_doubles_each_round_until_plex_queues():
+def test_starts_with_a_sync_alone_then_doubles_each_round_until_plex_queues():
     limit = LatencyLimit(6)
     assert (limit.limit, limit.probing) == (1, True)
     assert probed(limit, 0.125) == 2
@@ -71,22 +71,21 @@ def test_without_a_sync_alone_for_the_window_it_probes_at_one_and_learns_plex_an
     # Plex four times slower for everyone; past the window no sync ran alone: one at a time
     assert feed(limit, 0.5, 3, start=10.5) == [1, 1, 1]  # the syncs draining count in no round
     assert limit.probing
-    # three syncs alone end the probe, but 0.125 s is remembered for twice the window
-    assert [limit.observe(0.5, "uploaded", 10.6, alone=True) for _ in range(3)] == [1, 1, 6]
+    # a sync alone ends the probe, but 0.125 s is remembered for twice the window
+    assert limit.observe(0.5, "uploaded", 10.6, alone=True) == 6
     assert feed(limit, 0.5, 6 + 5 + 4 + 3 + 2, start=10.7)[-1] == 2  # read as a queue meanwhile
     # twenty seconds after the fast syncs, the probes' 0.5 s is the unloaded time: growth again
     assert feed(limit, 0.5, 1, start=21.0) == [1]  # (a probe begins: the last sync alone is 10 s old)
-    assert [limit.observe(0.5, "uploaded", 21.1, alone=True) for _ in range(3)] == [1, 1, 2]
+    assert limit.observe(0.5, "uploaded", 21.1, alone=True) == 2
     assert feed(limit, 0.5, 2 + 3, start=21.2) == [2, 3, 3, 3, 4]
     assert limit.waiting == 0.0
 
 
 def test_each_kind_of_sync_is_compared_with_its_own_unloaded_time():
     limit = LatencyLimit(6)
-    limit.observe(0.125, "unchanged", 0.0, alone=True)  # an edit alone
-    limit.observe(0.25, "uploaded", 0.0, alone=True)  # edit and poster: twice the requests
-    limit.observe(0.25, "uploaded", 0.0, alone=True)
-    assert [limit.observe(s, k, 0.1) for s, k in [(0.125, "unchanged"), (0.25, "uploaded")] * 3] == [2, 4, 4, 4, 4, 6]
+    limit.observe(0.25, "uploaded", 0.0, alone=True)  # edit and poster alone
+    limit.observe(0.125, "unchanged", 0.0, alone=True)  # an edit alone: half the requests
+    assert [limit.observe(s, k, 0.1) for s, k in [(0.25, "uploaded"), (0.125, "unchanged")] * 3] == [4, 4, 4, 4, 6, 6]
 
 
 def test_while_someone_watches_it_leaves_plex_a_worker_and_takes_it_back_after():
@@ -126,7 +125,7 @@ def test_bounds_and_bad_policies():
 def test_pacer_takes_the_lower_of_the_error_and_latency_limits():
     pacer = Pacer(6, grow_after=3, latency=LatencyLimit(6, GradientPolicy(start=4)))
     assert pacer.limit == 1  # probing first
-    assert [pacer.outcome(None, 0.125, "uploaded", 0.0, alone=True) for _ in range(3)] == [1, 1, 4]
+    assert pacer.outcome(None, 0.125, "uploaded", 0.0, alone=True) == 4
     assert [pacer.outcome(None, 0.125, "uploaded", 0.0) for _ in range(4)] == [4, 4, 4, 6]
     # a Plex error halves the limit in force (6 -> 3); its time says nothing about latency
     assert pacer.outcome(PlexUnavailable("Plex did not answer"), 30.0, "", 0.1) == 3

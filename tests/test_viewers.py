@@ -9,7 +9,7 @@ from plex.client import PlexClient
 from plex.notifications import ItemProcessed, PlaybackState, read_events
 from plex.sessions import playing_sessions
 from tests.emulators import plex_notify
-from worker.viewers import POLL_S, QUIET_S, Viewers
+from worker.viewers import POLL_COST, POLL_S, QUIET_S, Viewers
 
 
 class Clock:
@@ -85,3 +85,25 @@ def test_a_token_that_may_not_read_sessions_leaves_the_frames_only(plex):
     plex.clear_requests()
     assert not viewers.watching(poll=True)
     assert plex.requests == []
+
+
+def test_a_plex_slow_to_answer_is_looked_at_less_often():
+    clock, looks = Clock(), []
+
+    def slow_sessions() -> dict[str, str]:
+        looks.append(clock.now)
+        clock.now += 0.5  # Plex took half a second to answer
+        return {"1": "playing"}
+
+    viewers = Viewers(slow_sessions, clock=clock)
+    viewers.watching(poll=True)
+    viewers.looked()
+    assert viewers.watching()
+    clock.now += POLL_COST * 0.5 - 0.1
+    viewers.watching(poll=True)
+    viewers.looked()
+    assert len(looks) == 1  # 20 × 0.5 s after the last answer: not yet
+    clock.now += 0.1
+    viewers.watching(poll=True)
+    viewers.looked()
+    assert looks == [100.0, 110.5]

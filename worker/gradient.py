@@ -9,7 +9,8 @@ within ``maximum`` (``plex_concurrency``). Until Plex first queues, the limit do
 slow start). ``unloaded`` is, per kind of sync, Plex's answer time of the fastest sync that ran *alone* (no other of ours
 in flight) in the last ``2 × window_s``: a sync beside others measures a queue, not Plex. At the
 start, and when no sync ran alone for ``window_s``, the limit is 1 until ``probe`` syncs have (as
-BBR's ProbeRTT), so a Plex slower for everyone is learnt anew and a queue of ours never becomes
+BBR's ProbeRTT; Plex's answer time alone varies little, and a sync beside others that Plex answered
+faster lowers ``unloaded`` at once), so a Plex slower for everyone is learnt anew and a queue of ours never becomes
 the "unloaded" time. ``workers``: how many of ours Plex
 serves at once without a queue (the limit minus the waiting, once Plex queued). While someone
 watches (``viewing``), the limit is at most ``workers − 1``: one Plex worker stays free for them.
@@ -32,7 +33,7 @@ class GradientPolicy:
     alpha: float = 0.75  # fewer of ours waiting at Plex than this: grow
     beta: float = 1.5  # more than this: shrink
     window_s: float = 15.0  # syncs alone at least this often (else a probe at 1); remembered twice as long
-    probe: int = 3  # syncs alone per probe (the first one before anything else)
+    probe: int = 1  # syncs alone per probe (the first one before anything else)
     start: int = 2  # the limit after the first probe
 
     def __post_init__(self) -> None:

@@ -3,7 +3,8 @@
 Two sources, one answer. A notification listener's ``playing`` frames (plex/notifications.py
 ``PlaybackState``) say at once when a session plays, pauses or stops; without a connected listener,
 ``/status/sessions`` (Plex's playing sessions, plex/client.py ``playing_sessions``) is read every
-``POLL_S`` while a bulk run asks, in a thread of its own so the run never waits for it. A session
+``POLL_S`` while a bulk run asks (less often when Plex is slow to answer it, so the looks never
+take a small Plex's time from the writes), in a thread of its own so the run never waits for it. A session
 counts while ``playing`` or ``buffering``; a frame-fed one that Plex has not mentioned for
 ``QUIET_S`` (clients report every ~10 s: shared/contracts/plex-events.md §1) is over.
 """
@@ -18,6 +19,7 @@ from core.errors import PlexAuthError, Stash2PlexError
 from plex.notifications import Event, PlaybackState
 
 POLL_S = 2.0  # a session that starts during a bulk run is seen within this (and one request)
+POLL_COST = 20  # ... or within this many times the last look's answer time: looks keep under 5% of a Plex worker
 QUIET_S = 30.0
 WATCHING = frozenset({"playing", "buffering"})
 
@@ -36,6 +38,7 @@ class Viewers:
         self._heard: dict[str, tuple[str, float]] = {}  # session → (state, when), from frames
         self._polled: dict[str, str] = {}
         self._polled_at: float | None = None
+        self._every = POLL_S
         self._polling = threading.Lock()
         self._refused = False  # the token may not read sessions (a managed user's): frames only
 
@@ -50,7 +53,7 @@ class Viewers:
         now = self._clock()
         if self._listening():
             return any(state in WATCHING and now - at < QUIET_S for state, at in self._heard.values())
-        if poll and not self._refused and (self._polled_at is None or now - self._polled_at >= POLL_S):
+        if poll and not self._refused and (self._polled_at is None or now - self._polled_at >= self._every):
             self._poll_soon(now)
         return any(state in WATCHING for state in self._polled.values())
 
@@ -66,6 +69,7 @@ class Viewers:
         threading.Thread(target=self._poll, name="s2p-plex-sessions", daemon=True).start()
 
     def _poll(self) -> None:
+        started = self._clock()
         try:
             self._polled = self._sessions()
         except PlexAuthError:
@@ -74,4 +78,5 @@ class Viewers:
             pass  # Plex trouble: the run's own requests meet it; the last answer stands
         finally:
             self._polled_at = self._clock()
+            self._every = max(POLL_S, POLL_COST * (self._polled_at - started))
             self._polling.release()
