@@ -7,7 +7,7 @@ Plex took to answer a sync's requests (our own CPU is never read as Plex's queue
 ``alpha``, one more at once; more than ``beta``, fewer (down to where nothing would wait); always
 within ``maximum`` (``plex_concurrency``). Until Plex first queues, the limit doubles per round (a
 slow start). ``unloaded`` is, per kind of sync, Plex's answer time of the fastest sync that ran *alone* (no other of ours
-in flight) in the last ``2 × window_s``: a sync beside others measures a queue, not Plex. At the
+in flight) in the last ``window_s``: a sync beside others measures a queue, not Plex. At the
 start, and when no sync ran alone for ``window_s``, the limit is 1 until ``probe`` syncs have (as
 BBR's ProbeRTT; Plex's answer time alone varies little, and a sync beside others that Plex answered
 faster lowers ``unloaded`` at once), so a Plex slower for everyone is learnt anew and a queue of ours never becomes
@@ -30,9 +30,9 @@ __all__ = ["GradientPolicy", "LatencyLimit"]
 
 @dataclass(frozen=True)
 class GradientPolicy:
-    alpha: float = 0.75  # fewer of ours waiting at Plex than this: grow
-    beta: float = 1.5  # more than this: shrink
-    window_s: float = 15.0  # syncs alone at least this often (else a probe at 1); remembered twice as long
+    alpha: float = 0.5  # fewer of ours waiting at Plex than this: grow
+    beta: float = 1.0  # more than this: shrink
+    window_s: float = 15.0  # a sync alone at least this often (else a probe at 1), remembered as long
     probe: int = 1  # syncs alone per probe (the first one before anything else)
     start: int = 2  # the limit after the first probe
 
@@ -100,7 +100,7 @@ class LatencyLimit:
         answered = seconds if answered is None else answered
         if not self.probing and now - self._alone_at > self.policy.window_s:
             self._probe_left, self._round = self.policy.probe, []
-        window = self._unloaded.setdefault(kind, _WindowMin(2 * self.policy.window_s))
+        window = self._unloaded.setdefault(kind, _WindowMin(self.policy.window_s))
         unloaded = window.least(now)
         if alone or unloaded is None or answered < unloaded:
             window.add(answered, now)
