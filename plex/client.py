@@ -20,6 +20,7 @@ from core.clock import ServerClock, response_hook
 from core.errors import ConfigError, PlexNotFound, PlexUnavailable, TransientError
 from core.http import fixed_environment_session
 from plex.errors import not_plex_named, plex_errors
+from plex.gate import PlexRequests
 from validation.fields import PLEX_FIELDS, RATING, TAG_TYPES, rating_text
 
 REQUEST_TIMEOUT_S = 15.0
@@ -74,7 +75,7 @@ class PlexClient:
         self.clock = ServerClock()  # Plex's clock, from its replies' Date headers
         self.base_url = url.rstrip("/")  # where requests go: plex_url after its redirects, once connected
         self._sections: dict[int, int] = {}  # ratingKey → library section, from the last read
-        self._waited = threading.local()  # per thread: seconds Plex took to answer (``waited``)
+        self.requests = PlexRequests()  # how many at Plex at once, how long Plex took (plex/gate.py)
 
     @property
     def server(self):
@@ -99,7 +100,7 @@ class PlexClient:
         session.mount("http://", adapter)
         session.mount("https://", adapter)
         session.hooks["response"].append(response_hook(self.clock, time.time))
-        session.hooks["response"].append(self._answered)
+        self.requests.install(session, adapter)
         with plex_errors("connecting to Plex", self.url):
             base = self._final_url(session)
         with plex_errors("connecting to Plex", self.url), not_plex_named(self.url):
@@ -108,17 +109,6 @@ class PlexClient:
                 raise ET.ParseError("no machineIdentifier in the answer at /")
         self.base_url = base
         return server
-
-    def _answered(self, response, *args, **kwargs) -> None:
-        """requests' response hook: ``elapsed`` runs from sending the request to Plex's
-        answer's headers (requests sessions.py ``Session.send``), none of our own CPU."""
-        self._waited.seconds = getattr(self._waited, "seconds", 0.0) + response.elapsed.total_seconds()
-
-    def waited(self) -> float:
-        """Seconds this thread waited for Plex's answers since it last asked (then from 0 again):
-        what worker/gradient.py compares, so that our own CPU is never read as a queue at Plex."""
-        seconds, self._waited.seconds = getattr(self._waited, "seconds", 0.0), 0.0
-        return seconds
 
     @property
     def machine_id(self) -> str:

@@ -107,3 +107,32 @@ def test_a_plex_slow_to_answer_is_looked_at_less_often():
     viewers.watching(poll=True)
     viewers.looked()
     assert looks == [100.0, 110.5]
+
+
+def test_the_bound_keeps_our_requests_at_plex_and_its_wait_is_not_counted_as_plexs(plex):
+    import threading
+
+    from tests.emulators.plex_emulator import LoadModel
+
+    rk = plex.add_item(1, "/plex/media/a.mp4")
+    client = PlexClient(plex.url, plex.token, "test-client")
+    client.server  # connected before the load model counts
+    plex.load = LoadModel(workers=4, write_s=0.05, read_s=0.05)
+    client.requests.bound(1)  # someone watches a two-worker Plex
+    waited: list[float] = []
+
+    def reads() -> None:
+        client.requests.waited()
+        for _ in range(2):
+            client.item_state(rk)
+        waited.append(client.requests.waited())
+
+    threads = [threading.Thread(target=reads) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert plex.load.peak_busy == 1 and plex.load.peak_waiting == 0
+    # six reads of 50 ms at Plex; the time they queued for the bound (up to 250 ms) is ours
+    assert 0.3 <= sum(waited) < 0.6, waited
+    client.requests.bound(None)

@@ -1,9 +1,9 @@
 """How many scenes Plex takes at once, read from its latency (a Vegas-style limit).
 
 As TCP Vegas (Brakmo and Peterson, 1994; Netflix ``concurrency-limits`` ``VegasLimit``), each round
-of ``limit`` clean syncs estimates how many of ours waited at Plex by Little's law (rate × time
-queued): ``waiting = limit × Σ(answered − unloaded) / Σ seconds``, where ``answered`` is how long
-Plex took to answer a sync's requests (our own CPU is never read as Plex's queue): fewer than
+of ``limit`` clean syncs estimates how many of ours waited at Plex by Little's law (the time queued
+over the round's time): ``waiting = Σ(answered − unloaded) / round``, where ``answered`` is how
+long Plex took to answer a sync's requests (our own CPU is never read as Plex's queue): fewer than
 ``alpha``, one more at once; more than ``beta``, fewer (down to where nothing would wait); always
 within ``maximum`` (``plex_concurrency``). Until Plex first queues, the limit doubles per round (a
 slow start). ``unloaded`` is, per kind of sync, Plex's answer time of the fastest sync that ran *alone* (no other of ours
@@ -11,9 +11,10 @@ in flight) in the last ``window_s``: a sync beside others measures a queue, not 
 start, and when no sync ran alone for ``window_s``, the limit is 1 until ``probe`` syncs have (as
 BBR's ProbeRTT; Plex's answer time alone varies little, and a sync beside others that Plex answered
 faster lowers ``unloaded`` at once), so a Plex slower for everyone is learnt anew and a queue of ours never becomes
-the "unloaded" time. ``workers``: how many of ours Plex
-serves at once without a queue (the limit minus the waiting, once Plex queued). While someone
-watches (``viewing``), the limit is at most ``workers − 1``: one Plex worker stays free for them.
+the "unloaded" time. ``workers``: how many of our requests Plex serves at once, read
+(``Σ unloaded / round``) in a round that queued. While someone watches (``viewing``), ``headroom``
+is ``workers − 1``: the pipeline keeps that many of our requests at Plex at most (plex/gate.py),
+so one worker stays free for them.
 Why: docs/architecture.md, step 10 of the sync.
 
 Pure: ``observe(seconds, kind, now, alone, answered)`` with the time passed in; tests assert exact limits.
@@ -71,23 +72,23 @@ class LatencyLimit:
         self.maximum, self.policy = maximum, policy
         self._limit = min(policy.start, maximum)
         self.waiting = 0.0  # the last round's estimate, for the log
-        self.workers: int | None = None  # unknown until Plex queued, or served the maximum without a queue
-        self.viewing = False  # someone watches Plex: leave them a worker
+        self.workers: int | None = None  # Plex's workers serving us, once a round saw them all busy
+        self.viewing = False  # someone watches Plex: leave them a worker (``headroom``)
         self._unloaded: dict[str, _WindowMin] = {}
         self._probe_left = policy.probe  # syncs alone still wanted (one at a time meanwhile)
-        self._alone_at = 0.0  # when the last probe ended
-        self._round: list[tuple[float, float]] = []  # (queued at Plex, the sync's time) per sync
+        self._alone_at = 0.0  # when a sync last ran alone
+        self._since = 0.0  # when the round began (the last round's end, or the probe's)
+        self._round: list[tuple[float, float]] = []  # per sync: (seconds queued at Plex, seconds served)
 
     @property
     def limit(self) -> int:
-        if self.probing:
-            return 1
-        return min(self._limit, self.headroom) if self.viewing else self._limit
+        return 1 if self.probing else self._limit
 
     @property
-    def headroom(self) -> int:
-        """The most of ours at once while someone watches (not bounded until the workers are known)."""
-        return self.maximum if self.workers is None else max(1, self.workers - 1)
+    def headroom(self) -> int | None:
+        """The most of our requests at Plex at once: while someone watches, one worker fewer
+        than Plex serves us with (None: no bound, or the workers are not known yet)."""
+        return max(1, self.workers - 1) if self.viewing and self.workers is not None else None
 
     @property
     def probing(self) -> bool:
@@ -95,11 +96,12 @@ class LatencyLimit:
         return self._probe_left > 0
 
     def observe(self, seconds: float, kind: str, now: float, alone: bool = False, answered: float | None = None) -> int:
-        """One clean sync took ``seconds`` at ``now``, of which Plex took ``answered`` to answer
-        (default: all of it); ``alone``: no other of ours was in flight meanwhile. The limit after it."""
+        """One clean sync took ``seconds`` and ended at ``now``, of which Plex took ``answered``
+        to answer (default: all of it); ``alone``: no other of ours was in flight meanwhile.
+        The limit after it."""
         answered = seconds if answered is None else answered
         if not self.probing and now - self._alone_at > self.policy.window_s:
-            self._probe_left, self._round = self.policy.probe, []
+            self._probe_left = self.policy.probe
         window = self._unloaded.setdefault(kind, _WindowMin(self.policy.window_s))
         unloaded = window.least(now)
         if alone or unloaded is None or answered < unloaded:
@@ -109,25 +111,26 @@ class LatencyLimit:
             self._alone_at = now
         if self.probing:  # a sync alone counts; those draining count in no round
             self._probe_left -= alone
+            self._since, self._round = now, []
             return self.limit
-        self._round.append((answered - (unloaded or 0.0), seconds))
-        if len(self._round) >= self.limit:
-            queued, took = map(sum, zip(*self._round, strict=True))
-            self._decide(queued / took if took > 0 else 0.0)
-            self._round = []
+        queued = max(0.0, answered - (unloaded or 0.0))
+        self._round.append((queued, answered - queued))
+        if len(self._round) >= self.limit and now > self._since:
+            queued, served = (sum(column) for column in zip(*self._round, strict=True))
+            self._decide(queued / (now - self._since), served / (now - self._since))
+            self._since, self._round = now, []
         return self.limit
 
-    def _decide(self, share: float) -> None:
-        """``share``: of the round's sync time, the part spent queued at Plex."""
+    def _decide(self, waiting: float, served: float) -> None:
+        """Little's law over the round: ``waiting`` of ours queued at Plex on average, ``served``
+        being served."""
         limit = self.limit
-        self.waiting = limit * share
-        if self.waiting >= self.policy.alpha:
-            self.workers = max(1, round(limit - self.waiting))
-        elif limit >= self.maximum or self.workers is not None:
-            self.workers = max(self.workers or 1, limit)
-        if self.waiting < self.policy.alpha:
+        self.waiting = waiting
+        if waiting >= self.policy.alpha:  # a queue: every worker Plex gives us was busy
+            self.workers = max(1, round(served))
+        if waiting < self.policy.alpha:
             self._limit = min(self.maximum, limit * 2 if self.workers is None else limit + 1)
-        elif self.waiting > self.policy.beta:
-            self._limit = max(1, min(limit - 1, math.ceil(limit - self.waiting)))
+        elif waiting > self.policy.beta:
+            self._limit = max(1, min(limit - 1, math.ceil(limit - waiting)))
         else:
             self._limit = limit

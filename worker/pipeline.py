@@ -111,6 +111,11 @@ class Pacer:
         if self.latency is not None:
             self.latency.viewing = watching
 
+    @property
+    def headroom(self) -> int | None:
+        """The most of our requests at Plex at once (None: no bound)."""
+        return None if self.latency is None else self.latency.headroom
+
     def outcome(
         self,
         error: BaseException | None,
@@ -197,6 +202,7 @@ class Pipeline:
         self.pacer.cap = worker.concurrency
         self.limiter = Limiter(self.pacer.limit)
         self._logged_limit = self.pacer.limit
+        self._logged_bound: int | None = None
         self.staged: deque[Staged] = deque()
         self.pending: dict[Future[Written | None], Staged] = {}  # None: never begun (closed)
         self.busy: set[int] = set()  # scenes staged or in flight
@@ -228,6 +234,7 @@ class Pipeline:
                 while self.pending:
                     self._settle(wait(self.pending)[0])
                 self.w.release_gone(stopping=self._stopping())
+                self.w.syncer.client.requests.bound(None)
                 self._checkpoint(force=True)
         return self._stopping()
 
@@ -330,6 +337,7 @@ class Pipeline:
             if self.progress is not None:
                 self.progress(w.run_counts())
         self.pacer.viewing(w.viewing(poll=bulk))
+        w.syncer.client.requests.bound(self.pacer.headroom)
         self.limiter.set(self.pacer.limit)
         self._checkpoint()
 
@@ -351,11 +359,23 @@ class Pipeline:
             self._log_limit()
 
     def _log_limit(self) -> None:
-        """The concurrency, when it changed: at most a line per checkpoint."""
+        """The concurrency and the bound left for viewers, when they changed: at most a line
+        each per checkpoint."""
         limit = self.pacer.limit
         if limit != self._logged_limit:
             self.w.log.debug(f"Plex concurrency {self._logged_limit} -> {limit} ({_why(self.pacer)})")
             self._logged_limit = limit
+        bound = self.pacer.headroom
+        if bound != self._logged_bound:
+            self._logged_bound = bound
+            if bound is None:
+                self.w.log.debug("nobody is watching Plex: our requests to it are no longer bounded")
+            else:
+                workers = self.pacer.latency.workers if self.pacer.latency is not None else None
+                self.w.log.debug(
+                    f"someone is watching Plex: at most {bound} of our requests at Plex at once "
+                    f"(it serves us with {workers} at once)"
+                )
 
 
 def _why(pacer: Pacer) -> str:
@@ -364,7 +384,4 @@ def _why(pacer: Pacer) -> str:
         return "Plex errors"
     if latency.probing:
         return "timing a sync alone at Plex"
-    seen = f"about {latency.waiting:.1f} waiting at Plex"
-    if latency.viewing and latency.limit == latency.headroom < latency.maximum:
-        return f"someone is watching: a Plex worker of {latency.workers} left free; {seen}"
-    return seen
+    return f"about {latency.waiting:.1f} waiting at Plex"

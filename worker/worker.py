@@ -464,7 +464,7 @@ class Worker:
         held = self._held_back()
         if held is not None:
             return None, held, None, 0.0
-        self.syncer.client.waited()  # from 0: what this thread waited for before is not this sync's
+        self.syncer.client.requests.waited()  # from 0: what this thread waited for before is not this sync's
         started = self.timer()
         try:
             result, error = self.syncer.sync(scene, record, scan_allowed=not item.job.scan_requested), None
@@ -477,7 +477,7 @@ class Worker:
             self._plex_ok()
         elif isinstance(error, PlexUnavailable):
             self._plex_failed(error)
-        return result, error, seconds, self.syncer.client.waited()
+        return result, error, seconds, self.syncer.client.requests.waited()
 
     # The breaker's state lives in a file shared by every process; within a batch the
     # worker keeps the copy it read at admission and updates it on its own outcomes,

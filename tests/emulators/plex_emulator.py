@@ -1066,13 +1066,17 @@ class LoadModel:
 
     def serve(self, method: str, stopping: threading.Event) -> None:
         """Hold a worker for this request's service time (after waiting for one)."""
-        self._count(waiting=1)
-        with self._slots:
+        if self._slots.acquire(blocking=False):
+            self._count(busy=1)
+        else:  # every worker busy: wait in line
+            self._count(waiting=1)
+            self._slots.acquire()
             self._count(waiting=-1, busy=1)
-            try:
-                stopping.wait(self.read_s if method == "GET" else self.write_s)
-            finally:
-                self._count(busy=-1)
+        try:
+            stopping.wait(self.read_s if method == "GET" else self.write_s)
+        finally:
+            self._count(busy=-1)
+            self._slots.release()
 
     @property
     def at_plex(self) -> int:
