@@ -116,7 +116,7 @@ def test_the_bound_keeps_our_requests_at_plex_and_its_wait_is_not_counted_as_ple
 
     rk = plex.add_item(1, "/plex/media/a.mp4")
     client = PlexClient(plex.url, plex.token, "test-client")
-    client.server  # connected before the load model counts
+    assert client.version()  # connected before the load model counts
     plex.load = LoadModel(workers=4, write_s=0.05, read_s=0.05)
     client.requests.bound(1)  # someone watches a two-worker Plex
     waited: list[float] = []
