@@ -78,10 +78,14 @@ def test_without_a_sync_alone_for_the_window_it_probes_at_one_and_learns_plex_an
     # Plex four times slower for everyone; no sync ran alone for the window: one at a time
     assert rounds(limit, 3, 0.5, 1, 10.0) == [1, 1, 1]  # the syncs draining count in no round
     assert limit.probing
-    # a sync alone ends the probe; the fast syncs are older than the window: 0.5 s is the
-    # unloaded time now, and nothing waits at 6
     assert limit.observe(0.5, "uploaded", 10.6, alone=True) == 6
-    assert rounds(limit, 6, 0.5, 2, 10.6) == [6] * 12
+    # against the fast syncs alone remembered, 6 at once read as 4.5 waiting: down to 2, then 1
+    assert rounds(limit, 6, 0.5, 1, 10.6) == [6] * 5 + [2]
+    assert rounds(limit, 2, 0.5, 1, 11.1) == [2, 1]
+    # one at a time, every sync runs alone: once the last three alone are slow, 0.5 s is the
+    # unloaded time, and the limit grows again
+    assert [limit.observe(0.5, "uploaded", 11.6 + 0.5 * i, alone=True) for i in range(3)] == [1, 1, 2]
+    assert rounds(limit, 2, 0.5, 1, 13.1) == [2, 3]
     assert limit.waiting == 0.0
 
 

@@ -6,13 +6,13 @@ over the round's time): ``waiting = Σ(answered − unloaded) / round``, where `
 long Plex took to answer a sync's requests (our own CPU is never read as Plex's queue): fewer than
 ``alpha``, one more at once; more than ``beta``, fewer (down to where nothing would wait); always
 within ``maximum`` (``plex_concurrency``). Until Plex first queues, the limit doubles per round (a
-slow start). ``unloaded`` is, per kind of sync, Plex's answer time of the fastest sync that ran *alone* (no other of ours
-in flight) in the last ``window_s``: a sync beside others measures a queue, not Plex. At the
-start, and when no sync ran alone for ``window_s``, the limit is 1 until ``probe`` syncs have (as
-BBR's ProbeRTT; Plex's answer time alone varies little, and a sync beside others that Plex answered
-faster lowers ``unloaded`` at once), so a Plex slower for everyone is learnt anew and a queue of ours never becomes
-the "unloaded" time. ``workers``: how many of our requests Plex serves at once, read
-(``Σ unloaded / round``) in a round that queued. While someone watches (``viewing``), ``headroom``
+slow start). ``unloaded`` is, per kind of sync, Plex's answer time of the fastest of the last
+``remembered`` syncs that ran *alone* (no other of ours in flight): a sync beside others measures a
+queue, not Plex (one Plex answered faster still lowers it). At the start, and when no sync ran alone
+for ``window_s``, the limit is 1 until ``probe`` syncs have (as BBR's ProbeRTT), so a queue of ours
+never becomes the "unloaded" time, and a Plex slower for everyone, read as a queue at first, is
+learnt anew from the syncs alone once the limit is down to 1. ``workers``: how many of our requests Plex serves at once, the most read
+(``Σ unloaded / round``) in a round that queued (a queue now and then leaves workers idle between). While someone watches (``viewing``), ``headroom``
 is ``workers − 1``: the pipeline keeps that many of our requests at Plex at most (plex/gate.py),
 so one worker stays free for them.
 Why: docs/architecture.md, step 10 of the sync.
@@ -23,6 +23,7 @@ Pure: ``observe(seconds, kind, now, alone, answered)`` with the time passed in; 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import deque
 from dataclasses import dataclass
 
@@ -33,34 +34,18 @@ __all__ = ["GradientPolicy", "LatencyLimit"]
 class GradientPolicy:
     alpha: float = 0.5  # fewer of ours waiting at Plex than this: grow
     beta: float = 1.0  # more than this: shrink
-    window_s: float = 15.0  # a sync alone at least this often (else a probe at 1), remembered as long
+    window_s: float = 15.0  # a sync alone at least this often (else a probe at 1)
+    remembered: int = 3  # the unloaded time: the fastest of this many last syncs alone
     probe: int = 1  # syncs alone per probe (the first one before anything else)
     start: int = 2  # the limit after the first probe
 
     def __post_init__(self) -> None:
-        if not (0 <= self.alpha <= self.beta and self.window_s > 0 and self.start >= 1 and self.probe >= 1):
+        if not (
+            0 <= self.alpha <= self.beta and self.window_s > 0 and min(self.start, self.probe, self.remembered) >= 1
+        ):
             raise ValueError(
-                f"GradientPolicy needs 0 <= alpha <= beta, window_s > 0, start >= 1, probe >= 1; got {self}"
+                f"GradientPolicy needs 0 <= alpha <= beta, window_s > 0, start, probe, remembered >= 1; got {self}"
             )
-
-
-class _WindowMin:
-    """The smallest value added in the last ``window`` seconds (a monotonic deque); the
-    newest value stays when every one is older."""
-
-    def __init__(self, window: float) -> None:
-        self.window = window
-        self._items: deque[tuple[float, float]] = deque()  # (when, value), values increasing
-
-    def add(self, value: float, now: float) -> None:
-        while self._items and self._items[-1][1] >= value:
-            self._items.pop()
-        self._items.append((now, value))
-
-    def least(self, now: float) -> float | None:
-        while len(self._items) > 1 and self._items[0][0] < now - self.window:
-            self._items.popleft()
-        return self._items[0][1] if self._items else None
 
 
 class LatencyLimit:
@@ -74,10 +59,11 @@ class LatencyLimit:
         self.waiting = 0.0  # the last round's estimate, for the log
         self.workers: int | None = None  # Plex's workers serving us, once a round saw them all busy
         self.viewing = False  # someone watches Plex: leave them a worker (``headroom``)
-        self._unloaded: dict[str, _WindowMin] = {}
+        self._unloaded: dict[str, deque[float]] = {}  # per kind: Plex's answer times of the last syncs alone
         self._probe_left = policy.probe  # syncs alone still wanted (one at a time meanwhile)
         self._alone_at = 0.0  # when a sync last ran alone
         self._since = 0.0  # when the round began (the last round's end, or the probe's)
+        self._served: deque[float] = deque(maxlen=5)  # how many Plex served, in the last rounds with a queue
         self._round: list[tuple[float, float]] = []  # per sync: (seconds queued at Plex, seconds served)
 
     @property
@@ -102,18 +88,17 @@ class LatencyLimit:
         answered = seconds if answered is None else answered
         if not self.probing and now - self._alone_at > self.policy.window_s:
             self._probe_left = self.policy.probe
-        window = self._unloaded.setdefault(kind, _WindowMin(self.policy.window_s))
-        unloaded = window.least(now)
-        if alone or unloaded is None or answered < unloaded:
-            window.add(answered, now)
-            unloaded = window.least(now)
+        recent = self._unloaded.setdefault(kind, deque(maxlen=self.policy.remembered))
+        if alone or not recent or answered < min(recent):
+            recent.append(answered)
+        unloaded = min(recent)
         if alone:
             self._alone_at = now
         if self.probing:  # a sync alone counts; those draining count in no round
             self._probe_left -= alone
             self._since, self._round = now, []
             return self.limit
-        queued = max(0.0, answered - (unloaded or 0.0))
+        queued = max(0.0, answered - unloaded)
         self._round.append((queued, answered - queued))
         if len(self._round) >= self.limit and now > self._since:
             queued, served = (sum(column) for column in zip(*self._round, strict=True))
@@ -126,8 +111,9 @@ class LatencyLimit:
         being served."""
         limit = self.limit
         self.waiting = waiting
-        if waiting >= self.policy.alpha:  # a queue: every worker Plex gives us was busy
-            self.workers = max(1, round(served))
+        if waiting >= self.policy.alpha:  # a queue: Plex's workers were busy with ours
+            self._served.append(served)
+            self.workers = max(1, round(statistics.median(self._served)))
         if waiting < self.policy.alpha:
             self._limit = min(self.maximum, limit * 2 if self.workers is None else limit + 1)
         elif waiting > self.policy.beta:

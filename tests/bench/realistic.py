@@ -247,6 +247,7 @@ def _report_watched(wall, base, best, viewer_p95, idle) -> None:
 def _session_mid_run(lab: Lab) -> None:
     """A session starts when a third of the posters are up: seconds until the plugin's
     debug line says it leaves Plex a worker (lines come at most a second apart: an upper bound)."""
+    lab.plex.clear_requests()
     task = StreamedTask(lab)
     while len(lab.plex.upload_requests()) < lab.scenes // 3 and task.proc.poll() is None:
         time.sleep(0.02)
@@ -260,7 +261,7 @@ def _session_mid_run(lab: Lab) -> None:
 
 
 def _changing_service_time(lab: Lab, load: CountedLoad, fast_s: float = 15.0, slow_s: float = 30.0) -> None:
-    print(f"  Plex's service time 40 ms a write for {fast_s:.0f} s, 200 ms for {slow_s:.0f} s, 40 ms again")
+    print(f"  Plex's service time 40 ms a write for {fast_s:.0f} s, 200 ms for {slow_s:.0f} s, 40 ms again", flush=True)
     lab.plex.clear_requests()
     samples: list[tuple[float, float, int]] = []  # (t, requests at Plex, uploads so far)
     task = StreamedTask(lab)
