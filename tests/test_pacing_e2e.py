@@ -8,34 +8,10 @@ A one-worker Plex gets no queue from us; a session that starts playing in the mi
 from __future__ import annotations
 
 import threading
-import time
 
 from tests.emulators.plex_emulator import LoadModel
 
 EFFECT_S = 3.0  # a session that starts mid-run takes effect within this
-
-
-class Sampler:
-    """The requests at Plex (waiting or served), every 10 ms, while ``all`` runs."""
-
-    def __init__(self, load: LoadModel) -> None:
-        self.load, self.samples = load, []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.01):
-            self.samples.append((time.monotonic(), self.load.at_plex))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def mean(self, start: float, end: float) -> float:
-        window = [n for t, n in self.samples if start <= t < end]
-        assert len(window) > 20, (start, end, len(self.samples))
-        return sum(window) / len(window)
 
 
 def _scenes(plugin, count: int) -> None:
@@ -46,14 +22,7 @@ def _scenes(plugin, count: int) -> None:
 def test_a_one_worker_plex_gets_no_queue_from_all(plugin):
     _scenes(plugin, 30)
     load = plugin.plex.load = LoadModel(workers=1, write_s=0.04, read_s=0.01)
-    started: list[float] = []
-
-    def first_write(record: dict) -> None:
-        if record["method"] in ("PUT", "POST") and not started:
-            started.append(time.monotonic())
-            load.measure()  # from the first write: start-up sends nothing to wait
-
-    plugin.plex.on_request = first_write
+    plugin.plex.on_request = load.measure_from_first_write()
     run = plugin.task("all")
     plugin.plex.on_request = None
     assert run.error is None and run.output["synced"] == 30, run.stderr[-3000:]
@@ -67,27 +36,26 @@ def test_a_session_that_starts_playing_mid_run_leaves_plex_a_worker(plugin):
     load = plugin.plex.load = LoadModel(workers=2, write_s=0.04, read_s=0.01)
     marks: dict[str, float] = {}
     uploads = [0]
+    settled = threading.Timer(EFFECT_S, load.measure)  # the means afresh, 3 s after the session began
 
     def script(record: dict) -> None:
         if record["method"] != "POST":
             return
         uploads[0] += 1
         if uploads[0] == 8:
-            marks["first"] = time.monotonic()  # past the start: the limit has found Plex's workers
+            load.measure()  # past the start: the limit has found Plex's workers
         if uploads[0] == 30:
-            marks["session"] = time.monotonic()
+            marks["before"] = load.mean_at_plex()
             plugin.plex.start_playback(rk)
+            settled.start()
 
     rk = plugin.plex.add_item(1, "/plex/media/watched.mp4")
     plugin.plex.on_request = script
-    sampler = Sampler(load)
     run = plugin.task("all")
-    ended = time.monotonic()
-    sampler.stop()
     plugin.plex.on_request = None
     assert run.error is None and run.output["synced"] == scenes, run.stderr[-3000:]
-    before = sampler.mean(marks["first"], marks["session"])
-    after = sampler.mean(marks["session"] + EFFECT_S, ended - 0.5)
+    assert settled.finished.is_set(), "the run ended within 3 s of the session's start"
+    before, after = marks["before"], load.mean_at_plex()
     # two workers: three of ours at Plex keep both busy; with someone watching, one of ours at most
     assert before >= 2.0, (before, after)
     assert after <= 1.25, (before, after)

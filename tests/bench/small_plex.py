@@ -79,8 +79,7 @@ def one_server(workers: int, scenes: int, sweep_scenes: int) -> None:
         rates = _fixed(lab, workers, sweep_scenes)
         best = max(rates, key=lambda c: rates[c])
         lab.plex.clear_requests()
-        started: list[bool] = []
-        lab.plex.on_request = _first_write(load, started)
+        lab.plex.on_request = load.measure_from_first_write()
         sampler = Sampler(load)
         task = StreamedTask(lab)
         task.wait()
@@ -102,15 +101,6 @@ def one_server(workers: int, scenes: int, sweep_scenes: int) -> None:
         line("  fixed concurrency (scenes/s)", fixed, "", "")
     finally:
         lab.close()
-
-
-def _first_write(load: LoadModel, started: list[bool]):
-    def hook(record: dict) -> None:
-        if record["method"] in ("PUT", "POST") and not started:
-            started.append(True)
-            load.measure()  # from the first write: start-up sends Plex nothing to wait
-
-    return hook
 
 
 def bench_small_plex(scenes: int = 80) -> None:

@@ -1101,6 +1101,18 @@ class LoadModel:
             self._area_waiting = self._area_at_plex = 0.0
             self.peak_waiting, self.peak_busy = self.waiting, self._busy
 
+    def measure_from_first_write(self) -> Callable[[dict], None]:
+        """A ``PlexEmulator.on_request`` that starts the means at the first write (a plugin's
+        start-up sends nothing to wait, and would thin them)."""
+        started: list[bool] = []
+
+        def hook(record: dict) -> None:
+            if record["method"] in ("PUT", "POST") and not started:
+                started.append(True)
+                self.measure()
+
+        return hook
+
     def mean_waiting(self) -> float:
         self._count()
         with self._lock:
