@@ -133,6 +133,18 @@ def test_our_own_cpu_is_not_read_as_a_queue_at_plex():
     assert limit.waiting == 1.0
 
 
+def test_syncs_settled_together_close_no_round_until_half_a_sync_time_has_passed():
+    limit = LatencyLimit(6)
+    probed(limit, 0.25)
+    assert [limit.observe(0.25, "uploaded", 0.25) for _ in range(2)] == [2, 4]
+    # four more settled a millisecond later: a rate over 1 ms would read 0.25 s as 250 waiting
+    assert [limit.observe(0.5, "uploaded", 0.251) for _ in range(4)] == [4] * 4
+    assert limit.waiting == 0.0
+    # the round goes on until it spans half a sync's time: 5 syncs queued 0.25 s each over 0.5 s
+    assert limit.observe(0.5, "uploaded", 0.75) == 2
+    assert limit.waiting == 2.5
+
+
 def test_bounds_and_bad_policies():
     limit = LatencyLimit(1)
     assert probed(limit, 0.125) == 1

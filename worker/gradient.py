@@ -64,7 +64,7 @@ class LatencyLimit:
         self._alone_at = 0.0  # when a sync last ran alone
         self._since = 0.0  # when the round began (the last round's end, or the probe's)
         self._served: deque[float] = deque(maxlen=5)  # how many Plex served, in the last rounds with a queue
-        self._round: list[tuple[float, float]] = []  # per sync: (seconds queued at Plex, seconds served)
+        self._round: list[tuple[float, float, float]] = []  # per sync: seconds queued at Plex, served, in all
 
     @property
     def limit(self) -> int:
@@ -99,10 +99,12 @@ class LatencyLimit:
             self._since, self._round = now, []
             return self.limit
         queued = max(0.0, answered - unloaded)
-        self._round.append((queued, answered - queued))
-        if len(self._round) >= self.limit and now > self._since:
-            queued, served = (sum(column) for column in zip(*self._round, strict=True))
-            self._decide(queued / (now - self._since), served / (now - self._since))
+        self._round.append((queued, answered - queued, seconds))
+        queued, served, took = (sum(column) for column in zip(*self._round, strict=True))
+        span = now - self._since
+        # a round spans half a sync's time at least: syncs settled together say nothing of a rate
+        if len(self._round) >= self.limit and span >= took / len(self._round) / 2:
+            self._decide(queued / span, served / span)
             self._since, self._round = now, []
         return self.limit
 
