@@ -30,7 +30,8 @@ Work = tuple[Taken, "SceneMetadata", "SceneRecord | None"]  # a job, its scene, 
 # result, error, the sync's seconds (None: not tried), of them the seconds Plex took to answer
 Outcome = tuple["SyncResult | None", BaseException | None, float | None, float]
 Staged = tuple[Taken, "SceneMetadata", "SceneRecord | None", "_Chunk"]
-Written = tuple[Outcome, bool]  # a sync's outcome, and whether it was alone at Plex (no other of ours)
+# a sync's outcome, whether it was alone at Plex (no other of ours), when it ended (``clock``)
+Written = tuple[Outcome, bool, float]
 
 CHUNK = 50  # jobs taken at once: one Plex detail request reads all their items
 # Syncs handed to the pool per allowed Plex slot: enough that no writer runs dry while this
@@ -312,7 +313,7 @@ class Pipeline:
                 outcome = self.w.sync_one(item, scene, record)
             finally:
                 alone = self.limiter.release(ticket)
-            return outcome, alone
+            return outcome, alone, self.clock()
 
     # -- settling --------------------------------------------------------------------
     def _settle(self, done: set[Future[Written | None]]) -> None:
@@ -324,11 +325,11 @@ class Pipeline:
             written = future.result()
             if written is None:  # never begun: unacknowledged, as a staged job
                 continue
-            (result, error, seconds, answered), alone = written
+            (result, error, seconds, answered), alone, ended = written
             bulk = bulk or item.job.priority == BULK
             if seconds is not None:
                 kind = result.poster if result is not None else ""  # an upload is one request more
-                self.pacer.outcome(error, seconds, kind, self.clock(), alone, answered)
+                self.pacer.outcome(error, seconds, kind, ended, alone, answered)
                 w.paced(seconds, self.pacer.cap)
             w.report(item, scene, result, error)
             w.settle(item, error, title=scene.title)
