@@ -178,10 +178,10 @@ def bench_realistic(scenes: int = 2000, sweep_scenes: int = 500) -> None:
             wall = task.wait()
         first_edit = min(r["time"] for r in lab.plex.edit_requests()) - task.epoch
         lab.next_round(1)
-        session = lab.plex.start_session(lab.rating_keys[0])  # someone plays a video the whole run
+        session = lab.plex.start_playback(lab.rating_keys[0])  # someone plays a video the whole run
         with Viewer(lab) as watched:
             watched_wall = StreamedTask(lab).wait()
-        lab.plex.set_session(session, "stopped")
+        lab.plex.stop_playback(session, 0)
         after = floor(lab, best, scenes)
         base = (before.wall + after.wall) / 2
         _report_all(wall, base, best, scenes, points, viewer.p95(), idle, task)
@@ -252,9 +252,9 @@ def _session_mid_run(lab: Lab) -> None:
     while len(lab.plex.upload_requests()) < lab.scenes // 3 and task.proc.poll() is None:
         time.sleep(0.02)
     started = time.perf_counter() - task.started
-    session = lab.plex.start_session(lab.rating_keys[0])
+    session = lab.plex.start_playback(lab.rating_keys[0])
     task.wait()
-    lab.plex.set_session(session, "stopped")
+    lab.plex.stop_playback(session, 0)
     seen = [t for t, text in task.lines if "someone is watching" in text and t >= started]
     took = f"{seen[0] - started:.2f} s" if seen else "never"
     line("  a session starting mid-run takes effect", took, f"session at {started:.1f} s", "", "<= 3 s")
