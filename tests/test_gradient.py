@@ -45,8 +45,11 @@ def test_starts_with_a_sync_alone_then_doubles_each_round_until_plex_queues():
 def test_a_one_worker_plex_holds_two_of_ours_with_one_waiting():
     limit = LatencyLimit(6)
     assert probed(limit, 0.5) == 2
-    # two at once, each waits for the other's requests: 0.5 s of each 1 s queued, 1 waiting
-    assert rounds(limit, 2, 1.0, 3, 0.0) == [2] * 6
+    # two at once, each waits for the other's requests: 0.5 s of each 1 s queued, 1 waiting;
+    # after three such rounds Plex is known to serve one of ours at a time
+    assert rounds(limit, 2, 1.0, 2, 0.0) == [2] * 4
+    assert (limit.waiting, limit.workers) == (1.0, None)
+    assert rounds(limit, 2, 1.0, 1, 2.0) == [2] * 2
     assert (limit.waiting, limit.workers) == (1.0, 1)
 
 
@@ -56,11 +59,11 @@ def test_past_the_workers_it_shrinks_to_where_nothing_waits_then_grows_by_one():
     assert rounds(limit, 2, 0.25, 1, 0.0) == [2, 4]
     # four at once on a two-worker Plex: twice as slow, 2 waiting, 2 served -> back to 2
     assert rounds(limit, 4, 0.5, 1, 0.25) == [4, 4, 4, 2]
-    assert (limit.waiting, limit.workers) == (2.0, 2)
+    assert limit.waiting == 2.0
     # at 2 nothing waits: one more (no doubling once Plex has queued); 3 holds with 1 waiting
     assert rounds(limit, 2, 0.25, 1, 0.75) == [2, 3]
     assert rounds(limit, 3, 0.375, 2, 1.0) == [3] * 6
-    assert (limit.waiting, limit.workers) == (1.0, 2)
+    assert (limit.waiting, limit.workers) == (1.0, 2)  # served 2 in each of the three rounds with a queue
 
 
 def test_a_sync_beside_others_never_becomes_the_unloaded_time():
@@ -102,8 +105,8 @@ def test_each_kind_of_sync_is_compared_with_its_own_unloaded_time():
 def test_while_someone_watches_it_leaves_plex_a_worker_and_takes_it_back_after():
     limit = LatencyLimit(6, GradientPolicy(start=5))
     probed(limit, 0.25)
-    # 5 at once, 1.25 times as slow: 1 waiting, 4 served
-    assert rounds(limit, 5, 0.3125, 1, 0.0) == [5] * 5
+    # 5 at once, 1.25 times as slow: 1 waiting, 4 served (three rounds: the workers are known)
+    assert rounds(limit, 5, 0.3125, 3, 0.0) == [5] * 15
     assert (limit.waiting, limit.workers, limit.headroom) == (1.0, 4, None)
     limit.viewing = True
     assert (limit.headroom, limit.limit) == (3, 5)  # 3 of our requests at Plex; the syncs as they were
@@ -118,7 +121,9 @@ def test_someone_watching_before_the_workers_are_known_bounds_nothing_until_plex
     assert rounds(limit, 2, 0.25, 1, 0.0) == [2, 4]
     assert limit.headroom is None
     # four at once on a three-worker Plex (the viewer's requests beside ours): 3 served, 1 waiting
-    assert rounds(limit, 4, 1 / 3, 1, 0.25) == [4] * 4
+    assert rounds(limit, 4, 1 / 3, 2, 0.25) == [4] * 8
+    assert limit.headroom is None  # two rounds with a queue: not yet
+    assert rounds(limit, 4, 1 / 3, 1, 0.25 + 2 / 3) == [4] * 4
     assert (limit.workers, limit.headroom) == (3, 2)
 
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 __all__ = ["GradientPolicy", "LatencyLimit"]
 
+SERVED_ROUNDS = 3  # rounds with a queue before Plex's workers are known (one round's reading is noisy)
+
 
 @dataclass(frozen=True)
 class GradientPolicy:
@@ -115,9 +117,10 @@ class LatencyLimit:
         self.waiting = waiting
         if waiting >= self.policy.alpha:  # a queue: Plex's workers were busy with ours
             self._served.append(served)
-            self.workers = max(1, round(statistics.median(self._served)))
+            if len(self._served) >= SERVED_ROUNDS:
+                self.workers = max(1, round(statistics.median(self._served)))
         if waiting < self.policy.alpha:
-            self._limit = min(self.maximum, limit * 2 if self.workers is None else limit + 1)
+            self._limit = min(self.maximum, limit + 1 if self._served else limit * 2)  # doubling till a queue
         elif waiting > self.policy.beta:
             self._limit = max(1, min(limit - 1, math.ceil(limit - waiting)))
         else:
