@@ -145,6 +145,9 @@ class FakeBreaker:
 class FakeSyncer:
     """Scene 1 synced with a poster, 3 ambiguous, 4 not in Plex; hash = title."""
 
+    # The worker reads how long each sync waited at our own bound at Plex: never, here.
+    client = SimpleNamespace(requests=SimpleNamespace(waited=lambda: 0.0, bound=lambda limit: None))
+
     def state_hash(self, scene):
         return scene.title
 
