@@ -71,6 +71,7 @@ class PlexClient:
         self.client_id = client_id
         self.timeout = timeout
         self._server = None
+        self.session: Any = None  # requests' Session plexapi's server sends through (ours: made when connecting)
         self._connecting = threading.Lock()  # threads share the client: one connection is made
         self.clock = ServerClock()  # Plex's clock, from its replies' Date headers
         self.base_url = url.rstrip("/")  # where requests go: plex_url after its redirects, once connected
@@ -107,7 +108,7 @@ class PlexClient:
             server = PlexServer(base, self._token, session=session, timeout=self.timeout)
             if not server.machineIdentifier:  # a reply that parsed, but is not Plex's root MediaContainer
                 raise ET.ParseError("no machineIdentifier in the answer at /")
-        self.base_url = base
+        self.base_url, self.session = base, session
         return server
 
     @property
@@ -133,9 +134,7 @@ class PlexClient:
         where the redirects lead, never along the way."""
         from urllib.parse import urljoin
 
-        import plexapi
-
-        headers = {k: v for k, v in plexapi.BASE_HEADERS.items() if v is not None}  # who asks; no token
+        headers = _who_asks()  # no token
         base = self.url.rstrip("/")
         for _ in range(MAX_REDIRECTS):
             response = session.get(base + "/identity", headers=headers, allow_redirects=False, timeout=self.timeout)
@@ -150,6 +149,11 @@ class PlexClient:
                 )
             base = target.rstrip("/")[: -len("/identity")]
         raise ConfigError(f"setting plex_url: {self.url} redirects more than {MAX_REDIRECTS} times; is it Plex?")
+
+    def auth_headers(self) -> dict[str, str]:
+        """The headers of every request plexapi sends [plexapi server.py ``PlexServer._headers``]:
+        who asks, and the token (a header, so it is never part of a URL a library might log)."""
+        return {**_who_asks(), "X-Plex-Token": self._token}
 
     def version(self) -> str:
         return str(self.server.version)
@@ -312,28 +316,30 @@ class PlexClient:
             self._write("PUT", _edit_target(section, rating_key, params))
 
     def _write(self, method: str, key: str, body: bytes | None = None) -> None:
-        """``PlexServer.query(key, method=session.put/post, data=body)``: the same request
-        through plexapi's session and the same plexapi exceptions for a status other than
-        200/201/204 [plexapi server.py ``PlexServer.query``], except that a redirect is not
-        followed. Through a 301 or 302, requests sends a POST again as a GET without its
-        body [requests sessions.py ``SessionRedirectMixin.rebuild_method``], which a
-        poster URL answers 200: plexapi would report an upload that never happened. A
-        write is done only when Plex itself answered it; a redirect is an error that names
-        where it leads, and the next request connects again (``_final_url``)."""
+        """``PlexServer.query(key, method=session.put/post, data=body)``, except that a redirect is
+        not followed. Through a 301 or 302, requests sends a POST again as a GET without its
+        body [requests sessions.py ``SessionRedirectMixin.rebuild_method``], which a poster URL
+        answers 200: plexapi would report an upload that never happened. A write is done only
+        when Plex itself answered it; a redirect is an error that names where it leads, and the
+        next request connects again (``_final_url``). The reply's body is not used (PMS answers
+        a poster's choice with a bare path, which plexapi media.py ``select`` ignores too)."""
         server = self.server
-        url = server.url(key)
-        response = server._session.request(
-            method, url, headers=server._headers(), data=body, timeout=self.timeout, allow_redirects=False
-        )
-        if response.is_redirect:
-            self._reconnect(server)
-            raise TransientError(
-                f"Plex's address answered a write with a redirect ({response.status_code}) to "
-                f"{_where(response, key)}; nothing was written there. Stash2Plex connects again and follows "
-                "it once; set plex_url to that address to skip the redirect"
-            )
-        if response.status_code not in (200, 201, 204):
-            raise _plexapi_error(response.status_code, url, response.content)
+        send = {"PUT": self.session.put, "POST": self.session.post}[method]
+
+        def refuse_redirect(response, **kwargs) -> None:
+            if response.is_redirect:
+                response.close()
+                self._reconnect(server)
+                raise TransientError(
+                    f"Plex's address answered a write with a redirect ({response.status_code}) to "
+                    f"{_where(response, key)}; nothing was written there. Stash2Plex connects again and follows "
+                    "it once; set plex_url to that address to skip the redirect"
+                )
+
+        try:
+            server.query(key, method=send, data=body, allow_redirects=False, hooks={"response": refuse_redirect})
+        except ET.ParseError:
+            pass
 
     def _reconnect(self, server) -> None:
         with self._connecting:
@@ -400,7 +406,7 @@ class PlexClient:
         key = f"/photo/:/transcode{joinArgs(params)}"
         server = self.server
         with plex_errors(f"reading the poster of Plex item {rating_key}", self.url):
-            response = server._session.get(server.url(key), headers=server._headers(), timeout=self.timeout)
+            response = self.session.get(server.url(key), headers=self.auth_headers(), timeout=self.timeout)
             if response.status_code != 200:
                 raise _plexapi_error(response.status_code, server.url(key), response.content)
         return response.content
@@ -479,12 +485,24 @@ def _where(response, key: str) -> str:
     return f"{target.scheme}://{target.netloc}{path}"
 
 
-def _plexapi_error(status: int, url: str, body: bytes) -> Exception:
-    """The exception ``PlexServer.query`` raises for ``status``, with its message."""
-    from plexapi.exceptions import BadRequest, NotFound, Unauthorized
-    from requests.status_codes import _codes
+def _who_asks() -> dict[str, str]:
+    """plexapi's headers naming our client (``plexapi.BASE_HEADERS``, set when connecting)."""
+    import plexapi
 
-    codename = _codes.get(status, ("unknown",))[0]
+    return {k: v for k, v in plexapi.BASE_HEADERS.items() if v is not None}
+
+
+def _plexapi_error(status: int, url: str, body: bytes) -> Exception:
+    """The exception ``PlexServer.query`` raises for ``status``, with its message (the status
+    named as requests names it, ``not_found``, from the standard library's names)."""
+    from http import HTTPStatus
+
+    from plexapi.exceptions import BadRequest, NotFound, Unauthorized
+
+    try:
+        codename = HTTPStatus(status).name.lower()
+    except ValueError:
+        codename = "unknown"
     text = body.decode("utf-8", "replace").replace("\n", " ")
     message = f"({status}) {codename}; {url} {text}"
     if status == 401:

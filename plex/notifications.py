@@ -1,8 +1,7 @@
-"""Plex's notification websocket: plexapi's ``AlertListener`` and the events we read.
+"""Plex's notification websocket (opened as plexapi's ``AlertListener`` opens it) and the events we read.
 
-plexapi/alert.py's ``AlertListener`` opens ``/:/websockets/notifications``; its ``run`` is
-replaced here to report the open and the close and to send pings (plexapi's sends none, so a
-half-open connection would go unnoticed). It never reconnects: ``worker/listen.py`` does.
+:class:`Listener` opens ``/:/websockets/notifications`` through websocket-client, reports the open
+and the close and sends pings. It never reconnects: ``worker/listen.py`` does.
 websocket-client is imported only here, when a listener starts (never by the hook). Frames:
 ``shared/contracts/plex-events.md`` §1 and §7 (plexapi ``alert.py``, Tautulli ``activity_handler.py``,
 PlexTraktSync ``watch/events.py``, fuzeman/plex.activity.py ``sources/s_websocket/main.py``).
@@ -17,6 +16,7 @@ A flood of these is coalesced by the listener (``worker/coalesce.py``), not here
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -168,20 +168,14 @@ def connection_error(error: BaseException) -> Stash2PlexError:
     return PlexUnavailable(f"Plex's notification websocket: {type(error).__name__}: {error}")
 
 
-def _ws_url(server, key: str) -> str:
-    return server.url(key).replace("http", "ws", 1)
+def _ws_url(server) -> str:
+    return server.url(Listener.KEY).replace("http", "ws", 1)
 
 
-def _headers(server) -> dict[str, str]:
-    """plexapi's headers (our client identity, and the token: as a header, so it is never
-    part of a URL that a library might log; Tautulli ``web_socket.py`` sends it so too)."""
-    return dict(server._headers())
-
-
-def _sslopt(server) -> dict:
-    """The websocket verified as plexapi's own requests are: its session's ``verify`` (a CA
+def _sslopt(client) -> dict:
+    """The websocket verified as plexapi's own requests are: the session's ``verify`` (a CA
     bundle from REQUESTS_CA_BUNDLE, core/http.py; or False) becomes websocket-client's."""
-    verify = getattr(getattr(server, "_session", None), "verify", True)
+    verify = getattr(client.session, "verify", True)
     if verify is False:
         import ssl
 
@@ -189,41 +183,51 @@ def _sslopt(server) -> dict:
     return {"ca_certs": verify} if isinstance(verify, str) else {}
 
 
-def _alert_listener_class():
-    from plexapi.alert import AlertListener
+class Listener(threading.Thread):
+    """Plex's notification websocket on a daemon thread, as plexapi alert.py's ``AlertListener``
+    opens it (``KEY``; each message's ``NotificationContainer`` handed to ``on_message``), with
+    the token in a header (plexapi puts it in the URL, and logs that), pings (plexapi sends
+    none, so a half-open connection would go unnoticed), open and close reported, and no
+    reconnect of its own."""
 
-    class Listener(AlertListener):
-        """plexapi's listener with open/close reported, pings, the token in a header, and no
-        reconnect of its own."""
+    KEY = "/:/websockets/notifications"
 
-        def __init__(self, server, callback, on_error, on_open, on_close) -> None:
-            super().__init__(server, callback, on_error)
-            self._on_open, self._on_close = on_open, on_close
-            self._stopping = threading.Event()
+    def __init__(self, url: str, headers: dict[str, str], sslopt: dict, on_message, on_error, on_open, on_close):
+        super().__init__(daemon=True)
+        self._url, self._headers, self._sslopt = url, headers, sslopt
+        self._on_message, self._on_error = on_message, on_error
+        self._on_open, self._on_close = on_open, on_close
+        self._stopping = threading.Event()
+        self._ws: Any = None
 
-        def run(self) -> None:
-            import websocket
+    def run(self) -> None:
+        import websocket
 
-            ws = websocket.WebSocketApp(
-                _ws_url(self._server, self.key),
-                header=_headers(self._server),
-                on_open=lambda ws: self._on_open(),
-                on_message=self._onMessage,
-                on_error=self._onError,
-                on_close=lambda ws, code, reason: self._on_close(code),
-            )
-            self._ws = ws  # type: ignore[assignment]  # plexapi declares it None until run()
-            if not self._stopping.is_set():
-                ws.run_forever(
-                    ping_interval=PING_S, ping_timeout=PING_TIMEOUT_S, reconnect=0, sslopt=_sslopt(self._server)
-                )
+        ws = websocket.WebSocketApp(
+            self._url,
+            header=self._headers,
+            on_open=lambda ws: self._on_open(),
+            on_message=lambda ws, message: self._message(message),
+            on_error=lambda ws, error: self._on_error(error),
+            on_close=lambda ws, code, reason: self._on_close(code),
+        )
+        self._ws = ws
+        if not self._stopping.is_set():
+            ws.run_forever(ping_interval=PING_S, ping_timeout=PING_TIMEOUT_S, reconnect=0, sslopt=self._sslopt)
 
-        def stop(self) -> None:
-            self._stopping.set()
-            if self._ws is not None:
-                self._ws.close()
+    def _message(self, message: str) -> None:
+        """A frame that is not a ``NotificationContainer`` is skipped (plexapi logs and skips it)."""
+        try:
+            container = json.loads(message)["NotificationContainer"]
+        except (ValueError, TypeError, KeyError):
+            return
+        if isinstance(container, dict):
+            self._on_message(container)
 
-    return Listener
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._ws is not None:
+            self._ws.close()
 
 
 def start_listener(
@@ -242,7 +246,8 @@ def start_listener(
             "the package websocket-client is missing (requirements.txt); Plex's notifications are not read"
         ) from None
     server = client.server  # raises our errors when Plex cannot be reached
-    listener = _alert_listener_class()(server, on_message, on_error, on_open, on_close)
+    headers, sslopt = client.auth_headers(), _sslopt(client)
+    listener = Listener(_ws_url(server), headers, sslopt, on_message, on_error, on_open, on_close)
     listener.start()
     return listener
 
@@ -255,10 +260,7 @@ def probe(client, timeout: float = CONNECT_TIMEOUT_S) -> None:
         server = client.server
     try:
         ws = websocket.create_connection(
-            _ws_url(server, "/:/websockets/notifications"),
-            timeout=timeout,
-            header=_headers(server),
-            sslopt=_sslopt(server),
+            _ws_url(server), timeout=timeout, header=client.auth_headers(), sslopt=_sslopt(client)
         )
     except Exception as exc:  # websocket-client raises its own, socket's and ssl's errors
         raise connection_error(exc) from None

@@ -81,6 +81,34 @@ def test_a_write_answered_with_a_redirect_is_an_error_naming_where_it_leads(plex
     assert second_plex.requests == [] and plex.item(rk)["uploads"] == 0
 
 
+# -- our requests beside plexapi's own calls ------------------------------------------------
+def test_what_we_send_beside_plexapis_calls_is_what_plexapi_sends(plex):
+    """The poster's image and the websocket are requested beside ``PlexServer.query``: with
+    plexapi's session, headers and path, and a failure told as ``query`` tells it [server.py
+    ``PlexServer._session``, ``_headers``, ``query``; alert.py ``AlertListener.key``]. A plexapi
+    release that changes one of them fails here."""
+    import requests
+    from plexapi.alert import AlertListener
+    from plexapi.exceptions import NotFound, Unauthorized
+
+    from plex.client import PlexClient, _plexapi_error
+    from plex.notifications import Listener
+
+    client = PlexClient(plex.url, plex.token, "test-client")
+    server = client.server
+    assert client.session is server._session
+    assert client.auth_headers() == {k: v for k, v in server._headers().items() if v is not None}
+    assert Listener.KEY == AlertListener.key
+    for key, headers, kind in [
+        ("/library/metadata/424242", None, NotFound),
+        ("/library/sections", {"X-Plex-Token": "x"}, Unauthorized),
+    ]:
+        with pytest.raises(kind) as by_plexapi:
+            server.query(key, headers=headers)
+        reply = requests.get(server.url(key), headers={**client.auth_headers(), **(headers or {})}, timeout=5)
+        assert str(_plexapi_error(reply.status_code, server.url(key), reply.content)) == str(by_plexapi.value)
+
+
 # -- a proxy that limits the request line -----------------------------------------------------
 def test_an_8_kb_request_line_limit_takes_long_non_ascii_details_and_many_tags_complete(plugin):
     """nginx's and Apache's default limit: every edit fits, nothing is shortened that a

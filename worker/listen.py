@@ -132,10 +132,7 @@ class PlexListener:
         while listener.is_alive() and not self._stop.is_set():
             listener.join(WATCH_S)
         if self._stop.is_set():
-            try:
-                listener.stop()
-            except AttributeError:  # plexapi's stop() before its socket exists
-                pass
+            listener.stop()
         self.status.connected = False
         return self._opened.is_set()
 
