@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 from core.clock import ServerClock, response_hook
 from core.errors import ConfigError, SlowDownload, StashQueryError, StashRefused, StashUnavailable
 from core.netcause import Cause, host_of, network_cause
+from stash import stashapi_insides
 from stash.releases import as_groups, refusal, spelled
 from validation.fields import SCENE_SELECTION
 from validation.metadata import stash_route
@@ -276,39 +277,6 @@ def _quiet_unverified(host: str) -> None:
     )
 
 
-def _interface(verify: bool) -> Any:
-    """stashapi's ``StashInterface`` without its schema introspection: its constructor
-    fetches Stash's whole schema to build fragments for its own query helpers, and every
-    query we send is complete (no fragment of stashapi's), so that reply (the largest Stash
-    gives) would cost each drainer and task start for nothing.
-
-    Without verification, its Session also ignores the environment from its first
-    request: requests lets ``REQUESTS_CA_BUNDLE`` (set on many systems) override a
-    Session's ``verify=False`` while ``trust_env`` is on
-    (``Session.merge_environment_settings``), and the constructor sends requests before we
-    see its Session; ``_Untrusting`` sits between ``StashInterface`` and the ``GQLWrapper``
-    that makes the Session, so it runs before them."""
-    from stashapi.classes import GQLWrapper
-    from stashapi.stashapp import StashInterface
-
-    class _NoFragments(StashInterface):
-        def _get_fragments_introspection(self, fragment_overrides, attribute_overrides=None) -> dict:
-            return {}
-
-    if verify:
-        return _NoFragments
-
-    class _Untrusting(GQLWrapper):
-        def __init__(self) -> None:
-            super().__init__()
-            self.s.trust_env = False  # fixed_environment_session sets the proxies later
-
-    class _Interface(_NoFragments, _Untrusting):
-        pass
-
-    return _Interface
-
-
 class StashClient:
     """The few Stash queries Stash2Plex needs."""
 
@@ -337,7 +305,9 @@ class StashClient:
             # force_api_key: when Stash has an API key, use it instead of the session
             # cookie, which stops authenticating about an hour after Stash issued it
             # (a drainer waiting on retries can live longer than that).
-            self._api = _interface(_verifies(connection))(conn, verify_ssl=_verifies(connection), force_api_key=True)
+            self._api = stashapi_insides.interface(_verifies(connection))(
+                conn, verify_ssl=_verifies(connection), force_api_key=True
+            )
         self.api_key = self._api.s.headers.get("ApiKey") or None
         self._base = urlsplit(self._api.url)
         if self.api_key is None and connection.SessionCookie is not None:
