@@ -324,9 +324,17 @@ class PlexClient:
         next request connects again (``_final_url``). The reply's body is not used (PMS answers
         a poster's choice with a bare path, which plexapi media.py ``select`` ignores too)."""
         server = self.server
-        send = {"PUT": self.session.put, "POST": self.session.post}[method]
+        try:
+            server.query(key, method=self._without_redirects(method, server, key), data=body)
+        except ET.ParseError:
+            pass
 
-        def refuse_redirect(response, **kwargs) -> None:
+    def _without_redirects(self, method: str, server, key: str):
+        """``session.put``/``post`` for ``query``, which refuses a redirect (as an error naming
+        where it leads) instead of following it."""
+
+        def send(url: str, **kwargs):
+            response = self.session.request(method, url, allow_redirects=False, **kwargs)
             if response.is_redirect:
                 response.close()
                 self._reconnect(server)
@@ -335,11 +343,10 @@ class PlexClient:
                     f"{_where(response, key)}; nothing was written there. Stash2Plex connects again and follows "
                     "it once; set plex_url to that address to skip the redirect"
                 )
+            return response
 
-        try:
-            server.query(key, method=send, data=body, allow_redirects=False, hooks={"response": refuse_redirect})
-        except ET.ParseError:
-            pass
+        send.__name__ = method.lower()  # what plexapi's query logs
+        return send
 
     def _reconnect(self, server) -> None:
         with self._connecting:
