@@ -130,18 +130,16 @@ class DeadLetterQueue(sqlite.Store):
         read = [_job(scene_id, text) for scene_id, text in rows]
         return [job for job, _ in read], [job.scene_id for job, ok in read if not ok]
 
-    def requeue(
-        self, queue: QueueRules, scene_ids: list[int] | None, priority: str, event: str, now: float
-    ) -> Requeued:
+    def requeue(self, queue: QueueRules, scene_ids: list[int] | None, priority: str, now: float) -> Requeued:
         """Queue scenes again: a dead letter's job with a fresh retry budget, a scene that is
-        none a new job (``event``); ``None`` is every entry. The queue is written first, then
+        none a new job; ``None`` is every entry. The queue is written first, then
         the entries removed: a crash in between leaves a scene queued and dead, never neither."""
         if scene_ids is None:
             jobs, rebuilt = self.jobs()
             fresh = [job.fresh() for job in jobs]
         else:
             dead = [self.job(scene_id) for scene_id in scene_ids]
-            fresh = [job.fresh() if job else Job(scene_id, event=event) for job, scene_id in zip(dead, scene_ids)]
+            fresh = [job.fresh() if job else Job(scene_id) for job, scene_id in zip(dead, scene_ids)]
             jobs, rebuilt = [job for job in dead if job is not None], []
         added = queue.put_many([dataclasses.replace(job, priority=priority, enqueued_at=now) for job in fresh])
         self.remove([job.scene_id for job in jobs])
@@ -166,4 +164,4 @@ def _job(scene_id: int, text: str) -> tuple[Job, bool]:
     try:
         return Job.from_dict(json.loads(text)), True
     except (ValueError, TypeError):
-        return Job(scene_id=int(scene_id), event="dead_letter"), False
+        return Job(scene_id=int(scene_id)), False

@@ -1,4 +1,4 @@
-"""A sync job: which scene to sync, why, and its retry state.
+"""A sync job: which scene to sync, how urgently, and its retry state.
 
 Stored as a plain JSON object with a schema version (never pickle): a job written by
 one plugin version must load in the next. Retry state lives on the job.
@@ -19,8 +19,6 @@ SCHEMA_VERSION = 1
 class Job:
     scene_id: int
     priority: str = INTERACTIVE
-    event: str = "task"
-    fields: tuple[str, ...] = ()
     enqueued_at: float = 0.0
     attempt: int = 0  # failures so far
     next_attempt_at: float = 0.0
@@ -30,20 +28,19 @@ class Job:
     not_found_since: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """What ``dataclasses.asdict`` gives (every field is a scalar but ``fields``), without
-        its recursive deep copy, which cost more than the put itself."""
+        """What ``dataclasses.asdict`` gives (every field is a scalar), without its recursive
+        deep copy, which cost more than the put itself."""
         data = {name: getattr(self, name) for name in _FIELD_NAMES}
-        data["fields"] = list(self.fields)
         data["v"] = SCHEMA_VERSION
         return data
 
     @classmethod
     def from_dict(cls, data: Any) -> Job:
-        """Load a stored job; raises ValueError naming what is wrong."""
+        """Load a stored job; raises ValueError naming what is wrong. Keys it no longer has
+        are left out (``event`` and ``fields``, stored by earlier versions, were never read)."""
         if not isinstance(data, dict) or data.get("v") != SCHEMA_VERSION:
             raise ValueError(f"not a Stash2Plex v{SCHEMA_VERSION} job: {str(data)[:120]!r}")
         values = {k: v for k, v in data.items() if k in _FIELD_NAMES}
-        values["fields"] = tuple(values.get("fields") or ())
         job = cls(**values)
         if not isinstance(job.scene_id, int) or job.scene_id < 1:
             raise ValueError(f"job has an invalid scene_id {job.scene_id!r}")

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from sync_queue.queue import JobQueue
 
 ORIGIN = "the public Stash2Plex plugin"
-EVENT = "public_plugin"  # the event of a job taken over
 QUEUE_NAME = "default"  # persist-queue's table name when none is given (its QueueManager gives none)
 DEAD_TABLE = "dead_letters"
 MAX_ATTEMPTS = 1_000_000  # a retry count beyond any real one is a damaged row's (2**63-1 + 1 fits no table)
@@ -148,7 +147,7 @@ def _add_job(found: Found, data: bytes) -> None:
             return
         found.by_id_only += 1
         record = {}
-    found.jobs.append(Job(scene_id=scene_id, priority=INTERACTIVE, event=EVENT, enqueued_at=_when(record)))
+    found.jobs.append(Job(scene_id=scene_id, priority=INTERACTIVE, enqueued_at=_when(record)))
 
 
 def _when(record: dict) -> float:
@@ -168,7 +167,7 @@ def _add_dead(found: Found, row_id: int, scene_id: Any, error_type: Any, message
         return
     reason = f"{message or error_type or 'failed'} (dead-lettered by {ORIGIN})"
     attempts = retries + 1 if isinstance(retries, int) and 0 <= retries < MAX_ATTEMPTS else 1
-    job = Job(scene_id=sid, priority=INTERACTIVE, event=EVENT)
+    job = Job(scene_id=sid, priority=INTERACTIVE)
     found.dead.append((job, str(error_type or "Unknown"), reason, attempts, _utc(at)))
 
 

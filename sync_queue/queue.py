@@ -89,8 +89,7 @@ def _inbox_item(record: dict[str, Any]) -> Job | EntityEvent:
     scene_id, priority = record["scene"], record["priority"]
     if priority not in PRIORITIES or not _an_id(scene_id):
         raise ValueError(f"not a scene job: scene {scene_id!r}, priority {priority!r}")
-    fields = tuple(str(f) for f in record.get("fields") or ())
-    return Job(scene_id, priority, str(record["event"]), fields, float(record["at"]))
+    return Job(scene_id, priority, float(record["at"]))  # the hook's event and fields are not read
 
 
 def _an_id(value: Any) -> bool:
@@ -474,10 +473,8 @@ class JobQueue(QueueRules):
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 's2p_inbox'").fetchone() is None:
             self._legacy_checked = True
             return
-        rows = conn.execute("SELECT scene_id, priority, event, fields, queued_at FROM s2p_inbox").fetchall()
-        records = [
-            {"scene": r[0], "priority": r[1], "event": r[2], "fields": str(r[3]).split(","), "at": r[4]} for r in rows
-        ]
+        rows = conn.execute("SELECT scene_id, priority, queued_at FROM s2p_inbox").fetchall()
+        records = [{"scene": r[0], "priority": r[1], "at": r[2]} for r in rows]
         self.put_many(item for item in self._inbox_items(records) if isinstance(item, Job))
         conn.execute("DROP TABLE s2p_inbox")
         self._legacy_checked = True

@@ -33,7 +33,7 @@ def purge_dlq(app: Context) -> str:
 
 def retry_dlq(app: Context) -> str:
     """Every DLQ entry back into the queue with a fresh retry budget."""
-    requeued = app.dlq().requeue(app.producer_queue(), None, INTERACTIVE, "dead_letter", time.time())
+    requeued = app.dlq().requeue(app.producer_queue(), None, INTERACTIVE, time.time())
     rebuilt, count = requeued.rebuilt, len(requeued.dead)
     if rebuilt:
         shown = ", ".join(str(sid) for sid in rebuilt[:10]) + (", …" if len(rebuilt) > 10 else "")

@@ -208,7 +208,7 @@ def recheck(app: Context) -> dict[str, Any]:
     """Every scene of the inbox queued again (a dead-letter entry with a fresh budget)."""
     scene_ids = [entry["scene_id"] for entry in entries(app)]
     if scene_ids:
-        app.dlq().requeue(app.producer_queue(), scene_ids, BULK, "inbox recheck", time.time())
+        app.dlq().requeue(app.producer_queue(), scene_ids, BULK, time.time())
         app.ensure_drainer()
     app.log.info(f"inbox: {len(scene_ids)} scenes queued to be matched again")
     return {"queued": len(scene_ids)}

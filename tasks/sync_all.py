@@ -132,10 +132,7 @@ class PageFeed:
         now = time.time()
         chosen, self._unqueued = self._unqueued[:SLICE], self._unqueued[SLICE:]
         self.prefetched.update((sid, raw) for sid, raw in chosen if raw is not None)
-        event = f"task:{self.label}"
-        self.queued += self.queue.put_many(
-            Job(scene_id=sid, priority=BULK, event=event, enqueued_at=now) for sid, _ in chosen
-        )
+        self.queued += self.queue.put_many(Job(scene_id=sid, priority=BULK, enqueued_at=now) for sid, _ in chosen)
         return True
 
     def _next_page(self) -> bool:

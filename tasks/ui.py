@@ -252,7 +252,7 @@ def retry_entry(app: Context, params: dict[str, Any]) -> dict[str, Any]:
 def sync_scene(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     """Queue the scene ahead of bulk work; a dead-letter entry of it is retried with it."""
     scene_id = scene_id_arg(params)
-    requeued = app.dlq().requeue(app.producer_queue(), [scene_id], INTERACTIVE, "ui", time.time())
+    requeued = app.dlq().requeue(app.producer_queue(), [scene_id], INTERACTIVE, time.time())
     app.ensure_drainer()
     what = "dead-letter entry queued again" if requeued.dead else "queued" if requeued.added else "already queued"
     app.log.info(f"scene {scene_id}: {what} from Stash's UI")

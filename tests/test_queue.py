@@ -261,3 +261,65 @@ def test_parked_jobs_come_back_soonest_first_early_ones_on_request_dropped_ones_
     assert [t.pqid for t in parked] == [1] and parked.next_at() == 30.0
     parked.clear()
     assert parked.due(now=99.0, limit=10) == [] and parked.next_at() is None
+
+
+# -- jobs stored by earlier versions ---------------------------------------------------------
+OLD_KEYS = {"event": "Scene.Update.Post", "fields": ["title", "tag_ids"]}  # stored until they went unread
+
+
+def _as_earlier_versions_stored(path) -> int:
+    """Every job stored in the SQLite file at ``path`` rewritten as earlier versions stored it
+    (with ``event`` and ``fields``), whatever table and column holds it; how many."""
+    import json
+    import sqlite3
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    rewritten = 0
+    tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    for table in tables:
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        for rowid, *cells in conn.execute(f"SELECT rowid, * FROM {table}").fetchall():
+            for column, cell in zip(columns, cells):
+                try:
+                    stored = json.loads(cell)
+                except (TypeError, ValueError):
+                    continue
+                if isinstance(stored, dict) and "scene_id" in stored and stored.get("v") == 1:
+                    text = json.dumps({**stored, **OLD_KEYS})
+                    value = text.encode() if isinstance(cell, bytes) else text
+                    conn.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", (value, rowid))
+                    rewritten += 1
+    conn.close()
+    return rewritten
+
+
+def test_a_stored_job_of_an_earlier_version_loads_without_its_event_and_fields():
+    old = {**job(3, BULK, attempt=2, next_attempt_at=NOW + 60).to_dict(), **OLD_KEYS}
+    assert Job.from_dict(old) == job(3, BULK, attempt=2, next_attempt_at=NOW + 60)
+    assert "event" not in job(3).to_dict() and "fields" not in job(3).to_dict()
+
+
+def test_jobs_and_dead_letters_queued_by_an_earlier_version_still_load(tmp_path, clock):
+    from sync_queue.dlq import DeadLetterQueue
+
+    producer = JobQueue(tmp_path / "queue", clock=clock)
+    producer.put_many([job(1), job(2, BULK)])
+    producer.close()
+    consumer = JobQueue(tmp_path / "queue", consumer=True, clock=clock)
+    first, _ = consumer.take(2)
+    retried = first.job.retry(NOW + 30, RuntimeError("x"))
+    consumer.retry_later(first, retried)
+    consumer.close()
+    dlq = DeadLetterQueue(tmp_path)
+    dlq.add(job(9, attempt=5), "PlexNotFound", "gone")
+    dlq.close()
+    assert _as_earlier_versions_stored(tmp_path / "queue" / "data.db") >= 2
+    assert _as_earlier_versions_stored(tmp_path / "dlq.db") == 1
+    again = JobQueue(tmp_path / "queue", consumer=True, clock=clock)
+    assert [t.job for t in again.take(10)] == [job(2, BULK)]
+    clock.now = NOW + 30
+    assert [t.job for t in again.take(10)] == [retried]
+    again.close()
+    dlq = DeadLetterQueue(tmp_path)
+    assert dlq.jobs() == ([job(9, attempt=5)], [])
+    dlq.close()

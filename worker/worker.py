@@ -181,7 +181,7 @@ class Worker:
                     f"{event.kind} {event.entity_id} changed ({event.event}); checking the scenes that show it"
                 )
             now = self.clock()
-            self.queue.put_many(Job(scene_id=s, priority=BULK, event=event.event, enqueued_at=now) for s in scenes)
+            self.queue.put_many(Job(scene_id=s, priority=BULK, enqueued_at=now) for s in scenes)
             last = scenes[-1] if scenes else event.after_scene
             self.queue.advance_entity_event(event, last, finished=len(scenes) < room - queued)
             queued += len(scenes)
@@ -318,7 +318,7 @@ class Worker:
         recorded which entities the item shows). A failed sync's retry reads Stash anyway."""
         read_at = self._read_at.pop(scene.id, None)
         if synced and read_at is not None and self._changed_since(scene.entities, read_at):
-            self.queue.put(Job(scene_id=scene.id, priority=BULK, event="entity changed", enqueued_at=self.clock()))
+            self.queue.put(Job(scene_id=scene.id, priority=BULK, enqueued_at=self.clock()))
 
     def _older(self, sid: int, raw: dict) -> bool:
         """True when ``raw`` is older than data this run already fetched for the scene."""
