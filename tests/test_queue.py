@@ -215,14 +215,22 @@ def test_clear_drops_what_is_not_done(queue):
 
 
 # -- only the SQLite queue: its file outlives the object -------------------------------------------
-def test_jobs_and_their_retry_state_survive_reopening(tmp_path, clock):
+def _two_taken_and_the_first_retried(tmp_path, clock) -> Job:
+    """Jobs of scenes 1 and 2 put and taken, the first to be retried at NOW + 30, the drainer
+    gone without acking either: the retried job."""
     producer = JobQueue(tmp_path / "queue", clock=clock)
     producer.put_many([job(1), job(2, BULK)])
     producer.close()
     consumer = JobQueue(tmp_path / "queue", consumer=True, clock=clock)
-    first, second = consumer.take(2)
-    consumer.retry_later(first, first.job.retry(NOW + 30, RuntimeError("x")))
+    first, _ = consumer.take(2)
+    retried = first.job.retry(NOW + 30, RuntimeError("x"))
+    consumer.retry_later(first, retried)
     consumer.close()  # as if the drainer died: nothing acked
+    return retried
+
+
+def test_jobs_and_their_retry_state_survive_reopening(tmp_path, clock):
+    _two_taken_and_the_first_retried(tmp_path, clock)
     look = JobQueue(tmp_path / "queue", clock=clock)  # the drainer's last look: a producer
     assert look.pending() == 2 and not look.store.opened()  # persist-queue's tables stay closed
     look.close()
@@ -302,14 +310,7 @@ def test_a_stored_job_of_an_earlier_version_loads_without_its_event_and_fields()
 def test_jobs_and_dead_letters_queued_by_an_earlier_version_still_load(tmp_path, clock):
     from sync_queue.dlq import DeadLetterQueue
 
-    producer = JobQueue(tmp_path / "queue", clock=clock)
-    producer.put_many([job(1), job(2, BULK)])
-    producer.close()
-    consumer = JobQueue(tmp_path / "queue", consumer=True, clock=clock)
-    first, _ = consumer.take(2)
-    retried = first.job.retry(NOW + 30, RuntimeError("x"))
-    consumer.retry_later(first, retried)
-    consumer.close()
+    retried = _two_taken_and_the_first_retried(tmp_path, clock)
     dlq = DeadLetterQueue(tmp_path)
     dlq.add(job(9, attempt=5), "PlexNotFound", "gone")
     dlq.close()
