@@ -186,7 +186,8 @@ def _sslopt(client) -> dict:
 class Listener(threading.Thread):
     """Plex's notification websocket on a daemon thread, as plexapi alert.py's ``AlertListener``
     opens it (``KEY``; each message's ``NotificationContainer`` handed to ``on_message``), with
-    the token in a header (plexapi puts it in the URL, and logs that), pings (plexapi sends
+    the token in a header (plexapi puts it in the URL, and logs that; Tautulli ``web_socket.py``
+    sends a header too), pings (plexapi sends
     none, so a half-open connection would go unnoticed), open and close reported, and no
     reconnect of its own."""
 
