@@ -1,16 +1,15 @@
 """Plex's watch history: who played which item when (``/status/sessions/history/all``).
 
-Read as python-plexapi's ``PlexServer.history`` reads it (server.py; ``fetchItems`` in
-base.py pages with ``X-Plex-Container-Start``/``-Size`` headers until ``totalSize``),
-oldest first, from ``viewedAt >= since``, one account at a time (``accountID``: the owner
+Read as python-plexapi's ``PlexServer.history`` reads it, through its public paging (base.py
+``fetchItems``: ``X-Plex-Container-Start``/``-Size`` headers until ``totalSize``), oldest first, from ``viewedAt >= since``, one account at a time (``accountID``: the owner
 is 1, other users their plex.tv id; plexapi ``MyPlexUser.history``). The owner's token
 sees every account's history. A row of deleted media has no ``ratingKey``; it is skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from plex.errors import plex_errors
@@ -35,27 +34,27 @@ def read_history(client, account_id: int, since: int | None) -> list[Play]:
     return [p for p in map(_play, _rows(client, query, "reading Plex's watch history")) if p is not None]
 
 
-def _rows(client: Any, query: str, doing: str) -> Iterator[Any]:
-    """Every row of a paged listing, a page of ``PAGE`` at a time until ``totalSize``
-    (plexapi base.py ``fetchItems``)."""
-    start = 0
-    while True:
-        headers = {"X-Plex-Container-Start": str(start), "X-Plex-Container-Size": str(PAGE)}
-        with plex_errors(doing, client.url):
-            root = client.server.query(query, headers=headers)
-        rows = list(root)
-        yield from rows
-        start += len(rows)
-        if not rows or start >= int(root.attrib.get("totalSize") or root.attrib.get("size") or 0):
-            return
+def _rows(client: Any, query: str, doing: str) -> list[Any]:
+    """Every item of a paged listing as plexapi's objects, a page of ``PAGE`` at a time."""
+    with plex_errors(doing, client.url):
+        return list(client.server.fetchItems(query, container_size=PAGE))
 
 
-def _play(node) -> Play | None:
-    a = node.attrib
-    try:
-        return Play(a["historyKey"], int(a["ratingKey"]), int(a["viewedAt"]), int(a.get("accountID") or 1))
-    except (KeyError, ValueError):
+def _epoch(moment: datetime | None) -> int | None:
+    """plexapi's datetime of an epoch attribute (local and naive: utils.py ``toDatetime``) as it came."""
+    return None if moment is None else int(moment.timestamp())
+
+
+def _known(value: Any) -> Any:
+    """plexapi's number, or None where it had none or could not read it (utils.py ``cast``: NaN)."""
+    return None if value is None or value != value else value
+
+
+def _play(item) -> Play | None:
+    viewed_at, rating_key = _epoch(item.viewedAt), _known(item.ratingKey)
+    if not item.historyKey or rating_key is None or viewed_at is None:
         return None
+    return Play(item.historyKey, rating_key, viewed_at, _known(item.accountID) or 1)
 
 
 @dataclass(frozen=True)
@@ -71,11 +70,10 @@ def rated_since(client, section_key: int, since: int) -> list[Rated]:
     token user's (the owner's) rating. Plex sends no notification for ratings: this is polled."""
     query = f"/library/sections/{int(section_key)}/all?type=1&lastRatedAt>>={int(since)}"
     found: list[Rated] = []
-    for node in _rows(client, query, "reading Plex ratings"):
-        a = node.attrib
-        if a.get("ratingKey") and a.get("lastRatedAt"):
-            rating = float(a["userRating"]) if a.get("userRating") else None
-            found.append(Rated(int(a["ratingKey"]), rating, int(a["lastRatedAt"])))
+    for item in _rows(client, query, "reading Plex ratings"):
+        rated_at = _epoch(item.lastRatedAt)
+        if _known(item.ratingKey) is not None and rated_at is not None:
+            found.append(Rated(item.ratingKey, _known(item.userRating), rated_at))
     return found
 
 
@@ -94,8 +92,7 @@ def in_progress(client, section_key: int) -> dict[int, int]:
     library.py ``LibrarySection.search``)."""
     query = f"/library/sections/{int(section_key)}/all?type=1&inProgress=1"
     found: dict[int, int] = {}
-    for node in _rows(client, query, "reading Plex's resume points"):
-        a = node.attrib
-        if a.get("ratingKey") and int(a.get("viewOffset") or 0) > 0:
-            found[int(a["ratingKey"])] = int(a["viewOffset"])
+    for item in _rows(client, query, "reading Plex's resume points"):
+        if _known(item.ratingKey) is not None and (_known(item.viewOffset) or 0) > 0:
+            found[item.ratingKey] = item.viewOffset
     return found

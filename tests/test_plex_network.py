@@ -109,6 +109,29 @@ def test_what_we_send_beside_plexapis_calls_is_what_plexapi_sends(plex):
         assert str(_plexapi_error(reply.status_code, server.url(key), reply.content)) == str(by_plexapi.value)
 
 
+def test_the_watch_history_is_read_through_plexapis_own_paging(plex):
+    """250 plays of the owner, one of another account and one of a deleted item: the owner's
+    from ``since`` on, oldest first, in three pages of 100 (plexapi base.py ``fetchItems``)."""
+    from plex.client import PlexClient
+    from plex.history import Play, read_history
+
+    rk = plex.add_item(1, "/plex/media/a.mp4")
+    gone = plex.add_item(1, "/plex/media/b.mp4")
+    ids = [plex.play(rk, viewed_at=1_700_000_000 + n) for n in range(250)]
+    plex.play(rk, account_id=7, viewed_at=1_700_000_100)
+    plex.play(gone, viewed_at=1_700_000_100)
+    plex.remove_item(gone)
+    client = PlexClient(plex.url, plex.token, "test-client")
+    plays = read_history(client, 1, since=1_700_000_010)
+    assert plays == [
+        Play(f"/status/sessions/history/{i}", rk, 1_700_000_000 + n, 1) for n, i in enumerate(ids) if n >= 10
+    ]
+    pages = [
+        r["headers"].get("X-Plex-Container-Start") for r in plex.requests_matching("GET", "/status/sessions/history")
+    ]
+    assert pages == ["0", "100", "200"]
+
+
 # -- a proxy that limits the request line -----------------------------------------------------
 def test_an_8_kb_request_line_limit_takes_long_non_ascii_details_and_many_tags_complete(plugin):
     """nginx's and Apache's default limit: every edit fits, nothing is shortened that a
