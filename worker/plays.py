@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from sync_queue.plays import PlayJournal
 
 OVERLAP_S = 300  # each read starts this much before the newest play seen (late rows; inclusive or not)
+# A play this close after an owner change is the new owner's: Plex dates a play to the whole
+# second, and its clock is known to us from Date headers, to about a second.
+OWNER_GRACE_S = 2.0
 
 
 def stash_time(epoch: int) -> str:
@@ -133,8 +136,7 @@ class PlayImport:
                 unlinked.append(play)
                 counts["plays_not_synced"] += 1
                 continue
-            # viewedAt is a whole second: a play in the second the item changed owner is the new one's
-            scene = owner_at(owners[play.rating_key], self.plex.clock.to_ours(play.viewed_at + 1))
+            scene = owner_at(owners[play.rating_key], self.plex.clock.to_ours(play.viewed_at + OWNER_GRACE_S))
             if scene == NO_OWNER:
                 counts["plays_no_scene"] += 1
                 continue
