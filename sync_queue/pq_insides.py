@@ -3,11 +3,12 @@
 Everything else uses ``SQLiteAckQueue``'s documented API; what it does not offer is here:
 * :func:`load`: the package without its ``__init__`` (the hook's import cost).
 * :func:`relax_sync`: ``PRAGMA synchronous=NORMAL`` on its two connections (it has no option).
-* :func:`not_done_rows`, :func:`unack_rows`, :func:`delete_not_done`, :func:`last_row`: SQL on
-  its table (``ack_queue_<name>``: ``_id``, ``data``, ``status``) and its ``AckStatus`` numbers, to
-  rebuild our records after a crash or an upgrade, find a row it cannot decode (its ``get`` does
-  not say which), clear many rows in one statement and read the public plugin's queue
-  (``sync_queue/predecessor.py``).
+* :func:`rows`, :func:`not_done_rows`, :func:`unack_rows`, :func:`finish_waiting`,
+  :func:`delete_not_done`, :func:`last_row`: SQL on its table (``ack_queue_<name>``: ``_id``,
+  ``data``, ``status``) and its ``AckStatus`` numbers, to read the jobs in its rows (by scene,
+  counted, retrying: the job is kept there only), finish a row only if nobody took it, find a
+  row it cannot decode (its ``get`` does not say which), clear many rows in one statement and
+  read the public plugin's queue (``sync_queue/predecessor.py``).
 """
 
 from __future__ import annotations
@@ -106,6 +107,24 @@ def last_row(conn: sqlite3.Connection, name: str) -> int:
     if not has_table(conn, name):
         return 0
     return conn.execute(f"SELECT COALESCE(MAX({KEY}), 0) FROM {table(name)}").fetchone()[0]
+
+
+def rows(names: list[str]) -> str:
+    """A SELECT of every row not done of the tables ``names``: ``name``, ``pqid``, ``taken``
+    (handed out, not settled), ``doc`` (the data as JSON text, NULL when it is not JSON: the
+    serializer stores UTF-8 bytes, which SQLite's JSON functions read only as text)."""
+    doc = f"CAST({DATA} AS TEXT)"
+    return " UNION ALL ".join(
+        f"SELECT '{name}' AS name, {KEY} AS pqid, {STATUS} = {UNACK} AS taken, "
+        f"CASE WHEN json_valid({doc}) THEN {doc} END AS doc FROM {table(name)} WHERE {_NOT_DONE}"
+        for name in names
+    )
+
+
+def finish_waiting(conn: sqlite3.Connection, name: str, pqid: int) -> bool:
+    """Mark a row done (``ack``) unless it was handed out; whether it was (one statement)."""
+    query = f"UPDATE {table(name)} SET {STATUS} = {ACKED} WHERE {KEY} = ? AND {STATUS} IN ({INITED}, {READY})"
+    return conn.execute(query, (pqid,)).rowcount > 0
 
 
 def unack_rows(conn: sqlite3.Connection, name: str) -> list[tuple[int, bytes]]:

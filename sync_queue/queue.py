@@ -1,12 +1,13 @@
 """The job queue on disk: sync_queue/rules.py over persist-queue's ``SQLiteAckQueue``.
 
-Tables ``interactive`` and ``bulk`` hold the jobs (only the consumer opens them with
-``auto_resume``); ``s2p_jobs`` records each row not done, ``s2p_waiting`` marks each scene's
-waiting job. A SIGKILL may fall between any two steps, so a mark only points at work still to
-start: put = mark, ``put``, then point the mark; take = ``get``, then record it taken and unmark
-in one transaction; ack = forget, then ``ack``; retry = ``update``, then the record. The consumer
-re-derives ``s2p_jobs`` from persist-queue's rows on opening (:meth:`SQLiteStore._reconcile`),
-which heals each window. docs/architecture.md, "The queue and the drainer", has the rest.
+Tables ``interactive`` and ``bulk`` hold the jobs, each in its row and nowhere else (only
+the consumer opens them with ``auto_resume``); beside them ``s2p_waiting`` marks each
+scene's waiting job (which row: persist-queue cannot say) and ``s2p_entity_events`` holds
+the entity events. Counts and look-ups read the jobs in persist-queue's rows
+(sync_queue/pq_insides.py ``rows``). A SIGKILL may fall between any two steps, so a mark
+only points at work still to start: put = mark, ``put``, then point the mark; take =
+``get``, then unmark; a mark whose row is done counts as none. docs/architecture.md, "The
+queue and the drainer", has the rest.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DataFileError
-from sync_queue import inbox, sqlite
+from sync_queue import inbox, pq_insides, sqlite
 from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 from sync_queue.rules import Mark, QueueRules, Tally
 
@@ -28,23 +29,13 @@ QUEUE_FILE = inbox.QUEUE_FILE
 CLEAR_ACKED_EVERY = 500
 _SIDE_SCHEMA = """
 DROP TABLE IF EXISTS s2p_pending;
+DROP TABLE IF EXISTS s2p_jobs;
 CREATE TABLE IF NOT EXISTS s2p_waiting (
     scene_id INTEGER PRIMARY KEY,
     priority TEXT NOT NULL,
     queued_at REAL NOT NULL,
     pqid INTEGER
 );
-CREATE TABLE IF NOT EXISTS s2p_jobs (
-    priority TEXT NOT NULL,
-    pqid INTEGER NOT NULL,
-    scene_id INTEGER NOT NULL,
-    attempt INTEGER NOT NULL,
-    next_attempt_at REAL NOT NULL,
-    taken INTEGER NOT NULL,
-    job TEXT NOT NULL,
-    PRIMARY KEY (priority, pqid)
-);
-CREATE INDEX IF NOT EXISTS s2p_jobs_scene ON s2p_jobs (scene_id);
 CREATE TABLE IF NOT EXISTS s2p_entity_events (
     kind TEXT NOT NULL,
     entity_id INTEGER NOT NULL,
@@ -54,21 +45,8 @@ CREATE TABLE IF NOT EXISTS s2p_entity_events (
     PRIMARY KEY (kind, entity_id)
 );
 """
-_RECORD = "INSERT OR IGNORE INTO s2p_jobs VALUES (?, ?, ?, ?, ?, ?, ?)"
-_READY = (
-    f"SELECT (SELECT COUNT(*) FROM s2p_jobs WHERE taken = 0 AND priority IN ({', '.join('?' * len(PRIORITIES))})) "
-    "+ (SELECT COUNT(*) FROM s2p_entity_events)"
-)
-_SCENES = f"SELECT scene_id, MAX(priority = '{INTERACTIVE}') FROM s2p_jobs GROUP BY scene_id"
-_TOOK = (
-    "INSERT INTO s2p_jobs VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (priority, pqid) DO UPDATE SET "
-    "scene_id = excluded.scene_id, attempt = excluded.attempt, next_attempt_at = excluded.next_attempt_at, "
-    "taken = 1, job = excluded.job"
-)
-
-
-def _record(priority: str, pqid: int, job: Job, taken: int) -> tuple:
-    return (priority, pqid, job.scene_id, job.attempt, job.next_attempt_at, taken, json.dumps(job.to_dict()))
+_SCENE = "json_extract(doc, '$.scene_id')"
+_EVENTS = "SELECT COUNT(*) FROM s2p_entity_events"
 
 
 def _decoded(data: Any) -> Job | BaseException:
@@ -104,6 +82,7 @@ class SQLiteStore:
         self.consumer = consumer
         self.path = directory / QUEUE_FILE
         self._queues: dict[str, Any] = {}
+        self._tables: list[str] = []  # persist-queue's tables known to exist (they never go)
         self._side_conn: sqlite3.Connection | None = None
         self._out: set[tuple[str, int]] = set()  # rows this consumer got and has not settled
         self._acks = 0
@@ -121,13 +100,10 @@ class SQLiteStore:
             if self.consumer:
                 with sqlite.corruption_named(self.path):
                     queue.clear_acked_data(max_delete=None, keep_latest=None)
-                self._reconcile(priority)
         return self._queues[priority]
 
     @sqlite.retry_locked
     def _open(self, priority: str) -> Any:
-        from sync_queue import pq_insides
-
         pq = pq_insides.load()
         sqlite.create_private(self.path)
         try:
@@ -146,31 +122,24 @@ class SQLiteStore:
                 raise
             raise sqlite.data_file_error(self.path, exc) from None
 
-    @sqlite.retry_locked
-    def _reconcile(self, priority: str) -> None:
-        """Our records from persist-queue's rows, none taken (auto_resume has just run):
-        heals every crash window between its writes and ours, and derives the records of
-        a ``data.db`` written before they existed. An unreadable row gets none (it is set
-        aside when taken); a mark whose row has no record is deleted."""
-        from sync_queue import pq_insides
-
-        with sqlite.write(self.side()) as conn:
-            rows = pq_insides.not_done_rows(conn, priority)
-            conn.execute("DELETE FROM s2p_jobs WHERE priority = ?", (priority,))
-            jobs = [(pqid, _decoded(data)) for pqid, data in rows]
-            conn.executemany(_RECORD, [_record(priority, pqid, job, 0) for pqid, job in jobs if isinstance(job, Job)])
-            conn.execute(
-                "DELETE FROM s2p_waiting WHERE priority = ? AND pqid IS NOT NULL AND NOT EXISTS (SELECT 1 "
-                "FROM s2p_jobs j WHERE j.priority = s2p_waiting.priority AND j.pqid = s2p_waiting.pqid)",
-                (priority,),
-            )
-
-    def _records(self) -> sqlite3.Connection:
-        """The connection to read our records on; a consumer derives them first (once)."""
+    def _rows(self) -> str | None:
+        """The SELECT of the rows not done (pq_insides.rows), over the tables that exist;
+        a consumer opens its tables first (once: ``auto_resume`` hands back what a killed
+        drainer held). None while no job was ever put."""
         if self.consumer:
             for priority in PRIORITIES:
                 self._queue(priority)
-        return self.side()
+        if len(self._tables) < len(PRIORITIES):
+            conn = self.side()
+            self._tables = [p for p in PRIORITIES if pq_insides.has_table(conn, p)]
+        return pq_insides.rows(self._tables) if self._tables else None
+
+    def _select(self, query: str, params: tuple | list = ()) -> list[tuple]:
+        """``query`` with ``{rows}`` as the rows not done (none while there are no tables)."""
+        rows = self._rows()
+        if rows is None:
+            return []
+        return self.side().execute(query.format(rows=rows), params).fetchall()
 
     def opened(self) -> bool:
         return bool(self._queues)
@@ -185,19 +154,17 @@ class SQLiteStore:
 
     # -- producing -----------------------------------------------------------
     def waiting(self, scene_ids: list[int]) -> dict[int, Mark]:
-        """Scenes whose mark points at a recorded row of theirs: (priority, row id)."""
-        from sync_queue import pq_insides
-
+        """Scenes whose mark points at a row not done: (priority, row id)."""
         pq_insides.load()  # a missing package fails here, before any file is created
         found: dict[int, Mark] = {}
         for start in range(0, len(scene_ids), 500):
             chunk = scene_ids[start : start + 500]
-            rows = self._records().execute(
-                "SELECT w.scene_id, w.priority, w.pqid FROM s2p_waiting w JOIN s2p_jobs j ON j.priority = w.priority "
-                f"AND j.pqid = w.pqid AND j.scene_id = w.scene_id WHERE w.scene_id IN ({','.join('?' * len(chunk))})",
+            rows = self._select(
+                "SELECT w.scene_id, w.priority, w.pqid FROM s2p_waiting w JOIN ({rows}) r ON r.name = w.priority "
+                f"AND r.pqid = w.pqid WHERE w.scene_id IN ({','.join('?' * len(chunk))})",
                 chunk,
             )
-            found.update((sid, (priority, pqid)) for sid, priority, pqid in rows.fetchall())
+            found.update((sid, (priority, pqid)) for sid, priority, pqid in rows)
         return found
 
     @sqlite.retry_locked
@@ -214,34 +181,21 @@ class SQLiteStore:
 
     @sqlite.retry_locked
     def point(self, rows: list[tuple[Job, int]]) -> None:
-        """Point each fresh mark at its row and record the row, unless the consumer took a
-        job of the scene meanwhile (it deleted the mark): then the row goes unrecorded until
-        taken, rather than recorded after it was done."""
+        """Point each fresh mark at its row, unless the consumer took a job of the scene
+        meanwhile (it deleted the mark) or another producer marked it again."""
         with sqlite.write(self.side()) as conn:
-            for job, pqid in rows:
-                pointed = conn.execute(
-                    "UPDATE s2p_waiting SET pqid = ? WHERE scene_id = ? AND priority = ? AND pqid IS NULL",
-                    (pqid, job.scene_id, job.priority),
-                )
-                if pointed.rowcount:
-                    conn.execute(_RECORD, _record(job.priority, pqid, job, 0))
-
-    def drop_waiting(self, priority: str, pqid: int) -> None:
-        """Finish a waiting row nobody has taken (a taken one is superseded when next taken)."""
-        if self._forget(priority, pqid, "AND taken = 0"):
-            with sqlite.corruption_named(self.path):
-                self._queue(priority).ack(id=pqid)
+            conn.executemany(
+                "UPDATE s2p_waiting SET pqid = ? WHERE scene_id = ? AND priority = ? AND pqid IS NULL",
+                [(pqid, job.scene_id, job.priority) for job, pqid in rows],
+            )
 
     @sqlite.retry_locked
-    def _forget(self, priority: str, pqid: int, condition: str = "") -> int:
-        """Delete a row's record (one statement: its own transaction); how many went."""
-        query = f"DELETE FROM s2p_jobs WHERE priority = ? AND pqid = ? {condition}"
-        return self.side().execute(query, (priority, pqid)).rowcount
+    def drop_waiting(self, priority: str, pqid: int) -> None:
+        """Finish a waiting row nobody has taken (a taken one is superseded when next taken)."""
+        pq_insides.finish_waiting(self.side(), priority, pqid)
 
     # -- consuming -----------------------------------------------------------
     def get(self, priority: str) -> Taken | None:
-        from sync_queue import pq_insides
-
         queue = self._queue(priority)
         while True:
             try:
@@ -263,15 +217,12 @@ class SQLiteStore:
     def _quarantine_poison(self, priority: str) -> None:
         """persist-queue marked a row taken and then failed to decode it, without telling
         which: set aside the taken rows that are not ours and cannot be decoded."""
-        from sync_queue import pq_insides
-
         for pqid, data in pq_insides.unack_rows(self.side(), priority):
             if (priority, pqid) not in self._out and not isinstance(job := _decoded(data), Job):
                 self._fail_row(priority, pqid, job)
 
     def _fail_row(self, priority: str, pqid: int, exc: BaseException) -> None:
         self.rejected.append((priority, pqid, f"{type(exc).__name__}: {exc}"))
-        self._forget(priority, pqid)
         with sqlite.corruption_named(self.path):
             self._queue(priority).ack_failed(id=pqid)
 
@@ -281,10 +232,9 @@ class SQLiteStore:
 
     @sqlite.retry_locked
     def took(self, taken: list[Taken], parked: list[Taken]) -> None:
-        if not taken and not parked:
+        if not taken:
             return
         with sqlite.write(self.side()) as conn:
-            conn.executemany(_TOOK, [_record(t.table, t.pqid, t.job, 1) for t in taken + parked])
             conn.executemany(
                 "DELETE FROM s2p_waiting WHERE scene_id = ? AND (pqid = ? OR pqid IS NULL)",
                 [(t.job.scene_id, t.pqid) for t in taken],
@@ -293,13 +243,14 @@ class SQLiteStore:
     @sqlite.retry_locked
     def remark(self, items: list[Taken]) -> list[Taken]:
         """Mark parked jobs as their scenes' waiting jobs again; the ones refused (the scene
-        has a mark, or the row is gone) are returned."""
+        has a mark, or the row is done) are returned."""
         refused = []
+        rows = self._rows()
         with sqlite.write(self.side()) as conn:
             for item in items:
                 marked = conn.execute(
-                    "INSERT OR IGNORE INTO s2p_waiting SELECT ?, ?, ?, ? WHERE EXISTS "
-                    "(SELECT 1 FROM s2p_jobs WHERE priority = ? AND pqid = ?)",
+                    f"INSERT OR IGNORE INTO s2p_waiting SELECT ?, ?, ?, ? WHERE EXISTS "
+                    f"(SELECT 1 FROM ({rows}) WHERE name = ? AND pqid = ?)",
                     (item.job.scene_id, item.table, item.job.enqueued_at, item.pqid, item.table, item.pqid),
                 )
                 if marked.rowcount == 0:
@@ -307,7 +258,6 @@ class SQLiteStore:
         return refused
 
     def ack(self, item: Taken) -> None:
-        self._forget(item.table, item.pqid)
         with sqlite.corruption_named(self.path):
             self._queue(item.table).ack(id=item.pqid)
             self._out.discard((item.table, item.pqid))
@@ -318,27 +268,25 @@ class SQLiteStore:
     def update(self, item: Taken, job: Job) -> None:
         with sqlite.corruption_named(self.path):
             self._queue(item.table).update(job.to_dict(), id=item.pqid)
-        self._update_record(item, job)
-
-    @sqlite.retry_locked
-    def _update_record(self, item: Taken, job: Job) -> None:
-        self.side().execute(
-            "UPDATE s2p_jobs SET attempt = ?, next_attempt_at = ?, job = ? WHERE priority = ? AND pqid = ?",
-            (job.attempt, job.next_attempt_at, json.dumps(job.to_dict()), item.table, item.pqid),
-        )
 
     # -- inspecting ----------------------------------------------------------
     def tally(self, priority: str) -> list[Tally]:
-        rows = self._records().execute(
-            "SELECT taken, attempt > 0, COUNT(*), MIN(next_attempt_at) FROM s2p_jobs WHERE priority = ? GROUP BY 1, 2",
+        rows = self._select(
+            "SELECT taken, json_extract(doc, '$.attempt') > 0, COUNT(*), MIN(json_extract(doc, '$.next_attempt_at')) "
+            f"FROM ({{rows}}) WHERE name = ? AND {_SCENE} IS NOT NULL GROUP BY 1, 2",
             (priority,),
         )
-        return [(bool(taken), bool(retrying), n, at) for taken, retrying, n, at in rows.fetchall()]
+        return [(bool(taken), bool(retrying), n, at) for taken, retrying, n, at in rows]
 
     def ready(self) -> int:
         """Rows not taken and the entity events (one statement), and the hooks' inbox (a
         file's size unless it holds some): a lingering drainer asks at every poll."""
-        found = self._records().execute(_READY, PRIORITIES).fetchone()[0]
+        rows = self._rows()
+        if rows is None:
+            found = self.side().execute(_EVENTS).fetchone()[0]
+        else:
+            query = f"SELECT (SELECT COUNT(*) FROM ({rows}) WHERE NOT taken) + ({_EVENTS})"
+            found = self.side().execute(query).fetchone()[0]
         if inbox.holds_work(str(self.directory)):
             found += len(inbox.waiting(str(self.directory))) + inbox.entity_count(str(self.directory))
         return found
@@ -350,7 +298,8 @@ class SQLiteStore:
     def scenes(self) -> dict[int, str]:
         """Each scene with a job not done (ours or the hooks' inbox), and its priority
         (interactive when any of its jobs is)."""
-        found = {sid: INTERACTIVE if first else BULK for sid, first in self._records().execute(_SCENES).fetchall()}
+        query = f"SELECT {_SCENE} s, MAX(name = '{INTERACTIVE}') FROM ({{rows}}) WHERE s IS NOT NULL GROUP BY s"
+        found = {sid: INTERACTIVE if first else BULK for sid, first in self._select(query)}
         for sid, priority in inbox.waiting(str(self.directory)).items():
             if found.get(sid) != INTERACTIVE:
                 found[sid] = priority
@@ -360,21 +309,17 @@ class SQLiteStore:
         return inbox.entity_count(str(self.directory))
 
     def job_of(self, scene_id: int) -> Job | None:
-        row = self._records().execute(
-            f"SELECT job FROM s2p_jobs WHERE scene_id = ? ORDER BY priority != '{INTERACTIVE}', pqid LIMIT 1",
+        found = self._select(
+            f"SELECT doc FROM ({{rows}}) WHERE {_SCENE} = ? ORDER BY name != '{INTERACTIVE}', pqid LIMIT 1",
             (scene_id,),
         )
-        found = row.fetchone()
-        job = None if found is None else _decoded(found[0])
+        job = _decoded(found[0][0]) if found else None
         return job if isinstance(job, Job) else None
 
     @sqlite.retry_locked
     def clear(self) -> int:
-        from sync_queue import pq_insides
-
         with sqlite.write(self.side()) as conn:
             removed = sum(pq_insides.delete_not_done(conn, priority) for priority in PRIORITIES)
-            conn.execute("DELETE FROM s2p_jobs")
             conn.execute("DELETE FROM s2p_waiting")
             removed += conn.execute("DELETE FROM s2p_entity_events").rowcount
         self._out.clear()

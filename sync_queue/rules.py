@@ -242,7 +242,7 @@ class QueueRules:
         return self.store.ready()
 
     def pending(self) -> int:
-        """``counts()["pending"]`` alone, from our records and the inbox: it leaves out the
+        """``counts()["pending"]`` alone, from the rows not done and the inbox: it leaves out the
         rows set aside, so persist-queue's tables stay closed (the drainer's last look)."""
         return len(self.store.scenes()) + self.store.entity_event_count() + self.store.inbox_entities()
 

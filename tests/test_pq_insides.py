@@ -67,10 +67,16 @@ def test_private_connections_and_the_sql_on_its_table(tmp_path):
     assert [i for i, _ in pq_insides.not_done_rows(conn, "bulk", after=ids[3])] == ids[4:]
     assert [(i, pq.json.loads(d)) for i, d in pq_insides.unack_rows(conn, "bulk")] == [(ids[3], {"n": 3})]
     assert pq_insides.last_row(conn, "bulk") == ids[-1] and pq_insides.last_row(conn, "interactive") == 0
-    assert pq_insides.delete_not_done(conn, "bulk") == 3
+    rows = conn.execute(f"SELECT pqid, taken, json_extract(doc, '$.n') FROM ({pq_insides.rows(['bulk'])})").fetchall()
+    assert rows == [(ids[2], 0, 2), (ids[3], 1, 3), (ids[4], 0, 4)]  # the JSON in the row, read by SQLite
+    assert not pq_insides.finish_waiting(conn, "bulk", ids[3])  # handed out: left to its taker
+    assert pq_insides.finish_waiting(conn, "bulk", ids[4])
+    assert [i for i, _ in pq_insides.not_done_rows(conn, "bulk")] == ids[2:4]
+    assert pq_insides.delete_not_done(conn, "bulk") == 2
     assert pq_insides.not_done_rows(conn, "interactive") == [] and pq_insides.delete_not_done(conn, "interactive") == 0
     assert dict(conn.execute(f"SELECT _id, status FROM {pq_insides.table('bulk')}").fetchall()) == {
         ids[0]: pq_insides.ACKED,
         ids[1]: pq_insides.ACK_FAILED,
+        ids[4]: pq_insides.ACKED,
     }
     conn.close()

@@ -65,20 +65,20 @@ def test_a_producer_killed_after_its_mark_leaves_no_mark_that_swallows_the_next_
     assert drained(tmp_path) == [(1, INTERACTIVE)]
 
 
-def test_a_producer_killed_between_its_row_and_the_record_leaves_a_row_that_drains(tmp_path, monkeypatch):
+def test_a_producer_killed_between_its_row_and_its_mark_leaves_a_row_that_drains(tmp_path, monkeypatch):
     producer = opened(tmp_path)
     monkeypatch.setattr(SQLiteStore, "point", die)
     killed(producer, lambda: producer.put(job(1, BULK)))
     monkeypatch.undo()
     assert opened(tmp_path).put(job(1, BULK)) is True  # the first row has no live mark: a duplicate, not a loss
     consumer = opened(tmp_path, consumer=True)
-    assert sum(n for *_, n, _ in consumer.store.tally(BULK)) == 2  # the orphan row recorded on opening
+    assert sum(n for *_, n, _ in consumer.store.tally(BULK)) == 2  # the orphan row counts: it is in its table
     assert consumer.counts()[BULK] == 1  # one scene waiting
     consumer.close()
     assert drained(tmp_path) == [(1, BULK)]  # one take: one job per scene, the double acked
 
 
-def test_a_consumer_killed_between_get_and_its_record_gets_the_job_again(tmp_path, monkeypatch):
+def test_a_consumer_killed_between_get_and_unmarking_gets_the_job_again(tmp_path, monkeypatch):
     opened(tmp_path).put(job(1))
     consumer = opened(tmp_path, consumer=True)
     monkeypatch.setattr(SQLiteStore, "took", die)
@@ -90,26 +90,24 @@ def test_a_consumer_killed_between_get_and_its_record_gets_the_job_again(tmp_pat
     assert drained(tmp_path) == [(1, INTERACTIVE)]
 
 
-def test_a_consumer_killed_between_forgetting_a_job_and_acking_it_syncs_it_again(tmp_path):
+def test_a_consumer_killed_before_its_ack_syncs_the_job_again(tmp_path):
     opened(tmp_path).put(job(1))
     consumer = opened(tmp_path, consumer=True)
     [item] = consumer.take(10)
     consumer.store._queue(INTERACTIVE).ack = die
     killed(consumer, lambda: consumer.ack(item))
     again = opened(tmp_path, consumer=True)
-    assert again.counts()["pending"] == 1  # recorded again from persist-queue's row
+    assert again.counts()["pending"] == 1  # persist-queue's row is handed back
     again.close()
     assert drained(tmp_path) == [(1, INTERACTIVE)]
 
 
-def test_a_consumer_killed_between_a_retry_and_its_record_keeps_the_retry_state(tmp_path, monkeypatch):
+def test_a_consumer_killed_after_a_retry_keeps_the_retry_state(tmp_path):
     opened(tmp_path).put(job(1))
     consumer = opened(tmp_path, consumer=True)
     [item] = consumer.take(10)
-    retried = item.job.retry(NOW + 30, RuntimeError("Plex timed out"))
-    monkeypatch.setattr(SQLiteStore, "_update_record", die)
-    killed(consumer, lambda: consumer.retry_later(item, retried))
-    monkeypatch.undo()
+    consumer.retry_later(item, item.job.retry(NOW + 30, RuntimeError("Plex timed out")))
+    consumer.store.close()  # killed before its next take marked the job waiting again
     again = opened(tmp_path, consumer=True)
     counts = again.counts()
     assert (counts["retrying"], counts["next_retry_at"]) == (1, NOW + 30)
@@ -172,17 +170,25 @@ def test_a_parked_job_whose_row_was_cleared_is_not_marked_again(tmp_path):
     assert drained(tmp_path) == [(1, INTERACTIVE)]
 
 
-# -- a data.db written before s2p_jobs existed (the queue of 0.x, sync_queue/queue.py at 2fd561d) --
+# -- data.db files of earlier versions: the queue of 0.x (no s2p_jobs, sync_queue/queue.py at
+# 2fd561d), and the one that copied every job into s2p_jobs (at 1ddacef) --
 OLD_SIDE_SCHEMA = """
 CREATE TABLE s2p_waiting (scene_id INTEGER PRIMARY KEY, priority TEXT NOT NULL, queued_at REAL NOT NULL, pqid INTEGER);
 CREATE TABLE s2p_entity_events (kind TEXT NOT NULL, entity_id INTEGER NOT NULL, event TEXT NOT NULL,
     queued_at REAL NOT NULL, after_scene INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (kind, entity_id));
 """
+COPIES_SCHEMA = """
+CREATE TABLE s2p_jobs (priority TEXT NOT NULL, pqid INTEGER NOT NULL, scene_id INTEGER NOT NULL,
+    attempt INTEGER NOT NULL, next_attempt_at REAL NOT NULL, taken INTEGER NOT NULL, job TEXT NOT NULL,
+    PRIMARY KEY (priority, pqid));
+CREATE INDEX s2p_jobs_scene ON s2p_jobs (scene_id);
+"""
 
 
-def old_data_db(folder) -> None:
-    """What the previous queue left after a SIGKILL: rows in persist-queue's tables (waiting,
-    taken, a parked retry, one set aside, one unreadable) and its marks (live and stale)."""
+def old_data_db(folder, copies: bool = False) -> None:
+    """What an earlier queue left after a SIGKILL: rows in persist-queue's tables (waiting,
+    taken, a parked retry, one set aside, one unreadable), its marks (live and stale) and,
+    with ``copies``, its copies of the jobs (one of them of a job done since: never read)."""
     pq = pq_insides.load()
     folder.mkdir()
     tables = {
@@ -200,15 +206,25 @@ def old_data_db(folder) -> None:
     for table in tables.values():
         table.close()
     conn = sqlite3.connect(folder / "data.db", isolation_level=None)
-    conn.executescript(OLD_SIDE_SCHEMA)
+    conn.executescript(OLD_SIDE_SCHEMA + (COPIES_SCHEMA if copies else ""))
     conn.execute("UPDATE ack_queue_bulk SET data = X'FF00' WHERE _id = ?", (unreadable,))
     marks = [(1, INTERACTIVE, NOW, waiting), (3, BULK, NOW, retry), (4, INTERACTIVE, NOW, 99)]  # 4: stale
     conn.executemany("INSERT INTO s2p_waiting VALUES (?, ?, ?, ?)", marks)
+    if copies:
+        copied = [(INTERACTIVE, waiting, job(1)), (BULK, retry, job(3, BULK)), (INTERACTIVE, 99, job(4))]
+        conn.executemany(
+            "INSERT INTO s2p_jobs VALUES (?, ?, ?, 0, 0, 0, ?)",
+            [(p, pqid, j.scene_id, json.dumps(j.to_dict())) for p, pqid, j in copied],
+        )
     conn.close()
 
 
-def test_a_data_db_of_the_previous_queue_drains_and_keeps_its_marks(tmp_path):
-    old_data_db(tmp_path / "queue")
+@pytest.mark.parametrize("copies", [False, True], ids=["0.x", "copies"])
+def test_a_data_db_of_an_earlier_queue_drains_and_keeps_its_marks(tmp_path, copies):
+    old_data_db(tmp_path / "queue", copies)
+    look = opened(tmp_path)  # a task's look before any drainer opened it
+    assert look.pending() == 3 and look.waiting_job(3).attempt == 1  # scenes 1, 2, 3 (the unreadable row has none)
+    look.close()
     consumer = opened(tmp_path, consumer=True)
     counts = consumer.counts()
     assert (counts[INTERACTIVE], counts[BULK], counts["retrying"], counts["set_aside"]) == (2, 1, 1, 1), counts
@@ -218,5 +234,5 @@ def test_a_data_db_of_the_previous_queue_drains_and_keeps_its_marks(tmp_path):
     assert [r[:2] for r in consumer.take_rejected()] == [(BULK, 3)]  # the unreadable row (id 3), set aside
     assert consumer.next_due() == NOW + 60 and consumer.counts()["set_aside"] == 2
     consumer.close()
-    stored = sqlite3.connect(tmp_path / "queue" / "data.db").execute("SELECT job FROM s2p_jobs WHERE scene_id = 3")
-    assert json.loads(stored.fetchone()[0])["attempt"] == 1
+    conn = sqlite3.connect(tmp_path / "queue" / "data.db")
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 's2p_jobs'").fetchone() is None  # no copies left

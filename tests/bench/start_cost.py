@@ -49,17 +49,17 @@ def _cpu_of(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, 
 
 def _settled(data_dir: Path, timeout: float = 60.0) -> None:
     """Wait until no drainer runs and nothing is queued (the drainer a hook started is done)."""
-    import sqlite3
-
     from sync_queue import inbox
+    from sync_queue.queue import JobQueue
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not is_locked(data_dir / "drainer.lock") and not inbox.holds_work(str(data_dir / "queue")):
-            with sqlite3.connect(data_dir / "queue" / "data.db") as conn:
-                left = conn.execute("SELECT COUNT(*) FROM s2p_jobs")
-                if left.fetchone()[0] == 0 and not is_locked(data_dir / "drainer.lock"):
-                    return
+            queue = JobQueue(data_dir / "queue")
+            left = queue.pending()
+            queue.close()
+            if left == 0 and not is_locked(data_dir / "drainer.lock"):
+                return
         time.sleep(0.02)
     raise TimeoutError("the drainer a hook started did not finish")
 
