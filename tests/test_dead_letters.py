@@ -1,6 +1,6 @@
 """Dead letters queued again (sync_queue/dlq.py ``requeue``): the one step behind the task
 'Retry dead-letter queue', the page's Retry and Sync, a pin and the inbox's recheck, run
-against both queues with a fixed clock."""
+against the queue with a fixed clock."""
 
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ import pytest
 
 from sync_queue.dlq import DeadLetterQueue, Requeued
 from sync_queue.job import BULK, INTERACTIVE, Job
-from sync_queue.memory import MemoryQueue
 from sync_queue.queue import JobQueue
 
 NOW = 1_800_000_000.0
 
 
-@pytest.fixture(params=["sqlite", "memory"])
-def queue(request, tmp_path):
-    q = JobQueue(tmp_path / "queue", consumer=True, clock=lambda: NOW) if request.param == "sqlite" else MemoryQueue()
+@pytest.fixture
+def queue(tmp_path):
+    q = JobQueue(tmp_path / "queue", consumer=True, clock=lambda: NOW)
     yield q
     q.close()
 
@@ -69,12 +68,12 @@ def test_a_scene_already_waiting_collapses_and_still_leaves_the_dlq(queue, dlq):
     assert [j.scene_id for j in taken(queue)] == [1] and dlq.count() == 1  # scene 2 stays
 
 
-class RefusingQueue(MemoryQueue):
+class RefusingQueue(JobQueue):
     def put_many(self, jobs):
         raise OSError(28, "No space left on device")
 
 
-def test_the_queue_is_written_before_the_entries_go(dlq):
+def test_the_queue_is_written_before_the_entries_go(dlq, tmp_path):
     with pytest.raises(OSError):
-        dlq.requeue(RefusingQueue(), None, INTERACTIVE, NOW)
+        dlq.requeue(RefusingQueue(tmp_path / "queue"), None, INTERACTIVE, NOW)
     assert [e["scene_id"] for e in dlq.entries()] == [2, 1]  # nothing lost

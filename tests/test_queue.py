@@ -1,14 +1,15 @@
-"""The job queue's contract, run against both implementations (as huey runs one storage
-suite against each backend): ``JobQueue`` on persist-queue/SQLite and its in-memory twin
-``MemoryQueue``. Then what only the SQLite one has: its file outlives the object.
+"""The job queue's contract, run along both ways a job enters (as huey runs one storage
+suite against each backend): a task's ``put`` and the path every hook takes, a line in the
+inbox file moved in by the consumer (``ThroughInbox``). Then what only a task's put can
+carry (a job not due yet), and the file outliving the object.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from sync_queue import inbox
 from sync_queue.job import BULK, INTERACTIVE, EntityEvent, Job
-from sync_queue.memory import MemoryQueue
 from sync_queue.queue import JobQueue
 
 NOW = 1_800_000_000.0
@@ -27,13 +28,37 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+class ThroughInbox(JobQueue):
+    """Each job written as a hook writes it (hooks/lane.py: one inbox line), then moved in as
+    the consumer does before a take; ``put_many`` says how many rows the move added."""
+
+    added: int | None = None
+
+    def put_many(self, jobs) -> int:
+        if self.added is not None:  # the move's own put
+            self.added += super().put_many(jobs)
+            return 0
+        for j in jobs:
+            assert (j.attempt, j.next_attempt_at) == (0, 0.0), "a hook's line carries no retry state"
+            record = inbox.scene_record(j.scene_id, j.priority, "Scene.Update.Post", ("title",), NOW)
+            inbox.put(str(self.directory.parent), record)
+        self.added = 0
+        self._move_inbox()
+        added, self.added = self.added, None
+        return added
+
+
+@pytest.fixture(params=["put", "inbox"])
 def queue(request, tmp_path, clock):
-    q = (
-        JobQueue(tmp_path / "queue", consumer=True, clock=clock)
-        if request.param == "sqlite"
-        else MemoryQueue(clock=clock)
-    )
+    kind = JobQueue if request.param == "put" else ThroughInbox
+    q = kind(tmp_path / "queue", consumer=True, clock=clock)
+    yield q
+    q.close()
+
+
+@pytest.fixture
+def put_queue(tmp_path, clock):
+    q = JobQueue(tmp_path / "queue", consumer=True, clock=clock)
     yield q
     q.close()
 
@@ -128,7 +153,8 @@ def test_a_newer_job_supersedes_a_parked_one_of_the_same_scene(queue, clock):
     assert queue.parked_count() == 0 and counted(queue)["pending"] == 1  # the retry left the queue
 
 
-def test_one_job_per_scene_in_a_take_and_the_users_edit_is_kept(queue, clock):
+def test_one_job_per_scene_in_a_take_and_the_users_edit_is_kept(put_queue, clock):
+    queue = put_queue
     queue.put(job(1, BULK, next_attempt_at=NOW + 10))
     assert queue.take(10) == []  # parked until due, still the scene's waiting job
     assert queue.put(job(1)) is True  # a user's edit is not held back behind it
@@ -158,7 +184,8 @@ def test_postpone_parks_without_touching_the_job(queue, clock):
     assert back.job == job(1) and back.job.attempt == 0
 
 
-def test_a_job_put_with_a_future_attempt_time_waits_for_it(queue, clock):
+def test_a_job_put_with_a_future_attempt_time_waits_for_it(put_queue, clock):
+    queue = put_queue
     queue.put(job(1, next_attempt_at=NOW + 10))
     assert queue.take(1) == [] and queue.next_due() == NOW + 10
     clock.now = NOW + 10

@@ -13,7 +13,8 @@ import pytest
 
 from sync_queue import pq_insides
 from sync_queue.job import BULK, INTERACTIVE, Job
-from sync_queue.queue import JobQueue, SQLiteStore
+from sync_queue.queue import JobQueue
+from sync_queue.storage import SQLiteStore
 
 NOW = 1_800_000_000.0
 

@@ -16,7 +16,7 @@ from core.log import StashLog
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import INTERACTIVE, Job, Taken
 from sync_queue.ledger import Ledger, SceneRecord
-from sync_queue.memory import MemoryQueue
+from sync_queue.queue import JobQueue
 from sync_queue.stats import STATS_FILE, Delta, StatsStore, iso_local
 from tasks.queue_status import format_status
 from tests.runner import start_plugin, task_document
@@ -124,7 +124,7 @@ def test_iso_local_keeps_the_offset():
     assert dt.datetime.fromisoformat(iso_local(NOW)).utcoffset() is not None
 
 
-# -- the worker's bookkeeping: the in-memory queue, fakes for Stash, Plex and the breaker ------
+# -- the worker's bookkeeping: the queue in a temporary folder, fakes for Stash, Plex and the breaker ------
 class FakeBreaker:
     def allow(self):
         return True
@@ -217,7 +217,7 @@ def make_worker(tmp_path, stash: FakeStash, ticks: list[float]):
     stats = CountingStats(tmp_path)
     timer = iter(ticks)
     worker = Worker(
-        queue=MemoryQueue(clock=lambda: NOW),
+        queue=JobQueue(tmp_path / "queue", consumer=True, clock=lambda: NOW),
         dlq=DeadLetterQueue(tmp_path, clock=lambda: NOW),
         ledger=ledger,
         stash=stash,

@@ -1,0 +1,339 @@
+"""The queue's storage (``SQLiteStore``): persist-queue's ``SQLiteAckQueue`` and our tables in ``data.db``.
+
+Tables ``interactive`` and ``bulk`` hold the jobs, each in its row and nowhere else (only
+the consumer opens them with ``auto_resume``); beside them ``s2p_waiting`` marks each
+scene's waiting job (which row: persist-queue cannot say) and ``s2p_entity_events`` holds
+the entity events. Counts and look-ups read the jobs in persist-queue's rows
+(sync_queue/pq_insides.py ``rows``). A SIGKILL may fall between any two steps, so a mark
+only points at work still to start: put = mark, ``put``, then point the mark; take =
+``get``, then unmark; a mark whose row is done counts as none. docs/architecture.md, "The
+queue and the drainer", has the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sync_queue import inbox, pq_insides, sqlite
+from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
+
+QUEUE_FILE = inbox.QUEUE_FILE
+Mark = tuple[str, int]  # (priority, row id) of a scene's waiting job
+Tally = tuple[bool, bool, int, float | None]  # (taken, retrying, rows, soonest next attempt)
+CLEAR_ACKED_EVERY = 500
+_SIDE_SCHEMA = """
+DROP TABLE IF EXISTS s2p_pending;
+DROP TABLE IF EXISTS s2p_jobs;
+CREATE TABLE IF NOT EXISTS s2p_waiting (
+    scene_id INTEGER PRIMARY KEY,
+    priority TEXT NOT NULL,
+    queued_at REAL NOT NULL,
+    pqid INTEGER
+);
+CREATE TABLE IF NOT EXISTS s2p_entity_events (
+    kind TEXT NOT NULL,
+    entity_id INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    queued_at REAL NOT NULL,
+    after_scene INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (kind, entity_id)
+);
+"""
+_SCENE = "json_extract(doc, '$.scene_id')"
+_EVENTS = "SELECT COUNT(*) FROM s2p_entity_events"
+
+
+def _decoded(data: Any) -> Job | BaseException:
+    """The job of a persist-queue row's data (JSON), or why it is not one."""
+    try:
+        return Job.from_dict(json.loads(data.decode() if isinstance(data, bytes) else data))
+    except (ValueError, TypeError, AttributeError) as exc:
+        return exc
+
+
+class SQLiteStore:
+    """The rules' storage in ``data.db``: persist-queue's rows plus our marks and entity events."""
+
+    def __init__(self, directory: Path, consumer: bool) -> None:
+        self.directory = directory
+        self.consumer = consumer
+        self.path = directory / QUEUE_FILE
+        self._queues: dict[str, Any] = {}
+        self._tables: list[str] = []  # persist-queue's tables known to exist (they never go)
+        self._side_conn: sqlite3.Connection | None = None
+        self._out: set[tuple[str, int]] = set()  # rows this consumer got and has not settled
+        self._acks = 0
+        self.rejected: list[tuple[str, int, str]] = []  # rows that could not be decoded
+
+    # -- opening -------------------------------------------------------------
+    def side(self) -> sqlite3.Connection:
+        if self._side_conn is None:
+            self._side_conn = sqlite.connect(self.path, _SIDE_SCHEMA)
+        return self._side_conn
+
+    def _queue(self, priority: str) -> Any:
+        if priority not in self._queues:
+            queue = self._queues[priority] = self._open(priority)
+            if self.consumer:
+                with sqlite.corruption_named(self.path):
+                    queue.clear_acked_data(max_delete=None, keep_latest=None)
+        return self._queues[priority]
+
+    @sqlite.retry_locked
+    def _open(self, priority: str) -> Any:
+        pq = pq_insides.load()
+        sqlite.create_private(self.path)
+        try:
+            queue = pq.SQLiteAckQueue(
+                str(self.directory),
+                name=priority,
+                auto_resume=self.consumer,
+                multithreading=True,
+                timeout=sqlite.BUSY_TIMEOUT_S,
+                serializer=pq.json,
+            )
+            pq_insides.relax_sync(queue)
+            return queue
+        except sqlite3.DatabaseError as exc:
+            if sqlite.is_locked(exc):
+                raise
+            raise sqlite.data_file_error(self.path, exc) from None
+
+    def _rows(self) -> str | None:
+        """The SELECT of the rows not done (pq_insides.rows), over the tables that exist;
+        a consumer opens its tables first (once: ``auto_resume`` hands back what a killed
+        drainer held). None while no job was ever put."""
+        if self.consumer:
+            for priority in PRIORITIES:
+                self._queue(priority)
+        if len(self._tables) < len(PRIORITIES):
+            conn = self.side()
+            self._tables = [p for p in PRIORITIES if pq_insides.has_table(conn, p)]
+        return pq_insides.rows(self._tables) if self._tables else None
+
+    def _select(self, query: str, params: tuple | list = ()) -> list[tuple]:
+        """``query`` with ``{rows}`` as the rows not done (none while there are no tables)."""
+        rows = self._rows()
+        if rows is None:
+            return []
+        return self.side().execute(query.format(rows=rows), params).fetchall()
+
+    def opened(self) -> bool:
+        return bool(self._queues)
+
+    def close(self) -> None:
+        for queue in self._queues.values():
+            queue.close()
+        self._queues.clear()
+        if self._side_conn is not None:
+            self._side_conn.close()
+            self._side_conn = None
+
+    # -- producing -----------------------------------------------------------
+    def waiting(self, scene_ids: list[int]) -> dict[int, Mark]:
+        """Scenes whose mark points at a row not done: (priority, row id)."""
+        pq_insides.load()  # a missing package fails here, before any file is created
+        found: dict[int, Mark] = {}
+        for start in range(0, len(scene_ids), 500):
+            chunk = scene_ids[start : start + 500]
+            rows = self._select(
+                "SELECT w.scene_id, w.priority, w.pqid FROM s2p_waiting w JOIN ({rows}) r ON r.name = w.priority "
+                f"AND r.pqid = w.pqid WHERE w.scene_id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            found.update((sid, (priority, pqid)) for sid, priority, pqid in rows)
+        return found
+
+    @sqlite.retry_locked
+    def mark(self, jobs: list[Job]) -> None:
+        with sqlite.write(self.side()) as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO s2p_waiting VALUES (?, ?, ?, NULL)",
+                [(j.scene_id, j.priority, j.enqueued_at) for j in jobs],
+            )
+
+    def put_row(self, job: Job) -> int:
+        with sqlite.corruption_named(self.path):
+            return self._queue(job.priority).put(job.to_dict())
+
+    @sqlite.retry_locked
+    def point(self, rows: list[tuple[Job, int]]) -> None:
+        """Point each fresh mark at its row, unless the consumer took a job of the scene
+        meanwhile (it deleted the mark) or another producer marked it again."""
+        with sqlite.write(self.side()) as conn:
+            conn.executemany(
+                "UPDATE s2p_waiting SET pqid = ? WHERE scene_id = ? AND priority = ? AND pqid IS NULL",
+                [(pqid, job.scene_id, job.priority) for job, pqid in rows],
+            )
+
+    @sqlite.retry_locked
+    def drop_waiting(self, priority: str, pqid: int) -> None:
+        """Finish a waiting row nobody has taken (a taken one is superseded when next taken)."""
+        pq_insides.finish_waiting(self.side(), priority, pqid)
+
+    # -- consuming -----------------------------------------------------------
+    def get(self, priority: str) -> Taken | None:
+        queue = self._queue(priority)
+        while True:
+            try:
+                with sqlite.corruption_named(self.path):
+                    raw = queue.get(block=False, raw=True)
+            except pq_insides.load().Empty:
+                return None
+            except (ValueError, UnicodeDecodeError):
+                self._quarantine_poison(priority)
+                continue
+            try:
+                job = Job.from_dict(raw["data"])
+            except (ValueError, TypeError) as exc:
+                self._fail_row(priority, raw["pqid"], exc)
+                continue
+            self._out.add((priority, raw["pqid"]))
+            return Taken(job=job, pqid=raw["pqid"], table=priority)
+
+    def _quarantine_poison(self, priority: str) -> None:
+        """persist-queue marked a row taken and then failed to decode it, without telling
+        which: set aside the taken rows that are not ours and cannot be decoded."""
+        for pqid, data in pq_insides.unack_rows(self.side(), priority):
+            if (priority, pqid) not in self._out and not isinstance(job := _decoded(data), Job):
+                self._fail_row(priority, pqid, job)
+
+    def _fail_row(self, priority: str, pqid: int, exc: BaseException) -> None:
+        self.rejected.append((priority, pqid, f"{type(exc).__name__}: {exc}"))
+        with sqlite.corruption_named(self.path):
+            self._queue(priority).ack_failed(id=pqid)
+
+    def take_rejected(self) -> list[tuple[str, int, str]]:
+        rejected, self.rejected = self.rejected, []
+        return rejected
+
+    @sqlite.retry_locked
+    def took(self, taken: list[Taken], parked: list[Taken]) -> None:
+        if not taken:
+            return
+        with sqlite.write(self.side()) as conn:
+            conn.executemany(
+                "DELETE FROM s2p_waiting WHERE scene_id = ? AND (pqid = ? OR pqid IS NULL)",
+                [(t.job.scene_id, t.pqid) for t in taken],
+            )
+
+    @sqlite.retry_locked
+    def remark(self, items: list[Taken]) -> list[Taken]:
+        """Mark parked jobs as their scenes' waiting jobs again; the ones refused (the scene
+        has a mark, or the row is done) are returned."""
+        refused = []
+        rows = self._rows()
+        with sqlite.write(self.side()) as conn:
+            for item in items:
+                marked = conn.execute(
+                    f"INSERT OR IGNORE INTO s2p_waiting SELECT ?, ?, ?, ? WHERE EXISTS "
+                    f"(SELECT 1 FROM ({rows}) WHERE name = ? AND pqid = ?)",
+                    (item.job.scene_id, item.table, item.job.enqueued_at, item.pqid, item.table, item.pqid),
+                )
+                if marked.rowcount == 0:
+                    refused.append(item)
+        return refused
+
+    def ack(self, item: Taken) -> None:
+        with sqlite.corruption_named(self.path):
+            self._queue(item.table).ack(id=item.pqid)
+            self._out.discard((item.table, item.pqid))
+            self._acks += 1
+            if self._acks % CLEAR_ACKED_EVERY == 0:
+                self._queue(item.table).clear_acked_data(max_delete=None, keep_latest=None)
+
+    def update(self, item: Taken, job: Job) -> None:
+        with sqlite.corruption_named(self.path):
+            self._queue(item.table).update(job.to_dict(), id=item.pqid)
+
+    # -- inspecting ----------------------------------------------------------
+    def tally(self, priority: str) -> list[Tally]:
+        rows = self._select(
+            "SELECT taken, json_extract(doc, '$.attempt') > 0, COUNT(*), MIN(json_extract(doc, '$.next_attempt_at')) "
+            f"FROM ({{rows}}) WHERE name = ? AND {_SCENE} IS NOT NULL GROUP BY 1, 2",
+            (priority,),
+        )
+        return [(bool(taken), bool(retrying), n, at) for taken, retrying, n, at in rows]
+
+    def ready(self) -> int:
+        """Rows not taken and the entity events (one statement), and the hooks' inbox (a
+        file's size unless it holds some): a lingering drainer asks at every poll."""
+        rows = self._rows()
+        if rows is None:
+            found = self.side().execute(_EVENTS).fetchone()[0]
+        else:
+            query = f"SELECT (SELECT COUNT(*) FROM ({rows}) WHERE NOT taken) + ({_EVENTS})"
+            found = self.side().execute(query).fetchone()[0]
+        if inbox.holds_work(str(self.directory)):
+            found += len(inbox.waiting(str(self.directory))) + inbox.entity_count(str(self.directory))
+        return found
+
+    def set_aside(self, priority: str) -> int:
+        with sqlite.corruption_named(self.path):
+            return self._queue(priority).ack_failed_count()
+
+    def scenes(self) -> dict[int, str]:
+        """Each scene with a job not done (ours or the hooks' inbox), and its priority
+        (interactive when any of its jobs is)."""
+        query = f"SELECT {_SCENE} s, MAX(name = '{INTERACTIVE}') FROM ({{rows}}) WHERE s IS NOT NULL GROUP BY s"
+        found = {sid: INTERACTIVE if first else BULK for sid, first in self._select(query)}
+        for sid, priority in inbox.waiting(str(self.directory)).items():
+            if found.get(sid) != INTERACTIVE:
+                found[sid] = priority
+        return found
+
+    def inbox_entities(self) -> int:
+        return inbox.entity_count(str(self.directory))
+
+    def job_of(self, scene_id: int) -> Job | None:
+        found = self._select(
+            f"SELECT doc FROM ({{rows}}) WHERE {_SCENE} = ? ORDER BY name != '{INTERACTIVE}', pqid LIMIT 1",
+            (scene_id,),
+        )
+        job = _decoded(found[0][0]) if found else None
+        return job if isinstance(job, Job) else None
+
+    @sqlite.retry_locked
+    def clear(self) -> int:
+        with sqlite.write(self.side()) as conn:
+            removed = sum(pq_insides.delete_not_done(conn, priority) for priority in PRIORITIES)
+            conn.execute("DELETE FROM s2p_waiting")
+            removed += conn.execute("DELETE FROM s2p_entity_events").rowcount
+        self._out.clear()
+        removed += inbox.clear(str(self.directory))
+        return removed
+
+    # -- entity events ---------------------------------------------------------
+    @sqlite.retry_locked
+    def put_entity_events(self, events: list[EntityEvent]) -> None:
+        with sqlite.write(self.side()) as conn:
+            conn.executemany(
+                "INSERT INTO s2p_entity_events (kind, entity_id, event, queued_at, after_scene) "
+                "VALUES (?, ?, ?, ?, 0) ON CONFLICT (kind, entity_id) DO UPDATE SET "
+                "event = excluded.event, queued_at = excluded.queued_at, after_scene = 0",
+                [(e.kind, e.entity_id, e.event, e.queued_at) for e in events],
+            )
+
+    def entity_events(self) -> list[EntityEvent]:
+        rows = self.side().execute(
+            "SELECT kind, entity_id, event, queued_at, after_scene FROM s2p_entity_events ORDER BY queued_at"
+        )
+        return [EntityEvent(*row) for row in rows.fetchall()]
+
+    @sqlite.retry_locked
+    def advance_entity_event(self, event: EntityEvent, after_scene: int, finished: bool) -> None:
+        key = (event.kind, event.entity_id, event.queued_at)
+        with sqlite.write(self.side()) as conn:
+            if finished:
+                conn.execute("DELETE FROM s2p_entity_events WHERE kind = ? AND entity_id = ? AND queued_at = ?", key)
+            else:
+                conn.execute(
+                    "UPDATE s2p_entity_events SET after_scene = ? WHERE kind = ? AND entity_id = ? AND queued_at = ?",
+                    (after_scene, *key),
+                )
+
+    def entity_event_count(self) -> int:
+        return self.side().execute("SELECT COUNT(*) FROM s2p_entity_events").fetchone()[0]
