@@ -46,9 +46,9 @@ class JobQueue(QueueRules):
         self._legacy_checked = False
 
     def close(self) -> None:
-        if self._remarks and self.store.opened():
+        if self._back and self.store.opened():
             with contextlib.suppress(sqlite3.Error, DataFileError):
-                self._flush_remarks()
+                self._wait_again()
         super().close()
 
     def take(self, limit: int, early=None) -> list[Taken]:

@@ -97,7 +97,7 @@ class QueueRules:
         self.consumer = consumer
         self.clock = clock
         self._parked = Parked()
-        self._remarks: list[Taken] = []  # back to waiting since the last take: marked again then
+        self._back: list[Taken] = []  # back to waiting since the last take: marked so at the next
 
     def close(self) -> None:
         self.store.close()
@@ -114,13 +114,8 @@ class QueueRules:
         chosen = _chosen(jobs, waiting)
         if not chosen:
             return 0
-        self.store.mark(list(chosen.values()))
-        rows = []
-        for sid, job in chosen.items():
-            if sid in waiting:  # a waiting bulk job, replaced by this interactive one
-                self.store.drop_waiting(*waiting[sid])
-            rows.append((job, self.store.put_row(job)))
-        self.store.point(rows)
+        replaced = [waiting[sid] for sid in chosen if sid in waiting]  # bulk jobs an edit replaces
+        self.store.enqueue(list(chosen.values()), replaced)
         return len(chosen)
 
     # -- entity events ---------------------------------------------------------
@@ -147,31 +142,29 @@ class QueueRules:
         """Up to ``limit`` due jobs: parked retries first, then interactive, then bulk; at
         most one job per scene. ``early(item) -> bool`` takes a job before it is due."""
         assert self.consumer, "only the drainer lock holder may take jobs"
-        self._flush_remarks()
+        self._wait_again()
         now = self.clock()
         taken = self._parked.due(now, limit, early)
-        parked: list[Taken] = []
         for priority in PRIORITIES:
             while len(taken) < limit:
-                item = self.store.get(priority)
+                item = self.store.dequeue(priority)
                 if item is None:
                     break
                 if item.job.next_attempt_at > now and not (early and early(item)):
                     self._parked.park(item, item.job.next_attempt_at)
-                    parked.append(item)
                 else:
                     taken.append(item)
-        self.store.took(taken, parked)
+        self.store.started(taken)
         kept, doubles = one_per_scene(taken)
         for item in doubles:  # the one kept syncs the scene as it is now
             self.ack(item)
         return kept
 
-    def _flush_remarks(self) -> None:
-        items, self._remarks = self._remarks, []
+    def _wait_again(self) -> None:
+        items, self._back = self._back, []
         if not items:
             return
-        refused = self.store.remark(items)
+        refused = self.store.wait_again(items)
         newer = self.store.waiting([t.job.scene_id for t in refused]) if refused else {}
         for item in refused:
             mark = newer.get(item.job.scene_id)
@@ -188,22 +181,22 @@ class QueueRules:
 
     def retry_later(self, item: Taken, job: Job) -> None:
         """Store ``job``'s new retry state in its row and park it until due."""
-        self.store.update(item, job)
+        self.store.schedule(item, job)
         item.job = job
         self._parked.park(item, job.next_attempt_at)
-        self._remarks.append(item)
+        self._back.append(item)
 
     def postpone(self, item: Taken, until: float) -> None:
         """Park without spending the retry budget (the breaker is open)."""
         self._parked.park(item, until)
-        self._remarks.append(item)
+        self._back.append(item)
 
     def next_due(self) -> float | None:
-        self._flush_remarks()
+        self._wait_again()
         return self._parked.next_at()
 
     def parked_count(self) -> int:
-        self._flush_remarks()
+        self._wait_again()
         return len(self._parked)
 
     # -- inspecting (any process) --------------------------------------------
@@ -245,5 +238,5 @@ class QueueRules:
         """Delete every job not yet done; returns how many. Rows set aside stay."""
         removed = self.store.clear()
         self._parked.clear()
-        self._remarks.clear()
+        self._back.clear()
         return removed

@@ -147,20 +147,30 @@ class SQLiteStore:
             found.update((sid, (priority, pqid)) for sid, priority, pqid in rows)
         return found
 
+    def enqueue(self, jobs: list[Job], replacing: list[Mark]) -> None:
+        """Put each job's row: its scene's mark first, without a row, then pointed at the row,
+        so a SIGKILL between them leaves a mark that counts as none (a duplicate sync at
+        worst, never a swallowed edit); each waiting row ``replacing`` names is finished,
+        unless it was taken meanwhile (a taken one is superseded when next taken)."""
+        self._mark(jobs)
+        for priority, pqid in replacing:
+            self._finish_waiting(priority, pqid)
+        self._point([(job, self._put(job)) for job in jobs])
+
     @sqlite.retry_locked
-    def mark(self, jobs: list[Job]) -> None:
+    def _mark(self, jobs: list[Job]) -> None:
         with sqlite.write(self.side()) as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO s2p_waiting VALUES (?, ?, ?, NULL)",
                 [(j.scene_id, j.priority, j.enqueued_at) for j in jobs],
             )
 
-    def put_row(self, job: Job) -> int:
+    def _put(self, job: Job) -> int:
         with sqlite.corruption_named(self.path):
             return self._queue(job.priority).put(job.to_dict())
 
     @sqlite.retry_locked
-    def point(self, rows: list[tuple[Job, int]]) -> None:
+    def _point(self, rows: list[tuple[Job, int]]) -> None:
         """Point each fresh mark at its row, unless the consumer took a job of the scene
         meanwhile (it deleted the mark) or another producer marked it again."""
         with sqlite.write(self.side()) as conn:
@@ -170,12 +180,12 @@ class SQLiteStore:
             )
 
     @sqlite.retry_locked
-    def drop_waiting(self, priority: str, pqid: int) -> None:
-        """Finish a waiting row nobody has taken (a taken one is superseded when next taken)."""
+    def _finish_waiting(self, priority: str, pqid: int) -> None:
         pq_insides.finish_waiting(self.side(), priority, pqid)
 
     # -- consuming -----------------------------------------------------------
-    def get(self, priority: str) -> Taken | None:
+    def dequeue(self, priority: str) -> Taken | None:
+        """The next row of ``priority`` (handed out: unacknowledged until settled); None when none waits."""
         queue = self._queue(priority)
         while True:
             try:
@@ -211,7 +221,9 @@ class SQLiteStore:
         return rejected
 
     @sqlite.retry_locked
-    def took(self, taken: list[Taken], parked: list[Taken]) -> None:
+    def started(self, taken: list[Taken]) -> None:
+        """The jobs a take hands out no longer wait: their scenes' marks go, so a later
+        edit makes a new job."""
         if not taken:
             return
         with sqlite.write(self.side()) as conn:
@@ -221,9 +233,9 @@ class SQLiteStore:
             )
 
     @sqlite.retry_locked
-    def remark(self, items: list[Taken]) -> list[Taken]:
-        """Mark parked jobs as their scenes' waiting jobs again; the ones refused (the scene
-        has a mark, or the row is done) are returned."""
+    def wait_again(self, items: list[Taken]) -> list[Taken]:
+        """Parked jobs become their scenes' waiting jobs again (an edit collapses into them);
+        the ones refused (the scene has a mark, or the row is done) are returned."""
         refused = []
         rows = self._rows()
         with sqlite.write(self.side()) as conn:
@@ -245,7 +257,8 @@ class SQLiteStore:
             if self._acks % CLEAR_ACKED_EVERY == 0:
                 self._queue(item.table).clear_acked_data(max_delete=None, keep_latest=None)
 
-    def update(self, item: Taken, job: Job) -> None:
+    def schedule(self, item: Taken, job: Job) -> None:
+        """Keep ``job``'s retry state (attempt, due time, error) in its taken row."""
         with sqlite.corruption_named(self.path):
             self._queue(item.table).update(job.to_dict(), id=item.pqid)
 

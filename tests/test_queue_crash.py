@@ -59,7 +59,7 @@ def drained(tmp_path) -> list[tuple[int, str]]:
 
 def test_a_producer_killed_after_its_mark_leaves_no_mark_that_swallows_the_next_edit(tmp_path, monkeypatch):
     producer = opened(tmp_path)
-    monkeypatch.setattr(SQLiteStore, "put_row", die)
+    monkeypatch.setattr(SQLiteStore, "_put", die)
     killed(producer, lambda: producer.put(job(1)))
     monkeypatch.undo()
     assert opened(tmp_path).put(job(1)) is True
@@ -68,7 +68,7 @@ def test_a_producer_killed_after_its_mark_leaves_no_mark_that_swallows_the_next_
 
 def test_a_producer_killed_between_its_row_and_its_mark_leaves_a_row_that_drains(tmp_path, monkeypatch):
     producer = opened(tmp_path)
-    monkeypatch.setattr(SQLiteStore, "point", die)
+    monkeypatch.setattr(SQLiteStore, "_point", die)
     killed(producer, lambda: producer.put(job(1, BULK)))
     monkeypatch.undo()
     assert opened(tmp_path).put(job(1, BULK)) is True  # the first row has no live mark: a duplicate, not a loss
@@ -82,7 +82,7 @@ def test_a_producer_killed_between_its_row_and_its_mark_leaves_a_row_that_drains
 def test_a_consumer_killed_between_get_and_unmarking_gets_the_job_again(tmp_path, monkeypatch):
     opened(tmp_path).put(job(1))
     consumer = opened(tmp_path, consumer=True)
-    monkeypatch.setattr(SQLiteStore, "took", die)
+    monkeypatch.setattr(SQLiteStore, "started", die)
     killed(consumer, lambda: consumer.take(10))
     monkeypatch.undo()
     # the mark still points at the row: an edit now collapses into it, and the row is
@@ -118,14 +118,14 @@ def test_a_consumer_killed_after_a_retry_keeps_the_retry_state(tmp_path):
 
 def test_a_row_the_consumer_finished_before_its_producer_recorded_it_is_not_waiting(tmp_path, monkeypatch):
     producer, consumer = opened(tmp_path), opened(tmp_path, consumer=True)
-    point = SQLiteStore.point
+    point = SQLiteStore._point
 
     def consumer_first(store, rows):  # the consumer takes and finishes the row before the producer records it
         for item in consumer.take(10):
             consumer.ack(item)
         point(store, rows)
 
-    monkeypatch.setattr(SQLiteStore, "point", consumer_first)
+    monkeypatch.setattr(SQLiteStore, "_point", consumer_first)
     assert producer.put(job(1)) is True
     monkeypatch.undo()
     assert producer.counts()["pending"] == 0
@@ -143,13 +143,13 @@ def test_a_mark_points_only_at_a_row_of_its_own_priority_and_scene(tmp_path):
     first, second = opened(tmp_path), opened(tmp_path)
     assert first.put(job(9)) is True  # interactive row 1, another scene's
     scan, edit = job(1, BULK), job(1)
-    first.store.mark([scan])
-    scan_row = first.store.put_row(scan)  # bulk row 1
+    first.store._mark([scan])
+    scan_row = first.store._put(scan)  # bulk row 1
     assert second.store.waiting([1]) == {}
-    second.store.mark([edit])
-    edit_row = second.store.put_row(edit)
-    first.store.point([(scan, scan_row)])
-    second.store.point([(edit, edit_row)])
+    second.store._mark([edit])
+    edit_row = second.store._put(edit)
+    first.store._point([(scan, scan_row)])
+    second.store._point([(edit, edit_row)])
     consumer = opened(tmp_path, consumer=True)
     assert ids(consumer.take(1)) == [9]  # scene 9's row is in flight, not done
     assert [(t.job.scene_id, t.job.priority) for t in consumer.take(1)] == [(1, INTERACTIVE)]
