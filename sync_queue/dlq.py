@@ -54,7 +54,6 @@ class DeadLetterQueue(sqlite.Store):
     FILE = DLQ_FILE
     SCHEMA = _SCHEMA
 
-    @sqlite.retry_locked
     def add(self, job: Job, error_class: str, message: str, title: str | None = None) -> None:
         """Record a job that will not succeed; replaces an older entry for the scene."""
         with sqlite.write(self._db()) as conn:
@@ -71,7 +70,6 @@ class DeadLetterQueue(sqlite.Store):
                 ),
             )
 
-    @sqlite.retry_locked
     def adopt(self, job: Job, error_class: str, message: str, attempts: int, failed_at: float) -> bool:
         """Record a dead letter of another plugin's (sync_queue/predecessor.py) as it was;
         False when the scene has an entry of ours already (it is kept)."""
@@ -145,12 +143,10 @@ class DeadLetterQueue(sqlite.Store):
         self.remove([job.scene_id for job in jobs])
         return Requeued([job.scene_id for job in jobs], added, rebuilt)
 
-    @sqlite.retry_locked
     def remove(self, scene_ids: list[int]) -> None:
         with sqlite.write(self._db()) as conn:
             conn.executemany("DELETE FROM dlq WHERE scene_id = ?", [(s,) for s in scene_ids])
 
-    @sqlite.retry_locked
     def clear(self, older_than: float | None = None) -> int:
         """Delete every entry, or only those failed before ``older_than``."""
         with sqlite.write(self._db()) as conn:

@@ -230,7 +230,6 @@ class Ledger(sqlite.Store):
     def save(self, record: SceneRecord) -> None:
         self.save_many([record])
 
-    @sqlite.retry_locked
     def save_many(self, records: list[SceneRecord]) -> None:
         """Records of several scenes in one transaction (a bulk sync saves what each round
         of writes did at once: one commit instead of one per scene)."""
@@ -321,7 +320,6 @@ class Ledger(sqlite.Store):
     def item(self, rating_key: int) -> ItemRecord | None:
         return self.items([rating_key]).get(rating_key)
 
-    @sqlite.retry_locked
     def claim(self, record: ItemRecord) -> None:
         """Record what an edit is about to write to an item, committed before it goes out
         (``Syncer`` passes the tags it adds with those recorded before): an edit whose
@@ -348,14 +346,12 @@ class Ledger(sqlite.Store):
                 ).fetchone()
         return (row[0], row[1]) if row is not None else None
 
-    @sqlite.retry_locked
     def forget_poster(self, rating_key: int) -> None:
         """The item shows Plex's own poster again (or the user's): no upload of ours is on it."""
         with self._lock, sqlite.write(self._db()) as conn:
             conn.execute("DELETE FROM item_posters WHERE rating_key = ?", (rating_key,))
             conn.execute("UPDATE scenes SET poster_hash = NULL WHERE rating_key = ?", (rating_key,))
 
-    @sqlite.retry_locked
     def forget_item(self, rating_key: int) -> None:
         """Nothing Stash2Plex wrote is on the item any more (it was released): no record of
         what was written there, and no scene links it (its next sync finds its item anew
@@ -370,7 +366,6 @@ class Ledger(sqlite.Store):
                 (rating_key,),
             )
 
-    @sqlite.retry_locked
     def forget_scene(self, scene_id: int) -> None:
         """The scene is gone from Stash: its record, the entities it showed and its loose match."""
         with self._lock, sqlite.write(self._db()) as conn:
@@ -390,7 +385,6 @@ class Ledger(sqlite.Store):
             [(kind, int(i), scene_id) for kind, ids in entities.items() for i in ids],
         )
 
-    @sqlite.retry_locked
     def set_entities(self, scene_id: int, entities: dict[str, list[int]]) -> None:
         """Record which entities a scene's item shows, without touching the rest."""
         with self._lock, sqlite.write(self._db()) as conn:
@@ -440,7 +434,6 @@ class Ledger(sqlite.Store):
             )
             return [row[0] for row in rows.fetchall()]
 
-    @sqlite.retry_locked
     def set_rating_seen(self, scene_id: int, rating_key: int, stash: int | None, plex: str) -> None:
         with self._lock, sqlite.write(self._db()) as conn:
             conn.execute("INSERT OR REPLACE INTO ratings_seen VALUES (?, ?, ?, ?)", (scene_id, rating_key, stash, plex))
@@ -463,7 +456,6 @@ class Ledger(sqlite.Store):
     def pin_of(self, scene_id: int) -> Pin | None:
         return self.pins([scene_id]).get(scene_id)
 
-    @sqlite.retry_locked
     def set_pin(self, scene_id: int, answer: str, rating_key: int | None = None) -> Pin:
         """Store the answer; the scene's loose match is settled by it."""
         if answer not in ANSWERS:
@@ -477,14 +469,12 @@ class Ledger(sqlite.Store):
             conn.execute("DELETE FROM loose_matches WHERE scene_id = ?", (scene_id,))
         return pin
 
-    @sqlite.retry_locked
     def unpin(self, scene_id: int) -> bool:
         """Forget the scene's answer; False when it had none."""
         with self._lock, sqlite.write(self._db()) as conn:
             return conn.execute("DELETE FROM pins WHERE scene_id = ?", (scene_id,)).rowcount > 0
 
     # -- matches accepted by file name only (the inbox shows them for a check) -------
-    @sqlite.retry_locked
     def note_loose(self, scene_id: int, rating_key: int, reason: str, title: str = "") -> None:
         """The scene's item was accepted by file name only (``reason`` says how)."""
         with self._lock, sqlite.write(self._db()) as conn:
@@ -493,7 +483,6 @@ class Ledger(sqlite.Store):
                 (scene_id, rating_key, reason, title, self.clock()),
             )
 
-    @sqlite.retry_locked
     def settle_loose(self, scene_id: int) -> None:
         """The scene's item was found by its exact path (or pinned) since: not loose any more."""
         with self._lock, sqlite.write(self._db()) as conn:
@@ -518,7 +507,6 @@ class Ledger(sqlite.Store):
             row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
-    @sqlite.retry_locked
     def set_meta(self, key: str, value: Any) -> None:
         with self._lock, sqlite.write(self._db()) as conn:
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
@@ -548,7 +536,6 @@ class Ledger(sqlite.Store):
                 found.update((rk, ms / 1000) for rk, ms in rows.fetchall())
         return found
 
-    @sqlite.retry_locked
     def replace_index(self, section_id: int, stamp: str, rows: list[tuple[int, str, int | None, int | None]]) -> None:
         with self._lock, sqlite.write(self._db()) as conn:
             conn.execute("DELETE FROM plex_index WHERE section_id = ?", (section_id,))

@@ -76,7 +76,6 @@ class PlayJournal(sqlite.Store):
             self._migrate(conn)
         return conn
 
-    @sqlite.retry_locked
     def _migrate(self, conn: Any) -> None:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
         if not names & {old for old, _ in _LEGACY}:
@@ -87,7 +86,6 @@ class PlayJournal(sqlite.Store):
                     conn.execute(copy)
                     conn.execute(f"DROP TABLE {old}")
 
-    @sqlite.retry_locked
     def claim(self, server: str) -> None:
         """Rows recorded before the server was (``''``) are this server's."""
         with self._lock:
@@ -112,7 +110,6 @@ class PlayJournal(sqlite.Store):
                 found.update(r[0] for r in rows.fetchall())
         return found
 
-    @sqlite.retry_locked
     def record(
         self,
         server: str,
@@ -170,13 +167,11 @@ class PlayJournal(sqlite.Store):
             )
         return (int(row[0]), int(row[1])) if row else None
 
-    @sqlite.retry_locked
     def set_since(self, server: str, account_id: int, viewed_at: int, floor: int) -> None:
         with self._lock, sqlite.write(self._db()) as conn:
             conn.execute("INSERT OR REPLACE INTO marks VALUES (?, ?, ?, ?)", (server, account_id, viewed_at, floor))
 
     # -- plays of items no scene is linked to yet --------------------------------------
-    @sqlite.retry_locked
     def keep(self, server: str, plays: list[tuple[str, int, int, int]]) -> None:
         """Keep these plays (history key, item, viewed at, account) for when their item is linked."""
         now = self.clock()
@@ -185,7 +180,6 @@ class PlayJournal(sqlite.Store):
                 "INSERT OR IGNORE INTO pending VALUES (?, ?, ?, ?, ?, ?)", [(server, *p, now) for p in plays]
             )
 
-    @sqlite.retry_locked
     def pending(self, server: str) -> list[tuple[str, int, int, int]]:
         """The plays kept for their item's link (history key, item, viewed at, account), oldest
         first; those kept over ``PENDING_DAYS`` are dropped."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DataFileError
-from sync_queue import inbox, sqlite
+from sync_queue import inbox
 from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 from sync_queue.rules import QueueRules
 from sync_queue.storage import SQLiteStore
@@ -84,7 +84,6 @@ class JobQueue(QueueRules):
                 self.store.rejected.append(("inbox", 0, f"{type(exc).__name__}: {exc}"))
         return items
 
-    @sqlite.retry_locked
     def _move_legacy_inbox(self) -> None:
         """Jobs an older version's hooks left in the ``s2p_inbox`` table, moved in once."""
         if self._legacy_checked:

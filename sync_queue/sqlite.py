@@ -1,8 +1,9 @@
 """Opening our own SQLite files safely (DLQ, ledger, the queue's side tables).
 
 WAL and a 10 s busy timeout (hooks, the drainer and tasks share the files); writes in
-``immediate`` transactions, retried a bounded number of times while the database is locked
-(:func:`retry_locked`). A corrupt file, or one that is not a database, raises
+``immediate`` transactions (:func:`write`), whose ``BEGIN`` is the one statement that waits
+for another process's write lock: it alone is tried again a bounded number of times when the
+busy timeout ran out (:func:`retry_locked`, also on opening a file). A corrupt file, or one that is not a database, raises
 :class:`DataFileError` naming the file and what to do; it is never deleted or recreated.
 A full, read-only or forbidden disk is told apart from corruption (SQLite's result code,
 then a write probe for the errno). Corruption seen by any later statement is translated
@@ -282,14 +283,20 @@ def connect(path: Path, schema: str) -> sqlite3.Connection:
 
 
 @retry_locked
+def _begin(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+
+
+@retry_locked
 def _apply_schema(conn: sqlite3.Connection, schema: str) -> None:
     conn.executescript(schema)
 
 
 @contextlib.contextmanager
 def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One ``BEGIN IMMEDIATE`` transaction (callers wrap it in ``retry_locked``)."""
-    conn.execute("BEGIN IMMEDIATE")
+    """One ``BEGIN IMMEDIATE`` transaction: the write lock is taken first, so no statement
+    inside it waits (WAL); the ``BEGIN`` waits the busy timeout, then is tried again."""
+    _begin(conn)
     try:
         yield conn
     except BaseException:

@@ -116,7 +116,6 @@ class StatsStore(sqlite.Store):
     FILE = STATS_FILE
     SCHEMA = _SCHEMA
 
-    @sqlite.retry_locked
     def record(self, delta: Delta) -> None:
         """Add one batch's counts, in one transaction."""
         if not delta:

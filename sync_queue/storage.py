@@ -82,7 +82,7 @@ class SQLiteStore:
                     queue.clear_acked_data(max_delete=None, keep_latest=None)
         return self._queues[priority]
 
-    @sqlite.retry_locked
+    @sqlite.retry_locked  # persist-queue creates its table and resumes rows on connections of its own
     def _open(self, priority: str) -> Any:
         pq = pq_insides.load()
         sqlite.create_private(self.path)
@@ -157,7 +157,6 @@ class SQLiteStore:
             self._finish_waiting(priority, pqid)
         self._point([(job, self._put(job)) for job in jobs])
 
-    @sqlite.retry_locked
     def _mark(self, jobs: list[Job]) -> None:
         with sqlite.write(self.side()) as conn:
             conn.executemany(
@@ -169,7 +168,6 @@ class SQLiteStore:
         with sqlite.corruption_named(self.path):
             return self._queue(job.priority).put(job.to_dict())
 
-    @sqlite.retry_locked
     def _point(self, rows: list[tuple[Job, int]]) -> None:
         """Point each fresh mark at its row, unless the consumer took a job of the scene
         meanwhile (it deleted the mark) or another producer marked it again."""
@@ -179,9 +177,9 @@ class SQLiteStore:
                 [(pqid, job.scene_id, job.priority) for job, pqid in rows],
             )
 
-    @sqlite.retry_locked
     def _finish_waiting(self, priority: str, pqid: int) -> None:
-        pq_insides.finish_waiting(self.side(), priority, pqid)
+        with sqlite.write(self.side()) as conn:
+            pq_insides.finish_waiting(conn, priority, pqid)
 
     # -- consuming -----------------------------------------------------------
     def dequeue(self, priority: str) -> Taken | None:
@@ -220,7 +218,6 @@ class SQLiteStore:
         rejected, self.rejected = self.rejected, []
         return rejected
 
-    @sqlite.retry_locked
     def started(self, taken: list[Taken]) -> None:
         """The jobs a take hands out no longer wait: their scenes' marks go, so a later
         edit makes a new job."""
@@ -232,7 +229,6 @@ class SQLiteStore:
                 [(t.job.scene_id, t.pqid) for t in taken],
             )
 
-    @sqlite.retry_locked
     def wait_again(self, items: list[Taken]) -> list[Taken]:
         """Parked jobs become their scenes' waiting jobs again (an edit collapses into them);
         the ones refused (the scene has a mark, or the row is done) are returned."""
@@ -309,7 +305,6 @@ class SQLiteStore:
         job = _decoded(found[0][0]) if found else None
         return job if isinstance(job, Job) else None
 
-    @sqlite.retry_locked
     def clear(self) -> int:
         with sqlite.write(self.side()) as conn:
             removed = sum(pq_insides.delete_not_done(conn, priority) for priority in PRIORITIES)
@@ -320,7 +315,6 @@ class SQLiteStore:
         return removed
 
     # -- entity events ---------------------------------------------------------
-    @sqlite.retry_locked
     def put_entity_events(self, events: list[EntityEvent]) -> None:
         with sqlite.write(self.side()) as conn:
             conn.executemany(
@@ -336,7 +330,6 @@ class SQLiteStore:
         )
         return [EntityEvent(*row) for row in rows.fetchall()]
 
-    @sqlite.retry_locked
     def advance_entity_event(self, event: EntityEvent, after_scene: int, finished: bool) -> None:
         key = (event.kind, event.entity_id, event.queued_at)
         with sqlite.write(self.side()) as conn:

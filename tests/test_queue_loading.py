@@ -103,6 +103,32 @@ def test_retry_locked_retries_only_locked_and_busy_up_to_six_attempts(monkeypatc
     assert other.calls == 1
 
 
+def test_a_write_begins_again_while_another_process_holds_the_file(tmp_path, monkeypatch):
+    """The one retry of our writes (sqlite.py ``write``): its ``BEGIN IMMEDIATE``, after the
+    busy timeout ran out, until the holder lets go; nothing inside the transaction waits."""
+    conn = sqlite.connect(tmp_path / "x.db", "CREATE TABLE IF NOT EXISTS t (v INTEGER);")
+    conn.execute("PRAGMA busy_timeout = 0")  # the 10 s wait is SQLite's own, not ours to test
+    holder = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 2:
+            holder.execute("COMMIT")
+
+    monkeypatch.setattr(sqlite.time, "sleep", sleep)
+    with sqlite.write(conn) as tx:
+        tx.execute("INSERT INTO t VALUES (1)")
+    assert len(slept) == 2 and conn.execute("SELECT v FROM t").fetchall() == [(1,)]
+    holder.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError, match="locked"), sqlite.write(conn):
+        pass  # held for good: given up after six attempts
+    assert len(slept) == 2 + 5
+    holder.close()
+    conn.close()
+
+
 CHURN = r"""
 import sys, threading, types
 sys.path.insert(0, sys.argv[1])
