@@ -99,15 +99,4 @@ class Taken:
     table: str
 
 
-def one_per_scene(taken: list[Taken]) -> tuple[list[Taken], list[Taken]]:
-    """(the jobs to sync, the doubles to acknowledge): one job per scene, a user's edit
-    over bulk work, else the first taken (the one kept syncs the scene as it is now)."""
-    kept: dict[int, Taken] = {}
-    for item in taken:
-        have = kept.get(item.job.scene_id)
-        if have is None or (have.job.priority == BULK and item.job.priority == INTERACTIVE):
-            kept[item.job.scene_id] = item
-    return [t for t in taken if kept[t.job.scene_id] is t], [t for t in taken if kept[t.job.scene_id] is not t]
-
-
-__all__ = ["BULK", "INTERACTIVE", "PRIORITIES", "EntityEvent", "Job", "Taken", "one_per_scene"]
+__all__ = ["BULK", "INTERACTIVE", "PRIORITIES", "EntityEvent", "Job", "Taken"]

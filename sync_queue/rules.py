@@ -15,10 +15,12 @@ import heapq
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
-from sync_queue.job import INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken, one_per_scene
+from sync_queue.job import INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 from sync_queue.storage import Mark, SQLiteStore
+
+T = TypeVar("T")
 
 
 class Parked:
@@ -74,19 +76,22 @@ class Parked:
             self._dropped.clear()
 
 
-def _chosen(jobs: list[Job], waiting: dict[int, Mark]) -> dict[int, Job]:
-    """The jobs that become rows: per scene, none when its waiting job (or an earlier one of
-    ``jobs``) is interactive or of the same priority; else the first."""
-    chosen: dict[int, Job] = {}
-    for job in jobs:
-        have = chosen.get(job.scene_id)
-        if have is not None and have.priority in (INTERACTIVE, job.priority):
-            continue
-        mark = waiting.get(job.scene_id)
-        if mark is not None and mark[0] in (INTERACTIVE, job.priority):
-            continue
-        chosen[job.scene_id] = job
-    return chosen
+def one_per_scene(items: list[T], job: Callable[[T], Job]) -> tuple[list[T], list[T]]:
+    """(kept, doubles): one item per scene, a user's edit over bulk work, else the first.
+    The one home of the rule: for the jobs a put makes rows of, and the jobs a take hands out."""
+    kept: dict[int, T] = {}
+    for item in items:
+        have = kept.get(job(item).scene_id)
+        if have is None or (job(have).priority != INTERACTIVE and job(item).priority == INTERACTIVE):
+            kept[job(item).scene_id] = item
+    return [t for t in items if kept[job(t).scene_id] is t], [t for t in items if kept[job(t).scene_id] is not t]
+
+
+def _chosen(jobs: list[Job], waiting: dict[int, Mark]) -> list[Job]:
+    """The jobs that become rows: none for a scene whose waiting job is interactive or of the
+    same priority (it collapses); of the rest, one per scene."""
+    fresh = [j for j in jobs if waiting.get(j.scene_id, ("", 0))[0] not in (INTERACTIVE, j.priority)]
+    return one_per_scene(fresh, lambda j: j)[0]
 
 
 class QueueRules:
@@ -114,8 +119,8 @@ class QueueRules:
         chosen = _chosen(jobs, waiting)
         if not chosen:
             return 0
-        replaced = [waiting[sid] for sid in chosen if sid in waiting]  # bulk jobs an edit replaces
-        self.store.enqueue(list(chosen.values()), replaced)
+        replaced = [waiting[j.scene_id] for j in chosen if j.scene_id in waiting]  # bulk jobs an edit replaces
+        self.store.enqueue(chosen, replaced)
         return len(chosen)
 
     # -- entity events ---------------------------------------------------------
@@ -155,7 +160,7 @@ class QueueRules:
                 else:
                     taken.append(item)
         self.store.started(taken)
-        kept, doubles = one_per_scene(taken)
+        kept, doubles = one_per_scene(taken, lambda t: t.job)
         for item in doubles:  # the one kept syncs the scene as it is now
             self.ack(item)
         return kept
