@@ -111,12 +111,11 @@ def last_row(conn: sqlite3.Connection, name: str) -> int:
 
 def rows(names: list[str]) -> str:
     """A SELECT of every row not done of the tables ``names``: ``name``, ``pqid``, ``taken``
-    (handed out, not settled), ``doc`` (the data as JSON text, NULL when it is not JSON: the
-    serializer stores UTF-8 bytes, which SQLite's JSON functions read only as text)."""
-    doc = f"CAST({DATA} AS TEXT)"
+    (handed out, not settled), ``doc`` (the data as text: the serializer stores UTF-8 JSON as
+    bytes, which SQLite's JSON functions read only as text; check ``json_valid`` first)."""
     return " UNION ALL ".join(
-        f"SELECT '{name}' AS name, {KEY} AS pqid, {STATUS} = {UNACK} AS taken, "
-        f"CASE WHEN json_valid({doc}) THEN {doc} END AS doc FROM {table(name)} WHERE {_NOT_DONE}"
+        f"SELECT '{name}' AS name, {KEY} AS pqid, {STATUS} = {UNACK} AS taken, CAST({DATA} AS TEXT) AS doc "
+        f"FROM {table(name)} WHERE {_NOT_DONE}"
         for name in names
     )
 

@@ -43,6 +43,11 @@ CREATE TABLE IF NOT EXISTS s2p_entity_events (
 );
 """
 _SCENE = "json_extract(doc, '$.scene_id')"
+# the rows holding JSON (one that does not is set aside when taken); the CASE, not a WHERE
+# term, keeps json_extract from malformed data whatever order SQLite evaluates terms in
+_JOBS = (
+    "FROM (SELECT name, pqid, taken, CASE WHEN json_valid(doc) THEN doc END AS doc FROM ({rows})) WHERE doc NOT NULL"
+)
 _EVENTS = "SELECT COUNT(*) FROM s2p_entity_events"
 
 
@@ -262,7 +267,7 @@ class SQLiteStore:
     def tally(self, priority: str) -> list[Tally]:
         rows = self._select(
             "SELECT taken, json_extract(doc, '$.attempt') > 0, COUNT(*), MIN(json_extract(doc, '$.next_attempt_at')) "
-            f"FROM ({{rows}}) WHERE name = ? AND {_SCENE} IS NOT NULL GROUP BY 1, 2",
+            f"{_JOBS} AND name = ? AND {_SCENE} IS NOT NULL GROUP BY 1, 2",
             (priority,),
         )
         return [(bool(taken), bool(retrying), n, at) for taken, retrying, n, at in rows]
@@ -287,7 +292,7 @@ class SQLiteStore:
     def scenes(self) -> dict[int, str]:
         """Each scene with a job not done (ours or the hooks' inbox), and its priority
         (interactive when any of its jobs is)."""
-        query = f"SELECT {_SCENE} s, MAX(name = '{INTERACTIVE}') FROM ({{rows}}) WHERE s IS NOT NULL GROUP BY s"
+        query = f"SELECT {_SCENE} s, MAX(name = '{INTERACTIVE}') {_JOBS} AND s IS NOT NULL GROUP BY s"
         found = {sid: INTERACTIVE if first else BULK for sid, first in self._select(query)}
         for sid, priority in inbox.waiting(str(self.directory)).items():
             if found.get(sid) != INTERACTIVE:
@@ -299,7 +304,7 @@ class SQLiteStore:
 
     def job_of(self, scene_id: int) -> Job | None:
         found = self._select(
-            f"SELECT doc FROM ({{rows}}) WHERE {_SCENE} = ? ORDER BY name != '{INTERACTIVE}', pqid LIMIT 1",
+            f"SELECT doc {_JOBS} AND {_SCENE} = ? ORDER BY name != '{INTERACTIVE}', pqid LIMIT 1",
             (scene_id,),
         )
         job = _decoded(found[0][0]) if found else None
