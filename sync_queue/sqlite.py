@@ -16,6 +16,7 @@ import contextlib
 import errno as _errno
 import functools
 import os
+import random
 import sqlite3
 import threading
 import time
@@ -23,10 +24,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
+from core.backoff import LOCKED, next_delay
 from core.errors import DataFileError, DiskRefused
 
 BUSY_TIMEOUT_S = 10.0
-LOCKED_ATTEMPTS = 6  # core/backoff.py LOCKED.max_attempts (not imported: the hook seldom needs it)
 
 
 # SQLite result codes (primary: the low byte of ``sqlite_errorcode``): the cause is
@@ -66,30 +67,23 @@ def is_disk_problem(exc: BaseException) -> bool:
 def locked_wait(attempt: int, rng) -> float:
     """Seconds to wait after failed attempt ``attempt`` (1-based): uniform in
     [0, min(2, 0.05 * 2**(attempt-1))] (core/backoff.py's full jitter, policy ``LOCKED``)."""
-    from core.backoff import LOCKED, next_delay  # only once SQLite is contended
-
     return next_delay(attempt - 1, LOCKED, rng)
 
 
 def retry_locked(func):
-    """Call ``func`` again, up to 6 attempts in all with jittered exponential waits, while
-    SQLite reports the database locked or busy; any other error, or the last, is raised.
-
-    Not tenacity (used for Plex's retries): this module is on the hook's path, which
-    Stash waits for inside every scene edit, and would import tenacity for this
-    single policy.
-    """
+    """Call ``func`` again, up to ``LOCKED.max_attempts`` (6) in all with jittered
+    exponential waits, while SQLite reports the database locked or busy; any other error,
+    or the last, is raised. Not tenacity: a task reading a data file would import it for
+    this one policy."""
 
     @functools.wraps(func)
     def call(*args, **kwargs):
-        for attempt in range(1, LOCKED_ATTEMPTS + 1):
+        for attempt in range(1, LOCKED.max_attempts + 1):
             try:
                 return func(*args, **kwargs)
             except sqlite3.Error as exc:
-                if attempt == LOCKED_ATTEMPTS or not is_locked(exc):
+                if attempt == LOCKED.max_attempts or not is_locked(exc):
                     raise
-                import random  # only once SQLite is contended
-
                 time.sleep(locked_wait(attempt, random))
 
     return call
