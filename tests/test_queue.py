@@ -241,7 +241,7 @@ def test_clear_drops_what_is_not_done(queue):
     assert queue.put(job(2, BULK)) is True  # cleared scenes may be queued again
 
 
-# -- only the SQLite queue: its file outlives the object -------------------------------------------
+# -- the file outlives the object --------------------------------------------------------------
 def _two_taken_and_the_first_retried(tmp_path, clock) -> Job:
     """Jobs of scenes 1 and 2 put and taken, the first to be retried at NOW + 30, the drainer
     gone without acking either: the retried job."""
