@@ -28,7 +28,7 @@ from tests.conftest import PLEX_TOKEN
 from tests.emulators.plex_emulator import PlexEmulator
 from tests.runner import drainer_lock_held
 from tests.test_reliability import status
-from worker.settle import DLQ, HOLD, WAIT_STASH, decide
+from worker.settle import Action, decide
 
 
 def _closed_port() -> int:
@@ -200,9 +200,9 @@ def test_a_type_error_from_our_code_is_a_bug_and_one_from_plexapi_an_unreadable_
 def test_routes_a_bug_to_the_dlq_and_stash_trouble_to_waiting():
     job, rng = Job(scene_id=7), random.Random(1)
     bug = decide(job, AttributeError("'NoneType' object has no attribute 'x'"), 100.0, rng)
-    assert bug.action == DLQ and "hit a bug" in bug.message and "traceback is in the log" in bug.message
-    assert decide(job, StashUnavailable("down"), 100.0, rng).action == WAIT_STASH
-    assert decide(job, StashRefused("expired"), 100.0, rng).action == HOLD
+    assert bug.action == Action.DLQ and "hit a bug" in bug.message and "traceback is in the log" in bug.message
+    assert decide(job, StashUnavailable("down"), 100.0, rng).action == Action.WAIT_STASH
+    assert decide(job, StashRefused("expired"), 100.0, rng).action == Action.HOLD
 
 
 def test_a_read_only_folder_under_the_breaker_is_named_not_a_traceback(tmp_path):

@@ -27,7 +27,7 @@ import core.errors
 from core.errors import PermanentError, Stash2PlexError, TransientError
 from sync_queue.job import Job
 from validation.config import DEFAULTS, Settings
-from worker.settle import DLQ, decide
+from worker.settle import Action, decide
 
 REPO = Path(__file__).resolve().parent.parent
 _LINK = re.compile(r"(?<!!)\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -94,8 +94,8 @@ def dlq_routes() -> tuple[list[str], list[str]]:
         if cls is PermanentError or cls is Stash2PlexError:
             continue  # abstract roots, never raised as such
         decision = decide(job, cls("x"), 1000.0, random.Random(0))
-        routed = dead if decision.action == DLQ else kept
-        if issubclass(cls, (PermanentError, TransientError)) or decision.action != DLQ:
+        routed = dead if decision.action == Action.DLQ else kept
+        if issubclass(cls, (PermanentError, TransientError)) or decision.action != Action.DLQ:
             routed.append(name)
     return sorted(dead), sorted(kept)
 

@@ -251,7 +251,7 @@ def test_a_screenshot_refused_by_the_expired_session_holds_the_job_after_its_fie
     from core.log import StashLog
     from validation.metadata import scene_from_stash
     from validation.plugin_input import ServerConnection
-    from worker.settle import HOLD, decide
+    from worker.settle import Action, decide
 
     now = [time.time()]
     with StashEmulator(session_cookie=STASH_COOKIE) as stash:
@@ -275,7 +275,7 @@ def test_a_screenshot_refused_by_the_expired_session_holds_the_job_after_its_fie
         finally:
             app.close()
     decision = decide(Job(sid), refused.value, now[0], random.Random(1))
-    assert (decision.action, decision.job.attempt) == (HOLD, 0)
+    assert (decision.action, decision.job.attempt) == (Action.HOLD, 0)
 
 
 # -- 5. one bad queue row costs one job ---------------------------------------------------------

@@ -20,14 +20,9 @@ from core.errors import (
 )
 from sync_queue.job import Job
 from worker.settle import (
-    ACK,
-    DLQ,
-    HOLD,
-    POSTPONE,
-    RETRY,
     STASH_RECHECK_S,
     UNAVAILABLE_RECHECK_S,
-    WAIT_STASH,
+    Action,
     Decision,
     decide,
 )
@@ -41,14 +36,14 @@ def rng() -> random.Random:
 
 
 def test_success_acks_the_job_as_it_is():
-    assert decide(JOB, None, NOW, rng()) == Decision(ACK, JOB)
+    assert decide(JOB, None, NOW, rng()) == Decision(Action.ACK, JOB)
 
 
 @pytest.mark.parametrize(
     "error", [ConfigError("plex_url is missing"), RunStopped("not tried: 401"), StashRefused("session refused (401)")]
 )
 def test_a_setting_a_refused_session_or_a_stopping_run_holds_the_job_with_its_budget(error):
-    assert decide(JOB, error, NOW, rng()) == Decision(HOLD, JOB, NOW, str(error))
+    assert decide(JOB, error, NOW, rng()) == Decision(Action.HOLD, JOB, NOW, str(error))
 
 
 @pytest.mark.parametrize(
@@ -57,13 +52,13 @@ def test_a_setting_a_refused_session_or_a_stopping_run_holds_the_job_with_its_bu
 )
 def test_plex_unavailable_postpones_until_the_probe_without_spending_the_budget(probe_at, until):
     decision = decide(JOB, PlexUnavailable("refused"), NOW, rng(), probe_at)
-    assert decision == Decision(POSTPONE, JOB, until, f"Plex unavailable; waiting until {until:.0f}")
+    assert decision == Decision(Action.POSTPONE, JOB, until, f"Plex unavailable; waiting until {until:.0f}")
 
 
 def test_permanent_errors_go_to_the_dead_letter_queue_at_once():
     ambiguous = decide(JOB, AmbiguousMatch("two Plex items hold a.mp4"), NOW, rng())
     assert ambiguous == Decision(
-        DLQ,
+        Action.DLQ,
         JOB,
         None,
         (
@@ -72,18 +67,18 @@ def test_permanent_errors_go_to_the_dead_letter_queue_at_once():
         ),
     )
     invalid = decide(JOB, InvalidMetadata("the scene has no files"), NOW, rng())
-    assert invalid == Decision(DLQ, JOB, None, "the scene has no files")
+    assert invalid == Decision(Action.DLQ, JOB, None, "the scene has no files")
 
 
 def test_a_stash_outage_makes_the_job_wait_with_its_budget():
     decision = decide(JOB, StashUnavailable("Stash did not answer"), NOW, rng())
-    assert decision == Decision(WAIT_STASH, JOB, NOW + STASH_RECHECK_S, "Stash did not answer")
+    assert decision == Decision(Action.WAIT_STASH, JOB, NOW + STASH_RECHECK_S, "Stash did not answer")
 
 
 def test_a_bug_of_ours_is_dead_lettered_at_once_not_retried():
     decision = decide(JOB, TypeError("'NoneType' object is not subscriptable"), NOW, rng())
     assert decision == Decision(
-        DLQ,
+        Action.DLQ,
         JOB,
         None,
         "Stash2Plex hit a bug (TypeError: 'NoneType' object is not subscriptable); the traceback is in the log. "
@@ -104,7 +99,7 @@ def test_a_transient_failure_is_retried_after_a_full_jitter_draw():
         last_error="Plex read timed out",
         error_class="TransientError",
     )
-    assert decision == Decision(RETRY, expected, next_at, "TransientError: Plex read timed out")
+    assert decision == Decision(Action.RETRY, expected, next_at, "TransientError: Plex read timed out")
 
 
 def test_the_fifth_transient_failure_dead_letters_without_drawing():
@@ -112,7 +107,7 @@ def test_the_fifth_transient_failure_dead_letters_without_drawing():
     generator = rng()
     state = generator.getstate()
     decision = decide(job, TransientError("read timed out"), NOW, generator)
-    assert decision == Decision(DLQ, job, None, "gave up after 5 attempts: TransientError: read timed out")
+    assert decision == Decision(Action.DLQ, job, None, "gave up after 5 attempts: TransientError: read timed out")
     assert generator.getstate() == state
 
 
@@ -120,7 +115,7 @@ def test_not_found_waits_on_the_slow_schedule_and_remembers_since_when_and_the_s
     error = PlexNotFound("no Plex item holds /plex/a.mp4", looked_for=("/plex/a.mp4",), scan_requested=True)
     decision = decide(JOB, error, NOW, rng())
     next_at = NOW + random.Random(5).uniform(0.0, 30.0)
-    assert decision.action == RETRY and decision.until == next_at == 1_800_000_018.6870508
+    assert decision.action == Action.RETRY and decision.until == next_at == 1_800_000_018.6870508
     assert (decision.job.attempt, decision.job.not_found_since, decision.job.scan_requested) == (1, NOW, True)
     # later failures keep the first time it was missing, and a scan asked for once stays asked for
     later = decide(decision.job, PlexNotFound("still missing"), NOW + 100, rng())
@@ -133,7 +128,7 @@ def test_not_found_gives_up_on_the_twelfth_failure_naming_the_paths():
     error = PlexNotFound("missing", looked_for=("/plex/a.mp4", "/plex/b.mp4"))
     decision = decide(job, error, NOW, rng())
     assert decision == Decision(
-        DLQ,
+        Action.DLQ,
         job,
         None,
         "not in Plex after 12 attempts: no Plex item holds /plex/a.mp4, /plex/b.mp4. Check that Plex has "

@@ -8,21 +8,32 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from enum import Enum
 
 from core import errors
 from core.backoff import NOT_FOUND, TRANSIENT, schedule
 from sync_queue.job import Job
 from sync_queue.sqlite import disk_fault
 
-ACK, RETRY, POSTPONE, DLQ, HOLD, WAIT_STASH = "ack", "retry", "postpone", "dlq", "hold", "wait_stash"
 UNAVAILABLE_RECHECK_S = 2.0  # before the breaker opens; then its probe waits (2, 4, 8 … 60 s)
 STASH_RECHECK_S = 5.0
 HELD = (errors.ConfigError, errors.RunStopped, errors.StashRefused)  # a setting or the run, not the job
 
 
+class Action(Enum):
+    """What happens to a job; ``Worker.settle`` carries it out (worker/worker.py)."""
+
+    ACK = "ack"  # done: acknowledged
+    RETRY = "retry"  # failed: scheduled again with its attempt counted
+    POSTPONE = "postpone"  # Plex unavailable: waits for the breaker's probe, its budget intact
+    WAIT_STASH = "wait_stash"  # Stash unavailable: waits, its budget intact
+    HOLD = "hold"  # a setting, the run or our disk, not the job: left unacked, the run stops
+    DLQ = "dlq"  # given up: to the dead-letter queue, acknowledged
+
+
 @dataclass(frozen=True)
 class Decision:
-    action: str
+    action: Action
     job: Job
     until: float | None = None
     message: str = ""
@@ -59,27 +70,27 @@ def decide(
     job: Job, error: BaseException | None, now: float, rng: random.Random, probe_at: float | None = None
 ) -> Decision:
     if error is None:
-        return Decision(ACK, job)
+        return Decision(Action.ACK, job)
     if isinstance(error, HELD):
         # A setting is wrong (or the run is stopping), not the job: it keeps its budget
         # and stays queued, and the run stops so the reply can name the cause.
-        return Decision(HOLD, job, now, str(error))
+        return Decision(Action.HOLD, job, now, str(error))
     if disk_fault(error) is not None:
         # our own disk (full, or a data file held by another program), not the job: it keeps
         # its budget and stays queued; the run stops and the drainer tries again later
-        return Decision(HOLD, job, now, str(disk_fault(error)))
+        return Decision(Action.HOLD, job, now, str(disk_fault(error)))
     if isinstance(error, errors.PlexUnavailable):
         until = probe_at if probe_at and probe_at > now else now + UNAVAILABLE_RECHECK_S
-        return Decision(POSTPONE, job, until, f"Plex unavailable; waiting until {until:.0f}")
+        return Decision(Action.POSTPONE, job, until, f"Plex unavailable; waiting until {until:.0f}")
     if isinstance(error, errors.StashUnavailable):  # an outage of Stash: the job waits, its budget intact
-        return Decision(WAIT_STASH, job, now + STASH_RECHECK_S, str(error))
+        return Decision(Action.WAIT_STASH, job, now + STASH_RECHECK_S, str(error))
     if isinstance(error, errors.PermanentError) or not isinstance(error, errors.Stash2PlexError):
         # a bug of ours is not retried: it would fail the same way (the traceback is logged)
-        return Decision(DLQ, job, None, _dlq_message(job, error))
+        return Decision(Action.DLQ, job, None, _dlq_message(job, error))
     policy = NOT_FOUND if isinstance(error, errors.PlexNotFound) else TRANSIENT
     next_at = schedule(job.attempt + 1, policy, now, rng)
     if next_at is None:
-        return Decision(DLQ, job, None, _dlq_message(job, error))
+        return Decision(Action.DLQ, job, None, _dlq_message(job, error))
     scan = job.scan_requested or (isinstance(error, errors.PlexNotFound) and error.scan_requested)
     since = (
         job.not_found_since
@@ -87,4 +98,4 @@ def decide(
         else (now if isinstance(error, errors.PlexNotFound) else None)
     )
     retried = job.retry(next_at, error, scan_requested=scan, not_found_since=since)
-    return Decision(RETRY, retried, next_at, f"{type(error).__name__}: {error}")
+    return Decision(Action.RETRY, retried, next_at, f"{type(error).__name__}: {error}")

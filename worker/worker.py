@@ -17,7 +17,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from core.backoff import probe_wait
 from core.errors import (
@@ -39,7 +39,7 @@ from sync_queue.stats import Delta
 from validation.metadata import entities_of, scene_from_stash
 from worker.breaker import BreakerState, State
 from worker.pipeline import CHUNK, Outcome, Pipeline, Work
-from worker.settle import ACK, DLQ, HOLD, POSTPONE, RETRY, WAIT_STASH, decide
+from worker.settle import Action, Decision, decide
 from worker.verdict import OUT_OF_SCOPE, UNCHANGED, verdict
 
 if TYPE_CHECKING:
@@ -543,45 +543,54 @@ class Worker:
         self._in_sync.append(scene.id)
 
     def settle(self, item: Taken, error: BaseException | None, title: str = "") -> None:
+        """Carry out what worker/settle.py ``decide`` routes the job's outcome to."""
         private = self._private
         if private is not None:
             for path in getattr(error, "candidates", ()) + getattr(error, "looked_for", ()):
                 private.note_path(path)  # Plex's paths in the message
-        probe_at = None
-        if isinstance(error, PlexUnavailable):
-            probe_at = self.clock() + self.breaker.seconds_until_probe()
+        probe_at = self.clock() + self.breaker.seconds_until_probe() if isinstance(error, PlexUnavailable) else None
         decision = decide(item.job, error, self.clock(), self.rng, probe_at)
-        sid = item.job.scene_id
         until = decision.until if decision.until is not None else self.clock()  # set for all but ACK and DLQ
-        if decision.action == ACK:
-            self.queue.ack(item)
-        elif decision.action == POSTPONE:
-            self.delta.waiting()
-            self.queue.postpone(item, until)
-        elif decision.action == RETRY:
-            wait = until - self.clock()
-            self.log.warning(f"scene {sid}: {decision.message}; retry {decision.job.attempt} in {wait:.0f} s")
-            job = dataclasses.replace(decision.job, last_error=self.log.redact(decision.job.last_error or ""))
-            self.queue.retry_later(item, job)
-            self.delta.retried(type(error).__name__, self.log.redact(str(error)), self.clock())
-            if self.waits is not None and isinstance(error, PlexNotFound):
-                self.waits.wait_for((item.table, item.pqid), error.looked_for)
-        elif decision.action == HOLD:
-            self.queue.postpone(item, until)  # stays unacked: the next consumer gets it back
-            if not isinstance(error, RunStopped):
-                self._abort((disk_fault(error) if error is not None else None) or error)
-        elif decision.action == DLQ:
-            self.dlq.add(item.job, type(error).__name__, self.log.redact(decision.message), title or None)
-            self.queue.ack(item)
-            self.delta.failed(type(error).__name__, self.log.redact(str(error)), self.clock())
-            self.log.error(f"scene {sid} moved to the dead-letter queue: {decision.message}")
-            if self.events is not None:
-                self.events.dead_lettered(sid, type(error).__name__, self.log.redact(decision.message))
-            if isinstance(error, PlexAuthError):
-                self._abort(error)
-        elif decision.action == WAIT_STASH:
-            self.queue.postpone(item, until)
-            self.delta.waiting_for_stash()
+        match decision.action:
+            case Action.ACK:
+                self.queue.ack(item)
+            case Action.POSTPONE:
+                self.queue.postpone(item, until)
+                self.delta.waiting()
+            case Action.WAIT_STASH:
+                self.queue.postpone(item, until)
+                self.delta.waiting_for_stash()
+            case Action.HOLD:
+                self.queue.postpone(item, until)  # stays unacked: the next consumer gets it back
+                if not isinstance(error, RunStopped):
+                    self._abort((disk_fault(error) if error is not None else None) or error)
+            case Action.RETRY:
+                self._retry(item, decision, error)
+            case Action.DLQ:
+                self._dead_letter(item, decision, error, title)
+            case _:
+                assert_never(decision.action)
+
+    def _retry(self, item: Taken, decision: Decision, error: BaseException | None) -> None:
+        assert decision.until is not None
+        wait = decision.until - self.clock()
+        self.log.warning(f"scene {item.job.scene_id}: {decision.message}; retry {decision.job.attempt} in {wait:.0f} s")
+        job = dataclasses.replace(decision.job, last_error=self.log.redact(decision.job.last_error or ""))
+        self.queue.retry_later(item, job)
+        self.delta.retried(type(error).__name__, self.log.redact(str(error)), self.clock())
+        if self.waits is not None and isinstance(error, PlexNotFound):
+            self.waits.wait_for((item.table, item.pqid), error.looked_for)
+
+    def _dead_letter(self, item: Taken, decision: Decision, error: BaseException | None, title: str) -> None:
+        sid, kind, why = item.job.scene_id, type(error).__name__, self.log.redact(decision.message)
+        self.dlq.add(item.job, kind, why, title or None)
+        self.queue.ack(item)
+        self.delta.failed(kind, self.log.redact(str(error)), self.clock())
+        self.log.error(f"scene {sid} moved to the dead-letter queue: {decision.message}")
+        if self.events is not None:
+            self.events.dead_lettered(sid, kind, why)
+        if isinstance(error, PlexAuthError):
+            self._abort(error)
 
     def _abort(self, error: BaseException | None) -> None:
         """Stop taking jobs: every further job would fail the same way (token, settings)."""
