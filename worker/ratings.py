@@ -1,8 +1,8 @@
 """Plex ratings back into Stash (the owner's only: the owner's token sees only the owner's
 ``userRating``; resume points: worker/resume.py).
 
-Ratings: ``winner`` is the one rule for both directions, applied by the sync (``worker/sync.py``)
-and by the poll here, which brings Plex's to Stash (Stash's go by the sync its scene hook queued). Per scene the ledger keeps the last rating seen on each side; a side
+Ratings: ``winner`` is the one rule for both directions, applied within a sync (``SyncRatings``,
+which ``worker/sync.py`` asks) and by the poll here, which brings Plex's to Stash (Stash's go by the sync its scene hook queued). Per scene the ledger keeps the last rating seen on each side; a side
 changed only if its rating changed since, and only one changed → it is copied to the other;
 both → the later change on our clock wins (each server's clock offset is learned from its
 replies, ``core/clock.py``). Plex sends no event for ratings, so the synced sections are read
@@ -13,6 +13,7 @@ rated, whose rating may have been cleared without a ``lastRatedAt``. A Plex rati
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,16 +21,18 @@ from typing import TYPE_CHECKING
 
 from plex.desired import plex_rating
 from plex.history import Rated, rated_since
+from plex.plan import Desired, ItemPlan, Written, rating_change
 from stash.timestamps import parse as parse_timestamp
 from validation.fields import RATING, rating_text
 
 if TYPE_CHECKING:
     from core.log import StashLog
-    from plex.client import PlexClient
+    from plex.client import PlexClient, PlexItemState
     from plex.index import LibraryIndex
     from stash.client import StashClient
     from sync_queue.ledger import Ledger
     from sync_queue.plays import PlayJournal
+    from validation.metadata import SceneMetadata
 
 OVERLAP_S = 120
 STASH, PLEX = "stash", "plex"
@@ -124,6 +127,52 @@ def note_seen(ledger: Ledger, scene_id: int, rating_key: int, stash: int | None,
     """Both sides now show these ratings: the next changes are measured from them."""
     if agrees(stash, float(plex) if plex else None) and ledger.rating_seen(scene_id, rating_key) != (stash, plex):
         ledger.set_rating_seen(scene_id, rating_key, stash, plex)
+
+
+class SyncRatings:
+    """``import_ratings`` within a sync (worker/sync.py): whose rating the plan writes to Plex,
+    and, once the item is written, Plex's rating copied to Stash when it wins; both sides are
+    then noted as seen."""
+
+    def __init__(self, ledger: Ledger, plex: PlexClient, stash: StashClient, log: StashLog) -> None:
+        self.ledger, self.plex, self.stash, self.log = ledger, plex, stash, log
+
+    def winner(self, scene: SceneMetadata, state: PlexItemState, written: str | None) -> str | None:
+        """``decide`` for the scene as Stash gave it and its item as Plex shows it; ``written``:
+        the rating Stash2Plex last wrote to the item."""
+        ratings = (scene.rating100, state.fields.get(RATING, ""))
+        times = (scene.updated_at, state.rated_at)
+        return decide(self.ledger, self.plex, self.stash, scene.id, state.rating_key, ratings, times, written)
+
+    def plan(
+        self, scene: SceneMetadata, state: PlexItemState, desired: Desired, written: Written | None
+    ) -> tuple[Desired, Written | None]:
+        """What the sync plans from: Plex's rating stays unless Stash's wins (Plex's wins, or they
+        agree); Stash's cleared rating that wins clears Plex's too, whoever gave it (the plan
+        alone leaves a rating given in Plex since it was written)."""
+        if self.winner(scene, state, written.fields.get(RATING) if written else None) != STASH:
+            return dataclasses.replace(desired, fields={**desired.fields, RATING: None}), written
+        if desired.fields.get(RATING) == "":
+            base = written or Written()
+            written = Written({**base.fields, RATING: state.fields.get(RATING, "")}, base.tags)
+        return desired, written
+
+    def written(self, scene: SceneMetadata, state: PlexItemState, plan: ItemPlan) -> None:
+        """The item is written: a rating the user gave in Plex, and changed there only (or after
+        Stash's), goes to Stash now (the poll reads only what was rated since its last look, and
+        the scene may have had no item in the ledger then; our ``sceneUpdate`` fires the scene
+        hook, whose sync finds both sides equal)."""
+        stash, plex = scene.rating100, state.fields.get(RATING, "")
+        rerate, rating = rating_change(plan)
+        if rerate:
+            plex = rating_text(rating)
+        else:
+            prior = self.ledger.item(state.rating_key)
+            if self.winner(scene, state, prior.fields.get(RATING) if prior else None) == PLEX:
+                stash = to_rating100(float(plex) if plex else None)
+                self.stash.set_rating(scene.id, stash)
+                self.log.info(f"scene {scene.id}: the rating given in Plex ({plex or 'none'}) written to Stash")
+        note_seen(self.ledger, scene.id, state.rating_key, stash, plex)
 
 
 class RatingsBack:

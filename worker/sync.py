@@ -43,11 +43,11 @@ from plex.plan import (
 )
 from sync_queue.ledger import NOT_IN_PLEX, SKIP, ItemRecord, Ledger, SceneRecord, entity_map
 from validation.config import Settings
-from validation.fields import RATING, SYNCED, rating_text
+from validation.fields import SYNCED
 from validation.metadata import SceneMetadata, scene_from_stash
 from worker.images import POSTER_KINDS, SVG, image_kind
 from worker.locate import Locator
-from worker.ratings import PLEX, STASH, decide, note_seen, to_rating100
+from worker.ratings import SyncRatings
 from worker.settle import not_the_jobs
 
 if TYPE_CHECKING:
@@ -114,6 +114,7 @@ class Syncer:
         # for the whole library, so another item needs it not again (plex/plan.py ``_photos``).
         self._photos_sent: dict[str, str] = {}
         self.locator = Locator(client, index, ledger, settings, log)
+        self.ratings = SyncRatings(ledger, client, stash, log) if settings.import_ratings else None
         # the locator's steps that the worker, the pipeline, reconcile and the tasks ask the syncer for
         locator = self.locator
         self.mapped_paths, self.pin, self.load_pins = locator.mapped_paths, locator.pin, locator.load_pins
@@ -216,53 +217,14 @@ class Syncer:
             record = SceneRecord(scene_id=scene.id)  # not this scene's item until now: no poster of its own is there
         written = Written(prior.fields, prior.written_tags) if prior is not None else None
         desired = desired_for(scene, self.choices)
-        side = self._rating_winner(scene, state, prior)
-        if side != STASH:  # Plex's rating stays (Plex's wins, or they agree)
-            desired = dataclasses.replace(desired, fields={**desired.fields, RATING: None})
-        elif self.settings.import_ratings and desired.fields.get(RATING) == "":
-            # Stash's rating was cleared, and that wins: Plex's goes too, whoever gave it (the
-            # plan alone leaves a rating given in Plex since it was written)
-            base = written or Written()
-            written = Written({**base.fields, RATING: state.fields.get(RATING, "")}, base.tags)
+        if self.ratings is not None:
+            desired, written = self.ratings.plan(scene, state, desired, written)
         with self._held_lock:
             sent = dict(self._photos_sent)
         plan, shortened = fit_plan(
             desired, state, written, self.settings.preserve_plex_edits, self._length(state), budget, relock, sent
         )
         return record, plan, shortened
-
-    def _rating_winner(self, scene: SceneMetadata, state: PlexItemState, prior: ItemRecord | None) -> str | None:
-        """With ``import_ratings``: whose rating goes to the other side (``worker/ratings.py``
-        ``winner``); without, "stash" (the sync writes Stash's)."""
-        if not self.settings.import_ratings:  # (before the ledger read: every sync passes here)
-            return STASH
-        return decide(
-            self.ledger,
-            self.client,
-            self.stash,
-            scene.id,
-            state.rating_key,
-            (scene.rating100, state.fields.get(RATING, "")),
-            (scene.updated_at, state.rated_at),
-            prior.fields.get(RATING) if prior else None,
-        )
-
-    def _ratings_settled(self, scene: SceneMetadata, state: PlexItemState, plan: ItemPlan) -> None:
-        """With ``import_ratings``: a rating the user gave in Plex, and changed there only (or
-        after Stash's), goes to Stash now (the poll reads only what was rated since its last look,
-        and the scene may have had no item in the ledger then; our ``sceneUpdate`` fires the scene
-        hook, whose sync finds both sides equal); both sides' ratings are noted as seen."""
-        if not self.settings.import_ratings:
-            return
-        stash, plex = scene.rating100, state.fields.get(RATING, "")
-        rerate, rating = rating_change(plan)
-        if rerate:
-            plex = rating_text(rating)
-        elif self._rating_winner(scene, state, self.ledger.item(state.rating_key)) == PLEX:
-            stash = to_rating100(float(plex) if plex else None)
-            self.stash.set_rating(scene.id, stash)
-            self.log.info(f"scene {scene.id}: the rating given in Plex ({plex or 'none'}) written to Stash")
-        note_seen(self.ledger, scene.id, state.rating_key, stash, plex)
 
     def _length(self, state: PlexItemState) -> Callable[[dict[str, Any]], int]:
         return lambda params: self.client.edit_target_length(state, params)
@@ -279,7 +241,8 @@ class Syncer:
         rerate, rating = rating_change(plan)
         if rerate:
             self.client.rate(state.rating_key, rating)
-        self._ratings_settled(scene, state, plan)
+        if self.ratings is not None:
+            self.ratings.written(scene, state, plan)
         new = SceneRecord(
             scene_id=scene.id,
             rating_key=state.rating_key,
