@@ -78,7 +78,8 @@ class Parked:
 
 def one_per_scene(items: list[T], job: Callable[[T], Job]) -> tuple[list[T], list[T]]:
     """(kept, doubles): one item per scene, a user's edit over bulk work, else the first.
-    The one home of the rule: for the jobs a put makes rows of, and the jobs a take hands out."""
+    The one home of the rule: for the jobs a put makes rows of, the jobs a take hands out, and
+    the jobs of one scene the worker's pipeline stages together (worker/pipeline.py)."""
     kept: dict[int, T] = {}
     for item in items:
         have = kept.get(job(item).scene_id)

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from core.errors import AmbiguousMatch, PlexNotFound, StashUnavailable
 from core.log import StashLog
 from sync_queue.dlq import DeadLetterQueue
-from sync_queue.job import INTERACTIVE, Job, Taken
+from sync_queue.job import BULK, INTERACTIVE, Job, Taken
 from sync_queue.ledger import Ledger, SceneRecord
 from sync_queue.queue import JobQueue
 from sync_queue.stats import STATS_FILE, Delta, StatsStore, iso_local
@@ -278,6 +278,16 @@ def test_worker_records_each_batch_once_with_timed_plex_work(tmp_path):
     assert not worker.delta  # a fresh delta for the next batch
     process_batch(worker, taken(2), {})
     assert len(stats.recorded) == 2 and stats.snapshot()["unchanged"] == 2
+    stats.close()
+
+
+def test_jobs_of_one_scene_staged_together_sync_it_once_and_the_users_edit_is_the_one_kept(tmp_path):
+    worker, stats = make_worker(tmp_path, FakeStash({1: raw_scene(1)}), [10.0, 10.2])
+    worker.log = StashLog(out := io.StringIO())
+    bulk = Taken(Job(scene_id=1, priority=BULK), pqid=7, table="bulk")
+    process_batch(worker, [bulk, *taken(1)], {})  # as deferred jobs of a scene in flight come back
+    assert dict(worker.stats) == {"synced": 1, "posters": 1}
+    assert "\x01i\x02scene 1 → Plex item 101 (linked)" in out.getvalue()  # the user's edit: at info
     stats.close()
 
 

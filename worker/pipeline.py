@@ -4,7 +4,9 @@ take a chunk (users' edits first) → breaker → Stash data → triage → one 
 chunk → staged → submitted → writer threads → settled. The caller's thread does the queue, triage
 and settling, keeping ``limit × SUBMIT_DEPTH`` syncs handed ahead; :class:`Limiter` bounds the
 syncs in Plex, :class:`Pacer` adapts the bound (worker/gradient.py). One scene is never in flight
-twice; nothing is taken while the breaker is not closed; ``stop`` leaves taken, unstarted jobs unacked.
+twice: of its jobs taken meanwhile, one is synced after it (``one_per_scene``: a user's edit over
+bulk work), the others are acknowledged. Nothing is taken while the breaker is not closed; ``stop``
+leaves taken, unstarted jobs unacked.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import PlexNotFound, Stash2PlexError, StashUnavailable, TransientError
 from sync_queue.job import BULK, Taken
+from sync_queue.rules import one_per_scene
 from worker.breaker import State
 from worker.gradient import LatencyLimit
 
@@ -281,6 +284,9 @@ class Pipeline:
         fresh: list[Taken] = []
         for item in batch:
             (self.deferred if item.job.scene_id in self.busy else fresh).append(item)
+        fresh, doubles = one_per_scene(fresh, lambda t: t.job)  # deferred jobs of one scene come back together
+        for item in doubles:  # the one kept syncs the scene as it is now
+            w.settle(item, None)
         if not fresh:
             return
         scenes = w.scenes_or_wait(fresh, self.prefetched)

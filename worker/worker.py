@@ -330,13 +330,8 @@ class Worker:
         records = self.ledger.get_many([item.job.scene_id for item in batch])
         self.syncer.load_pins([item.job.scene_id for item in batch])
         work = []
-        seen: set[int] = set()
-        for item in batch:
+        for item in batch:  # one job per scene (worker/pipeline.py)
             sid = item.job.scene_id
-            if sid in seen:  # an interactive and a bulk job for one scene: one sync serves both
-                self.queue.ack(item)
-                continue
-            seen.add(sid)
             raw = scenes.get(sid)
             if raw is None:
                 if sid in records:  # what was written for it may be on an item no scene owns now
