@@ -597,25 +597,23 @@ class App:
     def worker(self, queue: JobQueue, probe_now: bool = False, listen: bool = False) -> Worker:
         """The worker; ``probe_now`` for a task the user started (Plex is probed at once);
         ``listen``: jobs waiting for Plex to have their file go when Plex announces it (the drainer)."""
-        from worker.worker import Worker
+        from worker.worker import Parts, Worker
 
-        concurrency = self.settings().plex_concurrency
-        return Worker(
-            queue=queue,
-            dlq=self.dlq(),
-            ledger=self.ledger(),
-            stash=self.stash(),
-            syncer=self.syncer(),
-            breaker=self.breaker(),
-            stats_store=self.stats(),
-            log=self.log,
-            events=self.events(),
-            concurrency=concurrency,
-            probe_now=probe_now,
-            waits=self.waits() if listen else None,
-            viewers=self.viewers(),
+        parts = Parts(
+            queue,
+            self.dlq(),
+            self.ledger(),
+            self.stash(),
+            self.syncer(),
+            self.breaker(),
+            self.stats(),
+            self.log,
+            self.events(),
+            self.waits() if listen else None,
+            self.viewers(),
             rng=self._rng(),
         )
+        return Worker(parts, concurrency=self.settings().plex_concurrency, probe_now=probe_now)
 
     def _rng(self) -> random.Random | None:
         """The retries' randomness; ``STASH2PLEX_RANDOM_SEED`` makes it repeatable (tests)."""

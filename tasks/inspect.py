@@ -53,7 +53,7 @@ def run(app: Context) -> dict[str, Any]:
         result["planned"] = None
         result["not_planned"] = str(exc)
     finally:
-        syncer.end_batch()
+        syncer.locator.end_batch()
     return result
 
 

@@ -58,7 +58,7 @@ def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: 
 
 def _plan_page(syncer: Any, work: list[tuple[SceneMetadata, Any]], report: PlanReport) -> None:
     try:
-        syncer.prefetch(work)
+        syncer.locator.prefetch(work)
         for scene, record in work:
             if not report.room():
                 return
@@ -67,7 +67,7 @@ def _plan_page(syncer: Any, work: list[tuple[SceneMetadata, Any]], report: PlanR
             except (PlexUnavailable, PlexAuthError, ConfigError):
                 raise  # every further scene would fail the same way
             except Stash2PlexError as exc:
-                report.unmatched.append(unmatched_entry(scene, scene.id, syncer.mapped_paths(scene), str(exc)))
+                report.unmatched.append(unmatched_entry(scene, scene.id, syncer.locator.mapped_paths(scene), str(exc)))
                 continue
             entry = plan_entry(scene, preview.rating_key, preview.how, preview.plan, preview.poster)
             if writes(entry):
@@ -75,7 +75,7 @@ def _plan_page(syncer: Any, work: list[tuple[SceneMetadata, Any]], report: PlanR
             else:
                 report.no_change += 1
     finally:
-        syncer.end_batch()
+        syncer.locator.end_batch()
 
 
 def plan_all(app: Context) -> dict[str, Any]:

@@ -154,7 +154,7 @@ def _settle(
         report.counts["unmatched"] += 1
         if plan is not None:
             plan.unmatched.append(
-                unmatched_entry(finding.scene, sid, app.syncer().mapped_paths(finding.scene), finding.reason)
+                unmatched_entry(finding.scene, sid, app.syncer().locator.mapped_paths(finding.scene), finding.reason)
             )
         return
     if not finding.drift:

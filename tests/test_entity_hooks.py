@@ -181,7 +181,7 @@ def test_one_row_per_entity_expanded_a_batch_at_a_time_and_restarted_by_a_newer_
     from sync_queue.job import EntityEvent
     from sync_queue.ledger import Ledger, SceneRecord
     from sync_queue.queue import JobQueue
-    from worker.worker import Worker
+    from worker.worker import Parts, Worker
 
     ledger = Ledger(tmp_path)
     for sid in range(1, 251):
@@ -192,7 +192,7 @@ def test_one_row_per_entity_expanded_a_batch_at_a_time_and_restarted_by_a_newer_
     assert hook_side.counts()["entity_events"] == 1 and hook_side.counts()["pending"] == 1
     queue = JobQueue(tmp_path / "queue", consumer=True)
     worker = Worker(
-        queue=queue, dlq=None, ledger=ledger, stash=None, syncer=None, breaker=None, stats_store=None, log=_Log()
+        Parts(queue=queue, dlq=None, ledger=ledger, stash=None, syncer=None, breaker=None, stats_store=None, log=_Log())
     )
     assert worker.fan_out(50) == 50
     (event,) = queue.entity_events()

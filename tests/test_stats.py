@@ -22,7 +22,7 @@ from tasks.queue_status import format_status
 from tests.runner import start_plugin, task_document
 from worker.breaker import BreakerState
 from worker.pipeline import Pipeline
-from worker.worker import Worker
+from worker.worker import Parts, Worker
 
 NOW = 1_790_000_000.0  # a fixed wall-clock time for the worker and the store
 
@@ -147,6 +147,7 @@ class FakeSyncer:
 
     # The worker reads how long each sync waited at our own bound at Plex: never, here.
     client = SimpleNamespace(requests=SimpleNamespace(waited=lambda: 0.0, bound=lambda limit: None))
+    locator = SimpleNamespace(load_pins=lambda ids: None, prefetch=lambda work: None, end_batch=lambda keys=None: None)
 
     def state_hash(self, scene):
         return scene.title
@@ -157,14 +158,8 @@ class FakeSyncer:
     def out_of_scope(self, scene):
         return None
 
-    def load_pins(self, scene_ids):
-        pass
-
     def depends_on(self, scene):
         return {}
-
-    def prefetch(self, work):
-        pass
 
     def cover_read_ahead(self, scene, record):
         return contextlib.nullcontext()
@@ -173,9 +168,6 @@ class FakeSyncer:
         return contextlib.nullcontext()
 
     def flush_saves(self):
-        pass
-
-    def end_batch(self, keys=None):
         pass
 
     def sync(self, scene, record, scan_allowed):
@@ -216,7 +208,7 @@ def make_worker(tmp_path, stash: FakeStash, ticks: list[float]):
     ledger.save(SceneRecord(2, rating_key=102, state_hash="Same"))  # scene 2 is unchanged
     stats = CountingStats(tmp_path)
     timer = iter(ticks)
-    worker = Worker(
+    parts = Parts(
         queue=JobQueue(tmp_path / "queue", consumer=True, clock=lambda: NOW),
         dlq=DeadLetterQueue(tmp_path, clock=lambda: NOW),
         ledger=ledger,
@@ -225,10 +217,10 @@ def make_worker(tmp_path, stash: FakeStash, ticks: list[float]):
         breaker=FakeBreaker(),
         stats_store=stats,
         log=StashLog(io.StringIO()),
-        concurrency=1,
         clock=lambda: NOW,
         timer=lambda: next(timer),
     )
+    worker = Worker(parts, concurrency=1)
     return worker, stats
 
 

@@ -352,7 +352,7 @@ class Pipeline:
         self.busy.discard(scene_id)
         chunk.left -= 1
         if chunk.left == 0:
-            self.w.syncer.end_batch(chunk.keys)
+            self.w.syncer.locator.end_batch(chunk.keys)
         waiting = [item for item in self.deferred if item.job.scene_id == scene_id]
         if waiting:
             self.deferred = [item for item in self.deferred if item.job.scene_id != scene_id]

@@ -86,8 +86,8 @@ class Reconciler:
     def _locate(self, scene: SceneMetadata, record: SceneRecord | None) -> Finding:
         finding = Finding(scene, record)
         index = self.syncer.index.index()
-        holders = {f.rating_key for p in self.syncer.mapped_paths(scene) for f in index.by_path(p)}
-        pin = self.syncer.pin(scene.id)
+        holders = {f.rating_key for p in self.syncer.locator.mapped_paths(scene) for f in index.by_path(p)}
+        pin = self.syncer.locator.pin(scene.id)
         if pin is not None and pin.rating_key is not None:  # the user's answer comes before any match
             finding.rating_key, finding.how = pin.rating_key, "pinned"
             if record is None or record.rating_key != pin.rating_key:
@@ -101,7 +101,7 @@ class Reconciler:
         else:
             finding.drift.append("item_moved" if record.rating_key in index.rating_keys() else "item_gone")
         try:
-            item, finding.how = self.syncer.find_item(scene)
+            item, finding.how = self.syncer.locator.find_item(scene)
             finding.rating_key = item.rating_key
         except (PlexNotFound, AmbiguousMatch) as exc:
             finding.drift.append("unmatched")

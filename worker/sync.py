@@ -115,15 +115,11 @@ class Syncer:
         self._photos_sent: dict[str, str] = {}
         self.locator = Locator(client, index, ledger, settings, log)
         self.ratings = SyncRatings(ledger, client, stash, log) if settings.import_ratings else None
-        # the locator's steps that the worker, the pipeline, reconcile and the tasks ask the syncer for
-        locator = self.locator
-        self.mapped_paths, self.pin, self.load_pins = locator.mapped_paths, locator.pin, locator.load_pins
-        self.prefetch, self.end_batch, self.find_item = locator.prefetch, locator.end_batch, locator.find_item
 
     # -- what Stash wants ------------------------------------------------------
     def state_hash(self, scene: SceneMetadata) -> str:
-        extra: list = [self.mapped_paths(scene), self.settings.preserve_plex_edits]
-        pin = self.pin(scene.id)
+        extra: list = [self.locator.mapped_paths(scene), self.settings.preserve_plex_edits]
+        pin = self.locator.pin(scene.id)
         if pin is not None:  # a new answer syncs the scene again; unpinned hashes are as before
             extra.append([pin.answer, pin.rating_key])
         return desired_for(scene, self.choices).digest(extra)
@@ -141,7 +137,7 @@ class Syncer:
 
     def out_of_scope(self, scene: SceneMetadata) -> str | None:
         """Why this scene is not synced (its Plex item is then left as it is), or None."""
-        pin = self.pin(scene.id)
+        pin = self.locator.pin(scene.id)
         if pin is not None and pin.answer == NOT_IN_PLEX:
             return "marked 'Not in Plex' in the inbox (unpin it to match it again)"
         if pin is not None and pin.answer == SKIP:
@@ -413,7 +409,7 @@ class Syncer:
     def _holds(self, scene_id: int, state: PlexItemState) -> bool:
         """Whether the scene the item was last written for still exists and holds its file
         (or was pinned to it, or accepted it by name): then the item is still its own."""
-        pin = self.pin(scene_id)
+        pin = self.locator.pin(scene_id)
         if pin is not None and pin.rating_key == state.rating_key:
             return True
         raw = self.stash.scenes_by_id([scene_id]).get(scene_id)

@@ -63,35 +63,42 @@ NAP_MAX_S = 1.0
 READ_AT = "_s2p_read_at"
 
 
+@dataclasses.dataclass(frozen=True)
+class Parts:
+    """What a worker works with, built once by the composition root (app/root.py): the queue,
+    the stores, both servers' sides, the listeners, and the clocks (injected in tests)."""
+
+    queue: QueueRules
+    dlq: DeadLetterQueue
+    ledger: Ledger
+    stash: StashClient
+    syncer: Syncer
+    breaker: CircuitBreaker
+    stats_store: StatsStore
+    log: StashLog
+    events: SyncEvents | None = None  # worker/events.py: outages and dead-lettered jobs (health file, notifications)
+    waits: PlexWaits | None = None  # worker/waits.py: jobs parked until Plex has their file; an event wakes them
+    viewers: Viewers | None = None  # worker/viewers.py: someone watching Plex (bulk work leaves them a worker)
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    timer: Callable[[], float] = time.perf_counter
+    rng: random.Random | None = None
+
+
 class Worker:
-    def __init__(
-        self,
-        *,
-        queue: QueueRules,
-        dlq: DeadLetterQueue,
-        ledger: Ledger,
-        stash: StashClient,
-        syncer: Syncer,
-        breaker: CircuitBreaker,
-        stats_store: StatsStore,
-        log: StashLog,
-        events: SyncEvents | None = None,
-        concurrency: int = 6,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-        rng: random.Random | None = None,
-        timer: Callable[[], float] = time.perf_counter,
-        probe_now: bool = False,
-        waits: PlexWaits | None = None,
-        viewers: Viewers | None = None,
-    ) -> None:
-        self.queue, self.dlq, self.ledger, self.stash = queue, dlq, ledger, stash
-        self.syncer, self.breaker, self.stats_store, self.log = syncer, breaker, stats_store, log
-        self.events = events  # worker/events.py: outages and dead-lettered jobs (health file, notifications)
+    def __init__(self, parts: Parts, *, concurrency: int = 6, probe_now: bool = False) -> None:
+        self.queue, self.dlq, self.ledger, self.stash = parts.queue, parts.dlq, parts.ledger, parts.stash
+        self.syncer, self.breaker, self.stats_store, self.log = (
+            parts.syncer,
+            parts.breaker,
+            parts.stats_store,
+            parts.log,
+        )
+        self.events, self.waits, self.viewers = parts.events, parts.waits, parts.viewers
+        self.clock, self.sleep, self.timer = parts.clock, parts.sleep, parts.timer
+        self.rng = parts.rng or random.Random()
         self.max_concurrency = concurrency
         self.concurrency = concurrency
-        self.clock, self.sleep, self.timer = clock, sleep, timer
-        self.rng = rng or random.Random()
         self.delta = Delta()  # outcomes since the last checkpoint, then added to stats.db
         self.stats: Counter[str] = Counter()  # the run's (a task's reply): the checkpoints' deltas summed
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
@@ -104,8 +111,6 @@ class Worker:
         self._fetched_at: dict[int, str] = {}  # updated_at of the newest scene data fetched per scene
         self._entity_changed: dict[tuple[str, int], float] = {}  # (kind, id) → newest event's time seen
         self._read_at: dict[int, float] = {}  # scenes being synced → when their data was asked of Stash
-        self.waits = waits  # worker/waits.py: jobs parked until Plex has their file; an event wakes them
-        self.viewers = viewers  # worker/viewers.py: someone watching Plex (bulk work leaves them a worker)
         self._gone: list[tuple[Taken, SceneRecord]] = []  # jobs of scenes deleted in Stash, to release their items
 
     # -- the loop ----------------------------------------------------------------
@@ -328,7 +333,7 @@ class Worker:
     def triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[Work]:
         """Settle what needs no Plex work (gone, invalid, unchanged); return the rest."""
         records = self.ledger.get_many([item.job.scene_id for item in batch])
-        self.syncer.load_pins([item.job.scene_id for item in batch])
+        self.syncer.locator.load_pins([item.job.scene_id for item in batch])
         work = []
         for item in batch:  # one job per scene (worker/pipeline.py)
             sid = item.job.scene_id
@@ -377,7 +382,7 @@ class Worker:
         private = self._private
         if private is not None:
             private.note_title(scene.title)
-            for path in [f.path for f in scene.files] + self.syncer.mapped_paths(scene):
+            for path in [f.path for f in scene.files] + self.syncer.locator.mapped_paths(scene):
                 private.note_path(path)
 
     def prefetch(self, work: list[Work]) -> list[int] | None:
@@ -387,7 +392,7 @@ class Worker:
         if self._held_back() is not None:
             return []  # each job is held back on its own when it is tried
         try:
-            return list(self.syncer.prefetch([(scene, record) for _, scene, record in work]) or [])
+            return list(self.syncer.locator.prefetch([(scene, record) for _, scene, record in work]) or [])
         except PlexUnavailable as exc:
             self._plex_failed(exc)
             for item, scene, _ in work:
