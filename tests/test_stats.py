@@ -147,6 +147,7 @@ class FakeSyncer:
 
     # The worker reads how long each sync waited at our own bound at Plex: never, here.
     client = SimpleNamespace(requests=SimpleNamespace(waited=lambda: 0.0, bound=lambda limit: None))
+    posters = SimpleNamespace(cover_read_ahead=lambda scene, record: contextlib.nullcontext())
     locator = SimpleNamespace(load_pins=lambda ids: None, prefetch=lambda work: None, end_batch=lambda keys=None: None)
 
     def state_hash(self, scene):
@@ -160,9 +161,6 @@ class FakeSyncer:
 
     def depends_on(self, scene):
         return {}
-
-    def cover_read_ahead(self, scene, record):
-        return contextlib.nullcontext()
 
     def saves_held(self):
         return contextlib.nullcontext()

@@ -311,7 +311,7 @@ class Pipeline:
             self.pending[pool.submit(self._write, *entry[:3])] = entry
 
     def _write(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Written | None:
-        with self.w.syncer.cover_read_ahead(scene, record):
+        with self.w.syncer.posters.cover_read_ahead(scene, record):
             ticket = self.limiter.acquire()
             try:
                 if self.limiter.closed:

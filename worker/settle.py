@@ -62,7 +62,7 @@ def _dlq_message(job: Job, error: BaseException) -> str:
 def not_the_jobs(error: BaseException) -> bool:
     """Whether ``error`` holds or postpones every job alike (a wrong setting, the run
     stopping, a refused Stash session, Plex down), so the job keeps its retry budget. A
-    poster that failed for one of these did not fail on its own (worker/sync.py ``_poster``)."""
+    poster that failed for one of these did not fail on its own (worker/poster.py ``Posters.write``)."""
     return isinstance(error, (*HELD, errors.PlexUnavailable))
 
 

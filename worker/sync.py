@@ -1,4 +1,5 @@
-"""Syncing one scene into its Plex item: locate (worker/locate.py), plan, write, poster, ledger.
+"""Syncing one scene into its Plex item: locate (worker/locate.py), plan, write, poster
+(worker/poster.py), ledger.
 
 Scenes unchanged since the last write were skipped by the caller (worker/verdict.py).
 Nothing is written to an item the locator has not verified on its fresh detail view
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import ntpath
 import posixpath
 import threading
@@ -22,9 +22,7 @@ from core.errors import (
     PlexBadRequest,
     PlexNotFound,
     PlexRequestTooLong,
-    SlowDownload,
     Stash2PlexError,
-    TransientError,
 )
 from plex.client import PlexClient, PlexItemState
 from plex.desired import Choices, desired_for
@@ -45,10 +43,9 @@ from sync_queue.ledger import NOT_IN_PLEX, SKIP, ItemRecord, Ledger, SceneRecord
 from validation.config import Settings
 from validation.fields import SYNCED
 from validation.metadata import SceneMetadata, scene_from_stash
-from worker.images import POSTER_KINDS, SVG, image_kind
 from worker.locate import Locator
+from worker.poster import Posters
 from worker.ratings import SyncRatings
-from worker.settle import not_the_jobs
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -62,10 +59,6 @@ def _locks_only(plan: ItemPlan) -> bool:
     return all(c.plex == c.stash for c in plan.fields) and all(
         not t.removed and not t.photos and t.result == t.plex for t in plan.tags
     )
-
-
-class PosterNotUpdated(TransientError):
-    """The metadata is written, the poster is not: the job is retried for the poster."""
 
 
 @dataclass(frozen=True)
@@ -108,12 +101,12 @@ class Syncer:
         self.log = log
         self._held_saves: list[SceneRecord] | None = None  # see saves_held
         self._held_lock = threading.Lock()
-        self._cover = threading.local()  # the cover this thread read ahead: (url, bytes, Content-Type)
         self._released: set[int] = set()  # items released by this process and not written since
         # performer photos this process wrote: actor (case-folded) → URL. Plex keeps one per actor
         # for the whole library, so another item needs it not again (plex/plan.py ``_photos``).
         self._photos_sent: dict[str, str] = {}
         self.locator = Locator(client, index, ledger, settings, log)
+        self.posters = Posters(client, stash, ledger, settings)
         self.ratings = SyncRatings(ledger, client, stash, log) if settings.import_ratings else None
 
     # -- what Stash wants ------------------------------------------------------
@@ -187,7 +180,7 @@ class Syncer:
         state, how = self.locator.locate(scene, record)
         try:
             record, plan, _ = self._plan(scene, record, state, relock=False)
-            return Preview(state.rating_key, how, plan, self._poster_verdict(scene, record))
+            return Preview(state.rating_key, how, plan, self.posters.verdict(scene, record))
         finally:
             self.client.forget(state.rating_key)
 
@@ -251,7 +244,7 @@ class Syncer:
         )
         result = SyncResult(scene.id, state.rating_key, plan, "none", how, list(scene.warnings))
         try:
-            result.poster = self._poster(scene, new)
+            result.poster = self.posters.write(scene, new)
         except Stash2PlexError:
             self._save(new)  # the fields are in Plex; no state hash, so the next try does the poster
             raise
@@ -438,7 +431,7 @@ class Syncer:
         owns it: a field still showing what was written goes back to Plex's own value (the
         title to the file's name, as Plex's scanner names a personal video; the others to
         empty), the tags written are removed, every one of them unlocked; the rating is
-        cleared; the poster uploaded there gives way to Plex's own (``restore_poster``).
+        cleared; the poster uploaded there gives way to Plex's own (worker/poster.py ``restore``).
         What the user changed or added in Plex stays (``plex/plan.py`` ``release_plan``);
         fields in ``skip_fields`` are left alone. The item's record is dropped."""
         kept = {row.plex for row in SYNCED if self.settings.writes(row.name)}
@@ -459,135 +452,8 @@ class Syncer:
             self.client.rate(state.rating_key, None)
         uploaded = self.ledger.item_poster(state.rating_key)
         if uploaded is not None and "poster" in kept:
-            self.restore_poster(state.rating_key, uploaded[1])
+            self.posters.restore(state.rating_key, uploaded[1])
         self.ledger.forget_item(state.rating_key)
         self.locator.unread(state.rating_key)  # a batch's read of it shows what was taken off
         self._released.add(state.rating_key)
         return plan
-
-    # -- poster ----------------------------------------------------------------
-    @contextlib.contextmanager
-    def cover_read_ahead(self, scene: SceneMetadata, record: SceneRecord | None) -> Iterator[None]:
-        """Read the scene's cover from Stash now, for this thread's next ``sync`` of it.
-
-        The pipeline calls this before a sync takes one of the Plex slots, so the slot is
-        spent on Plex (the edit and the upload) and not on Stash. A read that fails is
-        left to the sync, which reads again and reports it; the bytes are dropped when
-        the block ends, used or not.
-        """
-        url = scene.screenshot if self.settings.writes("poster") else None
-        if url and (record is None or url != record.poster_source):
-            try:
-                self._cover.read = (url, *self.stash.image(url))
-            except SlowDownload as exc:  # read again, it would take as long: the sync reports it
-                self._cover.read = (url, exc, "")
-            except Stash2PlexError:
-                pass
-        try:
-            yield
-        finally:
-            self._cover.read = None
-
-    def _cover_image(self, url: str) -> tuple[bytes, str]:
-        read = getattr(self._cover, "read", None)
-        if read is not None and read[0] == url:
-            self._cover.read = None
-            if isinstance(read[1], SlowDownload):
-                raise read[1]
-            return read[1], read[2]
-        return self.stash.image(url)
-
-    def _poster_verdict(self, scene: SceneMetadata, record: SceneRecord | None) -> str:
-        """What ``_poster`` would do, without uploading (the screenshot is read to compare its bytes)."""
-        url = scene.screenshot
-        if not url:
-            return "none"
-        if record is not None and url == record.poster_source:
-            return "unchanged"
-        try:
-            image, _ = self.stash.image(url)
-        except Stash2PlexError:
-            return "failed"
-        kind = image_kind(image)
-        if kind == SVG:
-            return "none"
-        if kind not in POSTER_KINDS:
-            return "failed"
-        digest = hashlib.sha1(image).hexdigest()
-        return "unchanged" if record is not None and digest == record.poster_hash else "upload"
-
-    def _poster_not_ours(self, scene_id: int, record: SceneRecord) -> str:
-        """A scene without a cover: the item keeps the poster it shows, unless that is one
-        Stash2Plex uploaded for another scene (the item changed owner): then Plex's own
-        comes back. restored | none."""
-        assert record.rating_key is not None
-        uploaded = self.ledger.item_poster(record.rating_key)
-        if uploaded is None or uploaded[0] == scene_id:
-            return "none"  # nothing of ours, or the scene's own earlier cover (kept, as before)
-        self.restore_poster(record.rating_key, uploaded[1])
-        self.ledger.forget_poster(record.rating_key)
-        return "restored"
-
-    def restore_poster(self, rating_key: int, digest: str) -> bool:
-        """Plex's own poster back on the item, when it shows the one Stash2Plex uploaded
-        (``upload://posters/<SHA-1 of the bytes>``, ``digest``); another poster chosen in Plex
-        since stays. Plex's own is the first of the item's posters held on the server that is
-        not an upload (a frame of the video, ``media://``, or an agent's or a local file's,
-        ``metadata://``), else the first an agent offers from the web; then the poster is
-        unlocked, as plexapi's own tests leave an item after choosing its default image
-        again (tests/test_mixins.py ``_test_mixins_edit_image``), so Plex may choose anew
-        at a refresh (with none of its own listed, only the lock is released). A poster the
-        user uploaded before ours is not chosen again: which one showed before is not kept.
-        False when the shown poster was not ours."""
-        posters = self.client.posters(rating_key)
-        shown = next((key for key, selected in posters if selected), None)
-        if shown != f"upload://posters/{digest}":
-            return False
-        theirs = [key for key, _ in posters if not key.startswith("upload://")]
-        own = next((key for key in theirs if key.startswith(("media://", "metadata://"))), None)
-        own = own or next(iter(theirs), None)
-        if own is not None:
-            self.client.select_poster(rating_key, own)
-        self.client.edit(rating_key, {"thumb.locked": 0})
-        return True
-
-    def _poster(self, scene: SceneMetadata, record: SceneRecord) -> str:
-        """uploaded | unchanged | none (no cover in Stash: Plex keeps its own poster) |
-        restored (no cover, and the item showed another scene's upload: Plex's own is back).
-        Raises PosterNotUpdated when the image could not be fetched, checked or uploaded; an
-        error that holds or postpones every job (a refused Stash session, Plex down) is raised
-        as it is, so the job keeps its retry budget (worker/settle.py ``not_the_jobs``)."""
-        if not self.settings.writes("poster"):
-            return "none"
-        url = scene.screenshot
-        if url and url == record.poster_source:
-            return "unchanged"
-        try:
-            if not url:
-                return self._poster_not_ours(scene.id, record)
-            image, content_type = self._cover_image(url)
-            kind = image_kind(image)
-            if kind == SVG:  # Stash's default image for a scene without a cover
-                outcome = self._poster_not_ours(scene.id, record)
-                record.poster_source = url
-                return outcome
-            if kind not in POSTER_KINDS:
-                raise PosterNotUpdated(
-                    f"Stash answered the screenshot with {content_type.split(';')[0] or 'unknown data'}, not a "
-                    "JPEG, PNG or WebP image (is a proxy or login page in front of Stash?)"
-                )
-            digest = hashlib.sha1(image).hexdigest()
-            outcome = "unchanged"
-            if digest != record.poster_hash:
-                self.client.upload_poster(record.rating_key, image)
-                record.poster_hash, outcome = digest, "uploaded"
-        except PosterNotUpdated:
-            raise
-        except Stash2PlexError as exc:
-            if not_the_jobs(exc):
-                raise
-            raise PosterNotUpdated(
-                f"poster not updated ({exc}); the fields are written and the poster is retried"
-            ) from None
-        record.poster_source = url
-        return outcome

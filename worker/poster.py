@@ -1,0 +1,161 @@
+"""A scene's cover as its Plex item's poster: read ahead of the sync, compared by SHA-1 with
+the one last uploaded, uploaded; and Plex's own poster back when ours must go.
+
+The syncer (worker/sync.py) writes the fields first; a poster that fails then is retried on
+its own (``PosterNotUpdated``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from core.errors import SlowDownload, Stash2PlexError, TransientError
+from worker.images import POSTER_KINDS, SVG, image_kind
+from worker.settle import not_the_jobs
+
+if TYPE_CHECKING:
+    from plex.client import PlexClient
+    from stash.client import StashClient
+    from sync_queue.ledger import Ledger, SceneRecord
+    from validation.config import Settings
+    from validation.metadata import SceneMetadata
+
+
+class PosterNotUpdated(TransientError):
+    """The metadata is written, the poster is not: the job is retried for the poster."""
+
+
+class Posters:
+    def __init__(self, client: PlexClient, stash: StashClient, ledger: Ledger, settings: Settings) -> None:
+        self.client, self.stash, self.ledger, self.settings = client, stash, ledger, settings
+        self._cover = threading.local()  # the cover this thread read ahead: (url, bytes, Content-Type)
+
+    @contextlib.contextmanager
+    def cover_read_ahead(self, scene: SceneMetadata, record: SceneRecord | None) -> Iterator[None]:
+        """Read the scene's cover from Stash now, for this thread's next ``sync`` of it.
+
+        The pipeline calls this before a sync takes one of the Plex slots, so the slot is
+        spent on Plex (the edit and the upload) and not on Stash. A read that fails is
+        left to the sync, which reads again and reports it; the bytes are dropped when
+        the block ends, used or not.
+        """
+        url = scene.screenshot if self.settings.writes("poster") else None
+        if url and (record is None or url != record.poster_source):
+            try:
+                self._cover.read = (url, *self.stash.image(url))
+            except SlowDownload as exc:  # read again, it would take as long: the sync reports it
+                self._cover.read = (url, exc, "")
+            except Stash2PlexError:
+                pass
+        try:
+            yield
+        finally:
+            self._cover.read = None
+
+    def _cover_image(self, url: str) -> tuple[bytes, str]:
+        read = getattr(self._cover, "read", None)
+        if read is not None and read[0] == url:
+            self._cover.read = None
+            if isinstance(read[1], SlowDownload):
+                raise read[1]
+            return read[1], read[2]
+        return self.stash.image(url)
+
+    def verdict(self, scene: SceneMetadata, record: SceneRecord | None) -> str:
+        """What ``write`` would do, without uploading (the screenshot is read to compare its bytes)."""
+        url = scene.screenshot
+        if not url:
+            return "none"
+        if record is not None and url == record.poster_source:
+            return "unchanged"
+        try:
+            image, _ = self.stash.image(url)
+        except Stash2PlexError:
+            return "failed"
+        kind = image_kind(image)
+        if kind == SVG:
+            return "none"
+        if kind not in POSTER_KINDS:
+            return "failed"
+        digest = hashlib.sha1(image).hexdigest()
+        return "unchanged" if record is not None and digest == record.poster_hash else "upload"
+
+    def _not_ours(self, scene_id: int, record: SceneRecord) -> str:
+        """A scene without a cover: the item keeps the poster it shows, unless that is one
+        Stash2Plex uploaded for another scene (the item changed owner): then Plex's own
+        comes back. restored | none."""
+        assert record.rating_key is not None
+        uploaded = self.ledger.item_poster(record.rating_key)
+        if uploaded is None or uploaded[0] == scene_id:
+            return "none"  # nothing of ours, or the scene's own earlier cover (kept, as before)
+        self.restore(record.rating_key, uploaded[1])
+        self.ledger.forget_poster(record.rating_key)
+        return "restored"
+
+    def restore(self, rating_key: int, digest: str) -> bool:
+        """Plex's own poster back on the item, when it shows the one Stash2Plex uploaded
+        (``upload://posters/<SHA-1 of the bytes>``, ``digest``); another poster chosen in Plex
+        since stays. Plex's own is the first of the item's posters held on the server that is
+        not an upload (a frame of the video, ``media://``, or an agent's or a local file's,
+        ``metadata://``), else the first an agent offers from the web; then the poster is
+        unlocked, as plexapi's own tests leave an item after choosing its default image
+        again (tests/test_mixins.py ``_test_mixins_edit_image``), so Plex may choose anew
+        at a refresh (with none of its own listed, only the lock is released). A poster the
+        user uploaded before ours is not chosen again: which one showed before is not kept.
+        False when the shown poster was not ours."""
+        posters = self.client.posters(rating_key)
+        shown = next((key for key, selected in posters if selected), None)
+        if shown != f"upload://posters/{digest}":
+            return False
+        theirs = [key for key, _ in posters if not key.startswith("upload://")]
+        own = next((key for key in theirs if key.startswith(("media://", "metadata://"))), None)
+        own = own or next(iter(theirs), None)
+        if own is not None:
+            self.client.select_poster(rating_key, own)
+        self.client.edit(rating_key, {"thumb.locked": 0})
+        return True
+
+    def write(self, scene: SceneMetadata, record: SceneRecord) -> str:
+        """uploaded | unchanged | none (no cover in Stash: Plex keeps its own poster) |
+        restored (no cover, and the item showed another scene's upload: Plex's own is back).
+        Raises PosterNotUpdated when the image could not be fetched, checked or uploaded; an
+        error that holds or postpones every job (a refused Stash session, Plex down) is raised
+        as it is, so the job keeps its retry budget (worker/settle.py ``not_the_jobs``)."""
+        if not self.settings.writes("poster"):
+            return "none"
+        url = scene.screenshot
+        if url and url == record.poster_source:
+            return "unchanged"
+        try:
+            if not url:
+                return self._not_ours(scene.id, record)
+            image, content_type = self._cover_image(url)
+            kind = image_kind(image)
+            if kind == SVG:  # Stash's default image for a scene without a cover
+                outcome = self._not_ours(scene.id, record)
+                record.poster_source = url
+                return outcome
+            if kind not in POSTER_KINDS:
+                raise PosterNotUpdated(
+                    f"Stash answered the screenshot with {content_type.split(';')[0] or 'unknown data'}, not a "
+                    "JPEG, PNG or WebP image (is a proxy or login page in front of Stash?)"
+                )
+            digest = hashlib.sha1(image).hexdigest()
+            outcome = "unchanged"
+            if digest != record.poster_hash:
+                self.client.upload_poster(record.rating_key, image)
+                record.poster_hash, outcome = digest, "uploaded"
+        except PosterNotUpdated:
+            raise
+        except Stash2PlexError as exc:
+            if not_the_jobs(exc):
+                raise
+            raise PosterNotUpdated(
+                f"poster not updated ({exc}); the fields are written and the poster is retried"
+            ) from None
+        record.poster_source = url
+        return outcome
