@@ -102,7 +102,7 @@ def _release_gone(app: Context, candidates: set[int], report: DriftReport) -> No
         records = app.ledger().get_many([sid for sid in chunk if sid not in alive])
         for sid, record in sorted(records.items()):
             try:
-                released = app.syncer().release_gone(sid, record)
+                released = app.syncer().releaser.release_gone(sid, record)
             except (PlexUnavailable, PlexAuthError, ConfigError):
                 raise
             except Stash2PlexError as exc:

@@ -1,5 +1,5 @@
 """Syncing one scene into its Plex item: locate (worker/locate.py), plan, write, poster
-(worker/poster.py), ledger.
+(worker/poster.py), ledger; an item no scene owns is released by worker/release.py.
 
 Scenes unchanged since the last write were skipped by the caller (worker/verdict.py).
 Nothing is written to an item the locator has not verified on its fresh detail view
@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import ntpath
-import posixpath
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.errors import (
-    InvalidMetadata,
     PlexBadRequest,
     PlexNotFound,
     PlexRequestTooLong,
@@ -36,16 +33,14 @@ from plex.plan import (
     edit_params,
     fit_plan,
     rating_change,
-    release_plan,
-    split_removals,
 )
 from sync_queue.ledger import NOT_IN_PLEX, SKIP, ItemRecord, Ledger, SceneRecord, entity_map
 from validation.config import Settings
-from validation.fields import SYNCED
-from validation.metadata import SceneMetadata, scene_from_stash
+from validation.metadata import SceneMetadata
 from worker.locate import Locator
 from worker.poster import Posters
 from worker.ratings import SyncRatings
+from worker.release import Releaser
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -101,12 +96,12 @@ class Syncer:
         self.log = log
         self._held_saves: list[SceneRecord] | None = None  # see saves_held
         self._held_lock = threading.Lock()
-        self._released: set[int] = set()  # items released by this process and not written since
         # performer photos this process wrote: actor (case-folded) → URL. Plex keeps one per actor
         # for the whole library, so another item needs it not again (plex/plan.py ``_photos``).
         self._photos_sent: dict[str, str] = {}
         self.locator = Locator(client, index, ledger, settings, log)
         self.posters = Posters(client, stash, ledger, settings)
+        self.releaser = Releaser(client, index, ledger, stash, settings, self.locator, self.posters)
         self.ratings = SyncRatings(ledger, client, stash, log) if settings.import_ratings else None
 
     # -- what Stash wants ------------------------------------------------------
@@ -195,13 +190,13 @@ class Syncer:
         # What was written to the item is the item's, whichever scene it was for: when the
         # item changes owner (a new scene at a deleted one's path, two items exchanging
         # files), everything written there for the previous owner is removed.
-        # An item released since the scene's record was read (``release``; the ledger no
+        # An item released since the scene's record was read (worker/release.py; the ledger no
         # longer links it, a record read before does) holds nothing of this scene either.
         prior = self.ledger.item(state.rating_key)
         if record is not None and (
             record.rating_key != state.rating_key
             or (prior is not None and prior.scene_id != scene.id)
-            or state.rating_key in self._released
+            or state.rating_key in self.releaser.released
         ):
             record = SceneRecord(scene_id=scene.id)  # not this scene's item until now: no poster of its own is there
         written = Written(prior.fields, prior.written_tags) if prior is not None else None
@@ -250,7 +245,7 @@ class Syncer:
             raise
         new.state_hash = self.state_hash(scene)
         self._save(new)
-        self._released.discard(state.rating_key)
+        self.releaser.released.discard(state.rating_key)
         self.locator.settled(scene, state.rating_key, how)
         return result
 
@@ -366,94 +361,3 @@ class Syncer:
                 if self._held_saves is not None:
                     self._held_saves[:0] = done
             raise
-
-    # -- an item no scene owns: what we wrote there is taken off -------------------
-    def release_gone(self, scene_id: int, record: SceneRecord) -> list[int]:
-        """The scene is gone from Stash (deleted; its file may stay, and Plex its item).
-        The item its record links and every item now at its last path (files may have
-        moved between items since) are released when the scene they were last written for
-        is gone or no longer holds their file (``release``); the scene's record is dropped.
-        Returns the items released."""
-        keys = [record.rating_key] if record.rating_key is not None else []
-        if record.plex_path:
-            self.index.refresh(force=True)
-            keys += [f.rating_key for f in self.index.index().by_path(record.plex_path)]
-        released = [key for key in dict.fromkeys(keys) if self._release_if_orphaned(key, scene_id)]
-        self.ledger.forget_scene(scene_id)
-        return released
-
-    def _release_if_orphaned(self, rating_key: int, gone: int) -> bool:
-        prior = self.ledger.item(rating_key)
-        if prior is None:
-            return False  # nothing of ours is on it
-        state = self.locator.read(rating_key, fresh=True)
-        if state is None:
-            return False
-        try:
-            if state.section_id not in {s.key for s in self.index.sections}:
-                return False  # a library plex_libraries leaves out: never written
-            if prior.scene_id != gone and self._holds(prior.scene_id, state):
-                return False
-            self.release(state, prior)
-        finally:
-            self.client.forget(rating_key)
-        return True
-
-    def _holds(self, scene_id: int, state: PlexItemState) -> bool:
-        """Whether the scene the item was last written for still exists and holds its file
-        (or was pinned to it, or accepted it by name): then the item is still its own."""
-        pin = self.locator.pin(scene_id)
-        if pin is not None and pin.rating_key == state.rating_key:
-            return True
-        raw = self.stash.scenes_by_id([scene_id]).get(scene_id)
-        if raw is None:
-            return False
-        try:
-            scene = scene_from_stash(raw)
-        except InvalidMetadata:
-            return True  # cannot tell: left as it is
-        return self.locator.mismatch(scene, state, state.rating_key, exact=False) is None
-
-    def holder(self, state: PlexItemState, other_than: int) -> int | None:
-        """The scene besides ``other_than`` whose item this is now: one pinned to it, or the
-        one it was last written for while that scene still holds its file (``_holds``).
-        A second scene pinned there would take the item over on every sync, and back."""
-        pinned = [sid for sid, p in self.ledger.pins().items() if p.rating_key == state.rating_key]
-        if any(sid != other_than for sid in pinned):
-            return min(sid for sid in pinned if sid != other_than)
-        prior = self.ledger.item(state.rating_key)
-        if prior is None or prior.scene_id == other_than:
-            return None
-        return prior.scene_id if self._holds(prior.scene_id, state) else None
-
-    def release(self, state: PlexItemState, prior: ItemRecord) -> ItemPlan:
-        """Take off the item everything written there for ``prior``'s scene, which no longer
-        owns it: a field still showing what was written goes back to Plex's own value (the
-        title to the file's name, as Plex's scanner names a personal video; the others to
-        empty), the tags written are removed, every one of them unlocked; the rating is
-        cleared; the poster uploaded there gives way to Plex's own (worker/poster.py ``restore``).
-        What the user changed or added in Plex stays (``plex/plan.py`` ``release_plan``);
-        fields in ``skip_fields`` are left alone. The item's record is dropped."""
-        kept = {row.plex for row in SYNCED if self.settings.writes(row.name)}
-        written = Written(
-            {k: v for k, v in prior.fields.items() if k in kept},
-            {k: v for k, v in prior.written_tags.items() if k in kept},
-        )
-        path = state.files[0] if state.files else ""
-        module = ntpath if "\\" in path and "/" not in path else posixpath
-        title = module.splitext(module.basename(path))[0]
-        plan = release_plan(state, written, title, self.settings.preserve_plex_edits)
-        if edit_params(plan):
-            for params in edit_batches(plan, self._length(state), locked=False):
-                for request in split_removals(params, self._length(state)):
-                    self.client.edit(state.rating_key, request)
-        rerate, _ = rating_change(plan)
-        if rerate:
-            self.client.rate(state.rating_key, None)
-        uploaded = self.ledger.item_poster(state.rating_key)
-        if uploaded is not None and "poster" in kept:
-            self.posters.restore(state.rating_key, uploaded[1])
-        self.ledger.forget_item(state.rating_key)
-        self.locator.unread(state.rating_key)  # a batch's read of it shows what was taken off
-        self._released.add(state.rating_key)
-        return plan

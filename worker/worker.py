@@ -426,7 +426,7 @@ class Worker:
 
     def release_gone(self, stopping: bool = False) -> None:
         """Settle the jobs of scenes deleted in Stash that had a record: the items written
-        for them that no scene owns now are released (worker/sync.py ``release_gone``).
+        for them that no scene owns now are released (worker/release.py ``release_gone``).
         The pipeline calls this with no sync in flight, after their records are saved: a
         release reads what the syncs wrote. ``stopping``: they are left unacknowledged
         for the next consumer."""
@@ -441,7 +441,7 @@ class Worker:
                 self.settle(item, held)
                 continue
             try:
-                released = self.syncer.release_gone(sid, record)
+                released = self.syncer.releaser.release_gone(sid, record)
             except Stash2PlexError as exc:
                 if isinstance(exc, PlexUnavailable):
                     self._plex_failed(exc)

@@ -1,0 +1,134 @@
+"""Releasing a Plex item no scene owns now: what Stash2Plex wrote there is taken off.
+
+A scene deleted in Stash (``release_gone``), or an item that changed hands: the fields still
+showing what was written go back to Plex's own, the tags written are removed, the rating is
+cleared, the poster uploaded gives way to Plex's own; what the user changed in Plex stays.
+"""
+
+from __future__ import annotations
+
+import functools
+import ntpath
+import posixpath
+from typing import TYPE_CHECKING
+
+from core.errors import InvalidMetadata
+from plex.plan import ItemPlan, Written, edit_batches, edit_params, rating_change, release_plan, split_removals
+from validation.fields import SYNCED
+from validation.metadata import scene_from_stash
+
+if TYPE_CHECKING:
+    from plex.client import PlexClient, PlexItemState
+    from plex.index import LibraryIndex
+    from stash.client import StashClient
+    from sync_queue.ledger import ItemRecord, Ledger, SceneRecord
+    from validation.config import Settings
+    from worker.locate import Locator
+    from worker.poster import Posters
+
+
+class Releaser:
+    def __init__(
+        self,
+        client: PlexClient,
+        index: LibraryIndex,
+        ledger: Ledger,
+        stash: StashClient,
+        settings: Settings,
+        locator: Locator,
+        posters: Posters,
+    ) -> None:
+        self.client, self.index, self.ledger, self.stash, self.settings = client, index, ledger, stash, settings
+        self.locator, self.posters = locator, posters
+        self.released: set[int] = set()  # items released by this process and not written since (worker/sync.py)
+
+    def release_gone(self, scene_id: int, record: SceneRecord) -> list[int]:
+        """The scene is gone from Stash (deleted; its file may stay, and Plex its item).
+        The item its record links and every item now at its last path (files may have
+        moved between items since) are released when the scene they were last written for
+        is gone or no longer holds their file (``release``); the scene's record is dropped.
+        Returns the items released."""
+        keys = [record.rating_key] if record.rating_key is not None else []
+        if record.plex_path:
+            self.index.refresh(force=True)
+            keys += [f.rating_key for f in self.index.index().by_path(record.plex_path)]
+        released = [key for key in dict.fromkeys(keys) if self._release_if_orphaned(key, scene_id)]
+        self.ledger.forget_scene(scene_id)
+        return released
+
+    def _release_if_orphaned(self, rating_key: int, gone: int) -> bool:
+        prior = self.ledger.item(rating_key)
+        if prior is None:
+            return False  # nothing of ours is on it
+        state = self.locator.read(rating_key, fresh=True)
+        if state is None:
+            return False
+        try:
+            if state.section_id not in {s.key for s in self.index.sections}:
+                return False  # a library plex_libraries leaves out: never written
+            if prior.scene_id != gone and self._holds(prior.scene_id, state):
+                return False
+            self.release(state, prior)
+        finally:
+            self.client.forget(rating_key)
+        return True
+
+    def _holds(self, scene_id: int, state: PlexItemState) -> bool:
+        """Whether the scene the item was last written for still exists and holds its file
+        (or was pinned to it, or accepted it by name): then the item is still its own."""
+        pin = self.locator.pin(scene_id)
+        if pin is not None and pin.rating_key == state.rating_key:
+            return True
+        raw = self.stash.scenes_by_id([scene_id]).get(scene_id)
+        if raw is None:
+            return False
+        try:
+            scene = scene_from_stash(raw)
+        except InvalidMetadata:
+            return True  # cannot tell: left as it is
+        return self.locator.mismatch(scene, state, state.rating_key, exact=False) is None
+
+    def holder(self, state: PlexItemState, other_than: int) -> int | None:
+        """The scene besides ``other_than`` whose item this is now: one pinned to it, or the
+        one it was last written for while that scene still holds its file (``_holds``).
+        A second scene pinned there would take the item over on every sync, and back."""
+        pinned = [sid for sid, p in self.ledger.pins().items() if p.rating_key == state.rating_key]
+        if any(sid != other_than for sid in pinned):
+            return min(sid for sid in pinned if sid != other_than)
+        prior = self.ledger.item(state.rating_key)
+        if prior is None or prior.scene_id == other_than:
+            return None
+        return prior.scene_id if self._holds(prior.scene_id, state) else None
+
+    def release(self, state: PlexItemState, prior: ItemRecord) -> ItemPlan:
+        """Take off the item everything written there for ``prior``'s scene, which no longer
+        owns it: a field still showing what was written goes back to Plex's own value (the
+        title to the file's name, as Plex's scanner names a personal video; the others to
+        empty), the tags written are removed, every one of them unlocked; the rating is
+        cleared; the poster uploaded there gives way to Plex's own (worker/poster.py ``restore``).
+        What the user changed or added in Plex stays (``plex/plan.py`` ``release_plan``);
+        fields in ``skip_fields`` are left alone. The item's record is dropped."""
+        kept = {row.plex for row in SYNCED if self.settings.writes(row.name)}
+        written = Written(
+            {k: v for k, v in prior.fields.items() if k in kept},
+            {k: v for k, v in prior.written_tags.items() if k in kept},
+        )
+        path = state.files[0] if state.files else ""
+        module = ntpath if "\\" in path and "/" not in path else posixpath
+        title = module.splitext(module.basename(path))[0]
+        plan = release_plan(state, written, title, self.settings.preserve_plex_edits)
+        length = functools.partial(self.client.edit_target_length, state)
+        if edit_params(plan):
+            for params in edit_batches(plan, length, locked=False):
+                for request in split_removals(params, length):
+                    self.client.edit(state.rating_key, request)
+        rerate, _ = rating_change(plan)
+        if rerate:
+            self.client.rate(state.rating_key, None)
+        uploaded = self.ledger.item_poster(state.rating_key)
+        if uploaded is not None and "poster" in kept:
+            self.posters.restore(state.rating_key, uploaded[1])
+        self.ledger.forget_item(state.rating_key)
+        self.locator.unread(state.rating_key)  # a batch's read of it shows what was taken off
+        self.released.add(state.rating_key)
+        return plan
