@@ -4,9 +4,8 @@ take a chunk (users' edits first) → breaker → Stash data → triage → one 
 chunk → staged → submitted → writer threads → settled. The caller's thread does the queue, triage
 and settling, keeping ``limit × SUBMIT_DEPTH`` syncs handed ahead; :class:`Limiter` bounds the
 syncs in Plex, :class:`Pacer` adapts the bound (worker/gradient.py). One scene is never in flight
-twice: of its jobs taken meanwhile, one is synced after it (``one_per_scene``: a user's edit over
-bulk work), the others are acknowledged. Nothing is taken while the breaker is not closed; ``stop``
-leaves taken, unstarted jobs unacked.
+twice (of its jobs taken meanwhile, ``one_per_scene`` syncs after it); nothing is taken while the
+breaker is not closed; ``stop`` leaves taken, unstarted jobs unacked.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A scene's cover as its Plex item's poster: read ahead of the sync, compared by SHA-1 with
-the one last uploaded, uploaded; and Plex's own poster back when ours must go.
-
-The syncer (worker/sync.py) writes the fields first; a poster that fails then is retried on
-its own (``PosterNotUpdated``).
-"""
+"""A scene's cover as its Plex item's poster: read ahead of the sync, compared by SHA-1 with the
+one last uploaded, uploaded (``PosterNotUpdated``: the fields are written, the poster is
+retried); Plex's own poster back when ours must go."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Plex ratings back into Stash (the owner's only: the owner's token sees only the owner's
 ``userRating``; resume points: worker/resume.py).
 
-Ratings: ``winner`` is the one rule for both directions, applied within a sync (``SyncRatings``,
-which ``worker/sync.py`` asks) and by the poll here, which brings Plex's to Stash (Stash's go by the sync its scene hook queued). Per scene the ledger keeps the last rating seen on each side; a side
+Ratings: ``winner`` is the one rule for both directions (``RatingRule``), applied within a sync
+(worker/sync.py) and by the poll here, which brings Plex's to Stash (Stash's go by the sync its scene hook queued). Per scene the ledger keeps the last rating seen on each side; a side
 changed only if its rating changed since, and only one changed → it is copied to the other;
 both → the later change on our clock wins (each server's clock offset is learned from its
 replies, ``core/clock.py``). Plex sends no event for ratings, so the synced sections are read
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 OVERLAP_S = 120
 STASH, PLEX = "stash", "plex"
+Stamps = tuple[float | None, float | None]  # (Stash's, Plex's) time of a rating's change, each on its server's clock
 SAME_SECOND_S = 0.5  # two whole-second stamps on our clock closer than this are the same second
 CLEARED_BATCH = 100  # items looked at per poll for a rating cleared without lastRatedAt (one request)
 CLEARED_CURSOR = "ratings_cleared_after"  # the ledger's meta key: where the next look starts
@@ -101,56 +102,45 @@ def winner(
     return PLEX if plex_changed else STASH if stash_changed else None
 
 
-def decide(
-    ledger: Ledger,
-    plex: PlexClient,
-    stash: StashClient,
-    scene_id: int,
-    rating_key: int,
-    ratings: tuple[int | None, str],
-    times: tuple[float | None, float | None],
-    written: str | None,
-) -> str | None:
-    """``winner`` for one scene and its item: ``ratings`` (Stash's rating100, Plex's text) now,
-    ``times`` (Stash's ``updated_at``, Plex's ``lastRatedAt``) each on its own server's clock."""
-    stash_at, plex_at = times
-    return winner(
-        *ratings,
-        ledger.rating_seen(scene_id, rating_key),
-        written,
-        None if stash_at is None else stash.clock.to_ours(stash_at),
-        None if plex_at is None else plex.clock.to_ours(plex_at),
-    )
-
-
-def note_seen(ledger: Ledger, scene_id: int, rating_key: int, stash: int | None, plex: str) -> None:
-    """Both sides now show these ratings: the next changes are measured from them."""
-    if agrees(stash, float(plex) if plex else None) and ledger.rating_seen(scene_id, rating_key) != (stash, plex):
-        ledger.set_rating_seen(scene_id, rating_key, stash, plex)
-
-
-class SyncRatings:
-    """``import_ratings`` within a sync (worker/sync.py): whose rating the plan writes to Plex,
-    and, once the item is written, Plex's rating copied to Stash when it wins; both sides are
-    then noted as seen."""
+class RatingRule:
+    """``winner`` against the servers and the ledger: the poll's, and a sync's (``plan``, ``written``)."""
 
     def __init__(self, ledger: Ledger, plex: PlexClient, stash: StashClient, log: StashLog) -> None:
         self.ledger, self.plex, self.stash, self.log = ledger, plex, stash, log
 
-    def winner(self, scene: SceneMetadata, state: PlexItemState, written: str | None) -> str | None:
-        """``decide`` for the scene as Stash gave it and its item as Plex shows it; ``written``:
-        the rating Stash2Plex last wrote to the item."""
-        ratings = (scene.rating100, state.fields.get(RATING, ""))
-        times = (scene.updated_at, state.rated_at)
-        return decide(self.ledger, self.plex, self.stash, scene.id, state.rating_key, ratings, times, written)
+    def side(
+        self, scene_id: int, rating_key: int, ratings: tuple[int | None, str], times: Stamps, written: str | None
+    ) -> str | None:
+        """``winner`` for one scene and its item: ``ratings`` (Stash's rating100, Plex's text) now,
+        ``times`` (Stash's ``updated_at``, Plex's ``lastRatedAt``) each on its own server's clock;
+        ``written``: the rating Stash2Plex last wrote to the item."""
+        stash_at, plex_at = times
+        return winner(
+            *ratings,
+            self.ledger.rating_seen(scene_id, rating_key),
+            written,
+            None if stash_at is None else self.stash.clock.to_ours(stash_at),
+            None if plex_at is None else self.plex.clock.to_ours(plex_at),
+        )
+
+    def seen(self, scene_id: int, rating_key: int, stash: int | None, plex: str) -> None:
+        """Both sides now show these ratings: the next changes are measured from them."""
+        if agrees(stash, float(plex) if plex else None) and self.ledger.rating_seen(scene_id, rating_key) != (
+            stash,
+            plex,
+        ):
+            self.ledger.set_rating_seen(scene_id, rating_key, stash, plex)
+
+    def _synced(self, scene: SceneMetadata, state: PlexItemState, written: str | None) -> str | None:
+        ratings, times = (scene.rating100, state.fields.get(RATING, "")), (scene.updated_at, state.rated_at)
+        return self.side(scene.id, state.rating_key, ratings, times, written)
 
     def plan(
         self, scene: SceneMetadata, state: PlexItemState, desired: Desired, written: Written | None
     ) -> tuple[Desired, Written | None]:
-        """What the sync plans from: Plex's rating stays unless Stash's wins (Plex's wins, or they
-        agree); Stash's cleared rating that wins clears Plex's too, whoever gave it (the plan
-        alone leaves a rating given in Plex since it was written)."""
-        if self.winner(scene, state, written.fields.get(RATING) if written else None) != STASH:
+        """What the sync plans from: Plex's rating stays unless Stash's wins; Stash's cleared rating
+        that wins clears Plex's, whoever gave it (the plan alone leaves one given in Plex)."""
+        if self._synced(scene, state, written.fields.get(RATING) if written else None) != STASH:
             return dataclasses.replace(desired, fields={**desired.fields, RATING: None}), written
         if desired.fields.get(RATING) == "":
             base = written or Written()
@@ -158,24 +148,24 @@ class SyncRatings:
         return desired, written
 
     def written(self, scene: SceneMetadata, state: PlexItemState, plan: ItemPlan) -> None:
-        """The item is written: a rating the user gave in Plex, and changed there only (or after
-        Stash's), goes to Stash now (the poll reads only what was rated since its last look, and
-        the scene may have had no item in the ledger then; our ``sceneUpdate`` fires the scene
-        hook, whose sync finds both sides equal)."""
+        """The item is written: Plex's rating, when it wins, goes to Stash now (the poll may have
+        missed it: the scene had no item then); our ``sceneUpdate``'s hook finds both sides equal."""
         stash, plex = scene.rating100, state.fields.get(RATING, "")
         rerate, rating = rating_change(plan)
         if rerate:
             plex = rating_text(rating)
         else:
             prior = self.ledger.item(state.rating_key)
-            if self.winner(scene, state, prior.fields.get(RATING) if prior else None) == PLEX:
+            if self._synced(scene, state, prior.fields.get(RATING) if prior else None) == PLEX:
                 stash = to_rating100(float(plex) if plex else None)
                 self.stash.set_rating(scene.id, stash)
                 self.log.info(f"scene {scene.id}: the rating given in Plex ({plex or 'none'}) written to Stash")
-        note_seen(self.ledger, scene.id, state.rating_key, stash, plex)
+        self.seen(scene.id, state.rating_key, stash, plex)
 
 
-class RatingsBack:
+class RatingsBack(RatingRule):
+    """The poll: Plex's ratings into Stash."""
+
     def __init__(
         self,
         plex: PlexClient,
@@ -186,8 +176,8 @@ class RatingsBack:
         log: StashLog,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.plex, self.stash, self.ledger, self.index = plex, stash, ledger, index
-        self.journal, self.log, self.clock = journal, log, clock
+        super().__init__(ledger, plex, stash, log)
+        self.index, self.journal, self.clock = index, journal, clock
 
     def run(self) -> Counter[str]:
         """Items rated since the last look (Plex's clock, as ``lastRatedAt``), and the items last
@@ -226,20 +216,12 @@ class RatingsBack:
             return "ratings_scene_gone"
         stash, plex = scene.get("rating100"), rating_text(rated.user_rating)
         changed = parse_timestamp(scene.get("updated_at") or "")
-        side = decide(
-            self.ledger,
-            self.plex,
-            self.stash,
-            record.scene_id,
-            rated.rating_key,
-            (stash, plex),
-            (None if changed is None else changed.timestamp(), rated.rated_at),
-            record.fields.get(RATING),
-        )
+        times = (None if changed is None else changed.timestamp(), rated.rated_at)
+        side = self.side(record.scene_id, rated.rating_key, (stash, plex), times, record.fields.get(RATING))
         if side == PLEX:
             stash = to_rating100(rated.user_rating)
             self.stash.set_rating(record.scene_id, stash)
-        note_seen(self.ledger, record.scene_id, rated.rating_key, stash, plex)
+        self.seen(record.scene_id, rated.rating_key, stash, plex)
         # Stash's winning: the scene hook of its change queued the sync that writes it to Plex
         return {PLEX: "ratings_to_stash", STASH: "ratings_stash_wins"}.get(side or "", "ratings_agree")
 

@@ -1,9 +1,5 @@
-"""Releasing a Plex item no scene owns now: what Stash2Plex wrote there is taken off.
-
-A scene deleted in Stash (``release_gone``), or an item that changed hands: the fields still
-showing what was written go back to Plex's own, the tags written are removed, the rating is
-cleared, the poster uploaded gives way to Plex's own; what the user changed in Plex stays.
-"""
+"""Releasing a Plex item no scene owns now (a deleted scene's, one that changed hands): what
+Stash2Plex wrote there is taken off (``release``); what the user changed in Plex stays."""
 
 from __future__ import annotations
 
@@ -18,28 +14,21 @@ from validation.fields import SYNCED
 from validation.metadata import scene_from_stash
 
 if TYPE_CHECKING:
-    from plex.client import PlexClient, PlexItemState
-    from plex.index import LibraryIndex
-    from stash.client import StashClient
-    from sync_queue.ledger import ItemRecord, Ledger, SceneRecord
-    from validation.config import Settings
+    from plex.client import PlexItemState
+    from sync_queue.ledger import ItemRecord, SceneRecord
     from worker.locate import Locator
     from worker.poster import Posters
 
 
 class Releaser:
-    def __init__(
-        self,
-        client: PlexClient,
-        index: LibraryIndex,
-        ledger: Ledger,
-        stash: StashClient,
-        settings: Settings,
-        locator: Locator,
-        posters: Posters,
-    ) -> None:
-        self.client, self.index, self.ledger, self.stash, self.settings = client, index, ledger, stash, settings
-        self.locator, self.posters = locator, posters
+    def __init__(self, locator: Locator, posters: Posters) -> None:
+        self.client, self.index, self.ledger, self.settings = (
+            locator.client,
+            locator.index,
+            locator.ledger,
+            locator.settings,
+        )
+        self.stash, self.locator, self.posters = posters.stash, locator, posters
         self.released: set[int] = set()  # items released by this process and not written since (worker/sync.py)
 
     def release_gone(self, scene_id: int, record: SceneRecord) -> list[int]:

@@ -39,7 +39,7 @@ from validation.config import Settings
 from validation.metadata import SceneMetadata
 from worker.locate import Locator
 from worker.poster import Posters
-from worker.ratings import SyncRatings
+from worker.ratings import RatingRule
 from worker.release import Releaser
 
 if TYPE_CHECKING:
@@ -87,13 +87,8 @@ class Syncer:
         log: StashLog,
         choices: Choices | None = None,
     ) -> None:
-        self.client = client
-        self.index = index
-        self.ledger = ledger
-        self.stash = stash
-        self.settings = settings
-        self.choices = choices or Choices.build(settings)
-        self.log = log
+        self.client, self.index, self.ledger, self.stash, self.settings = client, index, ledger, stash, settings
+        self.choices, self.log = choices or Choices.build(settings), log
         self._held_saves: list[SceneRecord] | None = None  # see saves_held
         self._held_lock = threading.Lock()
         # performer photos this process wrote: actor (case-folded) → URL. Plex keeps one per actor
@@ -101,8 +96,8 @@ class Syncer:
         self._photos_sent: dict[str, str] = {}
         self.locator = Locator(client, index, ledger, settings, log)
         self.posters = Posters(client, stash, ledger, settings)
-        self.releaser = Releaser(client, index, ledger, stash, settings, self.locator, self.posters)
-        self.ratings = SyncRatings(ledger, client, stash, log) if settings.import_ratings else None
+        self.releaser = Releaser(self.locator, self.posters)
+        self.ratings = RatingRule(ledger, client, stash, log) if settings.import_ratings else None
 
     # -- what Stash wants ------------------------------------------------------
     def state_hash(self, scene: SceneMetadata) -> str:

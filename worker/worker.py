@@ -87,18 +87,12 @@ class Parts:
 
 class Worker:
     def __init__(self, parts: Parts, *, concurrency: int = 6, probe_now: bool = False) -> None:
-        self.queue, self.dlq, self.ledger, self.stash = parts.queue, parts.dlq, parts.ledger, parts.stash
-        self.syncer, self.breaker, self.stats_store, self.log = (
-            parts.syncer,
-            parts.breaker,
-            parts.stats_store,
-            parts.log,
-        )
-        self.events, self.waits, self.viewers = parts.events, parts.waits, parts.viewers
-        self.clock, self.sleep, self.timer = parts.clock, parts.sleep, parts.timer
+        p = parts
+        self.queue, self.dlq, self.ledger, self.stash, self.syncer = p.queue, p.dlq, p.ledger, p.stash, p.syncer
+        self.breaker, self.stats_store, self.log, self.events = p.breaker, p.stats_store, p.log, p.events
+        self.waits, self.viewers, self.clock, self.sleep, self.timer = p.waits, p.viewers, p.clock, p.sleep, p.timer
         self.rng = parts.rng or random.Random()
-        self.max_concurrency = concurrency
-        self.concurrency = concurrency
+        self.max_concurrency = self.concurrency = concurrency
         self.delta = Delta()  # outcomes since the last checkpoint, then added to stats.db
         self.stats: Counter[str] = Counter()  # the run's (a task's reply): the checkpoints' deltas summed
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
