@@ -243,21 +243,18 @@ class Worker:
         user started probes Plex at once, whatever the breaker says."""
         now = self.clock()
         forced, self._probe_now = self._probe_now and self.breaker.force_probe(), False
-        if not forced and not self.breaker.allow():
-            wait = max(1.0, self.breaker.seconds_until_probe())
-            for item in batch:
-                self.queue.postpone(item, now + wait)
+        allowed = forced or self.breaker.allow()
+        if allowed:
+            self._breaker_seen = self.breaker.state()
+            if self._breaker_seen.state != State.HALF_OPEN or self._probe():
+                return batch
+        wait = max(1.0, self.breaker.seconds_until_probe())
+        for item in batch:
+            self.queue.postpone(item, now + wait)
+        if not allowed:
             self._say_unavailable(f"circuit breaker open; next try in {wait:.0f} s")
-            self.delta.waiting(len(batch))
-            return []
-        self._breaker_seen = self.breaker.state()
-        if self._breaker_seen.state == State.HALF_OPEN and not self._probe():
-            wait = max(1.0, self.breaker.seconds_until_probe())
-            for item in batch:
-                self.queue.postpone(item, now + wait)
-            self.delta.waiting(len(batch))
-            return []
-        return batch
+        self.delta.waiting(len(batch))
+        return []
 
     def _probe(self) -> bool:
         """This process is the breaker's probe: one request of its own decides, not a job
