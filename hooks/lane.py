@@ -115,4 +115,8 @@ def entity_records(context: dict[str, Any], now: float) -> list[dict[str, Any]]:
 
 
 def _ids(values: Any) -> list[int]:
-    return [int(v) for v in values if str(v).isdigit()] if isinstance(values, list) else []
+    """The ids of a list Stash sent (numbers or their decimal strings); others are passed over."""
+    if not isinstance(values, list):
+        return []
+    found = (int(v) if isinstance(v, str) and v.isascii() and v.isdigit() else v for v in values)
+    return [v for v in found if inbox.an_id(v)]

@@ -58,6 +58,12 @@ def put(data_dir: str, record: dict[str, Any]) -> None:
     append(spool_path(folder), f"\n{line}\n".encode())
 
 
+def an_id(value: Any) -> bool:
+    """Whether ``value`` may be a line's scene or entity id: a whole number from 1 that SQLite
+    stores (a larger one would stop every later move of the inbox into the queue)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
+
+
 def scene_record(scene_id: int, priority: str, event: str, fields: tuple[str, ...], at: float) -> dict[str, Any]:
     return {"scene": scene_id, "priority": priority, "event": event, "fields": list(fields), "at": at}
 

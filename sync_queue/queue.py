@@ -21,17 +21,13 @@ def _inbox_item(record: dict[str, Any]) -> Job | EntityEvent:
     """The job or entity event of an inbox line (ValueError/TypeError when it is none)."""
     if "entity" in record:
         kind, entity_id = record["entity"], record["id"]
-        if not isinstance(kind, str) or not _an_id(entity_id):
+        if not isinstance(kind, str) or not inbox.an_id(entity_id):
             raise ValueError(f"not an entity event: {kind!r} {entity_id!r}")
         return EntityEvent(kind, entity_id, str(record["event"]), float(record["at"]))
     scene_id, priority = record["scene"], record["priority"]
-    if priority not in PRIORITIES or not _an_id(scene_id):
+    if priority not in PRIORITIES or not inbox.an_id(scene_id):
         raise ValueError(f"not a scene job: scene {scene_id!r}, priority {priority!r}")
     return Job(scene_id, priority, float(record["at"]))  # the hook's event and fields are not read
-
-
-def _an_id(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 class JobQueue(QueueRules):

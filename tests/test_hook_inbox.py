@@ -219,3 +219,14 @@ def test_a_hook_writes_its_line_before_it_looks_for_a_drainer(tmp_path, monkeypa
     assert [[sid for sid, _, _ in lines] for lines in seen] == [[3, 4]]  # written, then looked
     assert len(spawned) == (1 if drainer_runs else 2)
     assert (data / inbox.NUDGE_FILE).exists() == drainer_runs
+
+
+def test_an_inbox_line_sqlite_cannot_hold_is_set_aside_and_the_rest_move(folder):
+    """An id past SQLite's 64 bits (a tag's child list) must not stop every later take."""
+    inbox.put(str(folder.parent), inbox.entity_record("tag", 2**63, "Tag.Update.Post", NOW))
+    inbox.put(str(folder.parent), inbox.entity_record("tag", 7, "Tag.Update.Post", NOW))
+    queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
+    assert [t.job.scene_id for t in queue.take(10)] == [1]
+    assert queue.take_rejected() == [("inbox", 0, "ValueError: not an entity event: 'tag' 9223372036854775808")]
+    assert inbox_lines(folder) == [] and queue.counts()["entity_events"] == 1
+    queue.close()

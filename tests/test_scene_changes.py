@@ -187,6 +187,8 @@ def test_a_skipped_scene_is_synced_once_its_tag_leaves_the_skipped_tag(plugin):
     [
         ({"id": "5", "child_ids": ["7", "8"]}, ["id", "child_ids"]),  # tagUpdate: the new list
         ({"ids": ["5"], "child_ids": {"ids": ["7", "8"], "mode": "ADD"}}, ["ids", "child_ids"]),  # bulkTagUpdate
+        # what is no tag id SQLite stores is passed over: another script's digit, 2**63, a flag
+        ({"id": "5", "child_ids": ["7", "\u0663", str(2**63), True, 8]}, ["id", "child_ids"]),
     ],
 )
 def test_tags_given_a_new_parent_get_events_of_their_own(given, fields):
