@@ -176,14 +176,16 @@ def _settings_fixed(app: App, log: StashLog) -> bool:
 
 def _disk_back(app: App, log: StashLog, failures: int) -> bool:
     """After our own disk refused: hold the lock (hooks then only queue) and wait 2, 4, 8 …
-    60 s (``probe_wait``) while jobs wait, then try again. False when nothing waits, or a
-    task asked for the lock, or another drainer has it."""
+    60 s (``probe_wait``) while jobs wait, then try again. False when nothing waits (looked at
+    once more after letting go of the lock, as the hooks expect), or a task asked for the
+    lock, or another drainer has it."""
     lock = HeldLock(app.lock_path)
     if not lock.acquire(patience=LOCK_PATIENCE_S):
         return False
     try:
         if not _work_waits(app):
-            return False
+            lock.release()  # a hook that found it held only nudged: look once more, let go
+            return _work_waits(app)
         wait = probe_wait(failures)
         log.info(f"the jobs wait for the disk; the drainer tries again in {wait:.0f} s")
         deadline = time.monotonic() + wait
