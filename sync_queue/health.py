@@ -139,7 +139,10 @@ def warning_due(data_dir: Path | str, now: float, busy_s: float = 0.0, every_s: 
 
 
 def _failing_text(failing: dict, now: float) -> str:
-    since = time.strftime("%H:%M", time.localtime(float(failing.get("at") or now)))
+    try:
+        since = time.strftime("%H:%M", time.localtime(float(failing.get("at") or now)))
+    except (TypeError, ValueError, OverflowError, OSError):  # a damaged file: said as of now
+        since = time.strftime("%H:%M", time.localtime(now))
     fix = str(failing.get("fix") or "")
     reason = str(failing["reason"])
     text = f"background sync is failing (last try {since}): {reason}"

@@ -231,3 +231,24 @@ def test_an_inbox_line_sqlite_cannot_hold_is_set_aside_and_the_rest_move(folder)
     assert queue.take_rejected() == [("inbox", 0, "ValueError: not an entity event: 'tag' 9223372036854775808")]
     assert inbox_lines(folder) == [] and queue.counts()["entity_events"] == 1
     queue.close()
+
+
+@pytest.mark.parametrize("at", ["soon", 1e300, None])
+def test_a_damaged_health_file_still_lets_the_hook_start_a_drainer(tmp_path, monkeypatch, at):
+    """The hook's warning reads sync_health.json, a file of ours another program may have
+    damaged: a time that is none is 'now', not a traceback after the line was written and
+    before the drainer was started (the line would wait for the next hook)."""
+    import json
+
+    from app import root
+    from sync_queue import health
+
+    data = tmp_path / "data"
+    spawned: list = []
+    monkeypatch.setattr(root, "spawn_detached", lambda *args: spawned.append(args))
+    assert _run_hook(create_context(3), data) == "scene 3 queued"
+    (data / health.HEALTH_FILE).write_text(json.dumps({"failing": {"reason": "Plex said 401", "at": at}}))
+    assert _run_hook(create_context(4), data) == "scene 4 queued"
+    assert len(spawned) == 2
+    text = health.warning_due(str(data), NOW, every_s=0)
+    assert text is not None and text.startswith("background sync is failing (last try ")
