@@ -100,6 +100,25 @@ def test_a_line_written_while_the_file_moves_goes_to_the_new_file(tmp_path, monk
     assert not platform.take_aside(str(tmp_path / "none"), taken)
 
 
+@pytest.mark.skipif(os.name == "nt", reason="POSIX: the take waits on the appenders' shared flock")
+def test_a_take_waits_for_the_append_under_way(tmp_path):
+    """The consumer reads the taken file only after the appenders writing into it finished."""
+    import fcntl
+    import threading
+
+    from core import platform
+
+    spool, taken = str(tmp_path / "inbox.spool"), str(tmp_path / "inbox.spool.taken")
+    platform.append(spool, b"a\n")
+    writing = os.open(spool, os.O_WRONLY | os.O_APPEND)
+    fcntl.flock(writing, fcntl.LOCK_SH)  # an appender between its lock and its write
+    done = threading.Event()
+    threading.Thread(target=lambda: done.set() if platform.take_aside(spool, taken) else None).start()
+    assert not done.wait(0.2)
+    os.close(writing)
+    assert done.wait(5)
+
+
 def _open_first(fd: int):
     """os.open that hands out a duplicate of ``fd`` (a file opened earlier) once, then opens."""
     real = os.open
