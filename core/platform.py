@@ -200,6 +200,21 @@ def take_aside(path: str, taken: str) -> bool:
     return True
 
 
+def discard(path: str) -> bool:
+    """Delete ``path``; False when it is gone already or (Windows) another process has it
+    open, a reader (Windows deletes no file open without delete sharing, which Python's
+    ``open`` does not ask for): it stays for the next try."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        return False
+    except PermissionError:
+        if IS_WINDOWS:
+            return False
+        raise
+    return True
+
+
 def spawn_detached(argv: Sequence[str], stdin_data: bytes, log_path: Path) -> int:
     """Start ``argv`` detached from us and from Stash; return its pid at once.
 

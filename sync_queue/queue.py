@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -66,8 +65,7 @@ class JobQueue(QueueRules):
             self.put_many(item for item in items if isinstance(item, Job))
             self.put_entity_events(item for item in items if isinstance(item, EntityEvent))
             self.store.rejected.extend(("inbox", 0, f"not a job: {line!r}") for line in bad)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(taken)
+            inbox.moved(taken)
 
     def _inbox_items(self, records: list[dict[str, Any]]) -> list[Job | EntityEvent]:
         """The jobs and entity events of inbox lines; a line that is none (a damaged file) is

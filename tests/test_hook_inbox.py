@@ -271,3 +271,26 @@ def test_a_damaged_health_file_still_lets_the_hook_start_a_drainer(tmp_path, mon
     assert len(spawned) == 2
     text = health.warning_due(str(data), NOW, every_s=0)
     assert text is not None and text.startswith("background sync is failing (last try ")
+
+
+def test_a_taken_file_a_reader_holds_open_on_windows_stays_for_the_next_take(folder, monkeypatch):
+    """Windows deletes no file another process has open (a status read of the inbox): the
+    take goes on, and a later one moves the same lines again (as after a crash)."""
+    from core import platform
+
+    real, reader = os.remove, [True]
+
+    def held(path):
+        if str(path).endswith(inbox.TAKEN_SUFFIX) and reader:
+            raise PermissionError(13, "The process cannot access the file", path)
+        real(path)
+
+    monkeypatch.setattr(platform, "IS_WINDOWS", True)
+    monkeypatch.setattr(platform.os, "remove", held)
+    queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
+    assert [t.job.scene_id for t in queue.take(10)] == [1]
+    assert inbox_lines(folder) == [(1, INTERACTIVE, NOW)]  # still there
+    reader.clear()  # the reader is done
+    assert [t.job.scene_id for t in queue.take(10)] == [1]  # its line moved again: one more sync, none lost
+    assert inbox_lines(folder) == []
+    queue.close()
