@@ -16,7 +16,7 @@ import time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
     from typing import IO
 
@@ -183,14 +183,8 @@ def take_aside(path: str, taken: str) -> bool:
     """Move ``path`` to ``taken`` so that no appender (:func:`append`) writes to it any
     more, and wait for the ones writing now; False when there was nothing to move (or,
     on Windows, an appender has it open: the next take moves it)."""
-    try:
-        os.replace(path, taken)
-    except FileNotFoundError:
+    if not _unless_held(os.replace, path, taken):
         return False
-    except PermissionError:
-        if IS_WINDOWS:
-            return False
-        raise
     if sys.platform != "win32":
         import fcntl
 
@@ -202,10 +196,16 @@ def take_aside(path: str, taken: str) -> bool:
 
 def discard(path: str) -> bool:
     """Delete ``path``; False when it is gone already or (Windows) another process has it
-    open, a reader (Windows deletes no file open without delete sharing, which Python's
-    ``open`` does not ask for): it stays for the next try."""
+    open, a reader: it stays for the next try."""
+    return _unless_held(os.remove, path)
+
+
+def _unless_held(change: Callable[..., None], *paths: str) -> bool:
+    """Move or delete a file; False when it is gone, or on Windows when another process has
+    it open (Windows moves and deletes no file open without delete sharing, which Python's
+    ``open`` and ``os.open`` do not ask for)."""
     try:
-        os.remove(path)
+        change(*paths)
     except FileNotFoundError:
         return False
     except PermissionError:
