@@ -391,6 +391,11 @@ def test_health_check_reports_an_unreachable_stash_without_failing(plugin):
         ),
         # pairs deriving different but compatible rules: the more general one explains all
         ([("/s/media/x.mp4", "/p/media/x.mp4"), ("/s/media/other/y.mp4", "/p/media/other/y.mp4")], "/s=/p"),
+        # only a rule the setting can hold: ';' separates rules, the first '=' ends the Stash prefix
+        ([("/mnt/x;y/v/a.mp4", "/plex/media/a.mp4")], None),
+        ([("/mnt/v/a.mp4", "/plex/x;y/a.mp4")], None),
+        ([("/mnt/x=y/v/a.mp4", "/plex/m/a.mp4")], None),
+        ([("/mnt/v/a.mp4", "/plex/x=y/a.mp4")], "/mnt/v=/plex/x=y"),
     ],
 )
 def test_suggest_path_map(pairs, expected):

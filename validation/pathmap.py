@@ -208,7 +208,16 @@ class PathMap:
         s_prefix, p_prefix = _prefix(stash, len(s_parts) - common), _prefix(plex, len(p_parts) - common)
         if not s_prefix or not p_prefix or self.key(s_prefix) == self.key(p_prefix):
             return None
-        return PathRule(s_prefix, p_prefix)
+        return PathRule(s_prefix, p_prefix) if _writable(s_prefix, p_prefix) else None
+
+
+def _writable(stash_prefix: str, plex_prefix: str) -> bool:
+    """Whether the ``path_map`` setting can hold this rule (a folder named with ';', or '='
+    before the Plex side, would read as other rules: the suggestion would not do what it says)."""
+    try:
+        return parse_path_map(f"{stash_prefix}={plex_prefix}") == (PathRule(stash_prefix, plex_prefix),)
+    except ValueError:
+        return False
 
 
 def basename(path: str) -> str:
