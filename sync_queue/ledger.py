@@ -367,9 +367,10 @@ class Ledger(sqlite.Store):
             )
 
     def forget_scene(self, scene_id: int) -> None:
-        """The scene is gone from Stash: its record, the entities it showed and its loose match."""
+        """The scene is gone from Stash: its record, the entities it showed, its loose match
+        and the user's answer for it (a pin of a scene gone would keep its item from others)."""
         with self._lock, sqlite.write(self._db()) as conn:
-            for table in ("scenes", "scene_entities", "loose_matches"):
+            for table in ("scenes", "scene_entities", "loose_matches", "pins"):
                 conn.execute(f"DELETE FROM {table} WHERE scene_id = ?", (scene_id,))
 
     def scene_ids(self) -> set[int]:

@@ -151,3 +151,18 @@ def test_a_pin_onto_the_item_another_scene_holds_is_refused_with_what_would_work
     assert again.error.startswith(f"Plex item {rk} is scene {owner} ('The owner')'s")
     plugin.wait_drained()
     assert title(plugin, rk) == "The owner" and pins(plugin) == {owner: ("item", rk)}
+
+
+def test_a_deleted_scenes_pin_goes_with_it(plugin):
+    """A scene deleted from Stash leaves no pin: its item may be pinned to another scene
+    (the pin of a scene that is gone would refuse it for good, naming a scene nobody sees)."""
+    owner, rk = plugin.add_scene(1, title="Gone soon")
+    assert operation(plugin, mode="ui_pin", scene_id=owner, rating_key=rk).error is None
+    plugin.wait_drained()
+    assert plugin.hook(plugin.stash.delete_scene(owner)).error is None
+    plugin.wait_drained()
+    assert pins(plugin) == {}
+    other = plugin.stash.add_scene(title="Its copy", files=[{"path": "/stash/media/elsewhere.mp4", "size": 1}])
+    assert operation(plugin, mode="ui_pin", scene_id=other, rating_key=rk).error is None
+    plugin.wait_drained()
+    assert pins(plugin) == {other: ("item", rk)}
