@@ -38,6 +38,7 @@ LINGER_S = 15.0  # how long an idle drainer waits for more work before it exits
 LINGER_POLL_S = 0.2
 FIX_CHECK_S = 3.0  # after a wrong setting stopped the run: how often the saved settings are compared
 FIX_WAIT_S = 600.0  # and for how long
+FIX_WAIT_LOCK = "drainer.fix.lock"  # held by the one drainer waiting for the fix
 DISK_WAIT = "disk"  # drain_once: our own disk refused (full, a file held); wait, then again
 
 
@@ -159,19 +160,26 @@ def _settings_fixed(app: App, log: StashLog) -> bool:
     request every ``FIX_CHECK_S``, for at most ``FIX_WAIT_S``): saving the fix in Stash
     runs no hook, and the queued jobs should not wait for the next edit. False when time
     ran out or another drainer or a task took the lock meanwhile (this one does not hold
-    it while it waits: a hook or a task starts over as usual)."""
+    it while it waits: a hook or a task starts over as usual), or another drainer waits
+    already (``FIX_WAIT_LOCK``: each hook starts a drainer, and each would wait)."""
     if app.fix_wait_s(FIX_WAIT_S) == 0:
         return False
-    log.info(f"the queued jobs wait for the fix; the settings are checked every {FIX_CHECK_S:.0f} s")
-    deadline = time.monotonic() + app.fix_wait_s(FIX_WAIT_S)
-    while time.monotonic() < deadline:
-        time.sleep(FIX_CHECK_S)
-        if app.drainer_running():
-            return False
-        if app.settings_changed():
-            log.info("the plugin settings changed; the drainer starts over with them")
-            return True
-    return False
+    waiting = HeldLock(app.data_dir / FIX_WAIT_LOCK)
+    if not waiting.acquire():
+        return False  # another drainer waits for the fix already, and drains every job when it comes
+    try:
+        log.info(f"the queued jobs wait for the fix; the settings are checked every {FIX_CHECK_S:.0f} s")
+        deadline = time.monotonic() + app.fix_wait_s(FIX_WAIT_S)
+        while time.monotonic() < deadline:
+            time.sleep(FIX_CHECK_S)
+            if app.drainer_running():
+                return False
+            if app.settings_changed():
+                log.info("the plugin settings changed; the drainer starts over with them")
+                return True
+        return False
+    finally:
+        waiting.release()
 
 
 def _disk_back(app: App, log: StashLog, failures: int) -> bool:

@@ -110,3 +110,21 @@ def test_a_cover_that_trickles_in_is_given_up_at_the_download_deadline(plugin):
     assert run.output["retrying"] == 1, run.output
     assert "took longer than 2 s to send a screenshot" in run.stderr, run.stderr[-2000:]
     assert plugin.stash.screenshot_requests == [sid], plugin.stash.screenshot_requests  # read once, not twice
+
+
+def test_edits_saved_while_a_setting_is_wrong_leave_one_drainer_waiting_for_the_fix(plugin):
+    """Each hook finds no drainer holding the lock (the one waiting for the fix lets it go),
+    so each starts one; one of them waits for the fix (it drains every job once it comes),
+    the others exit instead of each polling Stash's settings for ten minutes."""
+    plugin.env["STASH2PLEX_DRAINER_FIX_WAIT_S"] = "60"
+    scenes = [plugin.add_scene(i) for i in (1, 2, 3)]
+    plugin.configure(plex_libraries="Stsah")
+    for n, (sid, _) in enumerate(scenes, start=1):
+        assert plugin.hook(plugin.stash.update_scene(sid, title=f"Fixed {n}")).error is None
+        wait_for(lambda n=n: plugin.drainer_log().count("drainer stopped") >= n, 30, "the drainer to stop", step=0.1)
+        wait_for(lambda: not plugin.drainer_busy(), 30, "the drainer to let the queue go", step=0.1)
+    assert plugin.drainer_log().count("the queued jobs wait for the fix") == 1
+    plugin.configure(plex_libraries="Stash")
+    for n, (_, rk) in enumerate(scenes, start=1):
+        wait_for(lambda rk=rk, n=n: plugin.plex.item(rk)["fields"]["title"] == f"Fixed {n}", 30, "the edits", step=0.2)
+    plugin.wait_drained()
