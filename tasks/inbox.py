@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from core.errors import InputError, InvalidMetadata, PlexNotFound, Stash2PlexError
+from plex.client import PlexItemState
 from plex.matcher import PathIndex, PlexFile, SceneFile, distinct_items, duration_agrees, match_scene, size_agrees
 from plex.suggest import suggest_rule, unsettled
 from sync_queue.dlq import INBOX_KINDS
@@ -141,20 +142,42 @@ def _details(
                         by_size.setdefault(plex_file.size, []).append(plex_file)
             candidates = by_size.get(files[0].size, [])
         item["candidates"] = [_candidate(c, libraries, files) for c in _first(candidates, entry["linked"])]
-        _mark_held(app, entry["scene_id"], item["candidates"])
         shown.append(item)
+    if plex is not None:
+        _mark_held(app, shown, plex[1])
     return shown
 
 
-def _mark_held(app: Context, scene_id: int, candidates: list[dict[str, Any]]) -> None:
-    """``held_by``: the other scene an item was last written for or is pinned to (a pin there
-    is refused while that scene holds it: tasks/pins.py), so the card says so before a click."""
-    keys = [c["rating_key"] for c in candidates]
-    owners = {rk: record.scene_id for rk, record in app.ledger().items(keys).items()}
-    pinned = {p.rating_key: sid for sid, p in app.ledger().pins().items() if p.rating_key in keys}
-    for c in candidates:
-        holder = pinned.get(c["rating_key"], owners.get(c["rating_key"]))
-        c["held_by"] = holder if holder not in (None, scene_id) else None
+def _mark_held(app: Context, shown: list[dict[str, Any]], paths: PathIndex) -> None:
+    """``held_by``: the other scene whose item a candidate is now, as a pin onto it would
+    be refused (worker/release.py ``holders``, tasks/pins.py), so the card says so before a
+    click. The item's files come from the cached index (no Plex request); the holders are
+    read from Stash in one request for the whole page."""
+    cards = [(card["scene_id"], c) for card in shown for c in card["candidates"]]
+    if not cards:
+        return
+    keys = {c["rating_key"] for _, c in cards}
+    parts: dict[int, list[PlexFile]] = {}
+    for plex_file in paths.files():
+        if plex_file.rating_key in keys:
+            parts.setdefault(plex_file.rating_key, []).append(plex_file)
+    states = {rk: _state(files) for rk, files in parts.items()}
+    asks = [(states[c["rating_key"]], scene_id) for scene_id, c in cards]
+    for (_, c), holder in zip(cards, app.syncer().releaser.holders(asks), strict=True):
+        c["held_by"] = holder
+
+
+def _state(files: list[PlexFile]) -> PlexItemState:
+    """An item as the index lists it (its files; no fields): what ``holders`` compares."""
+    first = files[0]
+    return PlexItemState(
+        first.rating_key,
+        first.section_id,
+        tuple(f.path for f in files),
+        {},
+        {},
+        parts=tuple((f.path, f.size, f.duration_ms) for f in files),
+    )
 
 
 def _first(candidates: list[PlexFile], linked: int | None) -> list[PlexFile]:

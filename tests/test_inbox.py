@@ -153,3 +153,21 @@ def test_with_plex_down_the_inbox_still_lists_its_scenes_and_says_why_no_candida
     assert out.output["plex_problem"].startswith("Plex refused the connection")
     help_ = operation(plugin, mode="ui_path_help")
     assert help_.error is None and help_.output["rule"] is None
+
+
+def test_a_cards_held_by_mark_and_a_pin_onto_that_item_give_one_answer(plugin):
+    """A candidate is marked another scene's exactly when a pin onto it is refused: the
+    recorded owner must still hold the item's file (worker/release.py ``holders``)."""
+    moved, left = plugin.add_scene(1, name="x/clip.mp4")[0], plugin.add_scene(2, name="y/clip.mp4")[0]
+    assert plugin.task("all").error is None
+    plugin.wait_drained()
+    plugin.stash.update_scene(moved, files=[{"path": "/stash/media/moved.mp4", "size": 1001}])  # not synced yet
+    sid = plugin.stash.add_scene(title="Two fit", files=[{"path": "/stash/media/a/clip.mp4", "size": 5}])
+    dead_letter(plugin, sid, "AmbiguousMatch", "two Plex items fit", "Two fit")
+    (card,) = operation(plugin, mode="ui_inbox").output["scenes"]
+    marks = {c["path"]: (c["rating_key"], c["held_by"]) for c in card["candidates"]}
+    (free, free_mark), (held, held_mark) = marks["/plex/media/x/clip.mp4"], marks["/plex/media/y/clip.mp4"]
+    assert (free_mark, held_mark) == (None, left)
+    refused = operation(plugin, mode="ui_pin", scene_id=sid, rating_key=held)
+    assert refused.error is not None and refused.error.startswith(f"Plex item {held} is scene {left} ('Scene 2')'s")
+    assert operation(plugin, mode="ui_pin", scene_id=sid, rating_key=free).error is None

@@ -6,7 +6,8 @@ from __future__ import annotations
 import functools
 import ntpath
 import posixpath
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from core.errors import InvalidMetadata
 from plex.plan import ItemPlan, Written, edit_batches, edit_params, rating_change, release_plan, split_removals
@@ -62,13 +63,14 @@ class Releaser:
             self.client.forget(rating_key)
         return True
 
-    def _holds(self, scene_id: int, state: PlexItemState) -> bool:
+    def _holds(self, scene_id: int, state: PlexItemState, raws: dict[int, dict[str, Any]] | None = None) -> bool:
         """Whether the scene the item was last written for still exists and holds its file
-        (or was pinned to it, or accepted it by name): then the item is still its own."""
+        (or was pinned to it, or accepted it by name): then the item is still its own.
+        ``raws``: the scenes read from Stash already (``holders`` reads them in one request)."""
         pin = self.locator.pin(scene_id)
         if pin is not None and pin.rating_key == state.rating_key:
             return True
-        raw = self.stash.scenes_by_id([scene_id]).get(scene_id)
+        raw = (self.stash.scenes_by_id([scene_id]) if raws is None else raws).get(scene_id)
         if raw is None:
             return False
         try:
@@ -78,16 +80,38 @@ class Releaser:
         return self.locator.mismatch(scene, state, state.rating_key, exact=False) is None
 
     def holder(self, state: PlexItemState, other_than: int) -> int | None:
-        """The scene besides ``other_than`` whose item this is now: one pinned to it, or the
-        one it was last written for while that scene still holds its file (``_holds``).
-        A second scene pinned there would take the item over on every sync, and back."""
-        pinned = [sid for sid, p in self.ledger.pins().items() if p.rating_key == state.rating_key]
-        if any(sid != other_than for sid in pinned):
-            return min(sid for sid in pinned if sid != other_than)
-        prior = self.ledger.item(state.rating_key)
-        if prior is None or prior.scene_id == other_than:
-            return None
-        return prior.scene_id if self._holds(prior.scene_id, state) else None
+        """The scene besides ``other_than`` whose item this is now (``holders``)."""
+        return self.holders([(state, other_than)])[0]
+
+    def holders(self, asks: Sequence[tuple[PlexItemState, int]]) -> list[int | None]:
+        """For each (item, scene): the scene besides that one whose item this is now: one
+        pinned to it, or the one it was last written for while that scene still holds its
+        file (``_holds``). A second scene pinned there would take the item over on every
+        sync, and back. The one answer for a pin (tasks/pins.py) and the inbox's cards
+        (tasks/inbox.py ``held_by``); the owners are read from Stash in one request."""
+        keys = list(dict.fromkeys(state.rating_key for state, _ in asks))
+        pinned: dict[int, list[int]] = {}
+        for sid, pin in self.ledger.pins().items():
+            if pin.rating_key in keys:
+                pinned.setdefault(pin.rating_key, []).append(sid)
+        priors = self.ledger.items(keys)
+        owners = [
+            priors[state.rating_key].scene_id
+            for state, other_than in asks
+            if state.rating_key in priors and priors[state.rating_key].scene_id != other_than
+        ]
+        raws = self.stash.scenes_by_id(owners) if owners else {}
+        found: list[int | None] = []
+        for state, other_than in asks:
+            others = [sid for sid in pinned.get(state.rating_key, []) if sid != other_than]
+            prior = priors.get(state.rating_key)
+            if others:
+                found.append(min(others))
+            elif prior is None or prior.scene_id == other_than:
+                found.append(None)
+            else:
+                found.append(prior.scene_id if self._holds(prior.scene_id, state, raws) else None)
+        return found
 
     def release(self, state: PlexItemState, prior: ItemRecord) -> ItemPlan:
         """Take off the item everything written there for ``prior``'s scene, which no longer
