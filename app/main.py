@@ -199,10 +199,11 @@ def _answer(stdout: TextIO, log: StashLog, work: Callable[[], Any], reply_none: 
 
 
 def _disk_refused(exc: OSError) -> bool:
-    """A full, read-only or forbidden folder (not a bug): said in words, without a traceback."""
-    from sync_queue.sqlite import DISK_ERRNOS
+    """A full, read-only, forbidden or held file, or a damaged data folder (not a bug): said
+    in words (sync_queue/sqlite.py ``os_error``), without a traceback."""
+    from sync_queue.sqlite import DISK_ERRNOS, MISPLACED_ERRNOS
 
-    return exc.errno in DISK_ERRNOS and bool(exc.filename)
+    return exc.errno in DISK_ERRNOS | MISPLACED_ERRNOS and bool(exc.filename)
 
 
 def _unexpected(stdout: TextIO, log: StashLog, exc: Exception) -> int:

@@ -10,6 +10,7 @@ what ``filelock``/``psutil`` wrap), as the runtime dependency list is fixed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import time
@@ -134,7 +135,7 @@ def append(path: str, record: bytes) -> None:
     away: the appender holds a shared lock while it writes and writes only while ``path``
     is still the file it opened. POSIX: ``O_APPEND`` puts each write at the end
     atomically; Windows' C runtime seeks then writes, so there appenders take turns on a
-    byte lock. OSError (a full disk) is raised; what a short write left is cut off by the
+    byte lock. OSError (a full disk; ``EBUSY``: the file stayed held) is raised; what a short write left is cut off by the
     next record's leading newline (readers skip what does not parse)."""
     for _ in range(100):  # a take moves the file at most once per drainer pass
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
@@ -145,7 +146,7 @@ def append(path: str, record: bytes) -> None:
             raise OSError(exc.errno, exc.strerror, path) from None  # which file the disk refused
         finally:
             os.close(fd)
-    raise OSError(f"could not append to {path}: it kept being moved away")
+    raise OSError(errno.EBUSY, "it kept being moved away", path)
 
 
 def _append_locked(fd: int, path: str, record: bytes) -> bool:

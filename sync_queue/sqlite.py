@@ -138,13 +138,40 @@ def disk_error(path: Path, errno_: int | None, exc: BaseException) -> DiskRefuse
     elif errno_ in (_errno.EACCES, _errno.EPERM):
         why = f"permission denied in {folder}"
         remedy = "Give the user Stash runs as write access to that folder and its files, then run the task again."
+    elif errno_ == _errno.EBUSY:
+        why = f"another program kept it busy ({exc.strerror if isinstance(exc, OSError) else exc})"
+        remedy = (
+            "Close what holds it (a backup tool, antivirus), then edit the scene again or run 'Sync recent changes'."
+        )
     else:
         why = f"the disk holding {folder} reported an error ({exc})"
         remedy = "Check that disk (space, permissions, health), then run the task again."
     return DiskRefused(f"cannot write {path}: {why}. {untouched} {remedy}")
 
 
-DISK_ERRNOS = {_errno.ENOSPC, _errno.EROFS, _errno.EACCES, _errno.EPERM, _errno.EFBIG, getattr(_errno, "EDQUOT", -1)}
+def misplaced_error(path: Path) -> DataFileError:
+    """A data folder another program damaged: a file where one of our folders belongs, or a
+    folder where one of our files does (the first of ``path`` and its parents that exists)."""
+    culprit = next((p for p in (path, *path.parents) if p.exists()), path)
+    what = "a folder where Stash2Plex keeps a file" if culprit.is_dir() else "a file where Stash2Plex keeps a folder"
+    return DataFileError(
+        f"cannot write {path}: {culprit} is {what}. Stash2Plex left it untouched. Move it to a backup "
+        "folder (Stash2Plex makes its own again), then edit the scene again or run 'Sync recent changes'."
+    )
+
+
+# The plugin's own disk refusing for now (``DiskRefused``): full, read-only, forbidden, held.
+DISK_ERRNOS = {
+    _errno.ENOSPC,
+    _errno.EROFS,
+    _errno.EACCES,
+    _errno.EPERM,
+    _errno.EFBIG,
+    _errno.EBUSY,
+    getattr(_errno, "EDQUOT", -1),
+}
+# A data folder damaged by another program (:func:`misplaced_error`).
+MISPLACED_ERRNOS = {_errno.EEXIST, _errno.ENOTDIR, _errno.EISDIR}
 
 
 def disk_fault(exc: BaseException) -> DiskRefused | None:
@@ -159,12 +186,15 @@ def disk_fault(exc: BaseException) -> DiskRefused | None:
             "sqlite3 shell holding it. Nothing was lost; the jobs wait and the drainer tries again."
         )
     if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS and exc.filename:
-        return os_error(Path(exc.filename), exc)
+        return disk_error(Path(exc.filename), exc.errno, exc)
     return None
 
 
-def os_error(path: Path, exc: OSError) -> DiskRefused:
-    """An OSError writing one of our files (breaker.json, a log), in the same words."""
+def os_error(path: Path, exc: OSError) -> DataFileError:
+    """An OSError writing one of our files (breaker.json, a log, a hook's inbox), in the same
+    words: the disk refusing (``DiskRefused``), or the data folder damaged."""
+    if exc.errno in MISPLACED_ERRNOS:
+        return misplaced_error(path)
     return disk_error(path, exc.errno, exc)
 
 

@@ -294,3 +294,54 @@ def test_a_taken_file_a_reader_holds_open_on_windows_stays_for_the_next_take(fol
     assert [t.job.scene_id for t in queue.take(10)] == [1]  # its line moved again: one more sync, none lost
     assert inbox_lines(folder) == []
     queue.close()
+
+
+def _hook_process(data) -> object:
+    """One hook as Stash runs it: the plugin's own process (tests/runner.py)."""
+    from tests.runner import run_plugin
+
+    connection = {"Scheme": "http", "Host": "127.0.0.1", "Port": 9, "PluginDir": str(REPO), "Dir": "/stash/config"}
+    return run_plugin(hook_document(connection, create_context(3)), {"STASH2PLEX_DATA_DIR": str(data)}, timeout=60)
+
+
+@pytest.mark.parametrize(
+    "damage, culprit, words",
+    [
+        ("queue is a file", "queue", "is a file where Stash2Plex keeps a folder"),
+        ("the inbox is a folder", "queue/inbox.spool", "is a folder where Stash2Plex keeps a file"),
+    ],
+)
+def test_a_damaged_data_folder_is_named_in_the_hooks_reply_without_a_traceback(tmp_path, damage, culprit, words):
+    """Something other than the plugin put a file where its queue folder belongs (or a folder
+    where its inbox file does): the hook answers with the path, what is wrong and what to do."""
+    data = tmp_path / "data"
+    (data / "queue").parent.mkdir(parents=True)
+    if damage == "queue is a file":
+        (data / "queue").write_text("not ours")
+    else:
+        (data / "queue" / inbox.SPOOL_FILE).mkdir(parents=True)
+    run = _hook_process(data)
+    assert run.returncode == 1 and run.error, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and "unexpectedly" not in run.error, run.stderr[-2000:]
+    assert run.error.startswith(f"cannot write {data / 'queue'}"), run.error
+    assert f"{data / culprit} {words}" in run.error and "Move it" in run.error, run.error
+    assert run.messages("error") == [run.error]
+
+
+def test_an_inbox_that_keeps_being_moved_away_is_named_in_the_reply(tmp_path, monkeypatch):
+    """``append`` gives up on a file that is moved away at each try: a named, held file."""
+    import io
+    import json
+
+    from app import main
+    from core import platform
+
+    monkeypatch.setattr(platform, "_append_locked", lambda fd, path, record: False)
+    connection = {"Scheme": "http", "Host": "127.0.0.1", "Port": 9, "PluginDir": str(REPO), "Dir": "/stash/config"}
+    out, err = io.StringIO(), io.StringIO()
+    env = {"STASH2PLEX_DATA_DIR": str(tmp_path / "data")}
+    assert main.main(io.StringIO(json.dumps(hook_document(connection, create_context(3)))), out, err, env) == 1
+    error = json.loads(out.getvalue())["error"]
+    spool = tmp_path / "data" / "queue" / inbox.SPOOL_FILE
+    assert error.startswith(f"cannot write {spool}: another program kept it busy (it kept being moved away)"), error
+    assert "Traceback" not in err.getvalue()
