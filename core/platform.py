@@ -76,6 +76,25 @@ def file_lock(path: Path) -> Iterator[None]:
             _unlock(handle)
 
 
+def retry_for(
+    attempt: Callable[[], bool],
+    patience: float,
+    poll: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
+    """Call ``attempt`` until it returns True, every ``poll`` seconds for at most ``patience``
+    seconds; False when it never did. A lock taken without waiting, tried again this way,
+    goes to the first process that asks once it is free (a blocking lock may check only
+    once a second, as Windows' ``LK_LOCK`` does)."""
+    deadline = clock() + patience
+    while not attempt():
+        if clock() >= deadline:
+            return False
+        sleep(poll)
+    return True
+
+
 class HeldLock:
     """A lock held beyond one ``with`` block (the drainer keeps it for its life)."""
 
@@ -90,12 +109,9 @@ class HeldLock:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.path, "a+b")
-        deadline = time.monotonic() + patience
-        while not _try_lock(handle, blocking=False):
-            if time.monotonic() >= deadline:
-                handle.close()
-                return False
-            time.sleep(0.02)
+        if not retry_for(lambda: _try_lock(handle, blocking=False), patience, 0.02):
+            handle.close()
+            return False
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()).encode())
@@ -127,6 +143,7 @@ def is_locked(path: Path | str) -> bool:
 
 
 APPEND_LOCK_AT = 1 << 40  # Windows: the byte appenders lock (far past any end: never written)
+APPEND_PATIENCE_S, APPEND_POLL_S = 2.0, 0.005  # Windows: how long an appender waits for its turn
 
 
 def append(path: str, record: bytes) -> None:
@@ -135,8 +152,9 @@ def append(path: str, record: bytes) -> None:
     away: the appender holds a shared lock while it writes and writes only while ``path``
     is still the file it opened. POSIX: ``O_APPEND`` puts each write at the end
     atomically; Windows' C runtime seeks then writes, so there appenders take turns on a
-    byte lock. OSError (a full disk; ``EBUSY``: the file stayed held) is raised; what a short write left is cut off by the
-    next record's leading newline (readers skip what does not parse)."""
+    byte lock, tried every 5 ms for at most 2 s. OSError (a full disk; ``EBUSY``: the file
+    stayed held) is raised; what a short write left is cut off by the next record's
+    leading newline (readers skip what does not parse)."""
     for _ in range(100):  # a take moves the file at most once per drainer pass
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
         try:
@@ -153,8 +171,16 @@ def _append_locked(fd: int, path: str, record: bytes) -> bool:
     if sys.platform == "win32":
         import msvcrt
 
-        os.lseek(fd, APPEND_LOCK_AT, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+        def turn() -> bool:  # LK_LOCK would try once a second, and raise after ten
+            os.lseek(fd, APPEND_LOCK_AT, os.SEEK_SET)
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            except OSError:
+                return False
+            return True
+
+        if not retry_for(turn, APPEND_PATIENCE_S, APPEND_POLL_S):
+            raise OSError(errno.EBUSY, "another process kept its turn to append", path)
         try:
             _write_all(fd, record)  # Windows refuses to move an open file: it is still ``path``
         finally:

@@ -345,3 +345,26 @@ def test_an_inbox_that_keeps_being_moved_away_is_named_in_the_reply(tmp_path, mo
     spool = tmp_path / "data" / "queue" / inbox.SPOOL_FILE
     assert error.startswith(f"cannot write {spool}: another program kept it busy (it kept being moved away)"), error
     assert "Traceback" not in err.getvalue()
+
+
+def test_an_appender_waits_for_its_turn_every_5_ms_for_at_most_2_s():
+    """Windows' appenders take turns on a byte lock tried without waiting (``LK_NBLCK``):
+    ``LK_LOCK`` tries once a second (the second of two hooks lost 1 s) and raises after
+    ten (a traceback). The loop, with an injected lock, clock and sleep."""
+    from core import platform
+
+    assert (platform.APPEND_PATIENCE_S, platform.APPEND_POLL_S) == (2.0, 0.005)
+    now, slept, tries = [0.0], [], []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] = len(slept) * s
+
+    def held_for(n: int):
+        return lambda: tries.append(now[0]) or len(tries) > n
+
+    assert platform.retry_for(held_for(3), 2.0, 0.005, lambda: now[0], sleep)
+    assert tries == [0.0, 0.005, 0.01, 0.015] and slept == [0.005] * 3
+    now[0], slept[:], tries[:] = 0.0, [], []
+    assert not platform.retry_for(held_for(10**6), 2.0, 0.005, lambda: now[0], sleep)
+    assert len(tries) == 401 and len(slept) == 400 and now[0] == 2.0
