@@ -99,12 +99,10 @@ def take(queue_dir: str) -> str | None:
     first), taken aside so that new lines go to a new file; None when there is none."""
     spool = spool_path(queue_dir)
     taken = spool + TAKEN_SUFFIX
-    if os.path.exists(taken):
-        return taken
-    if take_aside(spool, taken):
-        os.utime(taken)  # when it was taken (:func:`moving_for`)
-        return taken
-    return None
+    if not os.path.exists(taken) and not take_aside(spool, taken):
+        return None
+    os.utime(taken)  # when it was taken, or its move resumed (:func:`moving_for`)
+    return taken
 
 
 def moved(taken: str) -> None:

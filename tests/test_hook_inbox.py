@@ -368,3 +368,17 @@ def test_an_appender_waits_for_its_turn_every_5_ms_for_at_most_2_s():
     now[0], slept[:], tries[:] = 0.0, [], []
     assert not platform.retry_for(held_for(10**6), 2.0, 0.005, lambda: now[0], sleep)
     assert len(tries) == 401 and len(slept) == 400 and now[0] == 2.0
+
+
+def test_a_resumed_move_is_dated_now_so_no_hook_warns_of_a_held_queue_file(folder):
+    """A drainer that died mid-move left ``inbox.spool.taken``; the next one moves it in
+    again: its time is when that move began, not the old one (a hook meanwhile would
+    otherwise warn that another program holds the queue file)."""
+    import time
+
+    taken = folder / (inbox.SPOOL_FILE + inbox.TAKEN_SUFFIX)
+    assert inbox.take(str(folder)) == str(taken)
+    os.utime(taken, (1000.0, 1000.0))  # the interrupted move, long ago
+    before = time.time() - 1.0  # a file's time may trail time.time() (the kernel's coarse clock)
+    assert inbox.take(str(folder)) == str(taken)
+    assert inbox.moving_for(str(folder), before) == 0.0
