@@ -21,7 +21,7 @@ from core.backoff import probe_wait
 from core.errors import ConfigError, DiskRefused, PlexAuthError, Stash2PlexError, StashUnavailable
 from core.log import Redactor, StashLog, capture_library_logs
 from core.platform import HeldLock, lower_priority
-from sync_queue.sqlite import disk_fault
+from sync_queue.sqlite import disk_fault, os_fault
 from validation.plugin_input import ServerConnection
 
 if TYPE_CHECKING:
@@ -136,7 +136,8 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
     if restart and "error" not in outcome:
         return None
     if "error" in outcome:
-        error = disk_fault(outcome["error"]) or outcome["error"]
+        # the disk refusing waits for it (DISK_WAIT); a damaged data folder never heals by itself: stop
+        error = disk_fault(outcome["error"]) or os_fault(outcome["error"]) or outcome["error"]
         from app.root import fix_for
 
         # recorded for the next hook and queue_status before the log says it: the line is the end

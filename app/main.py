@@ -181,13 +181,12 @@ def _answer(stdout: TextIO, log: StashLog, work: Callable[[], Any], reply_none: 
         _reply(stdout, None, message)
         return 1
     except OSError as exc:
-        if not _disk_refused(exc):
+        from sync_queue.sqlite import os_fault
+
+        named = os_fault(exc)
+        if named is None:
             return _unexpected(stdout, log, exc)
-        from pathlib import Path
-
-        from sync_queue.sqlite import os_error
-
-        message = log.redact(str(os_error(Path(exc.filename), exc)))
+        message = log.redact(str(named))
         log.error(message)
         _reply(stdout, None, message)
         return 1
@@ -196,14 +195,6 @@ def _answer(stdout: TextIO, log: StashLog, work: Callable[[], Any], reply_none: 
     if output is not None or reply_none:
         _reply(stdout, output, None)
     return 0
-
-
-def _disk_refused(exc: OSError) -> bool:
-    """A full, read-only, forbidden or held file, or a damaged data folder (not a bug): said
-    in words (sync_queue/sqlite.py ``os_error``), without a traceback."""
-    from sync_queue.sqlite import DISK_ERRNOS, MISPLACED_ERRNOS
-
-    return exc.errno in DISK_ERRNOS | MISPLACED_ERRNOS and bool(exc.filename)
 
 
 def _unexpected(stdout: TextIO, log: StashLog, exc: Exception) -> int:

@@ -198,6 +198,14 @@ def os_error(path: Path, exc: OSError) -> DataFileError:
     return disk_error(path, exc.errno, exc)
 
 
+def os_fault(exc: BaseException) -> DataFileError | None:
+    """An OSError naming one of our files, in words (:func:`os_error`): the disk refusing
+    for now, or the data folder damaged (which no wait heals); None for anything else."""
+    if isinstance(exc, OSError) and exc.filename and exc.errno in DISK_ERRNOS | MISPLACED_ERRNOS:
+        return os_error(Path(exc.filename), exc)
+    return None
+
+
 @contextlib.contextmanager
 def corruption_named(path: Path) -> Iterator[None]:
     """Turn a corrupt-file or disk error raised inside the block into a DataFileError naming

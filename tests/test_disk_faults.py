@@ -134,3 +134,29 @@ def test_a_drainer_killed_after_plex_took_its_edit_leaves_no_tag_the_ledger_does
     plugin.wait_drained()
     item = plugin.plex.item(rk)
     assert item["tags"]["actor"] == [] and item["tags"]["genre"] == [], item["tags"]
+
+
+def test_a_damaged_data_folder_stops_the_drainer_with_its_name_not_a_traceback(plugin):
+    """A folder where the drainer keeps the hooks' taken inbox file (put there by another
+    program): the drainer stops at once (no wait for a disk that will not heal by itself) and
+    records the path, what is wrong and what to do; the next hook warns of it, in those words,
+    and a task meeting the same folder answers with them."""
+    from sync_queue import inbox
+
+    sid, _rk = plugin.add_scene(1)
+    taken = plugin.data_dir / inbox.QUEUE_FOLDER / (inbox.SPOOL_FILE + inbox.TAKEN_SUFFIX)
+    taken.mkdir(parents=True)
+    run = plugin.hook(plugin.stash.update_scene(sid, title="Saved into a damaged folder"))
+    assert run.error is None, run.reply
+    deadline = time.monotonic() + 20
+    while (plugin.drainer_busy() or not _health(plugin).get("failing")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not plugin.drainer_busy(), "a damaged folder is not a full disk: the drainer stops"
+    reason = _health(plugin)["failing"]["reason"]
+    assert reason.startswith(f"cannot write {taken}: {taken} is a folder where Stash2Plex keeps a file"), reason
+    assert "Move it" in reason, reason
+    assert "Traceback" not in plugin.drainer_log(), plugin.drainer_log()[-3000:]
+    status = plugin.task("queue_status")  # a task meeting the same folder says the same
+    assert status.error == reason and "Traceback" not in status.stderr, status.stderr[-2000:]
+    after = plugin.hook(plugin.stash.update_scene(sid, title="Saved again"))
+    assert after.error is None and any(reason in m for m in after.messages("warning")), after.logs
