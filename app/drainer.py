@@ -208,7 +208,7 @@ def _disk_back(app: App, log: StashLog, failures: int) -> bool:
 
 
 def _work_waits(app: App) -> bool:
-    """Whether jobs (or the hooks' inbox) wait; True when the queue cannot even be read."""
+    """Whether jobs (or the hooks' spool) wait; True when the queue cannot even be read."""
     try:
         return app.producer_queue().pending() > 0
     except (Stash2PlexError, sqlite3.Error, OSError):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from core.errors import ConfigError, DataFileError, Stash2PlexError
 from core.log import StashLog
 from core.platform import HeldLock, is_locked, python_executable, spawn_detached
-from sync_queue import inbox
+from sync_queue import spool
 from sync_queue.owner import data_folder
 from sync_queue.queue import JobQueue
 from validation.plugin_input import ServerConnection
@@ -139,12 +139,12 @@ class App:
         self.log = log
         self.settings_overrides = dict(settings_overrides or {})  # the command line's flags and variables
         self.data_dir = data_dir or Path(data_folder(connection.PluginDir, connection.Dir, env))
-        self.queue_dir = self.data_dir / inbox.QUEUE_FOLDER
-        self.lock_path = self.data_dir / inbox.LOCK_FILE
+        self.queue_dir = self.data_dir / spool.QUEUE_FOLDER
+        self.lock_path = self.data_dir / spool.LOCK_FILE
         # A task asking the drainer to hand over holds this lock while it waits: the
         # request dies with the task, whatever kills it (never a file's age).
         self.handover_path = self.data_dir / "drainer.handover.lock"
-        self.nudge_path = self.data_dir / inbox.NUDGE_FILE
+        self.nudge_path = self.data_dir / spool.NUDGE_FILE
         self.watch_lock_path = self.data_dir / WATCH_LOCK  # held by a running ``watch`` (app/watch.py)
         self._settings_print: str | None = None
         self._parts: dict[str, object] = {}
@@ -201,7 +201,7 @@ class App:
     def nudge_drainer(self) -> None:
         """Tell a running drainer that something happened (it then compares the settings;
         it also checks on its own every SETTINGS_CHECK_S)."""
-        inbox.nudge(str(self.data_dir))
+        spool.nudge(str(self.data_dir))
 
     def nudged_at(self) -> float:
         try:

@@ -4,7 +4,7 @@ Stash runs post hooks inside the mutation, one plugin run after another (pkg/plu
 ``executePostHooks``), so a bulk edit waits for one run of ours per scene. The lane checks
 stdin (validation/document.py), decides from ``hookContext`` alone whether Plex cares (a
 scene's job, hooks/scene_event.py; or a tag, performer, studio or group event), appends it to
-the inbox (sync_queue/inbox.py: a file, never SQLite, so a busy disk never holds Stash up),
+the spool (sync_queue/spool.py: a file, never SQLite, so a busy disk never holds Stash up),
 warns while background sync fails (at most once a minute), and makes sure a drainer runs:
 a running one is nudged; otherwise the caller starts one (app/main.py: only then are the
 packages checked). No network, no third-party package.
@@ -17,7 +17,7 @@ import time
 
 from core.platform import is_locked
 from hooks.scene_event import scene_job
-from sync_queue import health, inbox
+from sync_queue import health, spool
 from sync_queue.owner import data_folder
 from validation.document import ENTITY_HOOKS, args_values, connection_values, hook_values, read_document
 
@@ -64,18 +64,18 @@ def run(
         )
         return f"{what}: nothing to sync"
     for record in records:
-        inbox.put(data_dir, record)
+        spool.put(data_dir, record)
     # Looked at after the write: a drainer holding the lock now looks once more after
     # letting go of it, so it sees the line; a free lock means none will: start one.
-    started = not is_locked(os.path.join(data_dir, inbox.LOCK_FILE))
-    busy_s = 0.0 if started else inbox.moving_for(os.path.join(data_dir, inbox.QUEUE_FOLDER), now)
+    started = not is_locked(os.path.join(data_dir, spool.LOCK_FILE))
+    busy_s = 0.0 if started else spool.moving_for(os.path.join(data_dir, spool.QUEUE_FOLDER), now)
     for warning in (health.warning_due(data_dir, now, busy_s), health.notice_due(data_dir)):
         if warning:
             log.warning(warning)
     if started:
         start_drainer(connection, data_dir)
     else:
-        inbox.nudge(data_dir)
+        spool.nudge(data_dir)
     done = "; drainer started" if started else ""
     if kind:
         log.debug(f"{what} changed ({context['type']}); its scenes will be checked{done}")
@@ -85,12 +85,12 @@ def run(
 
 
 def scene_records(context: dict[str, Any], now: float) -> list[dict[str, Any]]:
-    """The inbox line a scene event calls for (none when nothing Plex shows changed)."""
+    """The spool line a scene event calls for (none when nothing Plex shows changed)."""
     decided = scene_job(context["input"] is not None, context["inputFields"])
     if decided is None:
         return []
     priority, fields = decided
-    return [inbox.scene_record(context["id"], priority, context["type"], fields, now)]
+    return [spool.scene_record(context["id"], priority, context["type"], fields, now)]
 
 
 def entity_records(context: dict[str, Any], now: float) -> list[dict[str, Any]]:
@@ -111,7 +111,7 @@ def entity_records(context: dict[str, Any], now: float) -> list[dict[str, Any]]:
         # child leaving, is this tag's event: its scenes and its descendants' record it.
         children = given.get("child_ids")
         ids += _ids(children.get("ids") if isinstance(children, dict) else children)
-    return [inbox.entity_record(kind, i, trigger, now) for i in dict.fromkeys(ids)]
+    return [spool.entity_record(kind, i, trigger, now) for i in dict.fromkeys(ids)]
 
 
 def _ids(values: Any) -> list[int]:
@@ -119,4 +119,4 @@ def _ids(values: Any) -> list[int]:
     if not isinstance(values, list):
         return []
     found = (int(v) if isinstance(v, str) and v.isascii() and v.isdigit() else v for v in values)
-    return [v for v in found if inbox.an_id(v)]
+    return [v for v in found if spool.an_id(v)]

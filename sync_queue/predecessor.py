@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sync_queue import inbox, pq_insides
+from sync_queue import pq_insides, spool
 from sync_queue.dlq import DLQ_FILE  # its file's name is ours
 from sync_queue.job import INTERACTIVE, Job
 
@@ -85,7 +85,7 @@ def _line(found: Found) -> str:
 def present(data_dir: Path) -> bool:
     """Whether the data folder holds the predecessor's tables (a look that creates no file)."""
     for path, is_theirs in (
-        (data_dir / inbox.QUEUE_FOLDER / inbox.QUEUE_FILE, lambda c: pq_insides.has_table(c, QUEUE_NAME)),
+        (data_dir / spool.QUEUE_FOLDER / spool.QUEUE_FILE, lambda c: pq_insides.has_table(c, QUEUE_NAME)),
         (data_dir / DLQ_FILE, lambda c: _has_table(c, DEAD_TABLE)),
     ):
         if path.is_file():
@@ -99,7 +99,7 @@ def find(data_dir: Path, after_queue: int = 0, after_dead: int = 0) -> Found:
     """The predecessor's waiting jobs after row ``after_queue`` and dead letters after row
     ``after_dead`` (nothing when its files or tables are absent)."""
     found = Found(last_queue=after_queue, last_dead=after_dead)
-    queue_file = data_dir / inbox.QUEUE_FOLDER / inbox.QUEUE_FILE
+    queue_file = data_dir / spool.QUEUE_FOLDER / spool.QUEUE_FILE
     if queue_file.is_file():
         with _reading(queue_file) as conn:
             for _, data in pq_insides.not_done_rows(conn, QUEUE_NAME, after_queue):

@@ -1,5 +1,5 @@
 """The queue's rules, written once, over its storage (sync_queue/storage.py ``SQLiteStore``:
-persist-queue's rows and our marks); ``JobQueue`` is this class with the hooks' inbox.
+persist-queue's rows and our marks); ``JobQueue`` is this class with the hooks' spool.
 
 * A scene has at most one *waiting* job, found by its mark; an event collapses into it, but a
   user's edit replaces a waiting bulk job. A mark is written before its row is put and pointed
@@ -211,16 +211,16 @@ class QueueRules:
         return self.store.ready()
 
     def pending(self) -> int:
-        """``counts()["pending"]`` alone, from the rows not done and the inbox: it leaves out the
+        """``counts()["pending"]`` alone, from the rows not done and the spool: it leaves out the
         rows set aside, so persist-queue's tables stay closed (the drainer's last look)."""
-        return len(self.store.scenes()) + self.store.entity_event_count() + self.store.inbox_entities()
+        return len(self.store.scenes()) + self.store.entity_event_count() + self.store.spool_entities()
 
     def counts(self) -> dict[str, Any]:
         """pending: scenes waiting (a scene counts once, whatever its jobs: waiting, in
         flight, retrying), and entity events to fan out; per priority the scenes (one with
         an interactive job counts there); in flight (taken, first attempt) and retrying
         jobs (and the soonest due); rows set aside."""
-        events = self.store.entity_event_count() + self.store.inbox_entities()
+        events = self.store.entity_event_count() + self.store.spool_entities()
         scenes = self.store.scenes()
         result: dict[str, Any] = {"pending": len(scenes) + events, "in_flight": 0, "retrying": 0}
         result.update(next_retry_at=None, set_aside=0, entity_events=events)

@@ -191,7 +191,7 @@ def disk_fault(exc: BaseException) -> DiskRefused | None:
 
 
 def os_error(path: Path, exc: OSError) -> DataFileError:
-    """An OSError writing one of our files (breaker.json, a log, a hook's inbox), in the same
+    """An OSError writing one of our files (breaker.json, a log, the hooks' spool), in the same
     words: the disk refusing (``DiskRefused``), or the data folder damaged."""
     if exc.errno in MISPLACED_ERRNOS:
         return misplaced_error(path)

@@ -17,10 +17,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sync_queue import inbox, pq_insides, sqlite
+from sync_queue import pq_insides, spool, sqlite
 from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 
-QUEUE_FILE = inbox.QUEUE_FILE
+QUEUE_FILE = spool.QUEUE_FILE
 Mark = tuple[str, int]  # (priority, row id) of a scene's waiting job
 Tally = tuple[bool, bool, int, float | None]  # (taken, retrying, rows, soonest next attempt)
 CLEAR_ACKED_EVERY = 500
@@ -273,7 +273,7 @@ class SQLiteStore:
         return [(bool(taken), bool(retrying), n, at) for taken, retrying, n, at in rows]
 
     def ready(self) -> int:
-        """Rows not taken and the entity events (one statement), and the hooks' inbox (a
+        """Rows not taken and the entity events (one statement), and the hooks' spool (a
         file's size unless it holds some): a lingering drainer asks at every poll."""
         rows = self._rows()
         if rows is None:
@@ -281,8 +281,8 @@ class SQLiteStore:
         else:
             query = f"SELECT (SELECT COUNT(*) FROM ({rows}) WHERE NOT taken) + ({_EVENTS})"
             found = self.side().execute(query).fetchone()[0]
-        if inbox.holds_work(str(self.directory)):
-            found += len(inbox.waiting(str(self.directory))) + inbox.entity_count(str(self.directory))
+        if spool.holds_work(str(self.directory)):
+            found += len(spool.waiting(str(self.directory))) + spool.entity_count(str(self.directory))
         return found
 
     def set_aside(self, priority: str) -> int:
@@ -290,17 +290,17 @@ class SQLiteStore:
             return self._queue(priority).ack_failed_count()
 
     def scenes(self) -> dict[int, str]:
-        """Each scene with a job not done (ours or the hooks' inbox), and its priority
+        """Each scene with a job not done (ours or the hooks' spool), and its priority
         (interactive when any of its jobs is)."""
         query = f"SELECT {_SCENE} s, MAX(name = '{INTERACTIVE}') {_JOBS} AND s IS NOT NULL GROUP BY s"
         found = {sid: INTERACTIVE if first else BULK for sid, first in self._select(query)}
-        for sid, priority in inbox.waiting(str(self.directory)).items():
+        for sid, priority in spool.waiting(str(self.directory)).items():
             if found.get(sid) != INTERACTIVE:
                 found[sid] = priority
         return found
 
-    def inbox_entities(self) -> int:
-        return inbox.entity_count(str(self.directory))
+    def spool_entities(self) -> int:
+        return spool.entity_count(str(self.directory))
 
     def job_of(self, scene_id: int) -> Job | None:
         found = self._select(
@@ -316,7 +316,7 @@ class SQLiteStore:
             conn.execute("DELETE FROM s2p_waiting")
             removed += conn.execute("DELETE FROM s2p_entity_events").rowcount
         self._out.clear()
-        removed += inbox.clear(str(self.directory))
+        removed += spool.clear(str(self.directory))
         return removed
 
     # -- entity events ---------------------------------------------------------

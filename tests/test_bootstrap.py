@@ -32,7 +32,7 @@ import pytest
 from app.bootstrap import Bootstrap, DependencyError, _dep_manager_spec, parse_requirements, satisfies, version_tuple
 from core.log import Redactor, StashLog
 from core.platform import shell_command
-from sync_queue import inbox
+from sync_queue import spool
 from tests.conftest import Installed
 from tests.runner import REPO
 
@@ -190,8 +190,8 @@ def test_without_pip_the_error_gives_the_exact_commands(plugin, tmp_path):
     assert "pip is not available" in run.error and shell_command([python, "-m", "ensurepip"]) in run.error, run.error
     assert f"-m pip install --target {plugin_dir / 'deps' / PY}" in run.error
     assert run.messages("error") == [run.error]
-    spool = plugin.data_dir / "queue" / "inbox.spool"  # the edit waits for the packages, kept
-    assert [r["scene"] for r in inbox.read(str(spool))[0]] == [sid] and not (
+    spool_file = plugin.data_dir / "queue" / "inbox.spool"  # the edit waits for the packages, kept
+    assert [r["scene"] for r in spool.read(str(spool_file))[0]] == [sid] and not (
         plugin.data_dir / "queue" / "data.db"
     ).exists()
 

@@ -29,9 +29,9 @@ def _wait_in_plex(plugin, items: dict[int, str], timeout: float) -> None:
 
 
 def _moving_for(plugin) -> float:
-    from sync_queue import inbox
+    from sync_queue import spool
 
-    return inbox.moving_for(str(plugin.data_dir / "queue"), time.time())
+    return spool.moving_for(str(plugin.data_dir / "queue"), time.time())
 
 
 def test_every_data_file_held_by_another_process_never_stalls_a_save_and_the_edits_arrive(plugin):
@@ -69,7 +69,7 @@ def test_every_data_file_held_by_another_process_never_stalls_a_save_and_the_edi
 
 
 # No file may grow past this: the queue, the ledger and the drainer's log cannot grow (they
-# are larger already, and their -wal files outgrow it at once), the hooks' inbox can.
+# are larger already, and their -wal files outgrow it at once), the hooks' spool can.
 FULL_AT = 4096
 
 
@@ -137,14 +137,14 @@ def test_a_drainer_killed_after_plex_took_its_edit_leaves_no_tag_the_ledger_does
 
 
 def test_a_damaged_data_folder_stops_the_drainer_with_its_name_not_a_traceback(plugin):
-    """A folder where the drainer keeps the hooks' taken inbox file (put there by another
+    """A folder where the drainer keeps the hooks' taken spool file (put there by another
     program): the drainer stops at once (no wait for a disk that will not heal by itself) and
     records the path, what is wrong and what to do; the next hook warns of it, in those words,
     and a task meeting the same folder answers with them."""
-    from sync_queue import inbox
+    from sync_queue import spool
 
     sid, _rk = plugin.add_scene(1)
-    taken = plugin.data_dir / inbox.QUEUE_FOLDER / (inbox.SPOOL_FILE + inbox.TAKEN_SUFFIX)
+    taken = plugin.data_dir / spool.QUEUE_FOLDER / (spool.SPOOL_FILE + spool.TAKEN_SUFFIX)
     taken.mkdir(parents=True)
     run = plugin.hook(plugin.stash.update_scene(sid, title="Saved into a damaged folder"))
     assert run.error is None, run.reply

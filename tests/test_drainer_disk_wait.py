@@ -9,7 +9,7 @@ from pathlib import Path
 
 from app import drainer
 from core.log import Redactor, StashLog
-from sync_queue import inbox
+from sync_queue import spool
 from sync_queue.queue import JobQueue
 
 
@@ -17,13 +17,13 @@ class _HookRightAfterTheLook:
     """The queue as ``_disk_back`` reads it; a hook appends its line right after the first look."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.data_dir, self.queue, self.looks = data_dir, JobQueue(data_dir / inbox.QUEUE_FOLDER), 0
+        self.data_dir, self.queue, self.looks = data_dir, JobQueue(data_dir / spool.QUEUE_FOLDER), 0
 
     def pending(self) -> int:
         found = self.queue.pending()
         self.looks += 1
         if self.looks == 1:
-            inbox.put(str(self.data_dir), inbox.scene_record(4, "interactive", "Scene.Update.Post", (), 0.0))
+            spool.put(str(self.data_dir), spool.scene_record(4, "interactive", "Scene.Update.Post", (), 0.0))
         return found
 
 
@@ -31,7 +31,7 @@ class _App:
     """What ``_disk_back`` reads of the App: its lock, its queue, a task's handover request."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.lock_path = data_dir / inbox.LOCK_FILE
+        self.lock_path = data_dir / spool.LOCK_FILE
         self.queue = _HookRightAfterTheLook(data_dir)
 
     def producer_queue(self) -> _HookRightAfterTheLook:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sync_queue import inbox
+from sync_queue import spool
 from tests.runner import REPO, drainer_lock_held
 
 PROBE = r"""
@@ -156,7 +156,7 @@ def test_a_hook_while_the_drainer_runs_imports_json_and_lean_modules_only(tmp_pa
     assert "persistqueue" not in runs[0]["imported"]  # no hook imports it
     for run in runs[1:]:
         assert sorted(FAST_LANE_FORBIDDEN.intersection(run["imported"])) == [], run["imported"]
-    records, bad = inbox.read(str(data / "queue" / inbox.SPOOL_FILE))
+    records, bad = spool.read(str(data / "queue" / spool.SPOOL_FILE))
     assert bad == [] and [(r["scene"], r["priority"], r["fields"]) for r in records] == [
         (7, "interactive", ["title"]),
         (8, "interactive", ["title"]),

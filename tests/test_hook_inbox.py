@@ -1,4 +1,4 @@
-"""The hooks' inbox (sync_queue/inbox.py): one line per hook, appended beside the queue,
+"""The hooks' spool (sync_queue/spool.py): one line per hook, appended beside the queue,
 moved into it by the consumer (one job per scene), never lost across a crash in between or
 a hook writing while it moves, counted (by scene) and cleared with the queue."""
 
@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from sync_queue import inbox
+from sync_queue import spool
 from sync_queue.job import BULK, INTERACTIVE, Job
 from sync_queue.queue import JobQueue
 from tests.runner import REPO, create_context, hook_document
@@ -18,7 +18,7 @@ NOW = 1_800_000_000.0
 
 
 def put(folder, sid: int, priority: str = INTERACTIVE, at: float = NOW, fields=("title",)) -> None:
-    inbox.put(str(folder.parent), inbox.scene_record(sid, priority, "Scene.Update.Post", fields, at))
+    spool.put(str(folder.parent), spool.scene_record(sid, priority, "Scene.Update.Post", fields, at))
 
 
 @pytest.fixture
@@ -27,26 +27,28 @@ def folder(tmp_path):
     return tmp_path / "queue"
 
 
-def inbox_lines(folder) -> list[tuple]:
-    spool = folder / inbox.SPOOL_FILE
+def spool_lines(folder) -> list[tuple]:
+    spool_file = folder / spool.SPOOL_FILE
     records = [
-        r for path in (spool, spool.with_name(spool.name + inbox.TAKEN_SUFFIX)) for r in inbox.read(str(path))[0]
+        r
+        for path in (spool_file, spool_file.with_name(spool_file.name + spool.TAKEN_SUFFIX))
+        for r in spool.read(str(path))[0]
     ]
     return [(r["scene"], r["priority"], r["at"]) for r in records]
 
 
 def test_each_hook_appends_one_line_and_a_cut_off_line_spares_the_next(folder):
     put(folder, 2, BULK, NOW + 1)
-    with open(folder / inbox.SPOOL_FILE, "ab") as spool:
-        spool.write(b'\n{"scene": 3, "prior')  # a hook stopped by a full disk mid-line
+    with open(folder / spool.SPOOL_FILE, "ab") as spool_file:
+        spool_file.write(b'\n{"scene": 3, "prior')  # a hook stopped by a full disk mid-line
     put(folder, 4, INTERACTIVE, NOW + 2)
-    records, bad = inbox.read(str(folder / inbox.SPOOL_FILE))
+    records, bad = spool.read(str(folder / spool.SPOOL_FILE))
     assert [r["scene"] for r in records] == [1, 2, 4] and bad == ['{"scene": 3, "prior']
-    assert inbox.waiting(str(folder)) == {1: INTERACTIVE, 2: BULK, 4: INTERACTIVE}
-    assert oct((folder / inbox.SPOOL_FILE).stat().st_mode & 0o777) == "0o600"
+    assert spool.waiting(str(folder)) == {1: INTERACTIVE, 2: BULK, 4: INTERACTIVE}
+    assert oct((folder / spool.SPOOL_FILE).stat().st_mode & 0o777) == "0o600"
 
 
-def test_the_consumer_takes_inbox_lines_as_jobs_one_per_scene(folder):
+def test_the_consumer_takes_spool_lines_as_jobs_one_per_scene(folder):
     put(folder, 2, BULK, NOW + 1, fields=())
     put(folder, 2, BULK, NOW + 2, fields=())  # collapses into the first
     put(folder, 3, BULK, NOW + 3, fields=())
@@ -58,7 +60,7 @@ def test_the_consumer_takes_inbox_lines_as_jobs_one_per_scene(folder):
         (3, INTERACTIVE, NOW + 4),
         (2, BULK, NOW + 1),
     ]
-    assert inbox_lines(folder) == [] and not list(folder.glob("inbox.spool*"))
+    assert spool_lines(folder) == [] and not list(folder.glob("inbox.spool*"))
     queue.close()
 
 
@@ -75,25 +77,25 @@ def test_a_crash_between_put_and_delete_moves_a_line_twice_into_one_job(folder, 
         queue.take(10)  # the job is in the queue and its line still in the taken file
     monkeypatch.undo()
     queue.close()
-    put(folder, 2)  # a hook meanwhile: a new inbox file beside the taken one
+    put(folder, 2)  # a hook meanwhile: a new spool file beside the taken one
     again = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
     assert [t.job.scene_id for t in again.take(10)] == [1, 2]  # 1 collapsed into its waiting job
-    assert again.take(10) == [] and inbox_lines(folder) == []
+    assert again.take(10) == [] and spool_lines(folder) == []
     again.close()
 
 
 def test_a_line_written_while_the_file_moves_goes_to_the_new_file(tmp_path, monkeypatch):
-    """A hook that opened the inbox file just before the consumer took it aside writes to
+    """A hook that opened the spool file just before the consumer took it aside writes to
     the new file (core/platform.py ``append``), never into the one being moved in."""
     from core import platform
 
-    spool, taken = str(tmp_path / "inbox.spool"), str(tmp_path / "inbox.spool.taken")
-    platform.append(spool, b"a\n")
-    early = os.open(spool, os.O_WRONLY | os.O_APPEND)
-    assert platform.take_aside(spool, taken)
-    platform.append(spool, b"c\n")  # another hook's line makes the new file first
+    spool_file, taken = str(tmp_path / "inbox.spool"), str(tmp_path / "inbox.spool.taken")
+    platform.append(spool_file, b"a\n")
+    early = os.open(spool_file, os.O_WRONLY | os.O_APPEND)
+    assert platform.take_aside(spool_file, taken)
+    platform.append(spool_file, b"c\n")  # another hook's line makes the new file first
     monkeypatch.setattr(platform.os, "open", _open_first(early))  # its open came before the move
-    platform.append(spool, b"b\n")
+    platform.append(spool_file, b"b\n")
     os.close(early)
     assert (tmp_path / "inbox.spool.taken").read_bytes() == b"a\n"
     assert (tmp_path / "inbox.spool").read_bytes() == b"c\nb\n"
@@ -108,12 +110,12 @@ def test_a_take_waits_for_the_append_under_way(tmp_path):
 
     from core import platform
 
-    spool, taken = str(tmp_path / "inbox.spool"), str(tmp_path / "inbox.spool.taken")
-    platform.append(spool, b"a\n")
-    writing = os.open(spool, os.O_WRONLY | os.O_APPEND)
+    spool_file, taken = str(tmp_path / "inbox.spool"), str(tmp_path / "inbox.spool.taken")
+    platform.append(spool_file, b"a\n")
+    writing = os.open(spool_file, os.O_WRONLY | os.O_APPEND)
     fcntl.flock(writing, fcntl.LOCK_SH)  # an appender between its lock and its write
     done = threading.Event()
-    threading.Thread(target=lambda: done.set() if platform.take_aside(spool, taken) else None).start()
+    threading.Thread(target=lambda: done.set() if platform.take_aside(spool_file, taken) else None).start()
     assert not done.wait(0.2)
     os.close(writing)
     assert done.wait(5)
@@ -131,7 +133,7 @@ def _open_first(fd: int):
     return opened
 
 
-def test_counts_waiting_job_and_clear_see_the_inbox(folder):
+def test_counts_waiting_job_and_clear_see_the_spool(folder):
     put(folder, 2, BULK, NOW + 1, fields=())
     put(folder, 2, BULK, NOW + 2, fields=())
     queue = JobQueue(folder)
@@ -140,21 +142,21 @@ def test_counts_waiting_job_and_clear_see_the_inbox(folder):
     assert queue.ready_count() == 2
     assert queue.waiting_job(2) == Job(2, BULK, NOW + 2)
     assert queue.clear() == 2
-    assert queue.counts()["pending"] == 0 and inbox_lines(folder) == []
+    assert queue.counts()["pending"] == 0 and spool_lines(folder) == []
     queue.close()
 
 
-def test_a_damaged_inbox_line_is_set_aside_and_the_rest_move(folder):
-    inbox.put(str(folder.parent), {"scene": 5, "priority": "urgent", "event": "e", "fields": [], "at": 0})
-    with open(folder / inbox.SPOOL_FILE, "ab") as spool:
-        spool.write(b"\nnot json\n")
+def test_a_damaged_spool_line_is_set_aside_and_the_rest_move(folder):
+    spool.put(str(folder.parent), {"scene": 5, "priority": "urgent", "event": "e", "fields": [], "at": 0})
+    with open(folder / spool.SPOOL_FILE, "ab") as spool_file:
+        spool_file.write(b"\nnot json\n")
     queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
     assert [t.job.scene_id for t in queue.take(10)] == [1]
     assert queue.take_rejected() == [
         ("inbox", 0, "ValueError: not a scene job: scene 5, priority 'urgent'"),
         ("inbox", 0, "not a job: 'not json'"),
     ]
-    assert inbox_lines(folder) == []
+    assert spool_lines(folder) == []
     queue.close()
 
 
@@ -231,24 +233,24 @@ def test_a_hook_writes_its_line_before_it_looks_for_a_drainer(tmp_path, monkeypa
     seen: list = []
 
     def look(path: str) -> bool:
-        seen.append(inbox_lines(data / "queue"))
+        seen.append(spool_lines(data / "queue"))
         return drainer_runs
 
     monkeypatch.setattr(lane, "is_locked", look)
     assert _run_hook(create_context(4), data) == "scene 4 queued"
     assert [[sid for sid, _, _ in lines] for lines in seen] == [[3, 4]]  # written, then looked
     assert len(spawned) == (1 if drainer_runs else 2)
-    assert (data / inbox.NUDGE_FILE).exists() == drainer_runs
+    assert (data / spool.NUDGE_FILE).exists() == drainer_runs
 
 
-def test_an_inbox_line_sqlite_cannot_hold_is_set_aside_and_the_rest_move(folder):
+def test_a_spool_line_sqlite_cannot_hold_is_set_aside_and_the_rest_move(folder):
     """An id past SQLite's 64 bits (a tag's child list) must not stop every later take."""
-    inbox.put(str(folder.parent), inbox.entity_record("tag", 2**63, "Tag.Update.Post", NOW))
-    inbox.put(str(folder.parent), inbox.entity_record("tag", 7, "Tag.Update.Post", NOW))
+    spool.put(str(folder.parent), spool.entity_record("tag", 2**63, "Tag.Update.Post", NOW))
+    spool.put(str(folder.parent), spool.entity_record("tag", 7, "Tag.Update.Post", NOW))
     queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
     assert [t.job.scene_id for t in queue.take(10)] == [1]
     assert queue.take_rejected() == [("inbox", 0, "ValueError: not an entity event: 'tag' 9223372036854775808")]
-    assert inbox_lines(folder) == [] and queue.counts()["entity_events"] == 1
+    assert spool_lines(folder) == [] and queue.counts()["entity_events"] == 1
     queue.close()
 
 
@@ -274,14 +276,14 @@ def test_a_damaged_health_file_still_lets_the_hook_start_a_drainer(tmp_path, mon
 
 
 def test_a_taken_file_a_reader_holds_open_on_windows_stays_for_the_next_take(folder, monkeypatch):
-    """Windows deletes no file another process has open (a status read of the inbox): the
+    """Windows deletes no file another process has open (a status read of the spool): the
     take goes on, and a later one moves the same lines again (as after a crash)."""
     from core import platform
 
     real, reader = os.remove, [True]
 
     def held(path):
-        if str(path).endswith(inbox.TAKEN_SUFFIX) and reader:
+        if str(path).endswith(spool.TAKEN_SUFFIX) and reader:
             raise PermissionError(13, "The process cannot access the file", path)
         real(path)
 
@@ -289,10 +291,10 @@ def test_a_taken_file_a_reader_holds_open_on_windows_stays_for_the_next_take(fol
     monkeypatch.setattr(platform.os, "remove", held)
     queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
     assert [t.job.scene_id for t in queue.take(10)] == [1]
-    assert inbox_lines(folder) == [(1, INTERACTIVE, NOW)]  # still there
+    assert spool_lines(folder) == [(1, INTERACTIVE, NOW)]  # still there
     reader.clear()  # the reader is done
     assert [t.job.scene_id for t in queue.take(10)] == [1]  # its line moved again: one more sync, none lost
-    assert inbox_lines(folder) == []
+    assert spool_lines(folder) == []
     queue.close()
 
 
@@ -308,18 +310,18 @@ def _hook_process(data) -> object:
     "damage, culprit, words",
     [
         ("queue is a file", "queue", "is a file where Stash2Plex keeps a folder"),
-        ("the inbox is a folder", "queue/inbox.spool", "is a folder where Stash2Plex keeps a file"),
+        ("the spool is a folder", "queue/inbox.spool", "is a folder where Stash2Plex keeps a file"),
     ],
 )
 def test_a_damaged_data_folder_is_named_in_the_hooks_reply_without_a_traceback(tmp_path, damage, culprit, words):
     """Something other than the plugin put a file where its queue folder belongs (or a folder
-    where its inbox file does): the hook answers with the path, what is wrong and what to do."""
+    where its spool file does): the hook answers with the path, what is wrong and what to do."""
     data = tmp_path / "data"
     (data / "queue").parent.mkdir(parents=True)
     if damage == "queue is a file":
         (data / "queue").write_text("not ours")
     else:
-        (data / "queue" / inbox.SPOOL_FILE).mkdir(parents=True)
+        (data / "queue" / spool.SPOOL_FILE).mkdir(parents=True)
     run = _hook_process(data)
     assert run.returncode == 1 and run.error, run.stderr[-2000:]
     assert "Traceback" not in run.stderr and "unexpectedly" not in run.error, run.stderr[-2000:]
@@ -328,7 +330,7 @@ def test_a_damaged_data_folder_is_named_in_the_hooks_reply_without_a_traceback(t
     assert run.messages("error") == [run.error]
 
 
-def test_an_inbox_that_keeps_being_moved_away_is_named_in_the_reply(tmp_path, monkeypatch):
+def test_a_spool_that_keeps_being_moved_away_is_named_in_the_reply(tmp_path, monkeypatch):
     """``append`` gives up on a file that is moved away at each try: a named, held file."""
     import io
     import json
@@ -342,8 +344,10 @@ def test_an_inbox_that_keeps_being_moved_away_is_named_in_the_reply(tmp_path, mo
     env = {"STASH2PLEX_DATA_DIR": str(tmp_path / "data")}
     assert main.main(io.StringIO(json.dumps(hook_document(connection, create_context(3)))), out, err, env) == 1
     error = json.loads(out.getvalue())["error"]
-    spool = tmp_path / "data" / "queue" / inbox.SPOOL_FILE
-    assert error.startswith(f"cannot write {spool}: another program kept it busy (it kept being moved away)"), error
+    spool_file = tmp_path / "data" / "queue" / spool.SPOOL_FILE
+    assert error.startswith(f"cannot write {spool_file}: another program kept it busy (it kept being moved away)"), (
+        error
+    )
     assert "Traceback" not in err.getvalue()
 
 
@@ -376,9 +380,9 @@ def test_a_resumed_move_is_dated_now_so_no_hook_warns_of_a_held_queue_file(folde
     otherwise warn that another program holds the queue file)."""
     import time
 
-    taken = folder / (inbox.SPOOL_FILE + inbox.TAKEN_SUFFIX)
-    assert inbox.take(str(folder)) == str(taken)
+    taken = folder / (spool.SPOOL_FILE + spool.TAKEN_SUFFIX)
+    assert spool.take(str(folder)) == str(taken)
     os.utime(taken, (1000.0, 1000.0))  # the interrupted move, long ago
     before = time.time() - 1.0  # a file's time may trail time.time() (the kernel's coarse clock)
-    assert inbox.take(str(folder)) == str(taken)
-    assert inbox.moving_for(str(folder), before) == 0.0
+    assert spool.take(str(folder)) == str(taken)
+    assert spool.moving_for(str(folder), before) == 0.0

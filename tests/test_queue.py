@@ -1,6 +1,6 @@
 """The job queue's contract, run along both ways a job enters (as huey runs one storage
 suite against each backend): a task's ``put`` and the path every hook takes, a line in the
-inbox file moved in by the consumer (``ThroughInbox``). Then what only a task's put can
+spool file moved in by the consumer (``ThroughSpool``). Then what only a task's put can
 carry (a job not due yet), and the file outliving the object.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from sync_queue import inbox
+from sync_queue import spool
 from sync_queue.job import BULK, INTERACTIVE, EntityEvent, Job
 from sync_queue.queue import JobQueue
 
@@ -28,8 +28,8 @@ def clock() -> Clock:
     return Clock()
 
 
-class ThroughInbox(JobQueue):
-    """Each job written as a hook writes it (hooks/lane.py: one inbox line), then moved in as
+class ThroughSpool(JobQueue):
+    """Each job written as a hook writes it (hooks/lane.py: one spool line), then moved in as
     the consumer does before a take; ``put_many`` says how many rows the move added."""
 
     added: int | None = None
@@ -40,17 +40,17 @@ class ThroughInbox(JobQueue):
             return 0
         for j in jobs:
             assert (j.attempt, j.next_attempt_at) == (0, 0.0), "a hook's line carries no retry state"
-            record = inbox.scene_record(j.scene_id, j.priority, "Scene.Update.Post", ("title",), NOW)
-            inbox.put(str(self.directory.parent), record)
+            record = spool.scene_record(j.scene_id, j.priority, "Scene.Update.Post", ("title",), NOW)
+            spool.put(str(self.directory.parent), record)
         self.added = 0
-        self._move_inbox()
+        self._move_spool()
         added, self.added = self.added, None
         return added
 
 
-@pytest.fixture(params=["put", "inbox"])
+@pytest.fixture(params=["put", "spool"])
 def queue(request, tmp_path, clock):
-    kind = JobQueue if request.param == "put" else ThroughInbox
+    kind = JobQueue if request.param == "put" else ThroughSpool
     q = kind(tmp_path / "queue", consumer=True, clock=clock)
     yield q
     q.close()

@@ -49,12 +49,12 @@ def _cpu_of(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, 
 
 def _settled(data_dir: Path, timeout: float = 60.0) -> None:
     """Wait until no drainer runs and nothing is queued (the drainer a hook started is done)."""
-    from sync_queue import inbox
+    from sync_queue import spool
     from sync_queue.queue import JobQueue
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not is_locked(data_dir / "drainer.lock") and not inbox.holds_work(str(data_dir / "queue")):
+        if not is_locked(data_dir / "drainer.lock") and not spool.holds_work(str(data_dir / "queue")):
             queue = JobQueue(data_dir / "queue")
             left = queue.pending()
             queue.close()

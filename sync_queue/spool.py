@@ -1,4 +1,4 @@
-"""What a hook hands the drainer: a line in the inbox file, a nudge, and the drainer's lock.
+"""What a hook hands the drainer: a line in the spool file, a nudge, and the drainer's lock.
 
 A hook appends its job (a scene's, or an entity event) as one JSON line to
 ``queue/inbox.spool`` with plain file appends (core/platform.py ``append``): no SQLite, so a
@@ -49,7 +49,7 @@ def nudge(data_dir: str) -> None:
 
 
 def put(data_dir: str, record: dict[str, Any]) -> None:
-    """Append one job (:func:`scene_record`, :func:`entity_record`) to the inbox of the data
+    """Append one job (:func:`scene_record`, :func:`entity_record`) to the spool of the data
     folder's queue; OSError when the disk refuses."""
     folder = os.path.join(data_dir, QUEUE_FOLDER)
     if not os.path.isdir(folder):
@@ -60,7 +60,7 @@ def put(data_dir: str, record: dict[str, Any]) -> None:
 
 def an_id(value: Any) -> bool:
     """Whether ``value`` may be a line's scene or entity id: a whole number from 1 that SQLite
-    stores (a larger one would stop every later move of the inbox into the queue)."""
+    stores (a larger one would stop every later move of the spool into the queue)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
 
 
@@ -73,7 +73,7 @@ def entity_record(kind: str, entity_id: int, event: str, at: float) -> dict[str,
 
 
 def read(path: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """The records of one inbox file and the lines that are none (cut off, damaged)."""
+    """The records of one spool file and the lines that are none (cut off, damaged)."""
     try:
         with open(path, "rb") as file:
             blob = file.read()
@@ -95,7 +95,7 @@ def read(path: str) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def take(queue_dir: str) -> str | None:
-    """The consumer's side: the inbox file to move in now (one left by an interrupted move
+    """The consumer's side: the spool file to move in now (one left by an interrupted move
     first), taken aside so that new lines go to a new file; None when there is none."""
     spool = spool_path(queue_dir)
     taken = spool + TAKEN_SUFFIX
@@ -112,7 +112,7 @@ def moved(taken: str) -> None:
 
 
 def moving_for(queue_dir: str, now: float) -> float:
-    """How long the consumer has been moving a taken inbox file in (0 when it is not): it
+    """How long the consumer has been moving a taken spool file in (0 when it is not): it
     takes milliseconds, unless another program holds the queue file."""
     try:
         return max(0.0, now - os.stat(spool_path(queue_dir) + TAKEN_SUFFIX).st_mtime)
@@ -121,7 +121,7 @@ def moving_for(queue_dir: str, now: float) -> float:
 
 
 def waiting(queue_dir: str) -> dict[int, str]:
-    """Each scene with a job in the inbox, and its priority (interactive over bulk)."""
+    """Each scene with a job in the spool, and its priority (interactive over bulk)."""
     found: dict[int, str] = {}
     spool = spool_path(queue_dir)
     for path in (spool + TAKEN_SUFFIX, spool):
@@ -151,7 +151,7 @@ def holds_work(queue_dir: str) -> bool:
 
 
 def clear(queue_dir: str) -> int:
-    """Delete the inbox (the consumer's ``clear``); how many scenes and entities it held."""
+    """Delete the spool (the consumer's ``clear``); how many scenes and entities it held."""
     removed = len(waiting(queue_dir)) + entity_count(queue_dir)
     spool = spool_path(queue_dir)
     while (taken := take(queue_dir)) is not None:
