@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from plex.client import PlexClient
     from plex.desired import Choices
     from plex.index import LibraryIndex
-    from plex.notifications import Event
+    from plex.notifications import Notification
     from stash.client import StashClient
     from sync_queue.dlq import DeadLetterQueue
     from sync_queue.health import HealthFile
@@ -481,7 +481,7 @@ class App:
 
         return self._part("waits", build)
 
-    def plex_listener(self, handle: Callable[[Event], None], fold_at: int | None = None) -> PlexListener:
+    def plex_listener(self, handle: Callable[[Notification], None], fold_at: int | None = None) -> PlexListener:
         """Plex's notification websocket, kept open (``worker/listen.py``); ``handle(event)``
         acts on each event, after ``viewers`` heard it (``fold_at``: a section's items past that
         many a second come as one section event). Started by its first user; closed with the App."""
@@ -492,7 +492,7 @@ class App:
 
         viewers = self.viewers()
 
-        def heard(event: Event) -> None:
+        def heard(event: Notification) -> None:
             viewers.saw(event)
             handle(event)
 

@@ -68,7 +68,7 @@ class Connected:
     not announced to us, so a handler catches up."""
 
 
-Event = ItemProcessed | LibraryScanned | PlaybackState | Connected
+Notification = ItemProcessed | LibraryScanned | PlaybackState | Connected
 
 
 def _int(value: Any) -> int | None:
@@ -79,9 +79,9 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def read_events(container: dict) -> list[Event]:
+def read_notifications(container: dict) -> list[Notification]:
     """The events we act on in one ``NotificationContainer`` (PMS may batch several); the rest is skipped:
-    >>> read_events({"type": "timeline", "size": 6, "TimelineEntry": [
+    >>> read_notifications({"type": "timeline", "size": 6, "TimelineEntry": [
     ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": "1", "state": 0, "metadataState": "created"},
     ...     {"identifier": LIBRARY, "itemID": "8", "sectionID": "1", "state": 1, "mediaState": "analyzing"},
     ...     {"identifier": LIBRARY, "itemID": "8", "sectionID": "1", "state": 1},
@@ -89,14 +89,14 @@ def read_events(container: dict) -> list[Event]:
     ...     {"identifier": "tv.plex.grabbers", "itemID": "7", "sectionID": "1", "state": 5},
     ...     {"identifier": LIBRARY, "itemID": "7", "sectionID": 1, "state": 5, "updatedAt": 1700000000}]})
     [ItemProcessed(item_id=7, section_id=1, updated_at=0), ItemProcessed(item_id=8, section_id=1, updated_at=0), ItemProcessed(item_id=7, section_id=1, updated_at=1700000000)]
-    >>> read_events({"type": "playing", "PlaySessionStateNotification": [
+    >>> read_notifications({"type": "playing", "PlaySessionStateNotification": [
     ...     {"ratingKey": "7", "state": "stopped", "viewOffset": 61000, "sessionKey": "3"}]})
     [PlaybackState(rating_key=7, state='stopped', view_offset_ms=61000, session_key='3')]
-    >>> read_events({"type": "activity", "ActivityNotification": [
+    >>> read_notifications({"type": "activity", "ActivityNotification": [
     ...     {"event": "ended", "Activity": {"type": SECTION_SCAN, "Context": {"librarySectionID": "2"}}},
     ...     {"event": "updated", "Activity": {"type": SECTION_SCAN, "Context": {"librarySectionID": "2"}}}]})
     [LibraryScanned(section_id=2)]
-    >>> read_events({"type": "status", "StatusNotification": [{"title": "Library scan complete"}]})
+    >>> read_notifications({"type": "status", "StatusNotification": [{"title": "Library scan complete"}]})
     [LibraryScanned(section_id=None)]
     """
     kind = container.get("type")
@@ -150,7 +150,7 @@ def _status(entry: dict) -> LibraryScanned | None:
     return LibraryScanned() if isinstance(title, str) and title.strip().lower() == SCAN_COMPLETE else None
 
 
-_READERS: dict[str, tuple[Callable[[dict], Event | None], str]] = {
+_READERS: dict[str, tuple[Callable[[dict], Notification | None], str]] = {
     "timeline": (_timeline, "TimelineEntry"),
     "playing": (_playing, "PlaySessionStateNotification"),
     "activity": (_activity, "ActivityNotification"),

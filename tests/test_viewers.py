@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import partial
 
 from plex.client import PlexClient
-from plex.notifications import ItemProcessed, PlaybackState, read_events
+from plex.notifications import ItemProcessed, PlaybackState, read_notifications
 from plex.sessions import playing_sessions
 from tests.emulators import plex_notify
 from worker.viewers import POLL_COST, POLL_S, QUIET_S, Viewers
@@ -22,7 +22,7 @@ class Clock:
 
 def _frame(session: str, state: str, rating_key: int = 7) -> list:
     container = plex_notify.playing(session, rating_key, 1000, state)["NotificationContainer"]
-    return read_events(container)
+    return read_notifications(container)
 
 
 def test_frames_say_who_plays_and_a_silent_session_ends():

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from plex.notifications import Event, ItemProcessed, LibraryScanned, PlaybackState
+from plex.notifications import ItemProcessed, LibraryScanned, Notification, PlaybackState
 
 WINDOW_S = 1.0
 
 
-def key(event: Event) -> Hashable:
+def key(event: Notification) -> Hashable:
     """What an event is about: events of the same key fold into one.
 
     >>> key(ItemProcessed(7, 1)) == key(ItemProcessed(7, 2)), key(LibraryScanned(3))
@@ -54,11 +54,11 @@ class Coalescer:
     def __init__(self, window: float = WINDOW_S, fold_at: int | None = None) -> None:
         self.window, self.fold_at = window, fold_at
         self._bursts: dict[int, tuple[float, int]] = {}  # section → (its window's start, items in it)
-        self._held: dict[Hashable, tuple[float, Event]] = {}  # key → (when due, the newest event)
+        self._held: dict[Hashable, tuple[float, Notification]] = {}  # key → (when due, the newest event)
         self._last: dict[Hashable, float] = {}  # key → when its last event went
         self._pruned = float("-inf")
 
-    def offer(self, event: Event, now: float) -> None:
+    def offer(self, event: Notification, now: float) -> None:
         if isinstance(event, ItemProcessed) and self._burst(event.section_id, now):
             event = LibraryScanned(event.section_id)
         k = key(event)
@@ -69,7 +69,7 @@ class Coalescer:
         if isinstance(event, PlaybackState) and event.state == "stopped":  # its session's reports are moot
             self._held.pop(key(PlaybackState(event.rating_key, "playing", 0, event.session_key)), None)
 
-    def take(self, now: float) -> list[Event]:
+    def take(self, now: float) -> list[Notification]:
         due = [(at, k, event) for k, (at, event) in self._held.items() if at <= now]
         for _, k, _ in due:
             del self._held[k]

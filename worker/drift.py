@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.errors import InvalidMetadata, Stash2PlexError
-from plex.notifications import Event, ItemProcessed
+from plex.notifications import ItemProcessed, Notification
 from validation.metadata import scene_from_stash
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class DriftWatch:
         self.pending: dict[int, int] = {}  # ratingKey → the newest event's updatedAt
         self._mutex = threading.Lock()
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: Notification) -> None:
         if isinstance(event, ItemProcessed) and self.ledger.item(event.item_id) is not None:
             with self._mutex:
                 self.pending[event.item_id] = max(event.updated_at, self.pending.get(event.item_id, 0))

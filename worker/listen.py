@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from core.backoff import probe_wait
 from core.errors import PlexNotFound, Stash2PlexError
-from plex.notifications import Connected, Event, ItemProcessed, LibraryScanned, read_events
+from plex.notifications import Connected, ItemProcessed, LibraryScanned, Notification, read_notifications
 from worker.breaker import State
 from worker.coalesce import Coalescer
 
@@ -51,7 +51,7 @@ class PlexListener:
     def __init__(
         self,
         start_listener: Callable,
-        handle: Callable[[Event], None],
+        handle: Callable[[Notification], None],
         log: StashLog,
         breaker: CircuitBreaker | None = None,
         sleep: Callable[[float], object] | None = None,
@@ -63,7 +63,7 @@ class PlexListener:
         self.status = ListenerStatus()
         self._stop = threading.Event()
         self._sleep = sleep or self._stop.wait  # tests record the waits instead
-        self._events: queue.Queue[Event | None] = queue.Queue()
+        self._events: queue.Queue[Notification | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._opened = threading.Event()
@@ -158,7 +158,7 @@ class PlexListener:
         self._failed(str(connection_error(error)))
 
     def _on_message(self, container: dict) -> None:
-        for event in read_events(container):
+        for event in read_notifications(container):
             self._events.put(event)
 
     def _dispatch(self) -> None:
@@ -176,7 +176,7 @@ class PlexListener:
             for due in self._coalescer.take(self._clock()):
                 self._handle_one(due)
 
-    def _handle_one(self, event: Event) -> None:
+    def _handle_one(self, event: Notification) -> None:
         try:
             self._handle(event)
         except Stash2PlexError as exc:  # one event lost; the timed paths cover it
@@ -194,7 +194,7 @@ class WakeWaitingJobs:
     def __init__(self, plex: PlexClient, index: LibraryIndex, waits: PlexWaits, log: StashLog) -> None:
         self.plex, self.index, self.waits, self.log = plex, index, waits, log
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: Notification) -> None:
         if isinstance(event, Connected | LibraryScanned):
             self.catch_up()
         if not isinstance(event, ItemProcessed) or not self.waits.waiting():

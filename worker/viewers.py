@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from core.errors import PlexAuthError, Stash2PlexError
-from plex.notifications import Event, PlaybackState
+from plex.notifications import Notification, PlaybackState
 
 POLL_S = 2.0  # a session that starts during a bulk run is seen within this (and one request)
 POLL_COST = 20  # ... or within this many times the last look's answer time: looks keep under 5% of a Plex worker
@@ -42,7 +42,7 @@ class Viewers:
         self._polling = threading.Lock()
         self._refused = False  # the token may not read sessions (a managed user's): frames only
 
-    def saw(self, event: Event) -> None:
+    def saw(self, event: Notification) -> None:
         """A listener's event (the others are not ours)."""
         if isinstance(event, PlaybackState):
             key = event.session_key or str(event.rating_key)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from core.errors import Stash2PlexError
-from plex.notifications import Event, ItemProcessed, PlaybackState
+from plex.notifications import ItemProcessed, Notification, PlaybackState
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -68,7 +68,7 @@ class Watching:
         self.settings, self.play_import, self.ratings, self.log = settings, play_import, ratings, log
         self.resume, self.sessions, self.drift = resume, sessions, drift
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: Notification) -> None:
         if isinstance(event, ItemProcessed):
             self._guarded("drift check", lambda: self.drift()(event))
         if isinstance(event, PlaybackState) and (self.settings.import_plays or self.settings.resume_on):
