@@ -296,6 +296,7 @@ class App:
                     else f"open {where_to_set(name, STASH_UI)} and fill it in"
                 ),
             )
+            self.stash().read_photos(settings.performer_photos)  # image_path costs Stash a look-up
             self._set_private(settings.private_logs)
             self.health().update(private_logs=True if settings.private_logs else None)  # for queue_status
             self.log.redact.add(settings.plex_token)

@@ -21,14 +21,14 @@ from core.errors import ConfigError, SlowDownload, StashQueryError, StashRefused
 from core.netcause import Cause, host_of, network_cause
 from stash import stashapi_insides
 from stash.releases import as_groups, refusal, spelled
-from validation.fields import SCENE_SELECTION
+from validation.fields import SCENE_SELECTION, scene_selection
 from validation.metadata import stash_route
 from validation.plugin_input import ServerConnection
 
 PLUGIN_ID = "Stash2Plex"
 REQUEST_TIMEOUT_S = 30.0
 IMAGE_DEADLINE_S = 60.0  # a whole screenshot download: the read timeout never ends a trickle
-SCENE_FIELDS = SCENE_SELECTION  # what the synced fields read (validation/fields.py)
+SCENE_FIELDS = SCENE_SELECTION  # what the synced fields read, photos on (validation/fields.py)
 _FIND_BY_IDS = (
     "query S2PScenesById($ids: [ID!], $filter: FindFilterType) {"
     " findScenes(ids: $ids, filter: $filter) { count scenes { %s } } }" % SCENE_FIELDS
@@ -284,6 +284,7 @@ class StashClient:
         self, connection: ServerConnection, logger: Any = None, image_deadline_s: float = IMAGE_DEADLINE_S
     ) -> None:
         self.image_deadline_s = image_deadline_s
+        self.scene_fields = scene_selection(photos=False)  # until read_photos: settings come from Stash
         conn: dict[str, Any] = {
             "Scheme": connection.Scheme,
             "Host": connection.host_for_client,
@@ -405,6 +406,15 @@ class StashClient:
         plugins = (data.get("configuration") or {}).get("plugins") or {}
         return plugins.get(PLUGIN_ID) or {}
 
+    def read_photos(self, on: bool) -> None:
+        """Whether scene reads ask for performers' ``image_path`` (``performer_photos``), set
+        from the settings each time they are read."""
+        self.scene_fields = scene_selection(on)
+
+    def _scenes(self, query: str) -> str:
+        """A scene query (written with every field, ``SCENE_FIELDS``) with the fields read now."""
+        return query.replace(SCENE_FIELDS, self.scene_fields)
+
     def needs_login(self) -> bool:
         """Whether Stash serves its images only to a logged-in client (the session cookie, an
         ``ApiKey`` header or ``apikey`` parameter), as Plex fetching a performer photo is not.
@@ -438,7 +448,7 @@ class StashClient:
 
     def _scenes_by_id(self, ids: list[int]) -> dict[int, dict[str, Any]]:
         variables = {"ids": [str(i) for i in ids], "filter": {"per_page": -1, "sort": "id"}}
-        data = self._call(_FIND_BY_IDS, variables, f"fetching {len(ids)} scenes")
+        data = self._call(self._scenes(_FIND_BY_IDS), variables, f"fetching {len(ids)} scenes")
         scenes = (data.get("findScenes") or {}).get("scenes") or []
         return {int(s["id"]): s for s in scenes if isinstance(s, dict) and "id" in s}
 
@@ -453,7 +463,7 @@ class StashClient:
             "filter": {"page": 1, "per_page": per_page, "sort": "id", "direction": "ASC"},
             "scene_filter": scene_filter,
         }
-        data = self._call(_FIND_AFTER, variables, f"fetching scenes after id {last_id}")
+        data = self._call(self._scenes(_FIND_AFTER), variables, f"fetching scenes after id {last_id}")
         result = data.get("findScenes") or {}
         return int(result.get("count") or 0), list(result.get("scenes") or [])
 
@@ -469,7 +479,7 @@ class StashClient:
         variables: dict[str, Any] = {"filter": {"page": page, "per_page": per_page, "sort": "id", "direction": "ASC"}}
         if updated_after:
             variables["scene_filter"] = {"updated_at": {"value": updated_after, "modifier": "GREATER_THAN"}}
-        data = self._call(_FIND_PAGE, variables, f"fetching page {page} of scenes")
+        data = self._call(self._scenes(_FIND_PAGE), variables, f"fetching page {page} of scenes")
         result = data.get("findScenes") or {}
         return int(result.get("count") or 0), list(result.get("scenes") or [])
 

@@ -21,6 +21,7 @@ from validation.fields import (
     FIELD,
     FIELDS,
     LABELS,
+    PHOTO_ONLY,
     PLEX_FIELDS,
     POSTER,
     RATING,
@@ -30,6 +31,7 @@ from validation.fields import (
     TAGS,
     TEMPLATE_SOURCES,
     check_fields,
+    scene_selection,
 )
 from validation.metadata import scene_from_stash
 
@@ -172,3 +174,13 @@ def test_the_metadata_model_reads_every_field_the_query_asks_for():
     whole = scene_from_stash(full)
     for name in set(asked) - {"id", "files", "updated_at"}:
         assert scene_from_stash({k: v for k, v in full.items() if k != name}) != whole, name
+
+
+def test_image_path_is_read_only_with_performer_photos():
+    """``image_path`` costs Stash a look-up per performer (resolver_model_performer.go
+    ``ImagePath``): the query without it is the same query less that one field."""
+    assert scene_selection(True) == SCENE_SELECTION and f" {PHOTO_ONLY} " in SCENE_SELECTION
+    assert scene_selection(False).split() == [w for w in SCENE_SELECTION.split() if w != PHOTO_ONLY]
+    with StashEmulator() as stash:
+        query = parse("query Q { findScenes { scenes { %s } } }" % scene_selection(False))
+        assert validate(stash._active_schema(), query) == []

@@ -99,6 +99,7 @@ def _connect(emu: StashEmulator) -> StashClient:
 # Every public method of StashClient, called with arguments that send each variant of its
 # request. A new method fails the coverage assertion until it is added here.
 CALLS = {
+    "read_photos": lambda c, sid: c.read_photos(True),  # first: every scene query then sent as written
     "plugin_settings": lambda c, sid: c.plugin_settings(),
     "scenes_by_id": lambda c, sid: c.scenes_by_id([sid, sid + 1000]),  # the missing id is dropped and asked again
     "scenes_after": lambda c, sid: (c.scenes_after(0, 10), c.scenes_after(0, 10, "2020-01-01T00:00:00Z")),

@@ -16,7 +16,10 @@ FIELD, TAGS, POSTER = "field", "tags", "poster"
 RATING = "userRating"  # Plex takes it through plexapi's rate(), not edit()
 STUDIO = "studio { id name parent_studio { id name } }"
 FILES = "files { path size duration }"
-PERFORMERS = "performers { id name image_path }"  # image_path: performer_photos
+# Read only with performer_photos on: Stash looks each performer's image up to answer it
+# (internal/api/resolver_model_performer.go ``ImagePath``), a query per performer per scene.
+PHOTO_ONLY = "image_path"
+PERFORMERS = f"performers {{ id name {PHOTO_ONLY} }}"
 
 
 class Synced:
@@ -93,6 +96,13 @@ SCENE_SELECTION = " ".join(
         (*SCOPE_SOURCES, *(s for row in SYNCED for s in row.stash), *(s for s, _ in TEMPLATE_SOURCES.values()))
     )
 )
+
+
+def scene_selection(photos: bool) -> str:
+    """``SCENE_SELECTION`` as the settings need it: without ``PHOTO_ONLY`` when photos are off."""
+    return SCENE_SELECTION if photos else SCENE_SELECTION.replace(f" {PHOTO_ONLY} ", " ")
+
+
 # SceneUpdateInput keys whose change can alter what Plex shows (the hook's filter).
 SYNCED_INPUTS = frozenset(
     (*SCOPE_INPUTS, *(k for row in SYNCED for k in row.inputs), *(k for _, k in TEMPLATE_SOURCES.values()))
