@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 # Entity update keys whose change can alter what Plex shows (name; a studio's parent
 # and a tag's parents/children, for settings that write or filter by them).
 SYNCED_ENTITY_FIELDS = frozenset({"name", "parent_id", "parent_ids", "child_ids"})
-# A performer's image is its photo in Plex (performer_photos). The hook reads no setting: with
-# photos off, the scenes it queues hash as before and are passed over without a Plex request.
+# A performer's image is its photo in Plex (performer_photos). The hook reads no setting: an
+# image-only change is marked (spool.IMAGE_ONLY) and the drainer drops it with photos off.
 PERFORMER_FIELDS = SYNCED_ENTITY_FIELDS | {"image"}
 
 
@@ -100,6 +100,8 @@ def entity_records(context: dict[str, Any], now: float) -> list[dict[str, Any]]:
     synced = PERFORMER_FIELDS if kind == "performer" else SYNCED_ENTITY_FIELDS
     if trigger.endswith(".Update.Post") and fields is not None and not synced.intersection(fields):
         return []
+    if kind == "performer" and fields is not None and synced.intersection(fields) == {"image"}:
+        trigger += spool.IMAGE_ONLY
     ids = [context["id"]]
     if trigger == "Tag.Merge.Post" and isinstance(given, dict):
         # The sources are gone from Stash; only the ledger still knows their scenes.

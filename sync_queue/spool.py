@@ -68,6 +68,11 @@ def scene_record(scene_id: int, priority: str, event: str, fields: tuple[str, ..
     return {"scene": scene_id, "priority": priority, "event": event, "fields": list(fields), "at": at}
 
 
+# Marks a performer's event whose only change Plex could show is its image: the drainer, which
+# knows the settings, passes it over with performer_photos off (nothing of it is written).
+IMAGE_ONLY = " (image only)"
+
+
 def entity_record(kind: str, entity_id: int, event: str, at: float) -> dict[str, Any]:
     return {"entity": kind, "id": entity_id, "event": event, "at": at}
 

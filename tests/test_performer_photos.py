@@ -142,3 +142,20 @@ def test_a_notice_only_the_drainer_logged_reaches_stashs_log_with_the_next_hook(
     assert plugin.drainer_log().count("performer photos are not written") == 1
     assert said == [0, 1, 0]  # the first hook ran before the drainer found it
     _no_stash_credential(plugin)
+
+
+def test_with_photos_off_no_image_is_asked_for_and_a_new_image_queues_no_scene(plugin):
+    """Stash looks each performer's image up to answer ``image_path`` (resolver_model_performer.go
+    ``ImagePath``: ``Performer.HasImage``): with photos off no scene read asks for it, and a
+    performer's new image, of which nothing is written to Plex, checks no scene."""
+    items = {n: plugin.add_scene(n, performers=["Ann"]) for n in range(2)}
+    ann = plugin.stash.entity_id("performer", "Ann")
+    assert plugin.task("all").output["synced"] == 2
+    asked = plugin.stash.graphql_requests("findScenes")
+    assert asked and not [r for r in asked if "image_path" in r["query"]]
+
+    before = len(plugin.stash.graphql_requests())
+    _fire(plugin, plugin.stash.set_performer_image(ann, cover_png(900, 1)), lambda: True)
+    assert plugin.stash.graphql_requests("findScenes")[len(asked) :] == [], plugin.stash.graphql_requests()[before:]
+    assert "checking the scenes that show it" not in plugin.drainer_log()
+    assert plugin.plex.edit_requests() == [] and _cast(plugin, items)[0] == {"Ann": None}

@@ -33,7 +33,8 @@ from core.errors import (
     TransientError,
 )
 from stash.timestamps import parse as parse_timestamp
-from sync_queue.job import BULK, Job, Taken
+from sync_queue.job import BULK, EntityEvent, Job, Taken
+from sync_queue.spool import IMAGE_ONLY
 from sync_queue.sqlite import disk_fault
 from sync_queue.stats import Delta
 from validation.metadata import entities_of, scene_from_stash
@@ -165,7 +166,7 @@ class Worker:
         collapse; a scene whose desired state did not change is later acked without
         a Plex request. Returns how many scenes were queued."""
         queued = 0
-        events = self.queue.entity_events()
+        events = self._unwritten_dropped(self.queue.entity_events())
         for event in events:  # every older page of the scenes it touches is stale from now on
             key = (event.kind, event.entity_id)
             self._entity_changed[key] = max(self._entity_changed.get(key, event.queued_at), event.queued_at)
@@ -187,6 +188,16 @@ class Worker:
         if queued:
             self.stats["fanned_out"] += queued
         return queued
+
+    def _unwritten_dropped(self, events: list[EntityEvent]) -> list[EntityEvent]:
+        """The events that can change what Plex shows: a performer's new image, with
+        performer_photos off, is settled here without a scene queued."""
+        if self.syncer is None or self.syncer.settings.performer_photos:
+            return events
+        for event in (e for e in events if e.event.endswith(IMAGE_ONLY)):
+            self.log.debug(f"{event.kind} {event.entity_id}: only its image changed, and performer_photos is off")
+            self.queue.advance_entity_event(event, event.after_scene, finished=True)
+        return [e for e in events if not e.event.endswith(IMAGE_ONLY)]
 
     def _nap(self, stop: threading.Event | None) -> None:
         due = self.queue.next_due() or self.clock()
