@@ -325,8 +325,11 @@ class SQLiteStore:
             conn.executemany(
                 "INSERT INTO s2p_entity_events (kind, entity_id, event, queued_at, after_scene) "
                 "VALUES (?, ?, ?, ?, 0) ON CONFLICT (kind, entity_id) DO UPDATE SET "
-                "event = excluded.event, queued_at = excluded.queued_at, after_scene = 0",
-                [(e.kind, e.entity_id, e.event, e.queued_at) for e in events],
+                # An image-only change never hides the change it lands on (a rename waiting
+                # would be dropped with it while performer_photos is off).
+                "event = CASE WHEN substr(excluded.event, -?) = ? THEN s2p_entity_events.event "
+                "ELSE excluded.event END, queued_at = excluded.queued_at, after_scene = 0",
+                [(e.kind, e.entity_id, e.event, e.queued_at, len(spool.IMAGE_ONLY), spool.IMAGE_ONLY) for e in events],
             )
 
     def entity_events(self) -> list[EntityEvent]:

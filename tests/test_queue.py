@@ -232,6 +232,19 @@ def test_one_event_per_entity_expanded_step_by_step(queue):
     assert [e.kind for e in queue.entity_events()] == ["performer"]
 
 
+def test_an_image_only_change_never_hides_the_change_it_lands_on(queue):
+    """With performer_photos off an image-only event is dropped: a rename waiting under it
+    must keep its name (and one that comes later replaces it as any newer event does)."""
+    from sync_queue.spool import IMAGE_ONLY
+
+    queue.put_entity_events([EntityEvent("performer", 9, "Performer.Update.Post", NOW)])
+    queue.put_entity_events([EntityEvent("performer", 9, "Performer.Update.Post" + IMAGE_ONLY, NOW + 1)])
+    assert [(e.event, e.queued_at) for e in queue.entity_events()] == [("Performer.Update.Post", NOW + 1)]
+    queue.put_entity_events([EntityEvent("performer", 7, "Performer.Update.Post" + IMAGE_ONLY, NOW + 2)])
+    queue.put_entity_events([EntityEvent("performer", 7, "Performer.Update.Post", NOW + 3)])
+    assert [e.event for e in queue.entity_events()] == ["Performer.Update.Post", "Performer.Update.Post"]
+
+
 def test_clear_drops_what_is_not_done(queue):
     queue.put_many([job(1), job(2, BULK), job(3, BULK)])
     queue.put_entity_events([EntityEvent("studio", 3, "Studio.Update.Post", NOW)])
