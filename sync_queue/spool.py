@@ -30,10 +30,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def queue_path(data_dir: str) -> str:
-    return os.path.join(data_dir, QUEUE_FOLDER, QUEUE_FILE)
-
-
 def spool_path(queue_dir: str) -> str:
     return os.path.join(queue_dir, SPOOL_FILE)
 

@@ -350,4 +350,4 @@ class SQLiteStore:
                 )
 
     def entity_event_count(self) -> int:
-        return self.side().execute("SELECT COUNT(*) FROM s2p_entity_events").fetchone()[0]
+        return self.side().execute(_EVENTS).fetchone()[0]
