@@ -69,7 +69,8 @@ def run(
     # letting go of it, so it sees the line; a free lock means none will: start one.
     started = not is_locked(os.path.join(data_dir, spool.LOCK_FILE))
     busy_s = 0.0 if started else spool.moving_for(os.path.join(data_dir, spool.QUEUE_FOLDER), now)
-    for warning in (health.warning_due(data_dir, now, busy_s), health.notice_due(data_dir)):
+    state = health.read(data_dir)  # once: both look at it
+    for warning in (health.warning_due(data_dir, now, busy_s, state=state), health.notice_due(data_dir, state)):
         if warning:
             log.warning(warning)
     if started:

@@ -96,9 +96,10 @@ def _untold(state: dict[str, Any]) -> tuple[str, dict] | None:
     return None
 
 
-def notice_due(data_dir: Path | str) -> str | None:
-    """An untold notice's text for Stash's log, marked told; None when there is none."""
-    found = _untold(read(data_dir))
+def notice_due(data_dir: Path | str, state: dict[str, Any] | None = None) -> str | None:
+    """An untold notice's text for Stash's log, marked told; None when there is none.
+    ``state``: the health file as the caller read it already (a hook reads it once)."""
+    found = _untold(read(data_dir) if state is None else state)
     if found is None:
         return None
     key, notice = found
@@ -106,14 +107,21 @@ def notice_due(data_dir: Path | str) -> str | None:
     return f"{notice['reason']}; {notice.get('fix') or ''}".rstrip("; ")
 
 
-def warning_due(data_dir: Path | str, now: float, busy_s: float = 0.0, every_s: float = WARN_EVERY_S) -> str | None:
+def warning_due(
+    data_dir: Path | str,
+    now: float,
+    busy_s: float = 0.0,
+    every_s: float = WARN_EVERY_S,
+    state: dict[str, Any] | None = None,
+) -> str | None:
     """The warning a hook should log now, or None (sync is fine, or warned within ``every_s``):
     background sync failing, or (``busy_s``) the running drainer stuck that long moving the
     hooks' edits into a queue file another program holds.
 
     Marks the warning as given, so hooks running at the same moment log it about once.
+    ``state``: the health file as the caller read it already.
     """
-    failing = read(data_dir).get("failing")
+    failing = (read(data_dir) if state is None else state).get("failing")
     if isinstance(failing, dict) and failing.get("reason"):
         text = _failing_text(failing, now)
     elif busy_s >= BUSY_WARN_S:
