@@ -282,7 +282,7 @@ class SQLiteStore:
             query = f"SELECT (SELECT COUNT(*) FROM ({rows}) WHERE NOT taken) + ({_EVENTS})"
             found = self.side().execute(query).fetchone()[0]
         if spool.holds_work(str(self.directory)):
-            found += len(spool.waiting(str(self.directory))) + spool.entity_count(str(self.directory))
+            found += spool.count(str(self.directory))
         return found
 
     def set_aside(self, priority: str) -> int:
