@@ -18,6 +18,8 @@ import sys
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+from sync_queue import sqlite
+
 PACKAGE = "persistqueue"
 VERSION = "1.1.0"  # requirements.txt; tests/test_pq_insides.py checks the facts below against it
 MODULES = ("sqlackqueue", "exceptions", "serializers.json")
@@ -90,8 +92,7 @@ def relax_sync(queue: Any) -> None:
 
 
 def has_table(conn: sqlite3.Connection, name: str) -> bool:
-    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table(name),))
-    return found.fetchone() is not None
+    return sqlite.has_table(conn, table(name))
 
 
 def not_done_rows(conn: sqlite3.Connection, name: str, after: int = 0) -> list[tuple[int, bytes]]:

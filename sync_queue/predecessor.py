@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sync_queue import pq_insides, spool
+from sync_queue import pq_insides, spool, sqlite
 from sync_queue.dlq import DLQ_FILE  # its file's name is ours
 from sync_queue.job import INTERACTIVE, Job
 
@@ -86,7 +86,7 @@ def present(data_dir: Path) -> bool:
     """Whether the data folder holds the predecessor's tables (a look that creates no file)."""
     for path, is_theirs in (
         (data_dir / spool.QUEUE_FOLDER / spool.QUEUE_FILE, lambda c: pq_insides.has_table(c, QUEUE_NAME)),
-        (data_dir / DLQ_FILE, lambda c: _has_table(c, DEAD_TABLE)),
+        (data_dir / DLQ_FILE, lambda c: sqlite.has_table(c, DEAD_TABLE)),
     ):
         if path.is_file():
             with _reading(path) as conn:
@@ -108,7 +108,7 @@ def find(data_dir: Path, after_queue: int = 0, after_dead: int = 0) -> Found:
     dead_file = data_dir / DLQ_FILE
     if dead_file.is_file():
         with _reading(dead_file) as conn:
-            if _has_table(conn, DEAD_TABLE):
+            if sqlite.has_table(conn, DEAD_TABLE):
                 rows = conn.execute(
                     f"SELECT id, scene_id, error_type, error_message, retry_count, failed_at FROM {DEAD_TABLE} "
                     "WHERE id > ? ORDER BY id",
@@ -131,10 +131,6 @@ class _reading:
 
     def __exit__(self, *exc: object) -> None:
         self.conn.close()
-
-
-def _has_table(conn: sqlite3.Connection, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
 def _add_job(found: Found, data: bytes) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DataFileError
-from sync_queue import spool
+from sync_queue import spool, sqlite
 from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 from sync_queue.rules import QueueRules
 from sync_queue.storage import SQLiteStore
@@ -83,7 +83,7 @@ class JobQueue(QueueRules):
         if self._legacy_checked:
             return
         conn = self.store.side()
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 's2p_inbox'").fetchone() is None:
+        if not sqlite.has_table(conn, "s2p_inbox"):
             self._legacy_checked = True
             return
         rows = conn.execute("SELECT scene_id, priority, queued_at FROM s2p_inbox").fetchall()

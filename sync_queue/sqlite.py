@@ -275,6 +275,12 @@ def _open(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the database of ``conn`` holds the table ``name``."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    return found.fetchone() is not None
+
+
 def create_private(path: Path) -> None:
     """Create ``path`` empty and owner-only (0600) unless it exists: our files hold error
     texts and job data. SQLite gives its -wal and -shm files the database file's mode."""
