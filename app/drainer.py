@@ -121,18 +121,16 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
     thread = threading.Thread(target=_work, args=(app, lock, stop, outcome), name="s2p-worker", daemon=True)
     thread.start()
     watch = SettingsWatch(app)
-    restart = False
     while thread.is_alive():
         thread.join(WATCH_INTERVAL_S)
         if app.handover_requested():
             stop.set()
         elif not stop.is_set() and watch.changed():
-            log.info("the plugin settings changed; the drainer starts over with them")
-            restart = True
+            outcome["settings_changed"] = True  # as the worker notes it between runs (_work)
             stop.set()
-    if outcome.get("settings_changed") and not restart:
+    restart = bool(outcome.get("settings_changed"))
+    if restart:
         log.info("the plugin settings changed; the drainer starts over with them")
-        restart = True
     if restart and "error" not in outcome:
         return None
     if "error" in outcome:
