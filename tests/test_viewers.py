@@ -111,28 +111,37 @@ def test_a_plex_slow_to_answer_is_looked_at_less_often():
 
 def test_the_bound_keeps_our_requests_at_plex_and_its_wait_is_not_counted_as_plexs(plex):
     import threading
+    import time
 
     from tests.emulators.plex_emulator import LoadModel
 
     rk = plex.add_item(1, "/plex/media/a.mp4")
     client = PlexClient(plex.url, plex.token, "test-client")
     assert client.version()  # connected before the load model counts
-    plex.load = LoadModel(workers=4, write_s=0.05, read_s=0.05)
+    load = plex.load = LoadModel(workers=4, write_s=0.05, read_s=0.8)
     client.requests.bound(1)  # someone watches a two-worker Plex
-    waited: list[float] = []
+    waited: dict[str, float] = {}
+    took: dict[str, float] = {}
 
-    def reads() -> None:
+    def read(name: str) -> None:
         client.requests.waited()
-        for _ in range(2):
-            client.item_state(rk)
-        waited.append(client.requests.waited())
+        started = time.perf_counter()
+        client.item_state(rk)
+        took[name] = time.perf_counter() - started
+        waited[name] = client.requests.waited()
 
-    threads = [threading.Thread(target=reads) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert plex.load.peak_busy == 1 and plex.load.peak_waiting == 0
-    # six reads of 50 ms at Plex; the time they queued for the bound (up to 250 ms) is ours
-    assert 0.3 <= sum(waited) < 0.6, waited
+    first = threading.Thread(target=read, args=("first",))
+    first.start()
+    deadline = time.monotonic() + 10
+    while load.at_plex == 0 and time.monotonic() < deadline:  # the first read is at Plex
+        time.sleep(0.005)
+    load.read_s = 0.01  # the second read is quick at Plex, after queueing at our bound for the first's
+    second = threading.Thread(target=read, args=("second",))
+    second.start()
+    first.join()
+    second.join()
     client.requests.bound(None)
+    assert load.peak_busy == 1 and load.peak_waiting == 0  # the queue was ours, never Plex's
+    assert waited["first"] >= 0.8, waited  # Plex's 0.8 s is counted
+    # the second spent most of its time at our bound: not counted (ratios, not a timed bound)
+    assert waited["second"] < took["second"] / 2, (waited, took)
