@@ -578,6 +578,8 @@ def test_history_rows_of_one_viewing_twice_and_of_a_deleted_item_without_its_rat
     emu.play_twice(rk, after_s=30, viewed_at=1_600_000_000)
     rows = plex.history(mindate=None)
     assert sorted(int(r.viewedAt.timestamp()) for r in rows) == [1_600_000_000, 1_600_000_030]
+    item = _full_item(plex, rk)  # each row counts, as a play's does
+    assert (item.viewCount, int(item.lastViewedAt.timestamp())) == (2, 1_600_000_030)
     emu.remove_item(rk)
     rows = plex.history()
     assert len(rows) == 2 and all(r.ratingKey is None for r in rows)

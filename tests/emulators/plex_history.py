@@ -70,7 +70,9 @@ class History:
                 len(self.rows) + 1, row.rating_key, row.section, row.title, row.viewed_at + after_s, row.account_id
             )
             self.rows.append(again)
-            self.views[(row.rating_key, row.account_id)]["viewCount"] += 1
+            state = self.views[(row.rating_key, row.account_id)]
+            state["viewCount"] += 1  # a row as ``play`` writes one: the count and the last view move
+            state["lastViewedAt"] = max(again.viewed_at, state.get("lastViewedAt", 0))
             return again
 
     def forget_item(self, rating_key: int) -> None:
