@@ -159,6 +159,11 @@ def test_a_dry_run_writes_nothing_and_its_plan_is_what_the_real_run_does(plugin)
     uploads = {int(r["path"].split("/")[3]) for r in plugin.plex.upload_requests()}
     assert uploads == {e["rating_key"] for e in plan["scenes"] if e["poster"] == "upload"} == {r1}
 
+    stash.update_scene(s1, cover=b"\x89PNG\r\n\x1a\n a third cover")
+    plugin.configure(skip_fields="poster")  # the real run would upload no poster: neither does the plan
+    plan = cli(plugin, "all", "--dry-run", "--json").json()
+    assert [e["poster"] for e in plan["scenes"] if e["scene_id"] == s1] in ([], ["none"])
+
 
 def test_inspect_unmatched_and_the_health_check_pointer(plugin):
     matched, rk = plugin.add_scene(1)

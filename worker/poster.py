@@ -63,23 +63,38 @@ class Posters:
         return self.stash.image(url)
 
     def verdict(self, scene: SceneMetadata, record: SceneRecord | None) -> str:
-        """What ``write`` would do, without uploading (the screenshot is read to compare its bytes)."""
+        """What ``write`` would do, without uploading (the screenshot is read to compare its bytes):
+        none | unchanged | upload | failed."""
         url = scene.screenshot
-        if not url:
-            return "none"
-        if record is not None and url == record.poster_source:
-            return "unchanged"
+        early = self._by_source(url, record)
+        if early is not None or not url:
+            return early or "none"
         try:
             image, _ = self.stash.image(url)
         except Stash2PlexError:
             return "failed"
+        return self._by_bytes(image, record)[0]
+
+    def _by_source(self, url: str | None, record: SceneRecord | None) -> str | None:
+        """What the screenshot's URL decides alone: none (posters are not written), unchanged
+        (the cover last uploaded), else None (its bytes, or its absence, decide)."""
+        if not self.settings.writes("poster"):
+            return "none"
+        if url and record is not None and url == record.poster_source:
+            return "unchanged"
+        return None
+
+    @staticmethod
+    def _by_bytes(image: bytes, record: SceneRecord | None) -> tuple[str, str]:
+        """(what the cover's bytes decide, their SHA-1): none (Stash's default image for a scene
+        without a cover) | failed (not a JPEG, PNG or WebP image) | unchanged | upload."""
         kind = image_kind(image)
         if kind == SVG:
-            return "none"
+            return "none", ""
         if kind not in POSTER_KINDS:
-            return "failed"
+            return "failed", ""
         digest = hashlib.sha1(image).hexdigest()
-        return "unchanged" if record is not None and digest == record.poster_hash else "upload"
+        return ("unchanged" if record is not None and digest == record.poster_hash else "upload"), digest
 
     def _not_ours(self, scene_id: int, record: SceneRecord) -> str:
         """A scene without a cover: the item keeps the poster it shows, unless that is one
@@ -122,28 +137,25 @@ class Posters:
         Raises PosterNotUpdated when the image could not be fetched, checked or uploaded; an
         error that holds or postpones every job (a refused Stash session, Plex down) is raised
         as it is, so the job keeps its retry budget (worker/settle.py ``not_the_jobs``)."""
-        if not self.settings.writes("poster"):
-            return "none"
         url = scene.screenshot
-        if url and url == record.poster_source:
-            return "unchanged"
+        early = self._by_source(url, record)
+        if early is not None:
+            return early
         try:
             if not url:
                 return self._not_ours(scene.id, record)
             image, content_type = self._cover_image(url)
-            kind = image_kind(image)
-            if kind == SVG:  # Stash's default image for a scene without a cover
+            outcome, digest = self._by_bytes(image, record)
+            if outcome == "none":  # Stash's default image for a scene without a cover
                 outcome = self._not_ours(scene.id, record)
                 record.poster_source = url
                 return outcome
-            if kind not in POSTER_KINDS:
+            if outcome == "failed":
                 raise PosterNotUpdated(
                     f"Stash answered the screenshot with {content_type.split(';')[0] or 'unknown data'}, not a "
                     "JPEG, PNG or WebP image (is a proxy or login page in front of Stash?)"
                 )
-            digest = hashlib.sha1(image).hexdigest()
-            outcome = "unchanged"
-            if digest != record.poster_hash:
+            if outcome == "upload":
                 self.client.upload_poster(record.rating_key, image)
                 record.poster_hash, outcome = digest, "uploaded"
         except PosterNotUpdated:
