@@ -94,7 +94,7 @@ def run(app: Context) -> dict[str, Any]:
 def _release_gone(app: Context, candidates: set[int], report: DriftReport) -> None:
     """Scenes with a record that no page showed, and that Stash confirms are gone (a
     scene deleted meanwhile shifts the pages): the items written for them that no scene
-    holds now are released (worker/sync.py ``release_gone``)."""
+    holds now are released (worker/release.py ``release_gone``)."""
     ordered = sorted(candidates)
     for start in range(0, len(ordered), PAGE_SIZE):
         chunk = ordered[start : start + PAGE_SIZE]

@@ -161,7 +161,7 @@ class PageFeed:
         """After the last page of ``all``: the scenes with a record that no page showed.
         Each is queued like a deletion's hook: its job asks Stash for the scene again and,
         only when Stash no longer has it, releases the items written for it that no scene
-        holds now (worker/sync.py ``release_gone``)."""
+        holds now (worker/release.py ``release_gone``)."""
         if self.updated_after is not None:
             return []  # ``recent`` sees only the changed scenes
         return sorted(self.app.ledger().scene_ids() - self._ids)

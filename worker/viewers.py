@@ -2,7 +2,7 @@
 
 Two sources, one answer. A notification listener's ``playing`` frames (plex/notifications.py
 ``PlaybackState``) say at once when a session plays, pauses or stops; without a connected listener,
-``/status/sessions`` (Plex's playing sessions, plex/client.py ``playing_sessions``) is read every
+``/status/sessions`` (Plex's playing sessions, plex/sessions.py ``playing_sessions``) is read every
 ``POLL_S`` while a bulk run asks (less often when Plex is slow to answer it, so the looks never
 take a small Plex's time from the writes), in a thread of its own so the run never waits for it. A session
 counts while ``playing`` or ``buffering``; a frame-fed one that Plex has not mentioned for
