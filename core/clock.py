@@ -75,16 +75,18 @@ def response_hook(clock: ServerClock, now):
     return hook
 
 
-def rfc3339(stamp: str) -> dt.datetime | None:
+def rfc3339(stamp: object) -> dt.datetime | None:
     """An RFC3339 time with its offset (Stash's, Go's ``time.RFC3339``/``RFC3339Nano``) as an aware
-    datetime; None when it is not one. ``datetime.fromisoformat`` reads ``Z`` and fractions of
+    datetime; None when it is not one (or not text). ``datetime.fromisoformat`` reads ``Z`` and fractions of
     any length from Python 3.11 on, the oldest the plugin runs on (``Stash2Plex.py`` ``MIN_PYTHON``).
 
     >>> rfc3339("2025-01-02T03:04:05Z"), rfc3339("2025-01-02T03:04:05.123456789+01:00").isoformat()
     (datetime.datetime(2025, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc), '2025-01-02T03:04:05.123456+01:00')
-    >>> rfc3339("2025-01-02T03:04:05"), rfc3339("yesterday")
-    (None, None)
+    >>> rfc3339("2025-01-02T03:04:05"), rfc3339("yesterday"), rfc3339(None)
+    (None, None, None)
     """
+    if not isinstance(stamp, str):
+        return None
     try:
         value = dt.datetime.fromisoformat(stamp.strip())
     except ValueError:

@@ -17,11 +17,6 @@ from core.clock import rfc3339
 RECENT_DEFAULT_S = 24 * 3600  # recent's window when no sync came before it
 
 
-def parse(stamp: str) -> dt.datetime | None:
-    """An aware datetime, or None when ``stamp`` is not RFC3339 with an offset (``core/clock.py``)."""
-    return rfc3339(stamp) if isinstance(stamp, str) else None
-
-
 def format_like(instant: dt.datetime, template: dt.datetime) -> str:
     """``instant`` as Go's RFC3339 text in ``template``'s offset (whole seconds, ``Z`` for UTC).
 
@@ -44,10 +39,10 @@ def recent_since(last: str | None, marker: str | None, default_s: float = RECENT
     >>> recent_since("2025-06-01T10:00:00Z", "2025-06-02T10:00:00Z", 86400)
     '2025-06-01T10:00:00Z'
     """
-    now = parse(marker or "")
+    now = rfc3339(marker or "")
     if now is None:
         return last or None
-    before = parse(last or "")
+    before = rfc3339(last or "")
     if before is None:
         return format_like(now - dt.timedelta(seconds=default_s), now)
     shift = abs((before.utcoffset() or dt.timedelta()) - (now.utcoffset() or dt.timedelta()))

@@ -208,7 +208,7 @@ def _instant(value: Any) -> float | None:
     >>> _instant("2025-01-02T03:04:05+01:00"), _instant("2025-01-02T03:04:05Z"), _instant(None)
     (1735783445.0, 1735787045.0, None)
     """
-    instant = rfc3339(value) if isinstance(value, str) else None
+    instant = rfc3339(value)
     return instant.timestamp() if instant is not None else None
 
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.clock import rfc3339
 from core.platform import file_lock
 from plex.history import Play, read_history
-from stash.timestamps import parse as parse_timestamp
 from sync_queue.ledger import NO_OWNER, owner_at
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def stash_time(epoch: int) -> str:
 def _epochs(history: list[str]) -> Counter[int]:
     found: Counter[int] = Counter()
     for text in history:
-        value = parse_timestamp(text)
+        value = rfc3339(text)
         if value is not None:
             found[int(value.timestamp())] += 1
     return found

@@ -19,10 +19,10 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from core.clock import rfc3339
 from plex.desired import plex_rating
 from plex.history import Rated, rated_since
 from plex.plan import Desired, ItemPlan, Written, rating_change
-from stash.timestamps import parse as parse_timestamp
 from validation.fields import RATING, rating_text
 
 if TYPE_CHECKING:
@@ -215,7 +215,7 @@ class RatingsBack(RatingRule):
         if scene is None:
             return "ratings_scene_gone"
         stash, plex = scene.get("rating100"), rating_text(rated.user_rating)
-        changed = parse_timestamp(scene.get("updated_at") or "")
+        changed = rfc3339(scene.get("updated_at") or "")
         times = (None if changed is None else changed.timestamp(), rated.rated_at)
         side = self.side(record.scene_id, rated.rating_key, (stash, plex), times, record.fields.get(RATING))
         if side == PLEX:

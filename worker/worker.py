@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, assert_never
 
 from core.backoff import probe_wait
+from core.clock import rfc3339
 from core.errors import (
     ConfigError,
     InvalidMetadata,
@@ -32,7 +33,6 @@ from core.errors import (
     StashUnavailable,
     TransientError,
 )
-from stash.timestamps import parse as parse_timestamp
 from sync_queue.job import BULK, EntityEvent, Job, Taken
 from sync_queue.spool import IMAGE_ONLY
 from sync_queue.sqlite import disk_fault
@@ -611,5 +611,5 @@ def _or_woken(waits: PlexWaits, early: Callable[[Taken], bool] | None) -> Callab
 
 def _instant(stamp: str) -> float:
     """An ``updated_at`` as seconds (Stash's RFC3339 text); unreadable counts as oldest."""
-    value = parse_timestamp(stamp)
+    value = rfc3339(stamp)
     return value.timestamp() if value is not None else float("-inf")
