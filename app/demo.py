@@ -269,17 +269,10 @@ def _counts(output: dict[str, Any]) -> str:
 
 
 def _rate(plex: Any, rating_key: int, rating: float) -> None:
-    """A rating given in Plex Web (PUT /:/rate, as plexapi's ``Video.rate`` sends it)."""
-    import requests
+    """A rating given in Plex Web, through plexapi's ``Video.rate`` (PUT /:/rate)."""
+    from plexapi.server import PlexServer
 
-    params: dict[str, str | int | float] = {
-        "key": rating_key,
-        "identifier": "com.plexapp.plugins.library",
-        "rating": rating,
-    }
-    requests.put(
-        f"{plex.url}/:/rate", params=params, headers={"X-Plex-Token": plex.token}, timeout=5
-    ).raise_for_status()
+    PlexServer(plex.url, plex.token, timeout=5).fetchItem(rating_key).rate(rating)
 
 
 def _serve(demo: Demo, ui: Any) -> None:
