@@ -129,8 +129,8 @@ class Settings(BaseModel):
     def _minutes(cls, value: Any) -> Any:
         if value is None:
             return None  # the fallback of a bad value (load_settings drops a saved None)
-        if value in (0, "0"):
-            return DEFAULTS["notify_plex_down_minutes"]  # what Stash shows (and may save) for a never-set number
+        if _unset(value):
+            return DEFAULTS["notify_plex_down_minutes"]
         return _number_in(value, 0, 10080, "a number of minutes above 0, at most 10080 (a week)", whole=False)
 
     skip_fields: tuple[str, ...] = ()
@@ -337,8 +337,8 @@ class Settings(BaseModel):
     @field_validator("plex_concurrency", mode="before")
     @classmethod
     def _number(cls, value: Any) -> Any:
-        if value == 0 or (isinstance(value, str) and value.strip() in ("0", "")):
-            return DEFAULTS["plex_concurrency"]  # what Stash shows (and may save) for a never-set number
+        if _unset(value):
+            return DEFAULTS["plex_concurrency"]
         return _number_in(value, 1, 16, "a whole number from 1 to 16")
 
 
@@ -351,6 +351,15 @@ def boolean(value: Any) -> bool:
     if isinstance(value, (int, float)) and value in (0, 1):
         return bool(value)
     raise ValueError(f"must be true or false, got {value!r}")
+
+
+def _unset(value: Any) -> bool:
+    """0 (what Stash shows, and may save, for a number never set) or empty: the default.
+
+    >>> _unset(0), _unset(" 0 "), _unset(""), _unset("0.5"), _unset(3)
+    (True, True, True, False, False)
+    """
+    return value == 0 or (isinstance(value, str) and value.strip() in ("0", ""))
 
 
 def _number_in(value: Any, low: float, high: float, wanted: str, whole: bool = True) -> float | int:
