@@ -33,16 +33,14 @@ _FIND_BY_IDS = (
     "query S2PScenesById($ids: [ID!], $filter: FindFilterType) {"
     " findScenes(ids: $ids, filter: $filter) { count scenes { %s } } }" % SCENE_FIELDS
 )
-_FIND_PAGE = (
-    "query S2PScenesPage($filter: FindFilterType, $scene_filter: SceneFilterType) {"
-    " findScenes(filter: $filter, scene_filter: $scene_filter) { count scenes { %s } } }" % SCENE_FIELDS
-)
 _TAG_TREE = (
     "query S2PTagTree($filter: FindFilterType) { findTags(filter: $filter) { count tags { id name parents { id } } } }"
 )
-_FIND_AFTER = (
-    "query S2PScenesAfter($filter: FindFilterType, $scene_filter: SceneFilterType) {"
-    " findScenes(filter: $filter, scene_filter: $scene_filter) { count scenes { %s } } }" % SCENE_FIELDS
+# Two names for one query: the pages of a walk through the library by id, and by page number.
+_FIND_AFTER, _FIND_PAGE = (
+    "query %s($filter: FindFilterType, $scene_filter: SceneFilterType) {"
+    " findScenes(filter: $filter, scene_filter: $scene_filter) { count scenes { %s } } }" % (name, SCENE_FIELDS)
+    for name in ("S2PScenesAfter", "S2PScenesPage")
 )
 _NEWEST = (
     'query S2PNewest { findScenes(filter: {per_page: 1, sort: "updated_at", direction: DESC})'
@@ -56,57 +54,27 @@ _VERSION = "query S2PVersion { version { version } }"
 _LOGIN = "query S2PLogin { configuration { general { username } } }"
 
 
-def describe_reply(response: Any) -> str | None:
-    """Why a Stash reply is not usable GraphQL, in words (None when it looks fine).
-
-    stashapi reports every failure as ``"<status> <reason> query failed"``; the reply
-    itself says whether the session was refused, something else answered (an HTML
-    page from a proxy or login form), or GraphQL reported errors.
-    """
-    if response is None:
-        return None
-    status = response.status_code
-    if status in (401, 403):
-        return _refusal(status, getattr(response, "request", None))
-    try:
-        body = response.json()
-    except ValueError:
-        kind = (response.headers.get("Content-Type") or "an unknown type").split(";")[0]
-        return f"Stash answered {status} with {kind} instead of GraphQL; is a proxy or login page in front of Stash?"
-    errors = body.get("errors") if isinstance(body, dict) else None
-    if errors:
-        texts = [str(e.get("message") if isinstance(e, dict) else e)[:300] for e in errors[:3]]
-        return f"Stash answered with GraphQL errors: {'; '.join(texts)}"
-    return None
-
-
-def _is_json(response: Any) -> bool:
-    """Whether a reply's body is JSON at all (a proxy's or login form's HTML page is not)."""
-    try:
-        response.json()
-    except ValueError:
-        return False
-    return True
-
-
-def _refusal(status: int, request: Any) -> str:
-    headers = getattr(request, "headers", None) or {}
+def _refused(response: Any, what: str) -> StashRefused:
+    """Stash refused the credentials a request carried (401/403): which ones, and what to do."""
+    status, headers = response.status_code, getattr(getattr(response, "request", None), "headers", None) or {}
     if headers.get("ApiKey"):
-        return (
+        text = (
             f"Stash refused the API key ({status}); copy the current key from Stash → Settings → "
             "Security → API Key (--stash-api-key or STASH2PLEX_STASH_API_KEY)"
         )
-    if headers.get("Cookie"):
-        return (
+    elif headers.get("Cookie"):
+        text = (
             f"Stash refused the plugin's session ({status}); a session expires (Stash's default session "
             "age is 1 hour). The jobs stay queued: the next hook or task starts with a fresh session. "
             "An API key avoids this wait: generate one in Stash (Settings → Security → API Key) and "
             "Stash2Plex uses it instead of the session"
         )
-    return (
-        f"Stash asks for credentials ({status}); give its API key (Stash → Settings → Security → "
-        "API Key) with --stash-api-key or STASH2PLEX_STASH_API_KEY"
-    )
+    else:
+        text = (
+            f"Stash asks for credentials ({status}); give its API key (Stash → Settings → Security → "
+            "API Key) with --stash-api-key or STASH2PLEX_STASH_API_KEY"
+        )
+    return StashRefused(f"{text} (while {what})")
 
 
 @contextlib.contextmanager
@@ -126,17 +94,35 @@ def _translate(exc: BaseException, what: str, response: Any, url: str) -> Except
     cause = network_cause(exc)
     if cause is not Cause.NONE:
         return StashUnavailable(f"{_network_text(cause, url)} while {what}")
-    status = getattr(response, "status_code", None)
-    if status in (401, 403):
-        return StashRefused(f"{_refusal(status, getattr(response, 'request', None))} (while {what})")
+    if getattr(response, "status_code", None) in (401, 403):
+        return _refused(response, what)
     import requests
 
     if type(exc) is not Exception and not isinstance(exc, requests.RequestException):
         raise exc  # neither stashapi's bare Exception nor a requests error: a bug of ours, with its traceback
-    detail = describe_reply(response)
-    if status is not None and (status >= 500 or (status < 300 and not _is_json(response))):
-        return StashUnavailable(f"{detail or f'Stash answered {status}'} (while {what})")
-    return StashQueryError(f"{detail or f'Stash answered with an error: {exc}'} (while {what})")
+    if response is None:
+        return StashQueryError(f"Stash answered with an error: {exc} (while {what})")
+    return _from_reply(response, what, exc)
+
+
+def _from_reply(response: Any, what: str, exc: BaseException) -> Exception:
+    """What Stash's reply to a failed call says, since stashapi reports every failure as
+    ``"<status> <reason> query failed"``: an outage (a 5xx, or a page that is not GraphQL
+    where GraphQL was due: a proxy's or login form's), or GraphQL errors."""
+    status = response.status_code
+    try:
+        body = response.json()
+    except ValueError:
+        kind = (response.headers.get("Content-Type") or "an unknown type").split(";")[0]
+        text = f"Stash answered {status} with {kind} instead of GraphQL; is a proxy or login page in front of Stash?"
+        return (StashQueryError if 300 <= status < 500 else StashUnavailable)(f"{text} (while {what})")
+    errors = body.get("errors") if isinstance(body, dict) else None
+    if errors:
+        texts = [str(e.get("message") if isinstance(e, dict) else e)[:300] for e in errors[:3]]
+        text = f"Stash answered with GraphQL errors: {'; '.join(texts)}"
+    else:
+        text = f"Stash answered {status}" if status >= 500 else f"Stash answered with an error: {exc}"
+    return (StashUnavailable if status >= 500 else StashQueryError)(f"{text} (while {what})")
 
 
 def _read_within(response: Any, seconds: float) -> bytes:
@@ -195,13 +181,10 @@ def _image_refused(response: Any) -> Exception:
     as a network failure (it is an ``OSError``)."""
     status, what = response.status_code, "downloading a screenshot"
     if _sent_to_login(response):
-        status = response.history[0].status_code
-        return StashRefused(f"{_refusal(status, response.history[0].request)} (while {what})")
+        return _refused(response.history[0], what)
     if status in (401, 403):
-        return StashRefused(f"{_refusal(status, getattr(response, 'request', None))} (while {what})")
-    if status >= 500:
-        return StashUnavailable(f"Stash answered {status} while {what}")
-    return StashQueryError(f"Stash answered {status} while {what}")
+        return _refused(response, what)
+    return (StashUnavailable if status >= 500 else StashQueryError)(f"Stash answered {status} while {what}")
 
 
 def _network_text(cause: Cause, url: str) -> str:
@@ -285,34 +268,30 @@ class StashClient:
     ) -> None:
         self.image_deadline_s = image_deadline_s
         self.scene_fields = scene_selection(photos=False)  # until read_photos: settings come from Stash
-        conn: dict[str, Any] = {
+        cookie, verify = connection.SessionCookie, _verifies(connection)
+        conn = {  # stashapi takes an empty value as none given
             "Scheme": connection.Scheme,
             "Host": connection.host_for_client,
             "Port": connection.Port,
+            "SessionCookie": None if cookie is None else {"Name": cookie.Name, "Value": cookie.Value},
+            "ApiKey": connection.ApiKey,
+            "Logger": None if logger is None else LibraryLog(logger),
         }
-        if connection.SessionCookie is not None:
-            conn["SessionCookie"] = {"Name": connection.SessionCookie.Name, "Value": connection.SessionCookie.Value}
-        if connection.ApiKey:
-            conn["ApiKey"] = connection.ApiKey
-        if logger is not None:
-            conn["Logger"] = LibraryLog(logger)
         # Stash's last reply to each thread: a call's own reply, whatever other threads
         # (the writer pool reading covers, a task's listing thread) receive meanwhile.
         self._replies = threading.local()
         self.clock = ServerClock()  # Stash's clock, from its replies' Date headers (after connecting)
-        if not _verifies(connection):
+        if not verify:
             _quiet_unverified(connection.host_for_client.strip("[]"))
         with stash_errors("connecting", lambda: self._probe(connection), connection.base_url):
             # force_api_key: when Stash has an API key, use it instead of the session
             # cookie, which stops authenticating about an hour after Stash issued it
             # (a drainer waiting on retries can live longer than that).
-            self._api = stashapi_insides.interface(_verifies(connection))(
-                conn, verify_ssl=_verifies(connection), force_api_key=True
-            )
+            self._api = stashapi_insides.interface(verify)(conn, verify_ssl=verify, force_api_key=True)
         self.api_key = self._api.s.headers.get("ApiKey") or None
         self._base = urlsplit(self._api.url)
-        if self.api_key is None and connection.SessionCookie is not None:
-            self._follow_renewed_session(connection.SessionCookie.Name)
+        if self.api_key is None and cookie is not None:
+            self._follow_renewed_session(cookie.Name)
         self.release = self._check_version(self._api.version)
         self._bound_timeouts()
         self._api.s.hooks["response"].append(self._remember)
@@ -411,10 +390,6 @@ class StashClient:
         from the settings each time they are read."""
         self.scene_fields = scene_selection(on)
 
-    def _scenes(self, query: str) -> str:
-        """A scene query (written with every field, ``SCENE_FIELDS``) with the fields read now."""
-        return query.replace(SCENE_FIELDS, self.scene_fields)
-
     def needs_login(self) -> bool:
         """Whether Stash serves its images only to a logged-in client (the session cookie, an
         ``ApiKey`` header or ``apikey`` parameter), as Plex fetching a performer photo is not.
@@ -448,9 +423,15 @@ class StashClient:
 
     def _scenes_by_id(self, ids: list[int]) -> dict[int, dict[str, Any]]:
         variables = {"ids": [str(i) for i in ids], "filter": {"per_page": -1, "sort": "id"}}
-        data = self._call(self._scenes(_FIND_BY_IDS), variables, f"fetching {len(ids)} scenes")
-        scenes = (data.get("findScenes") or {}).get("scenes") or []
+        _, scenes = self._find(_FIND_BY_IDS, variables, f"fetching {len(ids)} scenes")
         return {int(s["id"]): s for s in scenes if isinstance(s, dict) and "id" in s}
+
+    def _find(self, query: str, variables: dict[str, Any], what: str) -> tuple[int, list[dict]]:
+        """A ``findScenes`` query (written with every field, ``SCENE_FIELDS``) with the fields
+        read now: how many scenes match, and this page of them."""
+        data = self._call(query.replace(SCENE_FIELDS, self.scene_fields), variables, what)
+        result = data.get("findScenes") or {}
+        return int(result.get("count") or 0), list(result.get("scenes") or [])
 
     def scenes_after(self, last_id: int, per_page: int, updated_after: str | None = None) -> tuple[int, list[dict]]:
         """The first ``per_page`` scenes with an id above ``last_id``, in id order, and how
@@ -463,9 +444,7 @@ class StashClient:
             "filter": {"page": 1, "per_page": per_page, "sort": "id", "direction": "ASC"},
             "scene_filter": scene_filter,
         }
-        data = self._call(self._scenes(_FIND_AFTER), variables, f"fetching scenes after id {last_id}")
-        result = data.get("findScenes") or {}
-        return int(result.get("count") or 0), list(result.get("scenes") or [])
+        return self._find(_FIND_AFTER, variables, f"fetching scenes after id {last_id}")
 
     def newest_updated_at(self) -> str | None:
         """The newest scene's ``updated_at``, exactly as Stash wrote it (its own zone and
@@ -479,9 +458,7 @@ class StashClient:
         variables: dict[str, Any] = {"filter": {"page": page, "per_page": per_page, "sort": "id", "direction": "ASC"}}
         if updated_after:
             variables["scene_filter"] = {"updated_at": {"value": updated_after, "modifier": "GREATER_THAN"}}
-        data = self._call(self._scenes(_FIND_PAGE), variables, f"fetching page {page} of scenes")
-        result = data.get("findScenes") or {}
-        return int(result.get("count") or 0), list(result.get("scenes") or [])
+        return self._find(_FIND_PAGE, variables, f"fetching page {page} of scenes")
 
     def play_history(self, scene_id: int) -> list[str] | None:
         """The scene's plays, as Stash gives them (``Scene.play_history``, RFC3339, newest
