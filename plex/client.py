@@ -414,8 +414,7 @@ class PlexClient:
         server = self.server
         with plex_errors(f"reading the poster of Plex item {rating_key}", self.url):
             response = self.session.get(server.url(key), headers=self.auth_headers(), timeout=self.timeout)
-            if response.status_code != 200:
-                raise _plexapi_error(response.status_code, server.url(key), response.content)
+            response.raise_for_status()
         return response.content
 
     def forget(self, rating_key: int) -> None:
@@ -497,26 +496,6 @@ def _who_asks() -> dict[str, str]:
     import plexapi
 
     return {k: v for k, v in plexapi.BASE_HEADERS.items() if v is not None}
-
-
-def _plexapi_error(status: int, url: str, body: bytes) -> Exception:
-    """The exception ``PlexServer.query`` raises for ``status``, with its message (the status
-    named as requests names it, ``not_found``, from the standard library's names)."""
-    from http import HTTPStatus
-
-    from plexapi.exceptions import BadRequest, NotFound, Unauthorized
-
-    try:
-        codename = HTTPStatus(status).name.lower()
-    except ValueError:
-        codename = "unknown"
-    text = body.decode("utf-8", "replace").replace("\n", " ")
-    message = f"({status}) {codename}; {url} {text}"
-    if status == 401:
-        return Unauthorized(message)
-    if status == 404:
-        return NotFound(message)
-    return BadRequest(message)
 
 
 def _int(value: Any) -> int | None:

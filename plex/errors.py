@@ -1,8 +1,9 @@
 """The one place that maps plexapi/requests failures onto our exception tree.
 
 plexapi/server.py ``PlexServer.query`` raises ``Unauthorized`` (401), ``NotFound`` (404) or
-``BadRequest`` (any other error status); by status: 401/403 → PlexAuthError, 404 → PlexNotFound,
-503 → PlexUnavailable, 429/5xx → TransientError, other 4xx → PlexBadRequest. Network failures by
+``BadRequest`` (any other error status), a request sent beside it requests' ``HTTPError``; by
+status: 401/403 → PlexAuthError, 404 → PlexNotFound, 503 → PlexUnavailable, 429/5xx →
+TransientError, other 4xx → PlexBadRequest. Network failures by
 cause (core/netcause.py): no connection → PlexUnavailable, broken mid-reply → TransientError,
 TLS rejected → ConfigError. ``TypeError``/``AttributeError`` mean an unreadable reply only when
 plexapi raised them (ours are bugs). Messages never carry the token.
@@ -32,21 +33,15 @@ _OUR_PACKAGES = ("app", "core", "hooks", "plex", "stash", "sync_queue", "tasks",
 
 
 def translate(exc: BaseException, what: str, url: str = "") -> Stash2PlexError:
-    """Our exception for ``exc``, decided by its type (and a network failure by its
+    """Our exception for ``exc``, decided by its type and status (a network failure by its
     cause, ``core/netcause.py``). A ``TypeError``/``AttributeError`` raised by our own
     code is a bug and is re-raised as it is, with its traceback."""
+    import requests
     from plexapi import exceptions as plex_exc
 
     if isinstance(exc, Stash2PlexError):
         return exc
-    if isinstance(exc, plex_exc.Unauthorized):
-        return PlexAuthError(
-            f"Plex rejected the token while {what} (401). Check the plex_token setting: "
-            "copy X-Plex-Token again from Plex Web (Get Info → View XML)."
-        )
-    if isinstance(exc, plex_exc.NotFound):
-        return PlexNotFound(f"Plex has no such item while {what}")
-    if isinstance(exc, plex_exc.BadRequest):
+    if isinstance(exc, (plex_exc.BadRequest, plex_exc.NotFound, requests.HTTPError)):
         return _from_status(exc, what)
     cause = network_cause(exc)
     if cause is not Cause.NONE:
@@ -89,19 +84,15 @@ def _from_network(cause: Cause, what: str, url: str) -> Stash2PlexError:
 def _raised_in_plexapi(exc: BaseException) -> bool:
     """Whether plexapi (reading an odd reply), not our code, raised ``exc``."""
     import os
+    import traceback
 
     import plexapi
 
     root = os.path.dirname(plexapi.__file__)
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame.f_code.co_filename)
-        tb = tb.tb_next
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ours = tuple(os.path.join(repo, d) + os.sep for d in _OUR_PACKAGES)
-    for filename in reversed(frames):  # the innermost frame that is plexapi's or ours decides
-        path = os.path.abspath(filename)
+    for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__))):  # the innermost of plexapi's or ours
+        path = os.path.abspath(frame.f_code.co_filename)
         if path.startswith(root):
             return True
         if path.startswith(ours):
@@ -109,9 +100,27 @@ def _raised_in_plexapi(exc: BaseException) -> bool:
     return False
 
 
-def _from_status(exc: BaseException, what: str) -> Stash2PlexError:
+def _status(exc: BaseException) -> int:
+    """The status of a failed request: requests' ``HTTPError`` carries its reply, plexapi's
+    errors name it first (``(404) not_found; <url> …``, server.py ``PlexServer.query``)."""
+    response = getattr(exc, "response", None)
+    if response is not None:
+        return int(response.status_code)
     match = _STATUS.match(str(exc))
-    status = int(match.group(1)) if match else 0
+    return int(match.group(1)) if match else 0
+
+
+def _from_status(exc: BaseException, what: str) -> Stash2PlexError:
+    from plexapi import exceptions as plex_exc
+
+    status = _status(exc)
+    if isinstance(exc, plex_exc.Unauthorized) or status == 401:
+        return PlexAuthError(
+            f"Plex rejected the token while {what} (401). Check the plex_token setting: "
+            "copy X-Plex-Token again from Plex Web (Get Info → View XML)."
+        )
+    if isinstance(exc, plex_exc.NotFound) or status == 404:
+        return PlexNotFound(f"Plex has no such item while {what}")
     if status == 403:
         return PlexAuthError(
             f"Plex refused access while {what} (403). The plex_token's account cannot edit this library."
@@ -144,8 +153,6 @@ def not_plex_named(url: str) -> Iterator[None]:
     """Around the first request (``GET /`` at plex_url): an answer that is not Plex's
     (a 404, an HTML page such as Plex Web's at ``/web``) means plex_url points at the
     wrong place, which no retry can fix (it would otherwise look like "item not found")."""
-    import xml.etree.ElementTree as ET
-
     from plexapi import exceptions as plex_exc
 
     try:
@@ -155,8 +162,7 @@ def not_plex_named(url: str) -> Iterator[None]:
             _not_plex(url, "404 Not Found" if isinstance(exc, plex_exc.NotFound) else "not Plex's XML")
         ) from None
     except plex_exc.BadRequest as exc:
-        match = _STATUS.match(str(exc))
-        code = int(match.group(1)) if match else 0
+        code = _status(exc)
         if code in (401, 403, 429) or code >= 500:
             raise
         raise ConfigError(_not_plex(url, f"status {code}")) from None

@@ -91,7 +91,8 @@ def test_what_we_send_beside_plexapis_calls_is_what_plexapi_sends(plex):
     from plexapi.alert import AlertListener
     from plexapi.exceptions import NotFound, Unauthorized
 
-    from plex.client import PlexClient, _plexapi_error
+    from plex.client import PlexClient
+    from plex.errors import translate
     from plex.notifications import Listener
 
     client = PlexClient(plex.url, plex.token, "test-client")
@@ -106,7 +107,10 @@ def test_what_we_send_beside_plexapis_calls_is_what_plexapi_sends(plex):
         with pytest.raises(kind) as by_plexapi:
             server.query(key, headers=headers)
         reply = requests.get(server.url(key), headers={**client.auth_headers(), **(headers or {})}, timeout=5)
-        assert str(_plexapi_error(reply.status_code, server.url(key), reply.content)) == str(by_plexapi.value)
+        with pytest.raises(requests.HTTPError) as by_requests:
+            reply.raise_for_status()
+        ours, theirs = translate(by_requests.value, "reading"), translate(by_plexapi.value, "reading")
+        assert (type(ours), str(ours)) == (type(theirs), str(theirs))
 
 
 def test_the_watch_history_is_read_through_plexapis_own_paging(plex):
