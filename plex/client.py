@@ -163,21 +163,18 @@ class PlexClient:
         """Every library section, fresh from Plex (one request)."""
         with plex_errors("listing Plex libraries", self.url):
             root = self.server.query("/library/sections")
-        found = []
-        for node in root.iter("Directory"):
-            # Not updatedAt/contentChangedAt: our own edits move those, and every
-            # index check would then list the whole section again.
-            stamp = node.attrib.get("scannedAt", "")
-            found.append(
-                SectionInfo(
-                    key=int(node.attrib["key"]),
-                    title=node.attrib.get("title", ""),
-                    type=node.attrib.get("type", ""),
-                    stamp=stamp,
-                    locations=tuple(loc.attrib.get("path", "") for loc in node.iter("Location")),
-                )
+        return [
+            SectionInfo(
+                key=int(node.attrib["key"]),
+                title=node.attrib.get("title", ""),
+                type=node.attrib.get("type", ""),
+                # Not updatedAt/contentChangedAt: our own edits move those, and every
+                # index check would then list the whole section again.
+                stamp=node.attrib.get("scannedAt", ""),
+                locations=tuple(loc.attrib.get("path", "") for loc in node.iter("Location")),
             )
-        return found
+            for node in root.iter("Directory")
+        ]
 
     def list_files(self, section_key: int, on_page=None) -> list[tuple[int, str, int | None, int | None]]:
         """(ratingKey, file, size, duration ms) for every Part in a section, paged.
@@ -212,9 +209,12 @@ class PlexClient:
             start += LIST_PAGE_SIZE
         return rows
 
+    @blip_retry
     def _list_rows(self, section_key: int, start: int) -> tuple[list[tuple[int, str, int | None, int | None]], int]:
         """One page of the listing as rows (the XML is not kept), and the section's item count."""
-        root = self._list_page(section_key, start)
+        headers = {"X-Plex-Container-Start": str(start), "X-Plex-Container-Size": str(LIST_PAGE_SIZE)}
+        with plex_errors(f"listing Plex library {section_key}", self.url):
+            root = self.server.query(f"/library/sections/{section_key}/all?type=1", headers=headers)
         rows = []
         for video in root.iter("Video"):
             key = int(video.attrib["ratingKey"])
@@ -228,12 +228,6 @@ class PlexClient:
                     )
                 )
         return rows, _int(root.attrib.get("totalSize")) or 0
-
-    @blip_retry
-    def _list_page(self, section_key: int, start: int):
-        headers = {"X-Plex-Container-Start": str(start), "X-Plex-Container-Size": str(LIST_PAGE_SIZE)}
-        with plex_errors(f"listing Plex library {section_key}", self.url):
-            return self.server.query(f"/library/sections/{section_key}/all?type=1", headers=headers)
 
     @blip_retry
     def item_state(self, rating_key: int) -> PlexItemState:
@@ -421,17 +415,9 @@ class PlexClient:
         self._sections.pop(rating_key, None)
 
 
-# A tag type's element in a detail view [plexapi video.py ``Movie._loadData``: Role is an actor].
-_TAG_ELEMENTS = {
-    "genre": "Genre",
-    "actor": "Role",
-    "collection": "Collection",
-    "label": "Label",
-    "director": "Director",
-    "writer": "Writer",
-    "producer": "Producer",
-    "country": "Country",
-}
+def _tag_element(tag_type: str) -> str:
+    """A tag type's element in a detail view [plexapi video.py ``Movie._loadData``: Role is an actor]."""
+    return "Role" if tag_type == "actor" else tag_type.capitalize()
 
 
 def _fields_of(attrs: dict[str, str]) -> dict[str, str]:
@@ -453,7 +439,7 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
         section_id=_int(attrs.get("librarySectionID")) or section_id or 0,
         files=tuple(p.get("file", "") for p in parts),
         fields=_fields_of(attrs),
-        tags={t: tuple(e.attrib.get("tag", "") for e in video.findall(_TAG_ELEMENTS[t])) for t in TAG_TYPES},
+        tags={t: tuple(e.attrib.get("tag", "") for e in video.findall(_tag_element(t))) for t in TAG_TYPES},
         locked=frozenset(f.attrib.get("name", "") for f in video.findall("Field") if f.attrib.get("locked") == "1"),
         parts=tuple(
             (p.get("file", ""), _int(p.get("size")), _int(p.get("duration") or attrs.get("duration"))) for p in parts
