@@ -24,7 +24,6 @@ from plex.gate import PlexRequests
 from validation.fields import PLEX_FIELDS, RATING, TAG_TYPES, rating_text
 
 REQUEST_TIMEOUT_S = 15.0
-MAX_REDIRECTS = 5  # hops followed from plex_url to Plex itself when connecting
 LIST_PAGE_SIZE = 500
 LIST_IN_FLIGHT = 4  # listing pages read at once
 PRODUCT = "Stash2Plex"
@@ -129,26 +128,25 @@ class PlexClient:
 
     def _final_url(self, session) -> str:
         """plex_url after the redirects a reverse proxy in front of Plex answers (http to
-        https, another name or path), followed once, here: writes never follow one (see
-        ``_write``). Asked at ``/identity`` without the token, so the token goes only to
-        where the redirects lead, never along the way."""
-        from urllib.parse import urljoin
+        https, another name or path), followed once, here, by requests: writes never follow
+        one (see ``_write``). Asked at ``/identity`` without the token, so the token goes
+        only to where the redirects lead, never along the way."""
+        import requests
 
-        headers = _who_asks()  # no token
-        base = self.url.rstrip("/")
-        for _ in range(MAX_REDIRECTS):
-            response = session.get(base + "/identity", headers=headers, allow_redirects=False, timeout=self.timeout)
-            response.close()
-            if not response.is_redirect:
-                return base
-            target = urljoin(response.url, response.headers["Location"]).split("?")[0]
-            if not target.rstrip("/").endswith("/identity"):
-                raise ConfigError(
-                    f"setting plex_url: {self.url} answered with a redirect to {target}, which is not the same "
-                    "place on another address; set plex_url to the address of Plex itself"
-                )
-            base = target.rstrip("/")[: -len("/identity")]
-        raise ConfigError(f"setting plex_url: {self.url} redirects more than {MAX_REDIRECTS} times; is it Plex?")
+        try:
+            response = session.get(self.url.rstrip("/") + "/identity", headers=_who_asks(), timeout=self.timeout)
+        except requests.TooManyRedirects:
+            raise ConfigError(
+                f"setting plex_url: {self.url} redirects more than {session.max_redirects} times; is it Plex?"
+            ) from None
+        response.close()
+        final = response.url.split("?")[0].rstrip("/")
+        if not final.endswith("/identity"):
+            raise ConfigError(
+                f"setting plex_url: {self.url} answered with a redirect to {final}, which is not the same "
+                "place on another address; set plex_url to the address of Plex itself"
+            )
+        return final[: -len("/identity")]
 
     def auth_headers(self) -> dict[str, str]:
         """The headers of every request plexapi sends [plexapi server.py ``PlexServer._headers``]:
