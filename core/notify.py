@@ -10,6 +10,7 @@ out of Stash's. Each URL goes in a daemon thread with timeouts: a failure costs 
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -78,26 +79,16 @@ def as_webhook(url: str) -> str | None:
     return f"{scheme}://{parts.netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
-def _apprise():
-    """Apprise, imported on first use, its log kept out of ours (it may name URLs)."""
-    import apprise
-
-    logger = logging.getLogger("apprise")
-    if not any(isinstance(h, _Reasons) for h in logger.handlers):
-        logger.addHandler(_Reasons())
-        logger.setLevel(logging.DEBUG)  # its "Socket Exception" lines name the cause
-        logger.propagate = False
-    return apprise
-
-
 def service(url: str, timeout: float = TIMEOUT_S) -> Any:
     """Apprise's plugin object for ``url`` (a plain webhook as json://), or None when
     Apprise cannot use it. Imports Apprise."""
-    apprise = _apprise()
+    _reasons()  # before Apprise logs its first line
+    import apprise
+
     asset = apprise.AppriseAsset(http_redirects=False)
-    plugin = apprise.Apprise.instantiate(url, asset=asset)
-    if plugin is None and as_webhook(url) is not None:
-        plugin = apprise.Apprise.instantiate(as_webhook(url), asset=asset)
+    plugin, webhook = apprise.Apprise.instantiate(url, asset=asset), as_webhook(url)
+    if plugin is None and webhook is not None:
+        plugin = apprise.Apprise.instantiate(webhook, asset=asset)
     if plugin is not None:
         plugin.socket_connect_timeout = plugin.socket_read_timeout = timeout
     return plugin
@@ -126,16 +117,16 @@ class _Reasons(logging.Handler):
             return "connection refused"
         return " ".join(line for line in lines if "Exception" not in line)[:300] or "Apprise reported a failure"
 
-    @classmethod
-    def collect(cls) -> list[str]:
-        handler = next(h for h in logging.getLogger("apprise").handlers if isinstance(h, _Reasons))
-        return handler.lines.setdefault(threading.get_ident(), [])
 
-    @classmethod
-    def done(cls) -> None:
-        for h in logging.getLogger("apprise").handlers:
-            if isinstance(h, _Reasons):
-                h.lines.pop(threading.get_ident(), None)
+@functools.cache
+def _reasons() -> _Reasons:
+    """Apprise's log handler, installed once: its lines kept per sending thread, never in
+    our log (they may name URLs)."""
+    handler, logger = _Reasons(), logging.getLogger("apprise")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)  # its "Socket Exception" lines name the cause
+    logger.propagate = False
+    return handler
 
 
 class Notifier:
@@ -166,7 +157,7 @@ class Notifier:
                     "check it against Apprise's documentation of that service"
                 )
                 return
-            reasons = _Reasons.collect()
+            reasons = _reasons().lines.setdefault(threading.get_ident(), [])
             if plugin.notify(body=message, title=title, notify_type=kind):
                 self.log.debug(f"notification sent to {name}")
                 return
@@ -176,7 +167,7 @@ class Notifier:
         except Exception as exc:  # a bug in a notifier must never reach the sync
             self.log.warning(f"notification to {name} failed: {type(exc).__name__}")
         finally:
-            _Reasons.done()
+            _reasons().lines.pop(threading.get_ident(), None)
 
     def close(self, wait_s: float | None = None) -> None:
         """Give deliveries in flight up to ``wait_s`` (default: a connect and a read
