@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from core.errors import ConfigError, DataFileError, Stash2PlexError
 from core.log import StashLog
-from core.platform import HeldLock, is_locked, python_executable, spawn_detached
+from core.platform import HeldLock, is_locked, spawn_detached
 from sync_queue import spool
 from sync_queue.owner import data_folder
 from sync_queue.queue import JobQueue
@@ -108,9 +109,7 @@ def start_drainer(
         "settings_overrides": settings_overrides or {},
         "surface": surface,
     }
-    spawn_detached(
-        [python_executable(), str(ENTRY_SCRIPT), "drain"], json.dumps(payload).encode(), data_dir / "drainer.log"
-    )
+    spawn_detached([sys.executable, str(ENTRY_SCRIPT), "drain"], json.dumps(payload).encode(), data_dir / "drainer.log")
 
 
 def _fingerprint(value: object) -> str:
@@ -344,10 +343,10 @@ class App:
         return self._part("private", build)
 
     def _set_private(self, on: bool) -> Placeholders | None:
-        from core.privacy import Placeholders
+        from core.privacy import Placeholders, load_key
 
         if on and self.log.redact.private is None:
-            self.log.redact.private = Placeholders.for_data_dir(self.data_dir)
+            self.log.redact.private = Placeholders(load_key(self.data_dir))
         return self.log.redact.private
 
     def health(self) -> HealthFile:

@@ -290,11 +290,6 @@ def lower_priority() -> None:
         pass
 
 
-def python_executable() -> str:
-    """The interpreter running us (what Stash resolved for ``python``)."""
-    return sys.executable
-
-
 def shell_command(argv: Sequence[str]) -> str:
     """``argv`` as one line to paste into this OS's shell (cmd.exe quoting on Windows)."""
     if IS_WINDOWS:

@@ -47,10 +47,6 @@ class Placeholders:
         self._known: OrderedDict[str, str] = OrderedDict()  # value → placeholder, most recent last
         self._lock = threading.Lock()
 
-    @classmethod
-    def for_data_dir(cls, data_dir: Path) -> Placeholders:
-        return cls(load_key(data_dir))
-
     def placeholder(self, kind: str, value: str) -> str:
         digest = hmac.new(self.key, f"{kind}\0{value}".encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
         return f"<{kind}-{digest[:8]}>"
