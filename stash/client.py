@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from core.clock import ServerClock, response_hook
 from core.errors import ConfigError, SlowDownload, StashQueryError, StashRefused, StashUnavailable
+from core.http import fixed_environment_session
 from core.netcause import Cause, host_of, network_cause
 from stash import stashapi_insides
 from stash.releases import as_groups, refusal, spelled
@@ -280,22 +281,21 @@ class StashClient:
         # Stash's last reply to each thread: a call's own reply, whatever other threads
         # (the writer pool reading covers, a task's listing thread) receive meanwhile.
         self._replies = threading.local()
-        self.clock = ServerClock()  # Stash's clock, from its replies' Date headers (after connecting)
+        self.clock = ServerClock()  # Stash's clock, from its replies' Date headers
         if not verify:
             _quiet_unverified(connection.host_for_client.strip("[]"))
-        with stash_errors("connecting", lambda: self._probe(connection), connection.base_url):
+        with stash_errors("connecting", self._last_reply, connection.base_url):
             # force_api_key: when Stash has an API key, use it instead of the session
             # cookie, which stops authenticating about an hour after Stash issued it
             # (a drainer waiting on retries can live longer than that).
-            self._api = stashapi_insides.interface(verify)(conn, verify_ssl=verify, force_api_key=True)
+            interface = stashapi_insides.interface(lambda session: self._prepare(session, verify))
+            self._api = interface(conn, verify_ssl=verify, force_api_key=True)
+        fixed_environment_session(self._api.s, self._api.url)
         self.api_key = self._api.s.headers.get("ApiKey") or None
         self._base = urlsplit(self._api.url)
         if self.api_key is None and cookie is not None:
             self._follow_renewed_session(cookie.Name)
         self.release = self._check_version(self._api.version)
-        self._bound_timeouts()
-        self._api.s.hooks["response"].append(self._remember)
-        self._api.s.hooks["response"].append(response_hook(self.clock, time.time))
 
     @staticmethod
     def _check_version(version: Any) -> tuple[int, int, int]:
@@ -337,30 +337,13 @@ class StashClient:
     def _last_reply(self):
         return getattr(self._replies, "last", None)
 
-    @staticmethod
-    def _probe(connection: ServerConnection):
-        """stashapi failed inside its constructor, out of our reach: ask once more to see why."""
-        import requests
-
-        cookies = {connection.SessionCookie.Name: connection.SessionCookie.Value} if connection.SessionCookie else {}
-        headers = {"ApiKey": connection.ApiKey} if connection.ApiKey else {}
-        try:
-            return requests.post(
-                f"{connection.base_url}/graphql",
-                json={"query": "{ version { version } }"},
-                cookies=cookies,
-                headers=headers,
-                timeout=REQUEST_TIMEOUT_S,
-                verify=_verifies(connection),
-            )
-        except requests.exceptions.RequestException:
-            return None
-
-    def _bound_timeouts(self) -> None:
-        """stashapi sets no timeout; a stalled Stash must not hang the drainer forever."""
-        from core.http import fixed_environment_session
-
-        session = fixed_environment_session(self._api.s, self._api.url)
+    def _prepare(self, session: Any, verify: bool) -> None:
+        """stashapi's Session, before its first request: a timeout on every request (stashapi
+        sets none; a stalled Stash must not hang the drainer for ever), each reply remembered
+        and its ``Date`` noted, and without verification the environment ignored: requests lets
+        ``REQUESTS_CA_BUNDLE`` (set on many systems) override ``verify=False`` while ``trust_env``
+        is on (``Session.merge_environment_settings``; ``fixed_environment_session`` sets the
+        proxies once connected)."""
         original = session.request
 
         def request(method, url, **kwargs):
@@ -368,6 +351,9 @@ class StashClient:
             return original(method, url, **kwargs)
 
         session.request = request
+        session.hooks["response"] += [self._remember, response_hook(self.clock, time.time)]
+        if not verify:
+            session.trust_env = False
 
     def _call(self, query: str, variables: dict[str, Any], what: str) -> dict[str, Any]:
         self._replies.last = None

@@ -42,20 +42,28 @@ def test_the_session_is_made_by_the_class_right_after_stash_interface():
 @pytest.mark.parametrize("verify", [True, False])
 def test_the_interface_connects_with_two_small_queries_and_no_introspection(verify):
     with StashEmulator() as emu:
-        api = stashapi_insides.interface(verify)(emu.server_connection("/tmp/s2p"), verify_ssl=verify)
+        api = stashapi_insides.interface(lambda session: None)(emu.server_connection("/tmp/s2p"), verify_ssl=verify)
         sent = [r["query"] for r in emu.requests]
     assert api.fragments == {} and len(sent) == 2 and not any("__schema" in q for q in sent), sent
 
 
-def test_without_verification_the_environments_proxy_is_ignored_from_the_first_request(monkeypatch):
-    """The verifying class uses the environment's (dead) proxy; the other never does."""
+def test_the_session_is_handed_over_before_the_first_request(monkeypatch):
+    """What the hand-over sets holds for the constructor's own requests: with ``trust_env``
+    turned off there (as the client does without verification, ``StashClient._prepare``),
+    the environment's (dead) proxy is never used; a Session left as it is uses it."""
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     for name in ("HTTP_PROXY", "http_proxy"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")  # the discard port: nothing listens
+    handed: list[requests.Session] = []
+
+    def untrust(session: requests.Session) -> None:
+        session.trust_env = False
+        handed.append(session)
+
     with StashEmulator() as emu:
         conn = emu.server_connection("/tmp/s2p")
         with pytest.raises(requests.exceptions.ProxyError):
-            stashapi_insides.interface(True)(conn, verify_ssl=True)
-        api = stashapi_insides.interface(False)(conn, verify_ssl=False)
-    assert api.s.trust_env is False and api.version is not None
+            stashapi_insides.interface(lambda session: None)(conn, verify_ssl=True)
+        api = stashapi_insides.interface(untrust)(conn, verify_ssl=False)
+    assert handed == [api.s] and api.s.trust_env is False and api.version is not None
