@@ -304,10 +304,9 @@ class PlexClient:
     def edit(self, rating_key: int, params: dict[str, Any]) -> None:
         """One PUT with every field and tag change of the item."""
         section = self._section_of(rating_key)
-        with plex_errors(f"editing Plex item {rating_key}", self.url):
-            self._write("PUT", _edit_target(section, rating_key, params))
+        self._write(f"editing Plex item {rating_key}", "PUT", _edit_target(section, rating_key, params))
 
-    def _write(self, method: str, key: str, body: bytes | None = None) -> None:
+    def _write(self, what: str, method: str, key: str, body: bytes | None = None) -> None:
         """``PlexServer.query(key, method=session.put/post, data=body)``, except that a redirect is
         not followed. Through a 301 or 302, requests sends a POST again as a GET without its
         body [requests sessions.py ``SessionRedirectMixin.rebuild_method``], which a poster URL
@@ -315,11 +314,12 @@ class PlexClient:
         when Plex itself answered it; a redirect is an error that names where it leads, and the
         next request connects again (``_final_url``). The reply's body is not used (PMS answers
         a poster's choice with a bare path, which plexapi media.py ``select`` ignores too)."""
-        server = self.server
-        try:
-            server.query(key, method=self._without_redirects(method, server, key), data=body)
-        except ET.ParseError:
-            pass
+        with plex_errors(what, self.url):
+            server = self.server
+            try:
+                server.query(key, method=self._without_redirects(method, server, key), data=body)
+            except ET.ParseError:
+                pass
 
     def _without_redirects(self, method: str, server, key: str):
         """``session.put``/``post`` for ``query``, which refuses a redirect (as an error naming
@@ -352,14 +352,17 @@ class PlexClient:
         if not 0 <= value <= 10 and value != -1:
             raise ValueError(f"a Plex rating is 0-10, not {rating}")
         key = f"/:/rate?key={int(rating_key)}&identifier=com.plexapp.plugins.library&rating={value}"
-        with plex_errors(f"rating Plex item {rating_key}"):
-            self._write("PUT", key)
+        self._write(f"rating Plex item {rating_key}", "PUT", key)
 
     @blip_retry
     def upload_poster(self, rating_key: int, image: bytes) -> None:
         """[plexapi mixins/resources.py ``uploadPoster(filepath=<bytes>)``]"""
-        with plex_errors(f"uploading the poster of Plex item {rating_key}", self.url):
-            self._write("POST", f"/library/metadata/{int(rating_key)}/posters", image)
+        self._write(
+            f"uploading the poster of Plex item {rating_key}",
+            "POST",
+            f"/library/metadata/{int(rating_key)}/posters",
+            image,
+        )
 
     @blip_retry
     def posters(self, rating_key: int) -> list[tuple[str, bool]]:
@@ -376,8 +379,8 @@ class PlexClient:
         """Show one of the item's posters [plexapi media.py ``BaseResource.select``: ``PUT
         /library/metadata/{id}/poster?url=<quote_plus(ratingKey)>``; PMS answers with a bare
         path, which plexapi ignores, and so does this]."""
-        with plex_errors(f"choosing the poster of Plex item {rating_key}", self.url):
-            self._write("PUT", f"/library/metadata/{int(rating_key)}/poster?url={quote_plus(poster)}")
+        key = f"/library/metadata/{int(rating_key)}/poster?url={quote_plus(poster)}"
+        self._write(f"choosing the poster of Plex item {rating_key}", "PUT", key)
 
     def _section_of(self, rating_key: int) -> int:
         section = self._sections.get(rating_key)

@@ -76,7 +76,7 @@ def test_a_write_answered_with_a_redirect_is_an_error_naming_where_it_leads(plex
     client.version()
     plex.redirect = (301, second_plex.url + "/plex")
     with pytest.raises(TransientError, match=rf"redirect \(301\) to {second_plex.url}/plex;") as caught:
-        client._write("POST", f"/library/metadata/{rk}/posters", b"\x89PNG")
+        client._write("uploading a poster", "POST", f"/library/metadata/{rk}/posters", b"\x89PNG")
     assert "nothing was written" in str(caught.value) and "posters" not in str(caught.value)
     assert second_plex.requests == [] and plex.item(rk)["uploads"] == 0
 
