@@ -357,12 +357,8 @@ class PlexClient:
     @blip_retry
     def upload_poster(self, rating_key: int, image: bytes) -> None:
         """[plexapi mixins/resources.py ``uploadPoster(filepath=<bytes>)``]"""
-        self._write(
-            f"uploading the poster of Plex item {rating_key}",
-            "POST",
-            f"/library/metadata/{int(rating_key)}/posters",
-            image,
-        )
+        key = f"/library/metadata/{int(rating_key)}/posters"
+        self._write(f"uploading the poster of Plex item {rating_key}", "POST", key, image)
 
     @blip_retry
     def posters(self, rating_key: int) -> list[tuple[str, bool]]:
