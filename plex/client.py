@@ -227,26 +227,12 @@ class PlexClient:
                 )
         return rows, _int(root.attrib.get("totalSize")) or 0
 
-    @blip_retry
     def item_state(self, rating_key: int) -> PlexItemState:
-        """Read an item's detail view (one request); raises PlexNotFound when gone.
-
-        What came back must be the item asked for: a proxy or cache in front of Plex can
-        answer with another item, and writing to it would put this scene's data on
-        another video.
-        """
-        with plex_errors(f"reading Plex item {rating_key}", self.url):
-            root = self.server.query(f"/library/metadata/{int(rating_key)}")
-        videos = list(root)
-        if not videos:
+        """Read an item's detail view (one request); raises PlexNotFound when gone."""
+        state = self.item_states([rating_key]).get(int(rating_key))
+        if state is None:
             raise PlexNotFound(f"Plex has no item {rating_key}")
-        answered = videos[0].attrib.get("ratingKey")
-        if str(answered) != str(int(rating_key)):
-            raise TransientError(
-                f"Plex answered item {answered} when asked for item {rating_key} "
-                "(is a proxy or cache in front of Plex?); nothing was written"
-            )
-        return self._remember(_state_from_xml(videos[0], _int(root.attrib.get("librarySectionID"))))
+        return state
 
     @blip_retry
     def item_states(self, rating_keys: list[int]) -> dict[int, PlexItemState]:
@@ -257,6 +243,9 @@ class PlexClient:
         ``_buildItem``, an object per tag, media and part) costs more CPU than the request,
         and ``all`` and ``reconcile`` read every item. Only the items asked for are kept
         (a reply is keyed by its own ratingKey); items Plex no longer has are absent.
+
+        One item asked for and another answered is an error: a proxy or cache in front of
+        Plex can answer so, and writing to it would put this scene's data on another video.
         """
         asked = {int(k) for k in rating_keys}
         if not asked:
@@ -273,6 +262,11 @@ class PlexClient:
             key = _int(video.attrib.get("ratingKey"))
             if key in asked and key not in states:
                 states[key] = self._remember(_state_from_xml(video, _int(root.attrib.get("librarySectionID"))))
+        if len(asked) == 1 and not states and len(root):
+            raise TransientError(
+                f"Plex answered item {root[0].attrib.get('ratingKey')} when asked for item {min(asked)} "
+                "(is a proxy or cache in front of Plex?); nothing was written"
+            )
         return states
 
     def _split_read(self, keys: list[int]) -> dict[int, PlexItemState]:
