@@ -139,27 +139,21 @@ class StashLog:
 
 
 def capture_library_logs(target: StashLog, names: tuple[str, ...] = ("plexapi", "StashLogger", "urllib3")) -> None:
-    """Send the named libraries' log records through ``target`` (and so the redactor).
+    """Send the named libraries' log records through ``target`` (and so the redactor) at
+    debug level: our own line says what failed and what to do; theirs only add detail.
     ``logging`` is imported here, not by the module: a hook never needs it."""
     import logging
 
-    handler = _forward_handler(logging, target)
-    for name in names:
-        logger = logging.getLogger(name)
-        logger.handlers = [handler]
-        logger.propagate = False
-
-
-def _forward_handler(logging, target: StashLog):
-    """A handler routing records of libraries (plexapi, stashapi, urllib3) into ``target``
-    at debug level: our own line says what failed and what to do; theirs only add detail."""
-
     class ForwardHandler(logging.Handler):
-        def emit(self, record) -> None:
+        def emit(self, record: logging.LogRecord) -> None:
             try:
                 message = f"[{record.name}] {record.levelname.lower()}: {record.getMessage()}"
             except Exception:  # a library's bad format string must not crash us
                 message = f"[{record.name}] {record.levelname.lower()}: {record.msg!r}"
             target.log("debug", message)
 
-    return ForwardHandler(level=logging.INFO)
+    handler = ForwardHandler(level=logging.INFO)
+    for name in names:
+        logger = logging.getLogger(name)
+        logger.handlers = [handler]
+        logger.propagate = False

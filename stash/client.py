@@ -222,10 +222,7 @@ class LibraryLog:
     def _debug(self, message: object, *args: Any, **kwargs: Any) -> None:
         self.target.debug(f"[stashapi] {message}")
 
-    trace = debug = info = warning = error = critical = exception = _debug
-
-    def progress(self, *args: Any, **kwargs: Any) -> None:
-        pass
+    trace = debug = info = warning = error = critical = exception = progress = _debug
 
 
 def _verifies(connection: ServerConnection) -> bool:
