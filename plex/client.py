@@ -12,7 +12,7 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote_plus
+from urllib.parse import quote_plus, urljoin, urlsplit
 
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random
 
@@ -101,6 +101,7 @@ class PlexClient:
         session.mount("https://", adapter)
         session.hooks["response"].append(response_hook(self.clock, time.time))
         self.requests.install(session, adapter)
+        session.hooks["response"].append(self._refuse_write_redirect)
         with plex_errors("connecting to Plex", self.url):
             base = self._final_url(session)
         with plex_errors("connecting to Plex", self.url), not_plex_named(self.url):
@@ -286,8 +287,6 @@ class PlexClient:
         """Bytes of the request target of an edit as it goes on the wire: plex_url's path
         (a reverse proxy's prefix) and ``_edit_target``, with ``[`` and ``]`` percent-encoded
         (urllib3 encodes them in a query: util/url.py ``_encode_invalid_chars``)."""
-        from urllib.parse import urlsplit
-
         target = _edit_target(state.section_id, state.rating_key, params)
         return len(urlsplit(self.base_url).path) + len(target) + 2 * (target.count("[") + target.count("]"))
 
@@ -301,43 +300,33 @@ class PlexClient:
         self._write(f"editing Plex item {rating_key}", "PUT", _edit_target(section, rating_key, params))
 
     def _write(self, what: str, method: str, key: str, body: bytes | None = None) -> None:
-        """``PlexServer.query(key, method=session.put/post, data=body)``, except that a redirect is
-        not followed. Through a 301 or 302, requests sends a POST again as a GET without its
-        body [requests sessions.py ``SessionRedirectMixin.rebuild_method``], which a poster URL
-        answers 200: plexapi would report an upload that never happened. A write is done only
-        when Plex itself answered it; a redirect is an error that names where it leads, and the
-        next request connects again (``_final_url``). The reply's body is not used (PMS answers
-        a poster's choice with a bare path, which plexapi media.py ``select`` ignores too)."""
+        """``PlexServer.query(key, method=session.put/post, data=body)``; a redirect is refused
+        (``_refuse_write_redirect``). The reply's body is not used (PMS answers a poster's
+        choice with a bare path, which plexapi media.py ``select`` ignores too)."""
         with plex_errors(what, self.url):
             server = self.server
             try:
-                server.query(key, method=self._without_redirects(method, server, key), data=body)
+                server.query(key, method=getattr(self.session, method.lower()), data=body)
             except ET.ParseError:
                 pass
 
-    def _without_redirects(self, method: str, server, key: str):
-        """``session.put``/``post`` for ``query``, which refuses a redirect (as an error naming
-        where it leads) instead of following it."""
-
-        def send(url: str, **kwargs):
-            response = self.session.request(method, url, allow_redirects=False, **kwargs)
-            if response.is_redirect:
-                response.close()
-                self._reconnect(server)
-                raise TransientError(
-                    f"Plex's address answered a write with a redirect ({response.status_code}) to "
-                    f"{_where(response, key)}; nothing was written there. Stash2Plex connects again and follows "
-                    "it once; set plex_url to that address to skip the redirect"
-                )
+    def _refuse_write_redirect(self, response, *args, **kwargs):
+        """A response hook: a write is done only when Plex itself answered it. Through a 301 or
+        302, requests sends a POST again as a GET without its body [requests sessions.py
+        ``SessionRedirectMixin.rebuild_method``], which a poster URL answers 200: plexapi would
+        report an upload that never happened. A redirect answered to a write (hooks run before
+        requests follows it) is an error that names where it leads, and the next request
+        connects again (``_final_url``)."""
+        if not (response.is_redirect and response.request.method in ("PUT", "POST")):
             return response
-
-        send.__name__ = method.lower()  # what plexapi's query logs
-        return send
-
-    def _reconnect(self, server) -> None:
+        response.close()
         with self._connecting:
-            if self._server is server:
-                self._server = None
+            self._server = None
+        raise TransientError(
+            f"Plex's address answered a write with a redirect ({response.status_code}) to "
+            f"{_where(response, urlsplit(self.base_url).path)}; nothing was written there. Stash2Plex connects "
+            "again and follows it once; set plex_url to that address to skip the redirect"
+        )
 
     @blip_retry
     def rate(self, rating_key: int, rating: float | None) -> None:
@@ -456,13 +445,11 @@ def _edit_target(section_id: int, rating_key: int, params: dict[str, Any]) -> st
     return f"/library/sections/{int(section_id)}/all{joinArgs(args)}"
 
 
-def _where(response, key: str) -> str:
-    """The address a redirect leads to: its base when it keeps the request's path, never
-    the query (the edit's values)."""
-    from urllib.parse import urljoin, urlsplit
-
+def _where(response, base_path: str) -> str:
+    """The address a redirect leads to: its base when it keeps the request's path (after
+    plex_url's own path), never the query (the edit's values)."""
     target = urlsplit(urljoin(response.url, response.headers.get("Location", "")))
-    path, asked = target.path, key.split("?")[0]
+    path, asked = target.path, urlsplit(response.url).path[len(base_path.rstrip("/")) :]
     if path.endswith(asked):
         path = path[: -len(asked)]
     return f"{target.scheme}://{target.netloc}{path}"
