@@ -135,12 +135,12 @@ class Notifier:
     def __init__(self, urls: list[str] | tuple[str, ...], log, timeout: float = TIMEOUT_S) -> None:
         self.urls = list(urls)
         self.log = log
+        self.redact = getattr(log, "redact", lambda text: text)
         self.timeout = timeout
         self._threads: list[threading.Thread] = []
 
     def send(self, title: str, message: str, kind: str = INFO) -> None:
-        redact = getattr(self.log, "redact", lambda text: text)
-        title, message = redact(title), redact(message)
+        title, message = self.redact(title), self.redact(message)
         for position, url in enumerate(self.urls, 1):
             args = (position, url, title, message, kind)
             thread = threading.Thread(target=self._deliver, args=args, name="s2p-notify", daemon=True)
@@ -161,8 +161,7 @@ class Notifier:
             if plugin.notify(body=message, title=title, notify_type=kind):
                 self.log.debug(f"notification sent to {name}")
                 return
-            redact = getattr(self.log, "redact", lambda text: text)
-            why = redact(_Reasons.summary(reasons, self.timeout))
+            why = self.redact(_Reasons.summary(reasons, self.timeout))
             self.log.warning(f"notification to {name} failed: {why}")
         except Exception as exc:  # a bug in a notifier must never reach the sync
             self.log.warning(f"notification to {name} failed: {type(exc).__name__}")

@@ -181,7 +181,7 @@ class PlexClient:
         The first page says how many items there are; the other pages are then read up
         to ``LIST_IN_FLIGHT`` at a time (a library of 20,000 files is 40 pages: read one
         after another they kept the first write waiting for seconds). A library that grew
-        meanwhile has its further pages read afterwards. ``on_page(rows)`` is called with
+        meanwhile has its further pages read in another round. ``on_page(rows)`` is called with
         each page's rows as it arrives (from the reading threads).
         """
 
@@ -191,21 +191,17 @@ class PlexClient:
                 on_page(rows)
             return rows, total
 
-        rows, total = page(0)
-        starts = range(LIST_PAGE_SIZE, total, LIST_PAGE_SIZE)
-        if starts:
-            from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor
 
+        rows, total = page(0)
+        start = LIST_PAGE_SIZE
+        while start < total:
+            starts = range(start, total, LIST_PAGE_SIZE)
             with ThreadPoolExecutor(max_workers=LIST_IN_FLIGHT, thread_name_prefix="plex-list") as pool:
                 pages = list(pool.map(page, starts))
             for found, _ in pages:
                 rows.extend(found)
-            total = pages[-1][1]  # the count as the last page saw it
-        start = LIST_PAGE_SIZE * (len(starts) + 1)
-        while start < total:
-            found, total = page(start)
-            rows.extend(found)
-            start += LIST_PAGE_SIZE
+            total, start = pages[-1][1], starts[-1] + LIST_PAGE_SIZE  # the count as the last page saw it
         return rows
 
     @blip_retry

@@ -292,17 +292,12 @@ class StashClient:
         self._base = urlsplit(self._api.url)
         if self.api_key is None and cookie is not None:
             self._follow_renewed_session(cookie.Name)
-        self.release = self._check_version(self._api.version)
-
-    @staticmethod
-    def _check_version(version: Any) -> tuple[int, int, int]:
-        """Once per process, from the version stashapi read when it connected (no extra
-        request): the release whose queries this client sends (``stash/releases.py``)."""
-        found = (getattr(version, "major", 0), getattr(version, "minor", 0), getattr(version, "patch", 0))
-        refused = refusal(found)
-        if refused:
+        # the release whose queries this client sends (stash/releases.py), from the version
+        # stashapi read when it connected (no extra request)
+        version = self._api.version
+        self.release = (getattr(version, "major", 0), getattr(version, "minor", 0), getattr(version, "patch", 0))
+        if refused := refusal(self.release):
             raise ConfigError(refused)
-        return found
 
     def _follow_renewed_session(self, name: str) -> None:
         """Send the session cookie Stash renewed last, not the one we were given.
