@@ -31,16 +31,8 @@ def _chain(exc: BaseException, depth: int = 0) -> Iterator[BaseException]:
     if depth > 12:
         return
     yield exc
-    inner: list[BaseException] = []
-    reason = getattr(exc, "reason", None)
-    if isinstance(reason, BaseException):
-        inner.append(reason)
-    inner.extend(a for a in getattr(exc, "args", ()) if isinstance(a, BaseException))
-    for linked in (exc.__cause__, exc.__context__):
-        if isinstance(linked, BaseException):
-            inner.append(linked)
-    for each in inner:
-        if each is not exc:
+    for each in (getattr(exc, "reason", None), *getattr(exc, "args", ()), exc.__cause__, exc.__context__):
+        if isinstance(each, BaseException) and each is not exc:
             yield from _chain(each, depth + 1)
 
 
