@@ -10,6 +10,7 @@ absolute path is found by its shape. Titles under 3 characters are left alone.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import re
@@ -27,18 +28,10 @@ _PATH = re.compile(r"(?<![\w:/.<\\-])(?:/|[A-Za-z]:\\|\\\\)[^\s'\",;()<>]*[/\\][
 def load_key(data_dir: Path) -> bytes:
     """The data folder's placeholder key, created on first use (never leaves the folder)."""
     path = Path(data_dir) / KEY_FILE
-    try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
-    except (OSError, ValueError):
-        pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_hex(16)
-    try:
-        with open(path, "x", encoding="ascii") as handle:  # the first process wins; others read its key
-            handle.write(key)
-    except FileExistsError:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
-    return bytes.fromhex(key)
+    with contextlib.suppress(FileExistsError), open(path, "x", encoding="ascii") as handle:
+        handle.write(secrets.token_hex(16))  # the first process wins; others read its key
+    return bytes.fromhex(path.read_text(encoding="ascii").strip())
 
 
 class Placeholders:
