@@ -380,10 +380,9 @@ class PlexClient:
         if not state.thumb:
             raise PlexNotFound(f"Plex item {rating_key} has no poster")
         params = {"url": state.thumb, "height": height, "width": width, "minSize": 1, "upscale": 1, "format": "png"}
-        key = f"/photo/:/transcode{joinArgs(params)}"
-        server = self.server
+        url = f"{self.base_url}/photo/:/transcode{joinArgs(params)}"  # connected: item_state read
         with plex_errors(f"reading the poster of Plex item {rating_key}", self.url):
-            response = self.session.get(server.url(key), headers=self.auth_headers(), timeout=self.timeout)
+            response = self.session.get(url, headers=self.auth_headers(), timeout=self.timeout)
             response.raise_for_status()
         return response.content
 
