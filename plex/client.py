@@ -130,7 +130,7 @@ class PlexClient:
     def _final_url(self, session) -> str:
         """plex_url after the redirects a reverse proxy in front of Plex answers (http to
         https, another name or path), followed once, here, by requests: writes never follow
-        one (see ``_write``). Asked at ``/identity`` without the token, so the token goes
+        one (``_refuse_write_redirect``). Asked at ``/identity`` without the token, so the token goes
         only to where the redirects lead, never along the way."""
         import requests
 
