@@ -222,10 +222,10 @@ def make_worker(tmp_path, stash: FakeStash, ticks: list[float]):
     return worker, stats
 
 
-def process_batch(worker, batch: list[Taken], prefetched: dict[int, dict]) -> None:
+def process_batch(worker, batch: list[Taken]) -> None:
     """Work through these taken jobs only (the steps ``Worker.run`` takes for each chunk)."""
     chunks = [batch]
-    Pipeline(worker, lambda: chunks.pop() if chunks else [], None, dict(prefetched)).run()
+    Pipeline(worker, lambda: chunks.pop() if chunks else []).run()
 
 
 def taken(*ids: int) -> list[Taken]:
@@ -242,7 +242,7 @@ def test_worker_records_each_batch_once_with_timed_plex_work(tmp_path):
     }  # 5 is gone from Stash
     # concurrency 1: scenes 1, 3, 4 reach Plex in order and take 0.2 s, 0.05 s, 0.35 s
     worker, stats = make_worker(tmp_path, FakeStash(scenes), [10.0, 10.2, 20.0, 20.05, 30.0, 30.35])
-    process_batch(worker, taken(1, 2, 3, 4, 5, 6), {})
+    process_batch(worker, taken(1, 2, 3, 4, 5, 6))
     assert len(stats.recorded) == 1
     assert stats.snapshot() == {
         "synced": 1,
@@ -266,7 +266,7 @@ def test_worker_records_each_batch_once_with_timed_plex_work(tmp_path):
     # the run's own counter (a task's reply) is kept as before
     assert dict(worker.stats) == {"synced": 1, "posters": 1, "unchanged": 1, "gone": 1, "failed": 2, "retrying": 1}
     assert not worker.delta  # a fresh delta for the next batch
-    process_batch(worker, taken(2), {})
+    process_batch(worker, taken(2))
     assert len(stats.recorded) == 2 and stats.snapshot()["unchanged"] == 2
     stats.close()
 
@@ -275,7 +275,7 @@ def test_jobs_of_one_scene_staged_together_sync_it_once_and_the_users_edit_is_th
     worker, stats = make_worker(tmp_path, FakeStash({1: raw_scene(1)}), [10.0, 10.2])
     worker.log = StashLog(out := io.StringIO())
     bulk = Taken(Job(scene_id=1, priority=BULK), pqid=7, table="bulk")
-    process_batch(worker, [bulk, *taken(1)], {})  # as deferred jobs of a scene in flight come back
+    process_batch(worker, [bulk, *taken(1)])  # as deferred jobs of a scene in flight come back
     assert dict(worker.stats) == {"synced": 1, "posters": 1}
     assert "\x01i\x02scene 1 → Plex item 101 (linked)" in out.getvalue()  # the user's edit: at info
     stats.close()
@@ -284,8 +284,8 @@ def test_jobs_of_one_scene_staged_together_sync_it_once_and_the_users_edit_is_th
 def test_jobs_held_by_an_open_breaker_add_up_in_the_run_and_stay_out_of_stats_db(tmp_path):
     worker, stats = make_worker(tmp_path, FakeStash({1: raw_scene(1)}), [])
     worker.breaker = SimpleNamespace(allow=lambda: False, seconds_until_probe=lambda: 30.0)
-    process_batch(worker, taken(1, 2), {})
-    process_batch(worker, taken(3, 4, 5), {})
+    process_batch(worker, taken(1, 2))
+    process_batch(worker, taken(3, 4, 5))
     assert dict(worker.stats) == {"waiting_for_plex": 5}
     assert worker.queue.parked_count() == 5 and worker.queue.next_due() == NOW + 30  # waiting, budget kept
     assert stats.snapshot() == EMPTY
@@ -294,7 +294,7 @@ def test_jobs_held_by_an_open_breaker_add_up_in_the_run_and_stay_out_of_stats_db
 
 def test_a_batch_that_ends_early_is_recorded_too(tmp_path):
     worker, stats = make_worker(tmp_path, FakeStash({}, down=True), [])
-    process_batch(worker, taken(1, 2), {})  # Stash is down: both wait (no retry spent), no Plex work
+    process_batch(worker, taken(1, 2))  # Stash is down: both wait (no retry spent), no Plex work
     assert len(stats.recorded) == 1
     snap = stats.snapshot()
     assert snap["retried"] == {} and snap["failed"] == {} and snap["timed_jobs"] == 0 and snap["avg_plex_ms"] is None

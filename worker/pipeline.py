@@ -24,9 +24,13 @@ from worker.breaker import State
 from worker.gradient import LatencyLimit
 
 if TYPE_CHECKING:
+    from core.log import StashLog
     from sync_queue.ledger import SceneRecord
+    from sync_queue.stats import Delta
     from validation.metadata import SceneMetadata
+    from worker.breaker import BreakerState
     from worker.sync import Syncer, SyncResult
+    from worker.viewers import Viewers
 
 Work = tuple[Taken, "SceneMetadata", "SceneRecord | None"]  # a job, its scene, what was last written
 # result, error, the sync's seconds (None: not tried), of them the seconds Plex took to answer
@@ -155,31 +159,31 @@ class _Chunk:
 
 
 class Steps(Protocol):
-    """The worker's public interface: the steps the pipeline runs (worker/worker.py), in order
-    admit → scenes_or_wait → triage → prefetch → sync_one (a writer thread) → paced →
-    report → settle, with a checkpoint now and then; ``viewing`` after each round of settling."""
+    """What the pipeline uses of the worker (worker/worker.py, which imports this module): the
+    steps it runs, in order admit → scenes_or_wait → triage → prefetch → sync_one (a writer
+    thread) → report → settle, with a checkpoint now and then."""
 
     syncer: Syncer
+    log: StashLog
+    delta: Delta  # outcomes since the last checkpoint: the pipeline adds each sync's Plex time
+    viewers: Viewers | None
+    breaker_seen: BreakerState
+    gone: list  # jobs of scenes deleted in Stash, waiting for ``release_gone``
     max_concurrency: int
-    concurrency: int
-    abort_error: Stash2PlexError | None
-    log: Any  # core/log.py's logger: the pipeline's limit, when it changes (debug)
+    concurrency: int  # where the pacer's cap is kept from one run to the next
 
-    def breaker_state(self) -> State: ...
+    def stopping(self) -> Stash2PlexError | None: ...
     def admit(self, batch: list[Taken]) -> list[Taken]: ...
-    def scenes_or_wait(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None] | None: ...
+    def scenes_or_wait(self, batch: list[Taken]) -> dict[int, dict | None] | None: ...
     def triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[Work]: ...
     def prefetch(self, work: list[Work]) -> list[int] | None: ...
-    def gone_waiting(self) -> bool: ...
     def release_gone(self, stopping: bool = False) -> None: ...
     def sync_one(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Outcome: ...
-    def paced(self, seconds: float, limit: int) -> None: ...
     def report(
         self, item: Taken, scene: SceneMetadata, result: SyncResult | None, error: BaseException | None
     ) -> None: ...
     def settle(self, item: Taken, error: BaseException | None, title: str = "") -> None: ...
     def checkpoint(self) -> None: ...
-    def viewing(self, poll: bool) -> bool: ...
     def run_counts(self) -> Counter[str]: ...
 
 
@@ -189,16 +193,12 @@ class Pipeline:
         worker: Steps,
         take: Callable[[], list[Taken]],
         refill: Callable[[bool], bool] | None = None,
-        prefetched: dict[int, dict] | None = None,
-        stop: threading.Event | None = None,
         progress: Callable[[Counter[str]], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.w = worker
-        self.take = take  # () -> list[Taken]
+        self.take = take
         self.refill = refill  # (force) -> bool: queue more jobs (a task's next page) when low; False when none are left
-        self.prefetched = prefetched if prefetched is not None else {}
-        self.stop = stop
         self.progress = progress
         self.clock = clock
         self.pacer = Pacer(worker.max_concurrency, latency=LatencyLimit(worker.max_concurrency))
@@ -221,7 +221,7 @@ class Pipeline:
             try:
                 while not self._stopping():
                     more = self._fill()
-                    if self.w.gone_waiting():  # with no sync in flight: a release reads what they wrote
+                    if self.w.gone:  # with no sync in flight: a release reads what they wrote
                         while self.pending:
                             self._settle(self._finished())
                         self.w.release_gone()
@@ -238,6 +238,7 @@ class Pipeline:
                     self._settle(wait(self.pending)[0])
                 self.w.release_gone(stopping=self._stopping())
                 self.w.syncer.client.requests.bound(None)
+                self.w.concurrency = self.pacer.cap  # the next run starts from it
                 self._checkpoint(force=True)
         return self._stopping()
 
@@ -257,7 +258,7 @@ class Pipeline:
         return done
 
     def _stopping(self) -> bool:
-        return (self.stop is not None and self.stop.is_set()) or self.w.abort_error is not None
+        return self.w.stopping() is not None
 
     # -- staging ---------------------------------------------------------------------
     def _fill(self) -> bool:
@@ -265,7 +266,7 @@ class Pipeline:
         while len(self.staged) < CHUNK // 2:
             if self._stopping():
                 return False
-            if (self.pending or self.staged) and self.w.breaker_state() != State.CLOSED:
+            if (self.pending or self.staged) and self.w.breaker_seen.state != State.CLOSED:
                 return True  # a probe (or failures) in flight: let it decide before taking more
             if self.refill is not None:
                 self.refill(False)  # top the queue up before it runs dry
@@ -288,11 +289,9 @@ class Pipeline:
             w.settle(item, None)
         if not fresh:
             return
-        scenes = w.scenes_or_wait(fresh, self.prefetched)
+        scenes = w.scenes_or_wait(fresh)
         if scenes is None:
             return
-        for item in fresh:
-            self.prefetched.pop(item.job.scene_id, None)  # used once; a retry reads Stash again
         work = w.triage(fresh, scenes)
         if not work:
             return
@@ -335,14 +334,14 @@ class Pipeline:
             if seconds is not None:
                 kind = result.poster if result is not None else ""  # an upload is one request more
                 self.pacer.outcome(error, seconds, kind, ended, alone, answered)
-                w.paced(seconds, self.pacer.cap)
+                w.delta.timed(seconds)
             w.report(item, scene, result, error)
             w.settle(item, error, title=scene.title)
             self._release(item.job.scene_id, chunk)
             self._settled_since += 1
             if self.progress is not None:
                 self.progress(w.run_counts())
-        self.pacer.viewing(w.viewing(poll=bulk))
+        self.pacer.viewing(w.viewers is not None and w.viewers.watching(poll=bulk))  # a bulk run polls Plex's sessions
         w.syncer.client.requests.bound(self.pacer.headroom)
         self.limiter.set(self.pacer.limit)
         self._checkpoint()

@@ -97,16 +97,21 @@ class Worker:
         self.delta = Delta()  # outcomes since the last checkpoint, then added to stats.db
         self.stats: Counter[str] = Counter()  # the run's (a task's reply): the checkpoints' deltas summed
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
-        self._breaker_seen = BreakerState()
+        # The breaker's state lives in a file shared by every process; within a batch the
+        # worker keeps the copy it read at admission and updates it on its own outcomes,
+        # instead of locking and reading that file once per scene.
+        self.breaker_seen = BreakerState()
         self._unavailable_said = False
         self._in_sync: list[int] = []  # scenes now in sync with Plex since the last checkpoint
         self._probe_now = probe_now  # a task the user started: probe Plex at once, whatever the breaker says
         self._stash_failures = 0  # Stash outage: consecutive batches that could not reach it
-        self._stop: threading.Event | None = None
+        self._stop: threading.Event | None = None  # the run's, as the prefetched scene data (``run``)
+        self._prefetched: dict[int, dict] = {}
+        self._tried: set[int] | None = None  # with retry_waiting_now: the jobs this run took
         self._fetched_at: dict[int, str] = {}  # updated_at of the newest scene data fetched per scene
         self._entity_changed: dict[tuple[str, int], float] = {}  # (kind, id) → newest event's time seen
         self._read_at: dict[int, float] = {}  # scenes being synced → when their data was asked of Stash
-        self._gone: list[tuple[Taken, SceneRecord]] = []  # jobs of scenes deleted in Stash, to release their items
+        self.gone: list[tuple[Taken, SceneRecord]] = []  # jobs of scenes deleted in Stash, for ``release_gone``
 
     # -- the loop ----------------------------------------------------------------
     def run(
@@ -125,29 +130,33 @@ class Worker:
         ``refill(force) -> bool``: asked to queue more jobs when they run low (a task's
         next page; ``force``: the queue ran dry); False when there are no more. ``progress(stats)`` after every outcome.
         """
-        tried: set[int] = set()
-        self._stop = stop
-        early = (lambda item: item.pqid not in tried) if retry_waiting_now else None
-        if self.waits is not None:
-            early = _or_woken(self.waits, early)
-
-        def take() -> list[Taken]:
-            self.fan_out(CHUNK)
-            batch = self.queue.take(CHUNK, early=early)
-            self._say_set_aside()
-            tried.update(item.pqid for item in batch)
-            if self.waits is not None:
-                for item in batch:
-                    self.waits.forget((item.table, item.pqid))
-            return batch
-
+        self._stop, self._prefetched = stop, prefetched if prefetched is not None else {}
+        self._tried = set() if retry_waiting_now else None
         while True:
-            pipeline = Pipeline(self, take, refill, prefetched, stop, progress)
+            pipeline = Pipeline(self, self._take, refill, progress)
             if pipeline.run() or not wait_for_retries or self.queue.next_due() is None:
                 break
             refill = None  # every page was asked for; only retries are left
             self._nap(stop)
         return self.stats
+
+    def _take(self) -> list[Taken]:
+        """The next chunk: the jobs due, and early those an event woke (Plex has their file
+        now, worker/waits.py) or, with ``retry_waiting_now``, not tried yet in this run."""
+        self.fan_out(CHUNK)
+        early = self._early if self._tried is not None or self.waits is not None else None
+        batch = self.queue.take(CHUNK, early=early)
+        self._say_set_aside()
+        for item in batch:
+            if self._tried is not None:
+                self._tried.add(item.pqid)
+            if self.waits is not None:
+                self.waits.forget((item.table, item.pqid))
+        return batch
+
+    def _early(self, item: Taken) -> bool:
+        woken = self.waits is not None and self.waits.woken((item.table, item.pqid))
+        return woken or (self._tried is not None and item.pqid not in self._tried)
 
     def _say_set_aside(self) -> None:
         rejected = self.queue.take_rejected()
@@ -221,15 +230,11 @@ class Worker:
         """The run's counts so far, the outcomes since the last checkpoint included."""
         return self.stats + self.delta.run_counts()
 
-    def breaker_state(self) -> State:
-        return self._breaker_seen.state
-
-    # -- the steps worker/pipeline.py runs, in order: admit → scenes_or_wait → triage →
-    # prefetch → sync_one (in a writer thread) → paced → report → settle; checkpoint.
-    def scenes_or_wait(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None] | None:
+    # -- the steps worker/pipeline.py runs ------------------------------------------
+    def scenes_or_wait(self, batch: list[Taken]) -> dict[int, dict | None] | None:
         """The jobs' Stash data; None when Stash could not give it (the jobs then wait, or are settled)."""
         try:
-            scenes = self._scenes(batch, prefetched)
+            scenes = self._scenes(batch)
         except StashUnavailable as exc:
             self._stash_down(batch, exc)
             return None
@@ -240,15 +245,6 @@ class Worker:
         self._stash_up()
         return scenes
 
-    def paced(self, seconds: float, limit: int) -> None:
-        """A sync's Plex time, and the concurrency the pacer allows after it."""
-        self.delta.timed(seconds)
-        self.concurrency = limit
-
-    def viewing(self, poll: bool) -> bool:
-        """Someone is watching Plex now (``poll``: a bulk run asks, Plex's sessions are read when due)."""
-        return self.viewers is not None and self.viewers.watching(poll)
-
     def admit(self, batch: list[Taken]) -> list[Taken]:
         """The circuit breaker's say: all, one probe, or none (the rest wait). A task the
         user started probes Plex at once, whatever the breaker says."""
@@ -256,8 +252,8 @@ class Worker:
         forced, self._probe_now = self._probe_now and self.breaker.force_probe(), False
         allowed = forced or self.breaker.allow()
         if allowed:
-            self._breaker_seen = self.breaker.state()
-            if self._breaker_seen.state != State.HALF_OPEN or self._probe():
+            self.breaker_seen = self.breaker.state()
+            if self.breaker_seen.state != State.HALF_OPEN or self._probe():
                 return batch
         wait = max(1.0, self.breaker.seconds_until_probe())
         for item in batch:
@@ -276,7 +272,7 @@ class Worker:
             self.syncer.client.sections()
         except TransientError as exc:  # refused, 503, no answer in time, reset: not up
             self.breaker.record_failure()
-            self._breaker_seen = self.breaker.state()
+            self.breaker_seen = self.breaker.state()
             self._say_unavailable(str(exc))
             return False
         except Stash2PlexError as exc:  # Plex answered (a 401), or a setting is wrong: the jobs meet it and say so
@@ -284,7 +280,7 @@ class Worker:
         self._plex_ok()
         return True
 
-    def _scenes(self, batch: list[Taken], prefetched: dict[int, dict]) -> dict[int, dict | None]:
+    def _scenes(self, batch: list[Taken]) -> dict[int, dict | None]:
         """Each job's scene data: a bulk job may use the page its task fetched, unless a
         newer event for that scene exists (an interactive job in this batch, or newer data
         already fetched in this run: a user's edit is never reverted by an older page), or
@@ -295,7 +291,7 @@ class Worker:
         need = set()
         for item in batch:
             sid = item.job.scene_id
-            raw = prefetched.get(sid) if item.job.priority == BULK and sid not in interactive else None
+            raw = self._prefetched.get(sid) if item.job.priority == BULK and sid not in interactive else None
             if raw is not None and not self._older(sid, raw) and not self._outdated(raw):
                 found[sid] = raw
             else:
@@ -308,6 +304,8 @@ class Worker:
                 if raw is not None:
                     raw[READ_AT] = asked
                     self._fetched_at[sid] = str(raw.get("updated_at") or "")
+        for sid in found:
+            self._prefetched.pop(sid, None)  # used once; a retry reads Stash again
         return found
 
     def _outdated(self, raw: dict) -> bool:
@@ -342,7 +340,7 @@ class Worker:
             raw = scenes.get(sid)
             if raw is None:
                 if sid in records:  # what was written for it may be on an item no scene owns now
-                    self._gone.append((item, records[sid]))
+                    self.gone.append((item, records[sid]))
                     continue
                 self.log.info(f"scene {sid} no longer exists in Stash; nothing to sync")
                 self.queue.ack(item)
@@ -410,21 +408,22 @@ class Worker:
             self.log.debug(f"reading the chunk's Plex items failed ({exc}); reading them one by one")
         return []
 
-    def _held_back(self) -> Stash2PlexError | None:
-        """Why this job must not go to Plex at all: the run is stopping (a 401, a bad
-        setting), or the breaker opened while this batch was under way (the rest of the
-        batch then waits for the probe instead of each trying a Plex that is down)."""
+    def stopping(self) -> RunStopped | None:
+        """Why the run stops (a 401, a bad setting, or ``stop``), or None."""
         if self.abort_error is not None:
             return RunStopped(f"not tried: {self.abort_error}")
         if self._stop is not None and self._stop.is_set():
             return RunStopped("not tried: the run is stopping (another task takes over, or the queue was cleared)")
-        if self._breaker_seen.state == State.OPEN:
-            return PlexUnavailable("Plex is unavailable (circuit breaker open); waiting for the next probe")
         return None
 
-    def gone_waiting(self) -> bool:
-        """Whether jobs of scenes deleted in Stash wait for ``release_gone``."""
-        return bool(self._gone)
+    def _held_back(self) -> Stash2PlexError | None:
+        """Why this job must not go to Plex at all: the run is stopping, or the breaker opened
+        while this batch was under way (the rest of the batch then waits for the probe
+        instead of each trying a Plex that is down)."""
+        stopping = self.stopping()
+        if stopping is None and self.breaker_seen.state == State.OPEN:
+            return PlexUnavailable("Plex is unavailable (circuit breaker open); waiting for the next probe")
+        return stopping
 
     def release_gone(self, stopping: bool = False) -> None:
         """Settle the jobs of scenes deleted in Stash that had a record: the items written
@@ -432,7 +431,7 @@ class Worker:
         The pipeline calls this with no sync in flight, after their records are saved: a
         release reads what the syncs wrote. ``stopping``: they are left unacknowledged
         for the next consumer."""
-        gone, self._gone = self._gone, []
+        gone, self.gone = self.gone, []
         if stopping:
             return
         self.syncer.flush_saves()
@@ -481,12 +480,9 @@ class Worker:
             self._plex_failed(error)
         return result, error, seconds, self.syncer.client.requests.waited()
 
-    # The breaker's state lives in a file shared by every process; within a batch the
-    # worker keeps the copy it read at admission and updates it on its own outcomes,
-    # instead of locking and reading that file once per scene.
     def _plex_failed(self, error: PlexUnavailable) -> None:
         self.breaker.record_failure()
-        self._breaker_seen = self.breaker.state()
+        self.breaker_seen = self.breaker.state()
         self._say_unavailable(str(error))
 
     def _plex_ok(self) -> None:
@@ -495,9 +491,9 @@ class Worker:
         if self._unavailable_said:
             self._unavailable_said = False
             self.log.info("Plex answers again; resuming")
-        if self._breaker_seen != BreakerState():
+        if self.breaker_seen != BreakerState():
             self.breaker.record_success()
-            self._breaker_seen = BreakerState()
+            self.breaker_seen = BreakerState()
 
     def _say_unavailable(self, why: str) -> None:
         """Once per outage, not once per job: the jobs wait (no retry budget spent) and resume by themselves."""
@@ -598,15 +594,6 @@ class Worker:
         """Stop taking jobs: every further job would fail the same way (token, settings)."""
         if self.abort_error is None and isinstance(error, Stash2PlexError):  # HOLD and DLQ errors always are
             self.abort_error = error
-
-
-def _or_woken(waits: PlexWaits, early: Callable[[Taken], bool] | None) -> Callable[[Taken], bool]:
-    """``early``, and also every job an event woke (Plex has its file now)."""
-
-    def woken_or_early(item: Taken) -> bool:
-        return waits.woken((item.table, item.pqid)) or (early is not None and early(item))
-
-    return woken_or_early
 
 
 def _instant(stamp: str) -> float:
