@@ -56,22 +56,14 @@ def _locks_only(plan: ItemPlan) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class Preview:
-    """What a sync would do now (dry runs, ``inspect``): the item, the plan, the poster verdict."""
-
-    rating_key: int
-    how: str
-    plan: ItemPlan
-    poster: str  # upload | unchanged | none | failed (the screenshot could not be read)
-
-
 @dataclass
 class SyncResult:
+    """What a sync did, or (``Syncer.preview``: dry runs, ``inspect``) would do now."""
+
     scene_id: int
     rating_key: int
     plan: ItemPlan
-    poster: str  # uploaded | unchanged | none | failed
+    poster: str  # uploaded | unchanged | none | failed; a preview's: upload | … | failed (the screenshot unread)
     how: str  # why this item: linked | high | medium | chosen: <reason>
     warnings: list[str] = field(default_factory=list)
 
@@ -165,12 +157,12 @@ class Syncer:
         finally:
             self.client.forget(state.rating_key)
 
-    def preview(self, scene: SceneMetadata, record: SceneRecord | None) -> Preview:
+    def preview(self, scene: SceneMetadata, record: SceneRecord | None) -> SyncResult:
         """What ``sync`` would send now, found and planned the same way; nothing is written."""
         state, how = self.locator.locate(scene, record)
         try:
             record, plan, _ = self._plan(scene, record, state, relock=False)
-            return Preview(state.rating_key, how, plan, self.posters.verdict(scene, record))
+            return SyncResult(scene.id, state.rating_key, plan, self.posters.verdict(scene, record), how)
         finally:
             self.client.forget(state.rating_key)
 

@@ -11,6 +11,7 @@ spending budget); outcomes reach ``stats.db`` at least every second.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import threading
 import time
@@ -20,7 +21,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, assert_never
 
 from core.backoff import probe_wait
-from core.clock import rfc3339
 from core.errors import (
     ConfigError,
     InvalidMetadata,
@@ -108,7 +108,7 @@ class Worker:
         self._stop: threading.Event | None = None  # the run's, as the prefetched scene data (``run``)
         self._prefetched: dict[int, dict] = {}
         self._tried: set[int] | None = None  # with retry_waiting_now: the jobs this run took
-        self._fetched_at: dict[int, str] = {}  # updated_at of the newest scene data fetched per scene
+        self._fetched_at: dict[int, float] = {}  # per scene: when its newest data was asked of Stash
         self._entity_changed: dict[tuple[str, int], float] = {}  # (kind, id) → newest event's time seen
         self._read_at: dict[int, float] = {}  # scenes being synced → when their data was asked of Stash
         self.gone: list[tuple[Taken, SceneRecord]] = []  # jobs of scenes deleted in Stash, for ``release_gone``
@@ -271,9 +271,7 @@ class Worker:
         try:
             self.syncer.client.sections()
         except TransientError as exc:  # refused, 503, no answer in time, reset: not up
-            self.breaker.record_failure()
-            self.breaker_seen = self.breaker.state()
-            self._say_unavailable(str(exc))
+            self._plex_failed(exc)
             return False
         except Stash2PlexError as exc:  # Plex answered (a 401), or a setting is wrong: the jobs meet it and say so
             self.log.debug(f"the breaker's probe reached Plex: {exc}")
@@ -282,8 +280,8 @@ class Worker:
 
     def _scenes(self, batch: list[Taken]) -> dict[int, dict | None]:
         """Each job's scene data: a bulk job may use the page its task fetched, unless a
-        newer event for that scene exists (an interactive job in this batch, or newer data
-        already fetched in this run: a user's edit is never reverted by an older page), or
+        newer event for that scene exists (an interactive job in this batch, or data fetched
+        in this run after the page was read: a user's edit is never reverted by an older page), or
         an entity event touching the scene came after the page was read (a performer
         destroyed or renamed while ``all`` works is never written back from its page)."""
         found: dict[int, dict | None] = {}
@@ -292,7 +290,7 @@ class Worker:
         for item in batch:
             sid = item.job.scene_id
             raw = self._prefetched.get(sid) if item.job.priority == BULK and sid not in interactive else None
-            if raw is not None and not self._older(sid, raw) and not self._outdated(raw):
+            if raw is not None and not self._outdated(sid, raw):
                 found[sid] = raw
             else:
                 need.add(sid)
@@ -302,20 +300,23 @@ class Worker:
             for sid in need:
                 raw = found[sid] = fetched.get(sid)
                 if raw is not None:
-                    raw[READ_AT] = asked
-                    self._fetched_at[sid] = str(raw.get("updated_at") or "")
+                    raw[READ_AT] = self._fetched_at[sid] = asked
         for sid in found:
             self._prefetched.pop(sid, None)  # used once; a retry reads Stash again
         return found
 
-    def _outdated(self, raw: dict) -> bool:
-        """True when an entity event of one of the scene's tags, performers, studio or
-        groups is as new as the data or newer (the data may show it as it was)."""
-        return bool(self._entity_changed) and self._changed_since(entities_of(raw), raw.get(READ_AT, 0.0))
+    def _outdated(self, sid: int, raw: dict) -> bool:
+        """True when this run fetched the scene after ``raw`` was read, or an entity event
+        of one of its tags, performers, studio or groups is as new as ``raw`` or newer (it
+        may show the entity as it was)."""
+        read_at = raw.get(READ_AT, 0.0)
+        if read_at < self._fetched_at.get(sid, -math.inf):
+            return True
+        return bool(self._entity_changed) and self._changed_since(entities_of(raw), read_at)
 
     def _changed_since(self, entities: dict, read_at: float) -> bool:
         changed = self._entity_changed
-        return any(changed.get((kind, i), float("-inf")) >= read_at for kind, ids in entities.items() for i in ids)
+        return any(changed.get((kind, i), -math.inf) >= read_at for kind, ids in entities.items() for i in ids)
 
     def _requeue_if_outdated(self, scene: SceneMetadata, synced: bool) -> None:
         """A sync's data predates an entity event seen while it ran: the scene is queued
@@ -324,11 +325,6 @@ class Worker:
         read_at = self._read_at.pop(scene.id, None)
         if synced and read_at is not None and self._changed_since(scene.entities, read_at):
             self.queue.put(Job(scene_id=scene.id, priority=BULK, enqueued_at=self.clock()))
-
-    def _older(self, sid: int, raw: dict) -> bool:
-        """True when ``raw`` is older than data this run already fetched for the scene."""
-        newest = self._fetched_at.get(sid)
-        return newest is not None and _instant(str(raw.get("updated_at") or "")) < _instant(newest)
 
     def triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[Work]:
         """Settle what needs no Plex work (gone, invalid, unchanged); return the rest."""
@@ -480,7 +476,7 @@ class Worker:
             self._plex_failed(error)
         return result, error, seconds, self.syncer.client.requests.waited()
 
-    def _plex_failed(self, error: PlexUnavailable) -> None:
+    def _plex_failed(self, error: TransientError) -> None:
         self.breaker.record_failure()
         self.breaker_seen = self.breaker.state()
         self._say_unavailable(str(error))
@@ -594,9 +590,3 @@ class Worker:
         """Stop taking jobs: every further job would fail the same way (token, settings)."""
         if self.abort_error is None and isinstance(error, Stash2PlexError):  # HOLD and DLQ errors always are
             self.abort_error = error
-
-
-def _instant(stamp: str) -> float:
-    """An ``updated_at`` as seconds (Stash's RFC3339 text); unreadable counts as oldest."""
-    value = rfc3339(stamp)
-    return value.timestamp() if value is not None else float("-inf")
