@@ -15,7 +15,7 @@ from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavail
 from stash.timestamps import recent_since
 from tasks.context import Context
 from validation.metadata import SceneMetadata, scene_from_stash
-from worker.changed import may_differ
+from worker.changed import sort_scenes
 from worker.preview import PlanReport, plan_entry, publish, unmatched_entry, writes
 
 PAGE_SIZE = 500
@@ -36,7 +36,7 @@ def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: 
         total, raw = stash.scenes_page(page, PAGE_SIZE, updated_after)
         if not raw:
             break
-        changed = set(may_differ(app.syncer(), ledger, raw))  # out-of-scope scenes are never planned
+        changed = set(sort_scenes(app.syncer(), ledger, raw)[0])  # out-of-scope scenes are never planned
         records = ledger.get_many(sorted(changed))
         work = []
         for item in raw:

@@ -11,22 +11,18 @@ from typing import TYPE_CHECKING
 
 from core.errors import InvalidMetadata
 from validation.metadata import scene_from_stash
-from worker.verdict import OUT_OF_SCOPE, verdict
+from worker.verdict import OUT_OF_SCOPE, STALE, verdict
 
 if TYPE_CHECKING:
     from sync_queue.ledger import Ledger
     from worker.sync import Syncer
 
 
-def may_differ(syncer: Syncer, ledger: Ledger, scenes: list[dict]) -> list[int]:
-    """The ids of the scenes whose desired state differs from what was last written (or is unknown)."""
-    return sort_scenes(syncer, ledger, scenes)[0]
-
-
 def sort_scenes(
     syncer: Syncer, ledger: Ledger, scenes: list[dict], note_skipped: bool = False
 ) -> tuple[list[int], int]:
-    """The scenes that may differ (``may_differ``), and how many are out of scope.
+    """The ids of the scenes that may differ from what was last written (or unknown), and
+    how many are out of scope.
     ``note_skipped``: the ledger records what the out-of-scope scenes depend on (a tag
     leaving a skipped tag brings its scenes back through the entity event)."""
     records = ledger.get_many([int(s["id"]) for s in scenes])
@@ -43,7 +39,7 @@ def sort_scenes(
         if found.kind == OUT_OF_SCOPE:
             out_of_scope += 1
             skipped[sid] = syncer.depends_on(scene)
-        elif found.stale:
+        elif found.kind == STALE:
             changed.append(sid)
     if note_skipped and skipped:
         ledger.set_entities_many(skipped)

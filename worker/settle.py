@@ -71,14 +71,11 @@ def decide(
 ) -> Decision:
     if error is None:
         return Decision(Action.ACK, job)
-    if isinstance(error, HELD):
-        # A setting is wrong (or the run is stopping), not the job: it keeps its budget
-        # and stays queued, and the run stops so the reply can name the cause.
-        return Decision(Action.HOLD, job, now, str(error))
-    if disk_fault(error) is not None:
-        # our own disk (full, or a data file held by another program), not the job: it keeps
-        # its budget and stays queued; the run stops and the drainer tries again later
-        return Decision(Action.HOLD, job, now, str(disk_fault(error)))
+    if isinstance(error, HELD) or disk_fault(error) is not None:
+        # A setting is wrong, the run is stopping, or our own disk refuses (full, or a data file
+        # held by another program), not the job: it keeps its budget and stays queued, and the
+        # run stops so the reply can name the cause (the drainer tries again later).
+        return Decision(Action.HOLD, job, now, str(disk_fault(error) or error))
     if isinstance(error, errors.PlexUnavailable):
         until = probe_at if probe_at and probe_at > now else now + UNAVAILABLE_RECHECK_S
         return Decision(Action.POSTPONE, job, until, f"Plex unavailable; waiting until {until:.0f}")
@@ -87,15 +84,11 @@ def decide(
     if isinstance(error, errors.PermanentError) or not isinstance(error, errors.Stash2PlexError):
         # a bug of ours is not retried: it would fail the same way (the traceback is logged)
         return Decision(Action.DLQ, job, None, _dlq_message(job, error))
-    policy = NOT_FOUND if isinstance(error, errors.PlexNotFound) else TRANSIENT
-    next_at = schedule(job.attempt + 1, policy, now, rng)
+    missing = error if isinstance(error, errors.PlexNotFound) else None
+    next_at = schedule(job.attempt + 1, TRANSIENT if missing is None else NOT_FOUND, now, rng)
     if next_at is None:
         return Decision(Action.DLQ, job, None, _dlq_message(job, error))
-    scan = job.scan_requested or (isinstance(error, errors.PlexNotFound) and error.scan_requested)
-    since = (
-        job.not_found_since
-        if job.not_found_since is not None
-        else (now if isinstance(error, errors.PlexNotFound) else None)
-    )
+    scan = job.scan_requested or (missing is not None and missing.scan_requested)
+    since = now if missing is not None and job.not_found_since is None else job.not_found_since  # the first miss
     retried = job.retry(next_at, error, scan_requested=scan, not_found_since=since)
     return Decision(Action.RETRY, retried, next_at, f"{type(error).__name__}: {error}")

@@ -29,10 +29,6 @@ class Verdict:
     kind: str  # OUT_OF_SCOPE | UNCHANGED | STALE
     why: str
 
-    @property
-    def stale(self) -> bool:
-        return self.kind == STALE
-
 
 def verdict(syncer: Syncer, scene: SceneMetadata, record: SceneRecord | None) -> Verdict:
     """The scene's verdict from its ledger ``record`` (None: never written)."""
