@@ -233,7 +233,8 @@ class Pipeline:
             finally:
                 self.staged.clear()  # taken, never started: unacknowledged, the next consumer gets them
                 self.limiter.close()  # writers waiting for a Plex slot begin nothing: the same
-                self._drop_unstarted()
+                for future in [f for f in self.pending if f.cancel()]:  # and those no writer began:
+                    del self.pending[future]  # a stop (or Ctrl-C) waits only for the syncs under way
                 while self.pending:
                     self._settle(wait(self.pending)[0])
                 self.w.release_gone(stopping=self._stopping())
@@ -241,12 +242,6 @@ class Pipeline:
                 self.w.concurrency = self.pacer.cap  # the next run starts from it
                 self._checkpoint(force=True)
         return self._stopping()
-
-    def _drop_unstarted(self) -> None:
-        """Syncs handed to the pool that no writer began are left unacknowledged, as the
-        staged ones: a stop (or Ctrl-C) waits only for the syncs already under way in Plex."""
-        for future in [f for f in self.pending if f.cancel()]:
-            del self.pending[future]
 
     def _finished(self) -> set[Future[Written | None]]:
         """The syncs finished so far, once one has: gathered for up to ``GATHER_S`` more,

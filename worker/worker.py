@@ -210,11 +210,8 @@ class Worker:
 
     def _nap(self, stop: threading.Event | None) -> None:
         due = self.queue.next_due() or self.clock()
-        pause = max(0.05, min(NAP_MAX_S, due - self.clock()))
-        if stop is not None:
-            stop.wait(pause)
-        else:
-            self.sleep(pause)
+        wait = stop.wait if stop is not None else self.sleep
+        wait(max(0.05, min(NAP_MAX_S, due - self.clock())))
 
     def checkpoint(self) -> None:
         """Add the outcomes since the last checkpoint to stats.db; drop old dead letters of
@@ -231,20 +228,6 @@ class Worker:
         return self.stats + self.delta.run_counts()
 
     # -- the steps worker/pipeline.py runs ------------------------------------------
-    def scenes_or_wait(self, batch: list[Taken]) -> dict[int, dict | None] | None:
-        """The jobs' Stash data; None when Stash could not give it (the jobs then wait, or are settled)."""
-        try:
-            scenes = self._scenes(batch)
-        except StashUnavailable as exc:
-            self._stash_down(batch, exc)
-            return None
-        except StashRefused as exc:
-            for item in batch:
-                self.settle(item, exc)
-            return None
-        self._stash_up()
-        return scenes
-
     def admit(self, batch: list[Taken]) -> list[Taken]:
         """The circuit breaker's say: all, one probe, or none (the rest wait). A task the
         user started probes Plex at once, whatever the breaker says."""
@@ -278,8 +261,9 @@ class Worker:
         self._plex_ok()
         return True
 
-    def _scenes(self, batch: list[Taken]) -> dict[int, dict | None]:
-        """Each job's scene data: a bulk job may use the page its task fetched, unless a
+    def scenes_or_wait(self, batch: list[Taken]) -> dict[int, dict | None] | None:
+        """Each job's scene data; None when Stash could not give it (the jobs then wait, or
+        are settled). A bulk job may use the page its task fetched, unless a
         newer event for that scene exists (an interactive job in this batch, or data fetched
         in this run after the page was read: a user's edit is never reverted by an older page), or
         an entity event touching the scene came after the page was read (a performer
@@ -296,7 +280,16 @@ class Worker:
                 need.add(sid)
         if need:
             asked = time.time()  # before the request: whatever Stash committed earlier is in the answer
-            fetched = self.stash.scenes_by_id(sorted(need))
+            try:
+                fetched = self.stash.scenes_by_id(sorted(need))
+            except StashUnavailable as exc:
+                self._stash_down(batch, exc)
+                return None
+            except StashRefused as exc:
+                for item in batch:
+                    self.settle(item, exc)
+                return None
+            self._stash_up()
             for sid in need:
                 raw = found[sid] = fetched.get(sid)
                 if raw is not None:
