@@ -21,45 +21,34 @@ class PlexWaits:
     def __init__(self, paths: PathMap = AS_IS, on_wait: Callable[[], None] | None = None) -> None:
         self._fold = paths.key
         self._lock = threading.Lock()
-        self._paths: dict[Key, tuple[str, ...]] = {}
-        self._by_path: dict[str, set[Key]] = {}
+        self._paths: dict[Key, frozenset[str]] = {}  # the paths each job waits for, as ``PathMap.key`` compares them
         self._woken: set[Key] = set()
         self.on_wait = on_wait  # called when a job starts waiting (e.g. to start listening to Plex)
 
     def wait_for(self, key: Key, paths: Iterable[str]) -> None:
-        folded = tuple(self._fold(p) for p in paths)
+        folded = frozenset(self._fold(p) for p in paths)
         with self._lock:
-            self._forget(key)
             self._paths[key] = folded
-            for path in folded:
-                self._by_path.setdefault(path, set()).add(key)
         if self.on_wait is not None and folded:
             self.on_wait()
 
     def forget(self, key: Key) -> None:
         with self._lock:
-            self._forget(key)
+            self._paths.pop(key, None)
             self._woken.discard(key)
-
-    def _forget(self, key: Key) -> None:
-        for path in self._paths.pop(key, ()):
-            keys = self._by_path.get(path)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del self._by_path[path]
 
     def wake(self, paths: Iterable[str]) -> int:
         """Mark the jobs waiting for any of ``paths``; returns how many."""
+        wanted = {self._fold(p) for p in paths}
         with self._lock:
-            keys = {k for p in paths for k in self._by_path.get(self._fold(p), ())}
+            keys = {key for key, waited in self._paths.items() if waited & wanted}
             self._woken |= keys
             return len(keys)
 
     def paths(self) -> list[str]:
         """Every path a job waits for (as ``PathMap.key`` compares it)."""
         with self._lock:
-            return list(self._by_path)
+            return sorted(set().union(*self._paths.values()))
 
     def woken(self, key: Key) -> bool:
         with self._lock:
