@@ -161,7 +161,7 @@ class _Chunk:
 class Steps(Protocol):
     """What the pipeline uses of the worker (worker/worker.py, which imports this module): the
     steps it runs, in order admit → scenes_or_wait → triage → prefetch → sync_one (a writer
-    thread) → report → settle, with a checkpoint now and then."""
+    thread) → report (which settles the job), with a checkpoint now and then."""
 
     syncer: Syncer
     log: StashLog
@@ -331,7 +331,6 @@ class Pipeline:
                 self.pacer.outcome(error, seconds, kind, ended, alone, answered)
                 w.delta.timed(seconds)
             w.report(item, scene, result, error)
-            w.settle(item, error, title=scene.title)
             self._release(item.job.scene_id, chunk)
             self._settled_since += 1
             if self.progress is not None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.errors import (
     PlexBadRequest,
@@ -192,13 +193,11 @@ class Syncer:
             desired, written = self.ratings.plan(scene, state, desired, written)
         with self._held_lock:
             sent = dict(self._photos_sent)
+        length = functools.partial(self.client.edit_target_length, state)
         plan, shortened = fit_plan(
-            desired, state, written, self.settings.preserve_plex_edits, self._length(state), budget, relock, sent
+            desired, state, written, self.settings.preserve_plex_edits, length, budget, relock, sent
         )
         return record, plan, shortened
-
-    def _length(self, state: PlexItemState) -> Callable[[dict[str, Any]], int]:
-        return lambda params: self.client.edit_target_length(state, params)
 
     def _write(
         self, scene: SceneMetadata, record: SceneRecord | None, state: PlexItemState, how: str, relock: bool = False
@@ -243,7 +242,7 @@ class Syncer:
         of it, refuses a request as too long, plan and send it again within half that
         request's length (requests already answered are sent again: an edit sets values
         and whole lists, so sending it twice changes nothing)."""
-        budget = EDIT_URL_BUDGET
+        budget, length = EDIT_URL_BUDGET, functools.partial(self.client.edit_target_length, state)
         while True:
             # Planned with relock: an edit that goes anyway also locks what we own that is
             # unlocked; locks alone are not worth an edit (reconcile asks for them).
@@ -252,15 +251,17 @@ class Syncer:
                 plan = dataclasses.replace(plan, fields=(), tags=())
             if not edit_params(plan):
                 return planned, plan, shortened
-            batches = edit_batches(plan, self._length(state), budget, cut_tags=budget < EDIT_URL_BUDGET)
+            batches = edit_batches(plan, length, budget, cut_tags=budget < EDIT_URL_BUDGET)
             self._claim_tags(scene.id, state.rating_key, plan)
             claimed = self._claim_photos(plan)
             try:
                 for params in batches:
                     self.client.edit(state.rating_key, params)
-            except PlexRequestTooLong as exc:
+            except BaseException as exc:
                 self._unclaim_photos(claimed)
-                longest = max(self._length(state)(b) for b in batches)
+                if not isinstance(exc, PlexRequestTooLong):
+                    raise
+                longest = max(length(b) for b in batches)
                 if budget <= MIN_EDIT_BUDGET:
                     raise PlexBadRequest(
                         f"{exc}, also at {longest} bytes; raise the request line limit of the proxy in front "
@@ -268,9 +269,6 @@ class Syncer:
                     ) from None
                 budget = max(MIN_EDIT_BUDGET, min(budget, longest) // 2)
                 continue
-            except BaseException:
-                self._unclaim_photos(claimed)
-                raise
             left_out = cut_count(batches, plan)
             if left_out:
                 self.log.warning(

@@ -511,23 +511,23 @@ class Worker:
 
     # -- outcomes ----------------------------------------------------------------
     def report(self, item: Taken, scene: SceneMetadata, result: SyncResult | None, error: BaseException | None) -> None:
+        """A sync's outcome: what it wrote is logged and counted, then the job is settled."""
         self._requeue_if_outdated(scene, synced=result is not None)
-        if result is None:
-            return
-        private = self._private
-        if private is not None:
-            for change in result.plan.fields:
-                if change.name == "title":
-                    private.note_title(change.plex)  # Plex's old title, shown beside the new one
-        lines = result.plan.describe()
-        for warning in result.warnings:
-            self.log.warning(f"scene {scene.id}: {warning}")
-        level = "info" if item.job.priority != BULK else "debug"
-        summary = "; ".join(lines) or "no field changes"
-        poster = " poster uploaded;" if result.poster == "uploaded" else ""
-        self.log.log(level, f"scene {scene.id} → Plex item {result.rating_key} ({result.how}):{poster} {summary}")
-        self.delta.synced(self.clock(), poster_uploaded=result.poster == "uploaded")
-        self._in_sync.append(scene.id)
+        if result is not None:
+            private = self._private
+            if private is not None:
+                for change in result.plan.fields:
+                    if change.name == "title":
+                        private.note_title(change.plex)  # Plex's old title, shown beside the new one
+            for warning in result.warnings:
+                self.log.warning(f"scene {scene.id}: {warning}")
+            level = "info" if item.job.priority != BULK else "debug"
+            summary = "; ".join(result.plan.describe()) or "no field changes"
+            poster = " poster uploaded;" if result.poster == "uploaded" else ""
+            self.log.log(level, f"scene {scene.id} → Plex item {result.rating_key} ({result.how}):{poster} {summary}")
+            self.delta.synced(self.clock(), poster_uploaded=result.poster == "uploaded")
+            self._in_sync.append(scene.id)
+        self.settle(item, error, title=scene.title)
 
     def settle(self, item: Taken, error: BaseException | None, title: str = "") -> None:
         """Carry out what worker/settle.py ``decide`` routes the job's outcome to."""
