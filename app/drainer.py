@@ -61,17 +61,19 @@ def _worker_once_stash_answers(app: App, queue: JobQueue, stop: threading.Event,
 
 
 def _work(app: App, lock: HeldLock, stop: threading.Event, outcome: dict) -> None:
+    from worker.pipeline import work
+
     try:
         with app.consumer(lock=lock) as queue:
             worker = _worker_once_stash_answers(app, queue, stop, app.log)
             if worker is None:
                 return
-            outcome["stats"] = worker.run(stop=stop, wait_for_retries=True)
+            outcome["stats"] = work(worker, stop=stop, wait_for_retries=True)
             while worker.abort_error is None and _work_arrives(queue, stop, app.linger_s(LINGER_S)):
                 if app.settings_changed():  # saved while it lingered: the new job goes by them, as in a task
                     outcome["settings_changed"] = True
                     return
-                outcome["stats"] = worker.run(stop=stop, wait_for_retries=True)
+                outcome["stats"] = work(worker, stop=stop, wait_for_retries=True)
         if worker.abort_error is not None:  # the token or a setting is wrong: stop, and say so
             outcome["error"] = worker.abort_error
     except Stash2PlexError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from worker.pipeline import work
 from worker.progress import ProgressReporter, finish, sum_done
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ def run(app: Context) -> dict:
         total = queue.ready_count() + queue.parked_count()
         reporter = ProgressReporter(app.log, total, "jobs")
         worker = app.worker(queue, probe_now=True)
-        stats = worker.run(retry_waiting_now=True, progress=lambda s: reporter.update(sum_done(s)))
+        stats = work(worker, retry_waiting_now=True, progress=lambda s: reporter.update(sum_done(s)))
         reporter.update(sum_done(stats), final=True)
         left = queue.parked_count()
     return finish(worker, stats, left, app.log, app.ensure_drainer)

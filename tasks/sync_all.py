@@ -20,6 +20,7 @@ from sync_queue.job import BULK, Job
 from sync_queue.ledger import ALL_CHECKED_AT
 from sync_queue.stats import Delta
 from worker.changed import sort_scenes
+from worker.pipeline import work
 from worker.progress import ProgressReporter, finish, sum_done
 from worker.worker import READ_AT
 
@@ -197,7 +198,8 @@ def _sync(app: Context, label: str) -> dict[str, Any]:
             return more
 
         try:
-            worker.run(
+            work(
+                worker,
                 prefetched=feed.prefetched,
                 refill=refill,
                 progress=lambda stats: reporter.update(feed.skipped + sum_done(stats), feed.total),

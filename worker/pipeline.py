@@ -15,31 +15,23 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from core.errors import PlexNotFound, Stash2PlexError, StashUnavailable, TransientError
+from core.errors import PlexNotFound, StashUnavailable, TransientError
 from sync_queue.job import BULK, Taken
 from sync_queue.rules import one_per_scene
 from worker.breaker import State
 from worker.gradient import LatencyLimit
+from worker.worker import CHUNK, Outcome, Worker
 
 if TYPE_CHECKING:
-    from core.log import StashLog
     from sync_queue.ledger import SceneRecord
-    from sync_queue.stats import Delta
     from validation.metadata import SceneMetadata
-    from worker.breaker import BreakerState
-    from worker.sync import Syncer, SyncResult
-    from worker.viewers import Viewers
 
-Work = tuple[Taken, "SceneMetadata", "SceneRecord | None"]  # a job, its scene, what was last written
-# result, error, the sync's seconds (None: not tried), of them the seconds Plex took to answer
-Outcome = tuple["SyncResult | None", BaseException | None, float | None, float]
 Staged = tuple[Taken, "SceneMetadata", "SceneRecord | None", "_Chunk"]
 # a sync's outcome, whether it was alone at Plex (no other of ours), when it ended (``clock``)
 Written = tuple[Outcome, bool, float]
 
-CHUNK = 50  # jobs taken at once: one Plex detail request reads all their items
 # Syncs handed to the pool per allowed Plex slot: enough that no writer runs dry while this
 # thread stages the next chunk (docs/performance.md, "Every Plex slot stays busy").
 SUBMIT_DEPTH = 6
@@ -158,39 +150,42 @@ class _Chunk:
         self.keys, self.left = keys, size
 
 
-class Steps(Protocol):
-    """What the pipeline uses of the worker (worker/worker.py, which imports this module): the
-    steps it runs, in order admit → scenes_or_wait → triage → prefetch → sync_one (a writer
-    thread) → report (which settles the job), with a checkpoint now and then."""
+def work(
+    worker: Worker,
+    *,
+    prefetched: dict[int, dict] | None = None,
+    stop: threading.Event | None = None,
+    wait_for_retries: bool = False,
+    retry_waiting_now: bool = False,
+    progress: Callable[[Counter[str]], None] | None = None,
+    refill: Callable[[bool], bool] | None = None,
+) -> Counter[str]:
+    """The worker's run: work until nothing is due (or, with ``wait_for_retries``, until
+    nothing is left); the run's counts.
 
-    syncer: Syncer
-    log: StashLog
-    delta: Delta  # outcomes since the last checkpoint: the pipeline adds each sync's Plex time
-    viewers: Viewers | None
-    breaker_seen: BreakerState
-    gone: list  # jobs of scenes deleted in Stash, waiting for ``release_gone``
-    max_concurrency: int
-    concurrency: int  # where the pacer's cap is kept from one run to the next
-
-    def stopping(self) -> Stash2PlexError | None: ...
-    def admit(self, batch: list[Taken]) -> list[Taken]: ...
-    def scenes_or_wait(self, batch: list[Taken]) -> dict[int, dict | None] | None: ...
-    def triage(self, batch: list[Taken], scenes: dict[int, dict | None]) -> list[Work]: ...
-    def prefetch(self, work: list[Work]) -> list[int] | None: ...
-    def release_gone(self, stopping: bool = False) -> None: ...
-    def sync_one(self, item: Taken, scene: SceneMetadata, record: SceneRecord | None) -> Outcome: ...
-    def report(
-        self, item: Taken, scene: SceneMetadata, result: SyncResult | None, error: BaseException | None
-    ) -> None: ...
-    def settle(self, item: Taken, error: BaseException | None, title: str = "") -> None: ...
-    def checkpoint(self) -> None: ...
-    def run_counts(self) -> Counter[str]: ...
+    ``prefetched``: scene data a task already fetched (bulk jobs use it once).
+    ``refill(force) -> bool``: asked to queue more jobs when they run low (a task's next
+    page; ``force``: the queue ran dry); False when there are no more.
+    ``progress(stats)`` after every outcome. ``retry_waiting_now``: jobs waiting for a
+    retry are taken at once (each once).
+    """
+    worker.begin(stop, prefetched, retry_waiting_now)
+    while not Pipeline(worker, worker.take, refill, progress).run():
+        if not wait_for_retries or worker.queue.next_due() is None:
+            break
+        refill = None  # every page was asked for; only retries are left
+        worker.nap()
+    return worker.stats
 
 
 class Pipeline:
+    """One run of the worker's steps (worker/worker.py), in order admit → scenes_or_wait →
+    triage → prefetch → sync_one (a writer thread) → report (which settles the job), with a
+    checkpoint now and then."""
+
     def __init__(
         self,
-        worker: Steps,
+        worker: Worker,
         take: Callable[[], list[Taken]],
         refill: Callable[[bool], bool] | None = None,
         progress: Callable[[Counter[str]], Any] | None = None,

@@ -39,7 +39,6 @@ from sync_queue.sqlite import disk_fault
 from sync_queue.stats import Delta
 from validation.metadata import entities_of, scene_from_stash
 from worker.breaker import BreakerState, State
-from worker.pipeline import CHUNK, Outcome, Pipeline, Work
 from worker.settle import Action, Decision, decide
 from worker.verdict import OUT_OF_SCOPE, UNCHANGED, verdict
 
@@ -57,7 +56,12 @@ if TYPE_CHECKING:
     from worker.viewers import Viewers
     from worker.waits import PlexWaits
 
+Work = tuple[Taken, "SceneMetadata", "SceneRecord | None"]  # a job, its scene, what was last written
+# result, error, the sync's seconds (None: not tried), of them the seconds Plex took to answer
+Outcome = tuple["SyncResult | None", BaseException | None, float | None, float]
+
 NAP_MAX_S = 1.0
+CHUNK = 50  # jobs taken at once: one Plex detail request reads all their items
 # Added to a scene's Stash data: when it was asked for, in wall-clock seconds (time.time(),
 # the clock hooks stamp entity events with, in their own processes). Data asked for before
 # an entity event of one of its tags, performers, studio or groups may predate the change.
@@ -105,7 +109,7 @@ class Worker:
         self._in_sync: list[int] = []  # scenes now in sync with Plex since the last checkpoint
         self._probe_now = probe_now  # a task the user started: probe Plex at once, whatever the breaker says
         self._stash_failures = 0  # Stash outage: consecutive batches that could not reach it
-        self._stop: threading.Event | None = None  # the run's, as the prefetched scene data (``run``)
+        self._stop: threading.Event | None = None  # the run's, as the prefetched scene data (``begin``)
         self._prefetched: dict[int, dict] = {}
         self._tried: set[int] | None = None  # with retry_waiting_now: the jobs this run took
         self._fetched_at: dict[int, float] = {}  # per scene: when its newest data was asked of Stash
@@ -113,34 +117,14 @@ class Worker:
         self._read_at: dict[int, float] = {}  # scenes being synced → when their data was asked of Stash
         self.gone: list[tuple[Taken, SceneRecord]] = []  # jobs of scenes deleted in Stash, for ``release_gone``
 
-    # -- the loop ----------------------------------------------------------------
-    def run(
-        self,
-        *,
-        prefetched: dict[int, dict] | None = None,
-        stop: threading.Event | None = None,
-        wait_for_retries: bool = False,
-        retry_waiting_now: bool = False,
-        progress: Callable[[Counter[str]], None] | None = None,
-        refill: Callable[[bool], bool] | None = None,
-    ) -> Counter[str]:
-        """Work until nothing is due (or, with ``wait_for_retries``, until nothing is left).
-
-        ``prefetched``: scene data a task already fetched (bulk jobs use it once).
-        ``refill(force) -> bool``: asked to queue more jobs when they run low (a task's
-        next page; ``force``: the queue ran dry); False when there are no more. ``progress(stats)`` after every outcome.
-        """
+    # -- taking jobs (worker/pipeline.py ``work`` runs the steps below) -----------------
+    def begin(self, stop: threading.Event | None, prefetched: dict[int, dict] | None, retry_waiting_now: bool) -> None:
+        """A run's inputs: ``stop``, the scene data a task already fetched (bulk jobs use it
+        once), and whether jobs waiting for a retry are taken at once."""
         self._stop, self._prefetched = stop, prefetched if prefetched is not None else {}
         self._tried = set() if retry_waiting_now else None
-        while True:
-            pipeline = Pipeline(self, self._take, refill, progress)
-            if pipeline.run() or not wait_for_retries or self.queue.next_due() is None:
-                break
-            refill = None  # every page was asked for; only retries are left
-            self._nap(stop)
-        return self.stats
 
-    def _take(self) -> list[Taken]:
+    def take(self) -> list[Taken]:
         """The next chunk: the jobs due, and early those an event woke (Plex has their file
         now, worker/waits.py) or, with ``retry_waiting_now``, not tried yet in this run."""
         self.fan_out(CHUNK)
@@ -208,9 +192,10 @@ class Worker:
             self.queue.advance_entity_event(event, event.after_scene, finished=True)
         return [e for e in events if not e.event.endswith(IMAGE_ONLY)]
 
-    def _nap(self, stop: threading.Event | None) -> None:
+    def nap(self) -> None:
+        """Wait for the next retry, a second at most (or until the run's ``stop``)."""
         due = self.queue.next_due() or self.clock()
-        wait = stop.wait if stop is not None else self.sleep
+        wait = self._stop.wait if self._stop is not None else self.sleep
         wait(max(0.05, min(NAP_MAX_S, due - self.clock())))
 
     def checkpoint(self) -> None:
