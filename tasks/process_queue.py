@@ -20,4 +20,4 @@ def run(app: Context) -> dict:
         stats = work(worker, retry_waiting_now=True, progress=lambda s: reporter.update(sum_done(s)))
         reporter.update(sum_done(stats), final=True)
         left = queue.parked_count()
-    return finish(worker, stats, left, app.log, app.ensure_drainer)
+    return finish(worker, left, app.ensure_drainer)

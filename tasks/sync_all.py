@@ -210,7 +210,7 @@ def _sync(app: Context, label: str) -> dict[str, Any]:
         left = queue.parked_count()
     scope = f", {feed.out_of_scope} out of scope (left as they are in Plex)" if feed.out_of_scope else ""
     app.log.info(f"{label}: {feed.seen} scenes checked, {feed.queued} queued{scope}")
-    result = finish(worker, worker.stats, left, app.log, app.ensure_drainer)
+    result = finish(worker, left, app.ensure_drainer)
     if worker.abort_error is None and marker:
         app.ledger().set_meta("last_sync_at", marker)
     if worker.abort_error is None and label == "all" and feed.seen >= feed.total:

@@ -9,10 +9,10 @@ rate and an estimate of the time left.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections import Counter
     from collections.abc import Callable, Mapping
 
     from core.log import StashLog
@@ -30,21 +30,18 @@ def rate_text(done: int, total: int, elapsed: float, unit: str) -> str:
     return text
 
 
+@dataclass
 class ProgressReporter:
-    def __init__(
-        self,
-        log: StashLog,
-        total: int,
-        unit: str = "scenes",
-        every_s: float = 5.0,
-        bar_every_s: float = 0.25,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.log, self.total, self.unit, self.clock = log, total, unit, clock
-        self.every_s, self.bar_every_s = every_s, bar_every_s
-        self.started = clock()
-        self._last_line = self.started
-        self._last_bar = float("-inf")
+    log: StashLog
+    total: int
+    unit: str = "scenes"
+    every_s: float = 5.0
+    bar_every_s: float = 0.25
+    clock: Callable[[], float] = time.monotonic
+    _last_bar: float = field(default=float("-inf"), init=False)
+
+    def __post_init__(self) -> None:
+        self.started = self._last_line = self.clock()
 
     def update(self, done: int, total: int | None = None, final: bool = False) -> None:
         if total is not None:
@@ -76,9 +73,10 @@ def sum_done(stats: Mapping[str, int]) -> int:
     return sum(stats[k] for k in DONE_KEYS)
 
 
-def finish(worker: Worker, stats: Counter[str], left: int, log: StashLog, ensure_drainer: Callable[[], object]) -> dict:
+def finish(worker: Worker, left: int, ensure_drainer: Callable[[], object]) -> dict:
     """The run's reply; leftover retries handed to a background drainer. (The cumulative
     statistics were recorded batch by batch by the worker.)"""
+    stats, log = worker.stats, worker.log
     result = {**{k: stats.get(k, 0) for k in (*DONE_KEYS, "posters")}, **dict(stats), "waiting": left}
     if worker.abort_error is not None:
         # The run stopped early (Plex rejected the token, or a setting is wrong): say

@@ -45,24 +45,17 @@ def find_unmatched(settings: Settings, index: PathIndex, stash: StashClient) -> 
 
 
 def _check(item: dict, index: PathIndex, strict: bool) -> dict[str, Any] | None:
-    sid = int(item["id"])
+    entry = {"scene_id": int(item["id"]), "title": item.get("title") or "", "stash_path": "", "mapped_path": ""}
     try:
         scene = scene_from_stash(item)
     except InvalidMetadata as exc:
-        return {
-            "scene_id": sid,
-            "title": item.get("title") or "",
-            "stash_path": "",
-            "mapped_path": "",
-            "folder": "(no file)",
-            "reason": str(exc),
-        }
+        return {**entry, "folder": "(no file)", "reason": str(exc)}
     found = diagnose(SceneFile.of(scene.files), index, strict)
     if found.problem is None:
         return None
     stash_path = scene.files[0].path
     return {
-        "scene_id": sid,
+        **entry,
         "title": scene.title,
         "file": found.match.files[0],  # for the path_map suggestion (plex/suggest.py)
         "stash_path": stash_path,
