@@ -1,7 +1,7 @@
 """One planner for every preview: the page (``ui_preview``), the command line (``all`` /
 ``recent`` with ``--dry-run``) and the task "Preview sync (no writes)".
 
-The scenes ``all`` would queue (worker/changed.py), found and planned as the worker's
+The scenes ``all`` would queue (worker/verdict.py ``sort_scenes``), found and planned as the worker's
 write step plans them (``Syncer.preview``), so the plan is what the real run then does.
 All three answer one JSON shape, described in docs/usage.md ("The preview's reply");
 ``reconcile --dry-run`` adds its plan in the same shape.
@@ -15,8 +15,8 @@ from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavail
 from stash.timestamps import recent_since
 from tasks.context import Context
 from validation.metadata import SceneMetadata, scene_from_stash
-from worker.changed import sort_scenes
 from worker.preview import PlanReport, plan_entry, publish, unmatched_entry, writes
+from worker.verdict import sort_scenes
 
 PAGE_SIZE = 500
 PAGE_LIMIT = 50  # scenes the page lists at most (``more`` says there are others)

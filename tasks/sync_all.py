@@ -19,9 +19,9 @@ from stash.timestamps import recent_since
 from sync_queue.job import BULK, Job
 from sync_queue.ledger import ALL_CHECKED_AT
 from sync_queue.stats import Delta
-from worker.changed import sort_scenes
 from worker.pipeline import work
 from worker.progress import ProgressReporter, finish, sum_done
+from worker.verdict import sort_scenes
 from worker.worker import READ_AT
 
 if TYPE_CHECKING:

@@ -9,6 +9,9 @@ The worker (what a job needs), ``all``/``recent`` and every preview (what to que
   nothing was written to that item for another scene since, and Plex's listing still shows
   the item at the path written. No Plex request is needed.
 - ``stale``: anything else; ``why`` says which.
+
+``sort_scenes`` applies it to a Stash page: what ``all``/``recent`` queue and every preview
+plans are its stale scenes; scenes left out are never among them, only counted.
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core.errors import InvalidMetadata
+from validation.metadata import scene_from_stash
+
 if TYPE_CHECKING:
-    from sync_queue.ledger import SceneRecord
+    from sync_queue.ledger import Ledger, SceneRecord
     from validation.metadata import SceneMetadata
     from worker.sync import Syncer
 
@@ -43,3 +49,31 @@ def verdict(syncer: Syncer, scene: SceneMetadata, record: SceneRecord | None) ->
     if why is not None:
         return Verdict(STALE, why)
     return Verdict(UNCHANGED, f"Plex item {record.rating_key} shows what was last written")
+
+
+def sort_scenes(
+    syncer: Syncer, ledger: Ledger, scenes: list[dict], note_skipped: bool = False
+) -> tuple[list[int], int]:
+    """The ids of the scenes that may differ from what was last written (or unknown), and
+    how many are out of scope.
+    ``note_skipped``: the ledger records what the out-of-scope scenes depend on (a tag
+    leaving a skipped tag brings its scenes back through the entity event)."""
+    records = ledger.get_many([int(s["id"]) for s in scenes])
+    changed, out_of_scope = [], 0
+    skipped: dict[int, dict[str, list[int]]] = {}
+    for raw in scenes:
+        sid = int(raw["id"])
+        try:
+            scene = scene_from_stash(raw)
+        except InvalidMetadata:
+            changed.append(sid)  # queue it: the worker records why it cannot be synced
+            continue
+        found = verdict(syncer, scene, records.get(sid))
+        if found.kind == OUT_OF_SCOPE:
+            out_of_scope += 1
+            skipped[sid] = syncer.depends_on(scene)
+        elif found.kind == STALE:
+            changed.append(sid)
+    if note_skipped and skipped:
+        ledger.set_entities_many(skipped)
+    return changed, out_of_scope
