@@ -232,7 +232,7 @@ class Pipeline:
                     del self.pending[future]  # a stop (or Ctrl-C) waits only for the syncs under way
                 while self.pending:
                     self._settle(wait(self.pending)[0])
-                self.w.release_gone(stopping=self._stopping())
+                self.w.release_gone()
                 self.w.syncer.client.requests.bound(None)
                 self.w.concurrency = self.pacer.cap  # the next run starts from it
                 self._checkpoint(force=True)

@@ -399,14 +399,14 @@ class Worker:
             return PlexUnavailable("Plex is unavailable (circuit breaker open); waiting for the next probe")
         return stopping
 
-    def release_gone(self, stopping: bool = False) -> None:
+    def release_gone(self) -> None:
         """Settle the jobs of scenes deleted in Stash that had a record: the items written
         for them that no scene owns now are released (worker/release.py ``release_gone``).
         The pipeline calls this with no sync in flight, after their records are saved: a
-        release reads what the syncs wrote. ``stopping``: they are left unacknowledged
+        release reads what the syncs wrote. A run that stops leaves them unacknowledged
         for the next consumer."""
         gone, self.gone = self.gone, []
-        if stopping:
+        if self.stopping() is not None:
             return
         self.syncer.flush_saves()
         for item, record in gone:
