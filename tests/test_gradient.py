@@ -170,5 +170,5 @@ def test_pacer_takes_the_lower_of_the_error_and_latency_limits():
     assert pacer.cap == 3 and pacer.latency is not None and pacer.latency.limit == 6
     # clean syncs grow the cap back by one per 3 (grow_after), latency permitting
     assert [pacer.outcome(None, 0.125, "uploaded", 0.3) for _ in range(6)] == [3, 3, 4, 4, 4, 5]
-    pacer.viewing(True)
-    assert pacer.headroom is None  # Plex never queued: its workers are not known
+    pacer.latency.viewing = True
+    assert pacer.latency.headroom is None  # Plex never queued: its workers are not known

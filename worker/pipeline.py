@@ -105,16 +105,6 @@ class Pacer:
     def limit(self) -> int:
         return self.cap if self.latency is None else min(self.cap, self.latency.limit)
 
-    def viewing(self, watching: bool) -> None:
-        """Someone watches Plex (or no longer): the latency limit leaves them a worker."""
-        if self.latency is not None:
-            self.latency.viewing = watching
-
-    @property
-    def headroom(self) -> int | None:
-        """The most of our requests at Plex at once (None: no bound)."""
-        return None if self.latency is None else self.latency.headroom
-
     def outcome(
         self,
         error: BaseException | None,
@@ -196,7 +186,8 @@ class Pipeline:
         self.refill = refill  # (force) -> bool: queue more jobs (a task's next page) when low; False when none are left
         self.progress = progress
         self.clock = clock
-        self.pacer = Pacer(worker.max_concurrency, latency=LatencyLimit(worker.max_concurrency))
+        self.latency = LatencyLimit(worker.max_concurrency)  # with viewers: ``headroom`` bounds our requests
+        self.pacer = Pacer(worker.max_concurrency, latency=self.latency)
         self.pacer.cap = worker.concurrency
         self.limiter = Limiter(self.pacer.limit)
         self._logged_limit = self.pacer.limit
@@ -330,8 +321,8 @@ class Pipeline:
             self._settled_since += 1
             if self.progress is not None:
                 self.progress(w.run_counts())
-        self.pacer.viewing(w.viewers is not None and w.viewers.watching(poll=bulk))  # a bulk run polls Plex's sessions
-        w.syncer.client.requests.bound(self.pacer.headroom)
+        self.latency.viewing = w.viewers is not None and w.viewers.watching(poll=bulk)  # a bulk run polls sessions
+        w.syncer.client.requests.bound(self.latency.headroom)
         self.limiter.set(self.pacer.limit)
         self._checkpoint()
 
@@ -357,25 +348,22 @@ class Pipeline:
         each per checkpoint."""
         limit = self.pacer.limit
         if limit != self._logged_limit:
-            self.w.log.debug(f"Plex concurrency {self._logged_limit} -> {limit} ({_why(self.pacer)})")
+            self.w.log.debug(f"Plex concurrency {self._logged_limit} -> {limit} ({self._why()})")
             self._logged_limit = limit
-        bound = self.pacer.headroom
+        bound = self.latency.headroom
         if bound != self._logged_bound:
             self._logged_bound = bound
             if bound is None:
                 self.w.log.debug("nobody is watching Plex: our requests to it are no longer bounded")
             else:
-                workers = self.pacer.latency.workers if self.pacer.latency is not None else None
                 self.w.log.debug(
                     f"someone is watching Plex: at most {bound} of our requests at Plex at once "
-                    f"(it serves us with {workers} at once)"
+                    f"(it serves us with {self.latency.workers} at once)"
                 )
 
-
-def _why(pacer: Pacer) -> str:
-    latency = pacer.latency
-    if latency is None or pacer.cap < latency.limit:
-        return "Plex errors"
-    if latency.probing:
-        return "timing a sync alone at Plex"
-    return f"about {latency.waiting:.1f} waiting at Plex"
+    def _why(self) -> str:
+        if self.pacer.cap < self.latency.limit:
+            return "Plex errors"
+        if self.latency.probing:
+            return "timing a sync alone at Plex"
+        return f"about {self.latency.waiting:.1f} waiting at Plex"
