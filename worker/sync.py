@@ -311,9 +311,8 @@ class Syncer:
 
     def _save(self, record: SceneRecord) -> None:
         with self._held_lock:
-            held = self._held_saves
-            if held is not None:
-                held.append(record)
+            if self._held_saves is not None:
+                self._held_saves.append(record)
                 return
         self.ledger.save(record)
 

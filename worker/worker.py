@@ -248,11 +248,11 @@ class Worker:
 
     def scenes_or_wait(self, batch: list[Taken]) -> dict[int, dict | None] | None:
         """Each job's scene data; None when Stash could not give it (the jobs then wait, or
-        are settled). A bulk job may use the page its task fetched, unless a
-        newer event for that scene exists (an interactive job in this batch, or data fetched
-        in this run after the page was read: a user's edit is never reverted by an older page), or
-        an entity event touching the scene came after the page was read (a performer
-        destroyed or renamed while ``all`` works is never written back from its page)."""
+        are settled). A bulk job may use the page its task fetched, unless a newer event
+        for that scene exists (an interactive job in this batch, or data fetched in this run
+        after the page was read: a user's edit is never reverted by an older page), or an
+        entity event touching the scene came after the page was read (a performer destroyed
+        or renamed while ``all`` works is never written back from its page)."""
         found: dict[int, dict | None] = {}
         interactive = {item.job.scene_id for item in batch if item.job.priority != BULK}
         need = set()
