@@ -183,7 +183,8 @@ class Pipeline:
     ) -> None:
         self.w = worker
         self.take = take
-        self.refill = refill  # (force) -> bool: queue more jobs (a task's next page) when low; False when none are left
+        # (force) -> bool: queue more jobs (a task's next page) when low; False when none are left
+        self.refill = refill or (lambda force: False)
         self.progress = progress
         self.clock = clock
         self.latency = LatencyLimit(worker.max_concurrency)  # with viewers: ``headroom`` bounds our requests
@@ -249,11 +250,10 @@ class Pipeline:
                 return False
             if (self.pending or self.staged) and self.w.breaker_seen.state != State.CLOSED:
                 return True  # a probe (or failures) in flight: let it decide before taking more
-            if self.refill is not None:
-                self.refill(False)  # top the queue up before it runs dry
+            self.refill(False)  # top the queue up before it runs dry
             batch = self.take()
             if not batch:
-                if self.refill is not None and self.refill(True):
+                if self.refill(True):
                     continue
                 return bool(self.deferred)
             self._stage(batch)
