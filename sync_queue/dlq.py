@@ -16,7 +16,7 @@ from sync_queue import sqlite
 from sync_queue.job import Job
 
 if TYPE_CHECKING:
-    from sync_queue.rules import QueueRules
+    from sync_queue.queue import JobQueue
 
 DLQ_FILE = "dlq.db"
 # The classes whose scenes the page's match inbox lists (tasks/inbox.py), by the inbox's kind:
@@ -128,7 +128,7 @@ class DeadLetterQueue(sqlite.Store):
         read = [_job(scene_id, text) for scene_id, text in rows]
         return [job for job, _ in read], [job.scene_id for job, ok in read if not ok]
 
-    def requeue(self, queue: QueueRules, scene_ids: list[int] | None, priority: str, now: float) -> Requeued:
+    def requeue(self, queue: JobQueue, scene_ids: list[int] | None, priority: str, now: float) -> Requeued:
         """Queue scenes again: a dead letter's job with a fresh retry budget, a scene that is
         none a new job; ``None`` is every entry. The queue is written first, then
         the entries removed: a crash in between leaves a scene queued and dead, never neither."""

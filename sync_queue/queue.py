@@ -1,23 +1,35 @@
-"""The job queue on disk (``JobQueue``): the rules (sync_queue/rules.py) over the storage
-(sync_queue/storage.py), and the hooks' spool file moved in before each take."""
+"""The job queue on disk (``JobQueue``): the queue's rules (sync_queue/rules.py) over its
+storage (sync_queue/storage.py: persist-queue's rows and our marks), with the hooks' spool
+(sync_queue/spool.py) moved in before each take, so a hook's job meets the same rules.
+
+* A scene has at most one *waiting* job, found by its mark; an event collapses into it, but a
+  user's edit replaces a waiting bulk job. A mark is written before its row is put and pointed
+  at it after; a mark without a live row counts as none.
+* ``interactive`` before ``bulk``; a take holds one job per scene; a job not due is parked.
+* Taking a job removes its mark first, so a mark always points at work still to start.
+* A parked job gets its mark back at the next take, unless a newer waiting job supersedes it.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from core.errors import DataFileError
 from sync_queue import spool, sqlite
 from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
-from sync_queue.rules import QueueRules
+from sync_queue.rules import Parked, chosen, one_per_scene, scene_priorities
 from sync_queue.storage import SQLiteStore
+
+Spooled = tuple[dict[int, str], set[tuple[str, int]]]  # the scenes (and priority) and entities waiting
 
 
 def _spool_item(record: dict[str, Any]) -> Job | EntityEvent:
-    """The job or entity event of an spool line (ValueError/TypeError when it is none)."""
+    """The job or entity event of a spool line (ValueError/TypeError when it is none)."""
     if "entity" in record:
         kind, entity_id = record["entity"], record["id"]
         if not isinstance(kind, str) or not spool.an_id(entity_id):
@@ -29,81 +41,227 @@ def _spool_item(record: dict[str, Any]) -> Job | EntityEvent:
     return Job(scene_id, priority, float(record["at"]))  # the hook's event and fields are not read
 
 
-class JobQueue(QueueRules):
+def _spool_items(records: list[dict[str, Any]]) -> tuple[list[Job | EntityEvent], list[str]]:
+    """The jobs and entity events of spool lines, and why each line that is none is not."""
+    items: list[Job | EntityEvent] = []
+    bad: list[str] = []
+    for record in records:
+        try:
+            items.append(_spool_item(record))
+        except (KeyError, ValueError, TypeError) as exc:
+            bad.append(f"{type(exc).__name__}: {exc}")
+    return items, bad
+
+
+def _waiting(jobs: Iterable[tuple[int, str]], items: list[Job | EntityEvent], entities: set) -> Spooled:
+    """The scenes of the rows' ``jobs`` and of the spool's ``items``, and the entities of
+    both: each once, whether it waits in one or in both."""
+    spooled = [(j.scene_id, j.priority) for j in items if isinstance(j, Job)]
+    keys = {(e.kind, e.entity_id) for e in items if isinstance(e, EntityEvent)}
+    return scene_priorities([*jobs, *spooled]), entities | keys
+
+
+class JobQueue:
     """Durable, prioritised job queue shared by hooks, tasks and the drainer."""
 
-    store: SQLiteStore
-
-    def __init__(self, directory: Path, consumer: bool = False, clock=time.time) -> None:
-        super().__init__(SQLiteStore(directory, consumer), consumer, clock)
+    def __init__(self, directory: Path, consumer: bool = False, clock: Callable[[], float] = time.time) -> None:
         self.directory = directory
-        self.path = self.store.path
+        self.consumer = consumer
+        self.clock = clock
+        self.store = SQLiteStore(directory, consumer)
+        self._parked = Parked()
+        self._back: list[Taken] = []  # back to waiting since the last take: marked so at the next
         self._legacy_checked = False
 
     def close(self) -> None:
         if self._back and self.store.opened():
             with contextlib.suppress(sqlite3.Error, DataFileError):
                 self._wait_again()
-        super().close()
+        self.store.close()
 
-    def take(self, limit: int, early=None) -> list[Taken]:
+    # -- producing -----------------------------------------------------------
+    def put(self, job: Job) -> bool:
+        """Enqueue ``job``; False when it collapsed into a job already waiting."""
+        return bool(self.put_many([job]))
+
+    def put_many(self, jobs: Iterable[Job]) -> int:
+        """Enqueue jobs (one waiting job per scene); returns how many rows were added."""
+        jobs = list(jobs)
+        waiting = self.store.waiting([job.scene_id for job in jobs])
+        rows = chosen(jobs, waiting)
+        if rows:
+            replaced = [waiting[j.scene_id] for j in rows if j.scene_id in waiting]  # bulk jobs an edit replaces
+            self.store.enqueue(rows, replaced)
+        return len(rows)
+
+    # -- entity events ---------------------------------------------------------
+    def put_entity_events(self, events: Iterable[EntityEvent]) -> int:
+        """Record entity events (one row per entity; a newer event restarts its expansion)."""
+        events = list(events)
+        if events:
+            self.store.put_entity_events(events)
+        return len(events)
+
+    def entity_events(self) -> list[EntityEvent]:
+        return self.store.entity_events()
+
+    def advance_entity_event(self, event: EntityEvent, after_scene: int, finished: bool) -> None:
+        """Note how far ``event`` is expanded (or drop it when done), unless a newer event
+        for the same entity replaced it meanwhile (that one starts over)."""
+        self.store.advance_entity_event(event, after_scene, finished)
+
+    def entity_event_count(self) -> int:
+        return len(self.store.entity_keys())
+
+    # -- consuming (drainer only) --------------------------------------------
+    def take(self, limit: int, early: Callable[[Taken], bool] | None = None) -> list[Taken]:
+        """Up to ``limit`` due jobs: parked retries first, then interactive, then bulk; at
+        most one job per scene. ``early(item) -> bool`` takes a job before it is due."""
         assert self.consumer, "only the drainer lock holder may take jobs"
         self._move_spool()
-        return super().take(limit, early)
+        self._wait_again()
+        now = self.clock()
+        taken = self._parked.due(now, limit, early)
+        for priority in PRIORITIES:
+            while len(taken) < limit and (item := self.store.dequeue(priority)) is not None:
+                if item.job.next_attempt_at > now and not (early and early(item)):
+                    self._parked.park(item, item.job.next_attempt_at)
+                else:
+                    taken.append(item)
+        self.store.started(taken)
+        kept, doubles = one_per_scene(taken, lambda t: t.job)
+        for item in doubles:  # the one kept syncs the scene as it is now
+            self.ack(item)
+        return kept
 
     def _move_spool(self) -> None:
         """The hooks' spool file into the queue (sync_queue/spool.py): put first, then the
         file deleted, so a crash in between puts a line twice and never loses one. One left
-        by an interrupted move goes first; lines written meanwhile wait for the next take."""
+        by an interrupted move goes first; lines written meanwhile wait for the next take.
+        A line that is no job (a damaged file) is set aside, said in the log like an
+        unreadable queue row."""
         self._move_legacy_spool()
         for _ in range(2):
             taken = spool.take(str(self.directory))
             if taken is None:
                 return
-            records, bad = spool.read(taken)
-            items = self._spool_items(records)
+            records, cut = spool.read(taken)
+            items, bad = _spool_items(records)
             self.put_many(item for item in items if isinstance(item, Job))
             self.put_entity_events(item for item in items if isinstance(item, EntityEvent))
-            self.store.rejected.extend(("inbox", 0, f"not a job: {line!r}") for line in bad)
+            self.store.rejected.extend(("inbox", 0, why) for why in [*bad, *(f"not a job: {c!r}" for c in cut)])
             spool.moved(taken)
-
-    def _spool_items(self, records: list[dict[str, Any]]) -> list[Job | EntityEvent]:
-        """The jobs and entity events of spool lines; a line that is none (a damaged file) is
-        set aside, said in the log like an unreadable queue row."""
-        items: list[Job | EntityEvent] = []
-        for record in records:
-            try:
-                items.append(_spool_item(record))
-            except (KeyError, ValueError, TypeError) as exc:
-                self.store.rejected.append(("inbox", 0, f"{type(exc).__name__}: {exc}"))
-        return items
 
     def _move_legacy_spool(self) -> None:
         """Jobs an older version's hooks left in the ``s2p_inbox`` table, moved in once."""
         if self._legacy_checked:
             return
         conn = self.store.side()
-        if not sqlite.has_table(conn, "s2p_inbox"):
-            self._legacy_checked = True
-            return
-        rows = conn.execute("SELECT scene_id, priority, queued_at FROM s2p_inbox").fetchall()
-        records = [{"scene": r[0], "priority": r[1], "at": r[2]} for r in rows]
-        self.put_many(item for item in self._spool_items(records) if isinstance(item, Job))
-        conn.execute("DROP TABLE s2p_inbox")
+        if sqlite.has_table(conn, "s2p_inbox"):
+            rows = conn.execute("SELECT scene_id, priority, queued_at FROM s2p_inbox").fetchall()
+            items, bad = _spool_items([{"scene": r[0], "priority": r[1], "at": r[2]} for r in rows])
+            self.store.rejected.extend(("inbox", 0, why) for why in bad)
+            self.put_many(item for item in items if isinstance(item, Job))
+            conn.execute("DROP TABLE s2p_inbox")
         self._legacy_checked = True
 
+    def _wait_again(self) -> None:
+        items, self._back = self._back, []
+        if not items:
+            return
+        refused = self.store.wait_again(items)
+        newer = self.store.waiting([t.job.scene_id for t in refused]) if refused else {}
+        for item in refused:
+            mark = newer.get(item.job.scene_id)
+            if mark is not None and mark != (item.table, item.pqid):
+                self._parked.drop(item)
+                self.store.ack(item)
+
+    def take_rejected(self) -> list[tuple[str, int, str]]:
+        """The rows set aside (unreadable) since the last call, for the log."""
+        return self.store.take_rejected()
+
+    def ack(self, item: Taken) -> None:
+        self.store.ack(item)
+
+    def retry_later(self, item: Taken, job: Job) -> None:
+        """Store ``job``'s new retry state in its row and park it until due."""
+        self.store.schedule(item, job)
+        item.job = job
+        self.postpone(item, job.next_attempt_at)
+
+    def postpone(self, item: Taken, until: float) -> None:
+        """Park without spending the retry budget (the breaker is open)."""
+        self._parked.park(item, until)
+        self._back.append(item)
+
+    def next_due(self) -> float | None:
+        self._wait_again()
+        return self._parked.next_at()
+
+    def parked_count(self) -> int:
+        self._wait_again()
+        return len(self._parked)
+
+    # -- inspecting (any process) --------------------------------------------
+    def _spooled(self) -> list[Job | EntityEvent]:
+        """The jobs and entity events in the hooks' spool, in the order they move in (the
+        taken file first): the one reader of the spool for counts and look-ups."""
+        path = spool.spool_path(str(self.directory))
+        return _spool_items([r for p in (path + spool.TAKEN_SUFFIX, path) for r in spool.read(p)[0]])[0]
+
+    def ready_count(self) -> int:
+        """Jobs waiting to be taken (not in flight, not parked), entity events included; the
+        spool is read only when a file of it holds something (a lingering drainer asks often)."""
+        found = self.store.ready()
+        if spool.holds_work(str(self.directory)):
+            scenes, entities = _waiting([], self._spooled(), set())
+            found += len(scenes) + len(entities)
+        return found
+
+    def pending(self) -> int:
+        """``counts()["pending"]`` alone, from the rows not done and the spool: it leaves out the
+        rows set aside, so persist-queue's tables stay closed (the drainer's last look)."""
+        scenes, entities = _waiting(
+            ((r[0], r[1]) for r in self.store.jobs()), self._spooled(), self.store.entity_keys()
+        )
+        return len(scenes) + len(entities)
+
+    def counts(self) -> dict[str, Any]:
+        """pending: scenes waiting (a scene counts once, whatever its jobs: waiting, in
+        flight, retrying, spooled), and entity events to fan out; per priority the scenes (one
+        with an interactive job counts there); in flight (taken, first attempt) and retrying
+        jobs (and the soonest due); rows set aside."""
+        rows = self.store.jobs()
+        scenes, entities = _waiting(((r[0], r[1]) for r in rows), self._spooled(), self.store.entity_keys())
+        retries = [at for _, _, _, retrying, at in rows if retrying]
+        return {
+            "pending": len(scenes) + len(entities),
+            "in_flight": sum(taken and not retrying for _, _, taken, retrying, _ in rows),
+            "retrying": len(retries),
+            "next_retry_at": min((at for at in retries if at is not None), default=None),
+            "set_aside": sum(self.store.set_aside(priority) for priority in PRIORITIES),
+            "entity_events": len(entities),
+            **{priority: sum(p == priority for p in scenes.values()) for priority in PRIORITIES},
+        }
+
     def waiting_job(self, scene_id: int) -> Job | None:
-        job = super().waiting_job(scene_id)
-        if job is not None:
-            return job
-        spool_file = spool.spool_path(str(self.directory))
-        for path in (spool_file, spool_file + spool.TAKEN_SUFFIX):
-            for record in reversed(spool.read(path)[0]):
-                if record.get("scene") == scene_id:
-                    item = self._spool_items([record])
-                    if item and isinstance(item[0], Job):
-                        return item[0]
-        return None
+        """The not-yet-done job of one scene (waiting, in flight or waiting for a retry), else
+        the last one a hook spooled for it."""
+        job = self.store.job_of(scene_id)
+        if job is None:
+            spooled = [j for j in self._spooled() if isinstance(j, Job) and j.scene_id == scene_id]
+            job = spooled[-1] if spooled else None
+        return job
+
+    def clear(self) -> int:
+        """Delete every job not yet done, the spool's too; returns how many. Rows set aside stay."""
+        scenes, entities = _waiting([], self._spooled(), set())
+        removed = self.store.clear() + len(scenes) + len(entities)
+        spool.clear(str(self.directory))
+        self._parked.clear()
+        self._back.clear()
+        return removed
 
 
 __all__ = ["JobQueue", "BULK", "INTERACTIVE", "DataFileError"]

@@ -17,7 +17,6 @@ import json
 import os
 
 from core.platform import append, discard, take_aside
-from sync_queue.priority import BULK, INTERACTIVE
 
 LOCK_FILE = "drainer.lock"  # held by the one consumer for its life (core/platform.py)
 NUDGE_FILE = "drainer.nudge"  # touched by a hook: something happened (the drainer compares settings)
@@ -121,41 +120,6 @@ def moving_for(queue_dir: str, now: float) -> float:
         return 0.0
 
 
-def _records(queue_dir: str) -> list[dict[str, Any]]:
-    """The records of the taken file, then of the spool file."""
-    spool = spool_path(queue_dir)
-    return [record for path in (spool + TAKEN_SUFFIX, spool) for record in read(path)[0]]
-
-
-def _scenes(records: list[dict[str, Any]]) -> dict[int, str]:
-    found: dict[int, str] = {}
-    for record in records:
-        scene = record.get("scene")
-        if isinstance(scene, int) and record.get("priority") in (INTERACTIVE, BULK):
-            if found.get(scene) != INTERACTIVE:
-                found[scene] = record["priority"]
-    return found
-
-
-def _entities(records: list[dict[str, Any]]) -> int:
-    return len({(r["entity"], r.get("id")) for r in records if "entity" in r})
-
-
-def waiting(queue_dir: str) -> dict[int, str]:
-    """Each scene with a job in the spool, and its priority (interactive over bulk)."""
-    return _scenes(_records(queue_dir))
-
-
-def entity_count(queue_dir: str) -> int:
-    return _entities(_records(queue_dir))
-
-
-def count(queue_dir: str) -> int:
-    """The scenes and entities the spool holds (each file read once)."""
-    records = _records(queue_dir)
-    return len(_scenes(records)) + _entities(records)
-
-
 def holds_work(queue_dir: str) -> bool:
     """Whether a hook left anything to move in (one ``stat`` a file: a lingering drainer asks often)."""
     spool = spool_path(queue_dir)
@@ -168,12 +132,10 @@ def holds_work(queue_dir: str) -> bool:
     return False
 
 
-def clear(queue_dir: str) -> int:
-    """Delete the spool (the consumer's ``clear``); how many scenes and entities it held."""
-    removed = count(queue_dir)
+def clear(queue_dir: str) -> None:
+    """Delete the spool (the consumer's ``clear``)."""
     spool = spool_path(queue_dir)
     while (taken := take(queue_dir)) is not None:
         os.remove(taken)
         if not os.path.exists(spool):
             break
-    return removed

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from sync_queue import pq_insides, spool, sqlite
-from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
+from sync_queue.job import INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 
 QUEUE_FILE = spool.QUEUE_FILE
 Mark = tuple[str, int]  # (priority, row id) of a scene's waiting job
-Tally = tuple[bool, bool, int, float | None]  # (taken, retrying, rows, soonest next attempt)
 CLEAR_ACKED_EVERY = 500
 _SIDE_SCHEMA = """
 DROP TABLE IF EXISTS s2p_pending;
@@ -264,43 +263,27 @@ class SQLiteStore:
             self._queue(item.table).update(job.to_dict(), id=item.pqid)
 
     # -- inspecting ----------------------------------------------------------
-    def tally(self, priority: str) -> list[Tally]:
-        rows = self._select(
-            "SELECT taken, json_extract(doc, '$.attempt') > 0, COUNT(*), MIN(json_extract(doc, '$.next_attempt_at')) "
-            f"{_JOBS} AND name = ? AND {_SCENE} IS NOT NULL GROUP BY 1, 2",
-            (priority,),
+    def jobs(self) -> list[tuple[int, str, bool, bool, float | None]]:
+        """(scene, priority, taken, retrying, next attempt) of each row not done that holds a
+        job: one pass over the rows, no sort (counts add them up)."""
+        return self._select(
+            f"SELECT {_SCENE} s, name, taken, json_extract(doc, '$.attempt') > 0, "
+            f"json_extract(doc, '$.next_attempt_at') {_JOBS} AND s IS NOT NULL"
         )
-        return [(bool(taken), bool(retrying), n, at) for taken, retrying, n, at in rows]
 
     def ready(self) -> int:
-        """Rows not taken and the entity events (one statement), and the hooks' spool (a
-        file's size unless it holds some): a lingering drainer asks at every poll."""
+        """Rows not taken and the entity events, in one statement (a lingering drainer asks
+        at every poll)."""
         rows = self._rows()
         if rows is None:
-            found = self.side().execute(_EVENTS).fetchone()[0]
-        else:
-            query = f"SELECT (SELECT COUNT(*) FROM ({rows}) WHERE NOT taken) + ({_EVENTS})"
-            found = self.side().execute(query).fetchone()[0]
-        if spool.holds_work(str(self.directory)):
-            found += spool.count(str(self.directory))
-        return found
+            return self.side().execute(_EVENTS).fetchone()[0]
+        return (
+            self.side().execute(f"SELECT (SELECT COUNT(*) FROM ({rows}) WHERE NOT taken) + ({_EVENTS})").fetchone()[0]
+        )
 
     def set_aside(self, priority: str) -> int:
         with sqlite.corruption_named(self.path):
             return self._queue(priority).ack_failed_count()
-
-    def scenes(self) -> dict[int, str]:
-        """Each scene with a job not done (ours or the hooks' spool), and its priority
-        (interactive when any of its jobs is)."""
-        query = f"SELECT {_SCENE} s, MAX(name = '{INTERACTIVE}') {_JOBS} AND s IS NOT NULL GROUP BY s"
-        found = {sid: INTERACTIVE if first else BULK for sid, first in self._select(query)}
-        for sid, priority in spool.waiting(str(self.directory)).items():
-            if found.get(sid) != INTERACTIVE:
-                found[sid] = priority
-        return found
-
-    def spool_entities(self) -> int:
-        return spool.entity_count(str(self.directory))
 
     def job_of(self, scene_id: int) -> Job | None:
         found = self._select(
@@ -316,7 +299,6 @@ class SQLiteStore:
             conn.execute("DELETE FROM s2p_waiting")
             removed += conn.execute("DELETE FROM s2p_entity_events").rowcount
         self._out.clear()
-        removed += spool.clear(str(self.directory))
         return removed
 
     # -- entity events ---------------------------------------------------------
@@ -349,5 +331,5 @@ class SQLiteStore:
                     (after_scene, *key),
                 )
 
-    def entity_event_count(self) -> int:
-        return self.side().execute(_EVENTS).fetchone()[0]
+    def entity_keys(self) -> set[tuple[str, int]]:
+        return set(self.side().execute("SELECT kind, entity_id FROM s2p_entity_events").fetchall())

@@ -44,7 +44,9 @@ def test_each_hook_appends_one_line_and_a_cut_off_line_spares_the_next(folder):
     put(folder, 4, INTERACTIVE, NOW + 2)
     records, bad = spool.read(str(folder / spool.SPOOL_FILE))
     assert [r["scene"] for r in records] == [1, 2, 4] and bad == ['{"scene": 3, "prior']
-    assert spool.waiting(str(folder)) == {1: INTERACTIVE, 2: BULK, 4: INTERACTIVE}
+    queue = JobQueue(folder)  # the spool's scenes by priority, as the queue counts them
+    assert [queue.counts()[k] for k in ("pending", INTERACTIVE, BULK)] == [3, 2, 1]
+    queue.close()
     assert oct((folder / spool.SPOOL_FILE).stat().st_mode & 0o777) == "0o600"
 
 
@@ -143,6 +145,18 @@ def test_counts_waiting_job_and_clear_see_the_spool(folder):
     assert queue.waiting_job(2) == Job(2, BULK, NOW + 2)
     assert queue.clear() == 2
     assert queue.counts()["pending"] == 0 and spool_lines(folder) == []
+    queue.close()
+
+
+def test_an_entity_waiting_in_the_spool_and_the_queue_counts_once(folder):
+    """Its event was moved in, a newer one is spooled since: one entity to fan out, not two."""
+    spool.put(str(folder.parent), spool.entity_record("tag", 7, "Tag.Update.Post", NOW))
+    queue = JobQueue(folder, consumer=True, clock=lambda: NOW + 10)
+    queue.take(10)
+    spool.put(str(folder.parent), spool.entity_record("tag", 7, "Tag.Merge.Post", NOW + 1))
+    counts = queue.counts()
+    assert (counts["pending"], counts["entity_events"]) == (2, 1), counts  # scene 1 in flight, tag 7
+    assert queue.pending() == 2
     queue.close()
 
 

@@ -73,7 +73,7 @@ def test_a_producer_killed_between_its_row_and_its_mark_leaves_a_row_that_drains
     monkeypatch.undo()
     assert opened(tmp_path).put(job(1, BULK)) is True  # the first row has no live mark: a duplicate, not a loss
     consumer = opened(tmp_path, consumer=True)
-    assert sum(n for *_, n, _ in consumer.store.tally(BULK)) == 2  # the orphan row counts: it is in its table
+    assert [r[1] for r in consumer.store.jobs()].count(BULK) == 2  # the orphan row counts: it is in its table
     assert consumer.counts()[BULK] == 1  # one scene waiting
     consumer.close()
     assert drained(tmp_path) == [(1, BULK)]  # one take: one job per scene, the double acked

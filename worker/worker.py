@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from stash.client import StashClient
     from sync_queue.dlq import DeadLetterQueue
     from sync_queue.ledger import Ledger, SceneRecord
-    from sync_queue.rules import QueueRules
+    from sync_queue.queue import JobQueue
     from sync_queue.stats import StatsStore
     from validation.metadata import SceneMetadata
     from worker.breaker import CircuitBreaker
@@ -73,7 +73,7 @@ class Parts:
     """What a worker works with, built once by the composition root (app/root.py): the queue,
     the stores, both servers' sides, the listeners, and the clocks (injected in tests)."""
 
-    queue: QueueRules
+    queue: JobQueue
     dlq: DeadLetterQueue
     ledger: Ledger
     stash: StashClient

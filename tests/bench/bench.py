@@ -331,6 +331,40 @@ def bench_queue(jobs: int = 10000) -> None:
         f"{per_job / LATENCY_S:.3f}x",
         "well below the network",
     )
+    bench_counts()
+
+
+def bench_counts(jobs: int = 50_000, runs: int = 7) -> None:
+    """``counts()`` (queue_status, the page) over a backlog of ``jobs`` waiting jobs, 50 in
+    flight, read by another process's queue (a producer); the baseline is one plain read of
+    the same rows (their data), alternating with it."""
+    from sync_queue import pq_insides
+    from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, Job
+    from sync_queue.queue import JobQueue
+
+    with tempfile.TemporaryDirectory() as tmp:
+        consumer = JobQueue(Path(tmp), consumer=True)
+        consumer.put_many(Job(scene_id=i + 1, priority=BULK if i % 3 else INTERACTIVE) for i in range(jobs))
+        consumer.take(50)
+        look = JobQueue(Path(tmp))
+        plain = f"SELECT doc FROM ({pq_insides.rows(list(PRIORITIES))})"
+        counts_s, plain_s = [], []
+        for _ in range(runs):
+            started = time.perf_counter()
+            assert look.counts()["pending"] == jobs
+            counts_s.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            look.store.side().execute(plain).fetchall()
+            plain_s.append(time.perf_counter() - started)
+        look.close()
+        consumer.close()
+    med, base = statistics.median(counts_s), statistics.median(plain_s)
+    line(
+        f"counts() over {jobs} waiting jobs (median)",
+        f"{med * 1e3:.0f} ms",
+        f"{base * 1e3:.0f} ms rows read once",
+        ratio(med, base),
+    )
 
 
 # -- bulk ----------------------------------------------------------------------------------
