@@ -29,19 +29,6 @@ from core.platform import file_lock
 if TYPE_CHECKING:
     from core.log import StashLog
 
-__all__ = [
-    "BreakerPolicy",
-    "BreakerState",
-    "BreakerStore",
-    "CircuitBreaker",
-    "State",
-    "admit",
-    "force_probe",
-    "next_probe_at",
-    "on_failure",
-    "on_success",
-]
-
 
 class State(str, Enum):
     CLOSED = "closed"
@@ -154,30 +141,19 @@ def force_probe(s: BreakerState, now: float) -> tuple[bool, BreakerState]:
     return True, replace(s, state=State.HALF_OPEN, probe_started_at=now)
 
 
-def _to_json(s: BreakerState, target: str | None = None) -> str:
-    data = {**asdict(s), "state": s.state.value}
-    if target is not None:
-        data["target"] = target
-    return json.dumps(data, sort_keys=True)
-
-
 def _from_json(text: str) -> BreakerState:
     """Parse the file's text; ``ValueError`` or ``TypeError`` when malformed."""
     data = json.loads(text)
     if not isinstance(data, dict):
         raise TypeError("not a JSON object")
-    failures = data.get("failures", 0)
-    if type(failures) is not int or failures < 0:
-        raise ValueError(f"failures must be a non-negative integer, got {failures!r}")
-    times = {key: data.get(key, 0.0) for key in ("opened_at", "probe_started_at")}
-    for key, value in times.items():
-        if type(value) not in (int, float) or not math.isfinite(value):
+    for key in ("failures", "probes"):
+        if type(value := data.get(key, 0)) is not int or value < 0:
+            raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
+    for key in ("opened_at", "probe_started_at"):
+        if type(value := data.get(key, 0.0)) not in (int, float) or not math.isfinite(value):
             raise ValueError(f"{key} must be a finite number, got {value!r}")
-    probes = data.get("probes", 0)
-    if type(probes) is not int or probes < 0:
-        raise ValueError(f"probes must be a non-negative integer, got {probes!r}")
-    state = State(data.get("state", "closed"))
-    return BreakerState(state, failures, float(times["opened_at"]), float(times["probe_started_at"]), probes)
+    times = (float(data.get("opened_at", 0.0)), float(data.get("probe_started_at", 0.0)))
+    return BreakerState(State(data.get("state", "closed")), data.get("failures", 0), *times, data.get("probes", 0))
 
 
 class BreakerStore:
@@ -224,8 +200,7 @@ class BreakerStore:
             with file_lock(self.lock_path):
                 return self._read()
         except OSError as exc:
-            self.warning = f"circuit breaker state {self.path} unreadable ({exc}); treated as closed"
-            return CLOSED
+            return self._unusable(f"unreadable ({exc}); treated as closed")
 
     def update(self, fn: Callable[[BreakerState], BreakerState]) -> BreakerState:
         """Apply ``fn`` to the stored state under the lock and store the result.
@@ -248,19 +223,22 @@ class BreakerStore:
         except FileNotFoundError:
             return CLOSED
         except (OSError, UnicodeDecodeError) as exc:
-            self.warning = f"circuit breaker state {self.path} unreadable ({exc}); treated as closed"
-            return CLOSED
+            return self._unusable(f"unreadable ({exc}); treated as closed")
         try:
             return _from_json(text)
         except (ValueError, TypeError) as exc:
-            self.warning = f"circuit breaker state {self.path} is corrupt ({exc}); reset to closed"
-            return CLOSED
+            return self._unusable(f"is corrupt ({exc}); reset to closed")
+
+    def _unusable(self, why: str) -> BreakerState:
+        self.warning = f"circuit breaker state {self.path} {why}"
+        return CLOSED
 
     def _write(self, s: BreakerState) -> None:
         fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(_to_json(s, self.target))
+                target = {} if self.target is None else {"target": self.target}
+                handle.write(json.dumps({**asdict(s), "state": s.state.value, **target}, sort_keys=True))
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self.path)
@@ -288,15 +266,24 @@ class CircuitBreaker:
         """May one request go to Plex now? A True in HALF_OPEN makes the caller the probe,
         so it must report back with ``record_success`` or ``record_failure``."""
         now = self.clock()
-        verdicts: list[bool] = []
+        return self._decide(lambda s: admit(s, now, self.policy))
+
+    def force_probe(self) -> bool:
+        """Make this caller the probe now (a task the user started); False when CLOSED."""
+        now = self.clock()
+        return self._decide(lambda s: force_probe(s, now))
+
+    def _decide(self, rule: Callable[[BreakerState], tuple[bool, BreakerState]]) -> bool:
+        """Apply a transition that also answers yes or no; its answer."""
+        answers: list[bool] = []
 
         def step(s: BreakerState) -> BreakerState:
-            admitted, new = admit(s, now, self.policy)
-            verdicts.append(admitted)
+            answer, new = rule(s)
+            answers.append(answer)
             return new
 
         self._update(step)
-        return verdicts[-1]
+        return answers[-1]
 
     def _update(self, fn: Callable[[BreakerState], BreakerState]) -> BreakerState:
         try:
@@ -316,19 +303,6 @@ class CircuitBreaker:
 
     def state(self) -> BreakerState:
         return self.store.load()
-
-    def force_probe(self) -> bool:
-        """Make this caller the probe now (a task the user started); False when CLOSED."""
-        now = self.clock()
-        verdicts: list[bool] = []
-
-        def step(s: BreakerState) -> BreakerState:
-            forced, new = force_probe(s, now)
-            verdicts.append(forced)
-            return new
-
-        self._update(step)
-        return verdicts[-1]
 
     def seconds_until_probe(self) -> float:
         """Seconds until a probe can be admitted; 0.0 when CLOSED or already due."""
