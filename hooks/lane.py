@@ -3,7 +3,7 @@
 Stash runs post hooks inside the mutation, one plugin run after another (pkg/plugin/plugins.go
 ``executePostHooks``), so a bulk edit waits for one run of ours per scene. The lane checks
 stdin (validation/document.py), decides from ``hookContext`` alone whether Plex cares (a
-scene's job, hooks/scene_event.py; or a tag, performer, studio or group event), appends it to
+scene's job; or a tag, performer, studio or group event), appends it to
 the spool (sync_queue/spool.py: a file, never SQLite, so a busy disk never holds Stash up),
 warns while background sync fails (at most once a minute), and makes sure a drainer runs:
 a running one is nudged; otherwise the caller starts one (app/main.py: only then are the
@@ -16,10 +16,11 @@ import os
 import time
 
 from core.platform import is_locked
-from hooks.scene_event import scene_job
 from sync_queue import health, spool
 from sync_queue.owner import data_folder
+from sync_queue.priority import BULK, INTERACTIVE
 from validation.document import ENTITY_HOOKS, args_values, connection_values, hook_values, read_document
+from validation.fields import SYNCED_INPUTS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
 if TYPE_CHECKING:
@@ -28,6 +29,12 @@ if TYPE_CHECKING:
 
     from core.log import StashLog
 
+# Stash's bulk scene editor (bulkSceneUpdate) fires Scene.Update.Post for each scene with
+# the *bulk* input, BulkSceneUpdateInput [S:internal/api/resolver_mutation_scene.go
+# `BulkSceneUpdate`]: the keys of SceneUpdateInput (values as {ids, mode}) except a
+# scene's groups, which it names group_ids (v0.27 on) and movie_ids (every release).
+# These are the SceneUpdateInput keys they stand for.
+BULK_INPUT_KEYS = {"group_ids": "groups", "movie_ids": "movies"}
 # Entity update keys whose change can alter what Plex shows (name; a studio's parent
 # and a tag's parents/children, for settings that write or filter by them).
 SYNCED_ENTITY_FIELDS = frozenset({"name", "parent_id", "parent_ids", "child_ids"})
@@ -86,12 +93,17 @@ def run(
 
 
 def scene_records(context: dict[str, Any], now: float) -> list[dict[str, Any]]:
-    """The spool line a scene event calls for (none when nothing Plex shows changed)."""
-    decided = scene_job(context["input"] is not None, context["inputFields"])
-    if decided is None:
+    """The spool line a scene event calls for: bulk for scans and sceneCreate (no input;
+    they fire by the thousand, and users' edits always overtake them), else interactive with
+    the synced fields changed (of Stash's SceneUpdateInput keys, validation/fields.py); none
+    when nothing Plex shows changed."""
+    if context["input"] is None:
+        return [spool.scene_record(context["id"], BULK, context["type"], (), now)]
+    fields = context["inputFields"]
+    synced = SYNCED_INPUTS.intersection(BULK_INPUT_KEYS.get(f, f) for f in fields or ())
+    if fields is not None and not synced:
         return []
-    priority, fields = decided
-    return [spool.scene_record(context["id"], priority, context["type"], fields, now)]
+    return [spool.scene_record(context["id"], INTERACTIVE, context["type"], tuple(sorted(synced)), now)]
 
 
 def entity_records(context: dict[str, Any], now: float) -> list[dict[str, Any]]:
