@@ -60,15 +60,7 @@ class Job:
 
     def fresh(self) -> Job:
         """The same job with a new retry budget (used by retry_dlq)."""
-        return dataclasses.replace(
-            self,
-            attempt=0,
-            next_attempt_at=0.0,
-            last_error=None,
-            error_class=None,
-            scan_requested=False,
-            not_found_since=None,
-        )
+        return Job(self.scene_id, self.priority, self.enqueued_at)
 
 
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Job))

@@ -110,9 +110,6 @@ class JobQueue:
         for the same entity replaced it meanwhile (that one starts over)."""
         self.store.advance_entity_event(event, after_scene, finished)
 
-    def entity_event_count(self) -> int:
-        return len(self.store.entity_keys())
-
     # -- consuming (drainer only) --------------------------------------------
     def take(self, limit: int, early: Callable[[Taken], bool] | None = None) -> list[Taken]:
         """Up to ``limit`` due jobs: parked retries first, then interactive, then bulk; at

@@ -140,16 +140,12 @@ class SQLiteStore:
     def waiting(self, scene_ids: list[int]) -> dict[int, Mark]:
         """Scenes whose mark points at a row not done: (priority, row id)."""
         pq_insides.load()  # a missing package fails here, before any file is created
-        found: dict[int, Mark] = {}
-        for start in range(0, len(scene_ids), 500):
-            chunk = scene_ids[start : start + 500]
-            rows = self._select(
-                "SELECT w.scene_id, w.priority, w.pqid FROM s2p_waiting w JOIN ({rows}) r ON r.name = w.priority "
-                f"AND r.pqid = w.pqid WHERE w.scene_id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-            found.update((sid, (priority, pqid)) for sid, priority, pqid in rows)
-        return found
+        rows = self._select(
+            "SELECT w.scene_id, w.priority, w.pqid FROM s2p_waiting w JOIN ({rows}) r ON r.name = w.priority "
+            "AND r.pqid = w.pqid WHERE w.scene_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(scene_ids),),
+        )
+        return {sid: (priority, pqid) for sid, priority, pqid in rows}
 
     def enqueue(self, jobs: list[Job], replacing: list[Mark]) -> None:
         """Put each job's row: its scene's mark first, without a row, then pointed at the row,

@@ -217,7 +217,7 @@ def test_the_waiting_job_of_one_scene(queue):
 def test_one_event_per_entity_expanded_step_by_step(queue):
     renamed = EntityEvent("tag", 5, "Tag.Update.Post", NOW)
     assert queue.put_entity_events([renamed, EntityEvent("performer", 9, "Performer.Destroy.Post", NOW + 1)]) == 2
-    assert queue.entity_event_count() == 2 and queue.ready_count() == 2
+    assert queue.ready_count() == 2
     assert counted(queue) == {**EMPTY, "pending": 2, "entity_events": 2}
     queue.advance_entity_event(renamed, after_scene=40, finished=False)
     assert queue.entity_events()[0] == EntityEvent("tag", 5, "Tag.Update.Post", NOW, after_scene=40)
