@@ -1,13 +1,11 @@
-"""The job queue on disk (``JobQueue``): the queue's rules (sync_queue/rules.py) over its
-storage (sync_queue/storage.py: persist-queue's rows and our marks), with the hooks' spool
-(sync_queue/spool.py) moved in before each take, so a hook's job meets the same rules.
+"""The job queue on disk (``JobQueue``): the rules (sync_queue/rules.py) over the storage
+(sync_queue/storage.py), with the hooks' spool (sync_queue/spool.py) moved in before each
+take, so a hook's job meets the same rules as a task's.
 
-* A scene has at most one *waiting* job, found by its mark; an event collapses into it, but a
-  user's edit replaces a waiting bulk job. A mark is written before its row is put and pointed
-  at it after; a mark without a live row counts as none.
-* ``interactive`` before ``bulk``; a take holds one job per scene; a job not due is parked.
-* Taking a job removes its mark first, so a mark always points at work still to start.
-* A parked job gets its mark back at the next take, unless a newer waiting job supersedes it.
+* A scene has at most one *waiting* job; an event collapses into it, but a user's edit
+  replaces a waiting bulk job.
+* ``interactive`` before ``bulk``; a take holds one job per scene; a job not due is parked,
+  and gets back to waiting at the next take, unless a newer waiting job supersedes it.
 """
 
 from __future__ import annotations
@@ -21,11 +19,9 @@ from typing import Any
 
 from core.errors import DataFileError
 from sync_queue import spool, sqlite
-from sync_queue.job import BULK, INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
+from sync_queue.job import PRIORITIES, EntityEvent, Job, Taken
 from sync_queue.rules import Parked, chosen, one_per_scene, scene_priorities
 from sync_queue.storage import SQLiteStore
-
-Spooled = tuple[dict[int, str], set[tuple[str, int]]]  # the scenes (and priority) and entities waiting
 
 
 def _spool_item(record: dict[str, Any]) -> Job | EntityEvent:
@@ -51,14 +47,6 @@ def _spool_items(records: list[dict[str, Any]]) -> tuple[list[Job | EntityEvent]
         except (KeyError, ValueError, TypeError) as exc:
             bad.append(f"{type(exc).__name__}: {exc}")
     return items, bad
-
-
-def _waiting(jobs: Iterable[tuple[int, str]], items: list[Job | EntityEvent], entities: set) -> Spooled:
-    """The scenes of the rows' ``jobs`` and of the spool's ``items``, and the entities of
-    both: each once, whether it waits in one or in both."""
-    spooled = [(j.scene_id, j.priority) for j in items if isinstance(j, Job)]
-    keys = {(e.kind, e.entity_id) for e in items if isinstance(e, EntityEvent)}
-    return scene_priorities([*jobs, *spooled]), entities | keys
 
 
 class JobQueue:
@@ -132,11 +120,9 @@ class JobQueue:
         return kept
 
     def _move_spool(self) -> None:
-        """The hooks' spool file into the queue (sync_queue/spool.py): put first, then the
-        file deleted, so a crash in between puts a line twice and never loses one. One left
-        by an interrupted move goes first; lines written meanwhile wait for the next take.
-        A line that is no job (a damaged file) is set aside, said in the log like an
-        unreadable queue row."""
+        """The hooks' spool into the queue (sync_queue/spool.py): a file left by an interrupted
+        move first; lines written meanwhile wait for the next take. A line that is no job (a
+        damaged file) is set aside, said in the log like an unreadable queue row."""
         self._move_legacy_spool()
         for _ in range(2):
             taken = spool.take(str(self.directory))
@@ -207,21 +193,31 @@ class JobQueue:
         path = spool.spool_path(str(self.directory))
         return _spool_items([r for p in (path + spool.TAKEN_SUFFIX, path) for r in spool.read(p)[0]])[0]
 
+    def _waiting(self, rows: list[tuple] | None) -> tuple[dict[int, str], set[tuple[str, int]]]:
+        """The scenes waiting (interactive when any job of theirs is) and the entities, in the
+        spool and, unless ``rows`` is None, in the queue (``rows``: the storage's ``jobs``):
+        each once, whether it waits in one or in both."""
+        items = self._spooled()
+        jobs = [(j.scene_id, j.priority) for j in items if isinstance(j, Job)]
+        entities = {(e.kind, e.entity_id) for e in items if isinstance(e, EntityEvent)}
+        if rows is not None:
+            jobs = [(row[0], row[1]) for row in rows] + jobs
+            entities |= self.store.entity_keys()
+        return scene_priorities(jobs), entities
+
     def ready_count(self) -> int:
         """Jobs waiting to be taken (not in flight, not parked), entity events included; the
         spool is read only when a file of it holds something (a lingering drainer asks often)."""
         found = self.store.ready()
         if spool.holds_work(str(self.directory)):
-            scenes, entities = _waiting([], self._spooled(), set())
+            scenes, entities = self._waiting(None)
             found += len(scenes) + len(entities)
         return found
 
     def pending(self) -> int:
         """``counts()["pending"]`` alone, from the rows not done and the spool: it leaves out the
         rows set aside, so persist-queue's tables stay closed (the drainer's last look)."""
-        scenes, entities = _waiting(
-            ((r[0], r[1]) for r in self.store.jobs()), self._spooled(), self.store.entity_keys()
-        )
+        scenes, entities = self._waiting(self.store.jobs())
         return len(scenes) + len(entities)
 
     def counts(self) -> dict[str, Any]:
@@ -230,7 +226,7 @@ class JobQueue:
         with an interactive job counts there); in flight (taken, first attempt) and retrying
         jobs (and the soonest due); rows set aside."""
         rows = self.store.jobs()
-        scenes, entities = _waiting(((r[0], r[1]) for r in rows), self._spooled(), self.store.entity_keys())
+        scenes, entities = self._waiting(rows)
         retries = [at for _, _, _, retrying, at in rows if retrying]
         return {
             "pending": len(scenes) + len(entities),
@@ -253,12 +249,9 @@ class JobQueue:
 
     def clear(self) -> int:
         """Delete every job not yet done, the spool's too; returns how many. Rows set aside stay."""
-        scenes, entities = _waiting([], self._spooled(), set())
-        removed = self.store.clear() + len(scenes) + len(entities)
+        scenes, entities = self._waiting(None)  # the spool's, read before it goes
+        removed = len(scenes) + len(entities) + self.store.clear()
         spool.clear(str(self.directory))
         self._parked.clear()
         self._back.clear()
         return removed
-
-
-__all__ = ["JobQueue", "BULK", "INTERACTIVE", "DataFileError"]

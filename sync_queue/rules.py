@@ -1,10 +1,5 @@
-"""The queue's rules that are pure (``JobQueue``, sync_queue/queue.py, applies them).
-
-* A scene has at most one *waiting* job; an event collapses into it, but a user's edit
-  replaces a waiting bulk job (:func:`chosen`, :func:`one_per_scene`).
-* A take holds one job per scene (:func:`one_per_scene`); a job not due is parked
-  (:class:`Parked`).
-"""
+"""The queue's rules that need no storage (``JobQueue``, sync_queue/queue.py, applies them):
+which jobs become rows, one job per scene, parked retries."""
 
 from __future__ import annotations
 

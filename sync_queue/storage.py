@@ -20,7 +20,6 @@ from typing import Any
 from sync_queue import pq_insides, spool, sqlite
 from sync_queue.job import INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 
-QUEUE_FILE = spool.QUEUE_FILE
 Mark = tuple[str, int]  # (priority, row id) of a scene's waiting job
 CLEAR_ACKED_EVERY = 500
 _SIDE_SCHEMA = """
@@ -64,7 +63,7 @@ class SQLiteStore:
     def __init__(self, directory: Path, consumer: bool) -> None:
         self.directory = directory
         self.consumer = consumer
-        self.path = directory / QUEUE_FILE
+        self.path = directory / spool.QUEUE_FILE
         self._queues: dict[str, Any] = {}
         self._tables: list[str] = []  # persist-queue's tables known to exist (they never go)
         self._side_conn: sqlite3.Connection | None = None
@@ -153,8 +152,9 @@ class SQLiteStore:
         worst, never a swallowed edit); each waiting row ``replacing`` names is finished,
         unless it was taken meanwhile (a taken one is superseded when next taken)."""
         self._mark(jobs)
-        for priority, pqid in replacing:
-            self._finish_waiting(priority, pqid)
+        with sqlite.write(self.side()) as conn:
+            for priority, pqid in replacing:
+                pq_insides.finish_waiting(conn, priority, pqid)
         self._point([(job, self._put(job)) for job in jobs])
 
     def _mark(self, jobs: list[Job]) -> None:
@@ -176,10 +176,6 @@ class SQLiteStore:
                 "UPDATE s2p_waiting SET pqid = ? WHERE scene_id = ? AND priority = ? AND pqid IS NULL",
                 [(pqid, job.scene_id, job.priority) for job, pqid in rows],
             )
-
-    def _finish_waiting(self, priority: str, pqid: int) -> None:
-        with sqlite.write(self.side()) as conn:
-            pq_insides.finish_waiting(conn, priority, pqid)
 
     # -- consuming -----------------------------------------------------------
     def dequeue(self, priority: str) -> Taken | None:
