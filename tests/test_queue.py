@@ -294,7 +294,7 @@ def test_a_lingering_drainers_look_for_work_is_one_statement(tmp_path, clock):
 
 def test_parked_jobs_come_back_soonest_first_early_ones_on_request_dropped_ones_never():
     from sync_queue.job import Taken
-    from sync_queue.rules import Parked
+    from sync_queue.queue import Parked
 
     def taken(pqid: int) -> Taken:
         return Taken(job=Job(scene_id=pqid), pqid=pqid, table=BULK)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import PlexNotFound, StashUnavailable, TransientError
 from sync_queue.job import BULK, Taken
-from sync_queue.rules import one_per_scene
+from sync_queue.queue import one_per_scene
 from worker.breaker import State
 from worker.gradient import LatencyLimit
 from worker.worker import CHUNK, Outcome, Worker
