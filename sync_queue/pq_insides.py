@@ -111,13 +111,17 @@ def last_row(conn: sqlite3.Connection, name: str) -> int:
 
 
 def rows(names: list[str]) -> str:
-    """A SELECT of every row not done of the tables ``names``: ``name``, ``pqid``, ``taken``
-    (handed out, not settled), ``doc`` (the data as text: the serializer stores UTF-8 JSON as
-    bytes, which SQLite's JSON functions read only as text; check ``json_valid`` first)."""
-    return " UNION ALL ".join(
-        f"SELECT '{name}' AS name, {KEY} AS pqid, {STATUS} = {UNACK} AS taken, CAST({DATA} AS TEXT) AS doc "
-        f"FROM {table(name)} WHERE {_NOT_DONE}"
-        for name in names
+    """A SELECT of every row not done of the tables ``names`` (none without names): ``name``,
+    ``pqid``, ``taken`` (handed out, not settled), ``doc`` (the data as text: the serializer
+    stores UTF-8 JSON as bytes, which SQLite's JSON functions read only as text; check
+    ``json_valid`` first)."""
+    return (
+        " UNION ALL ".join(
+            f"SELECT '{name}' AS name, {KEY} AS pqid, {STATUS} = {UNACK} AS taken, CAST({DATA} AS TEXT) AS doc "
+            f"FROM {table(name)} WHERE {_NOT_DONE}"
+            for name in names
+        )
+        or "SELECT NULL AS name, NULL AS pqid, 0 AS taken, NULL AS doc WHERE 0"
     )
 
 

@@ -46,7 +46,6 @@ _SCENE = "json_extract(doc, '$.scene_id')"
 _JOBS = (
     "FROM (SELECT name, pqid, taken, CASE WHEN json_valid(doc) THEN doc END AS doc FROM ({rows})) WHERE doc NOT NULL"
 )
-_EVENTS = "SELECT COUNT(*) FROM s2p_entity_events"
 
 
 def _decoded(data: Any) -> Job | BaseException:
@@ -105,24 +104,21 @@ class SQLiteStore:
                 raise
             raise sqlite.data_file_error(self.path, exc) from None
 
-    def _rows(self) -> str | None:
+    def _rows(self) -> str:
         """The SELECT of the rows not done (pq_insides.rows), over the tables that exist;
         a consumer opens its tables first (once: ``auto_resume`` hands back what a killed
-        drainer held). None while no job was ever put."""
+        drainer held)."""
         if self.consumer:
             for priority in PRIORITIES:
                 self._queue(priority)
         if len(self._tables) < len(PRIORITIES):
             conn = self.side()
             self._tables = [p for p in PRIORITIES if pq_insides.has_table(conn, p)]
-        return pq_insides.rows(self._tables) if self._tables else None
+        return pq_insides.rows(self._tables)
 
     def _select(self, query: str, params: tuple | list = ()) -> list[tuple]:
-        """``query`` with ``{rows}`` as the rows not done (none while there are no tables)."""
-        rows = self._rows()
-        if rows is None:
-            return []
-        return self.side().execute(query.format(rows=rows), params).fetchall()
+        """``query`` with ``{rows}`` as the rows not done."""
+        return self.side().execute(query.format(rows=self._rows()), params).fetchall()
 
     def opened(self) -> bool:
         return bool(self._queues)
@@ -266,12 +262,8 @@ class SQLiteStore:
     def ready(self) -> int:
         """Rows not taken and the entity events, in one statement (a lingering drainer asks
         at every poll)."""
-        rows = self._rows()
-        if rows is None:
-            return self.side().execute(_EVENTS).fetchone()[0]
-        return (
-            self.side().execute(f"SELECT (SELECT COUNT(*) FROM ({rows}) WHERE NOT taken) + ({_EVENTS})").fetchone()[0]
-        )
+        query = "SELECT (SELECT COUNT(*) FROM ({rows}) WHERE NOT taken) + (SELECT COUNT(*) FROM s2p_entity_events)"
+        return self._select(query)[0][0]
 
     def set_aside(self, priority: str) -> int:
         with sqlite.corruption_named(self.path):
