@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from core.errors import DataFileError
+from core.platform import discard
 from sync_queue import spool, sqlite
 from sync_queue.job import INTERACTIVE, PRIORITIES, EntityEvent, Job, Taken
 from sync_queue.storage import Mark, SQLiteStore
@@ -205,19 +206,16 @@ class JobQueue:
 
     def _move_spool(self) -> None:
         """The hooks' spool into the queue (sync_queue/spool.py): a file left by an interrupted
-        move first; lines written meanwhile wait for the next take. A line that is no job (a
-        damaged file) is set aside, said in the log like an unreadable queue row."""
+        move first; lines written meanwhile wait for the next take."""
         self._move_legacy_spool()
         for _ in range(2):
             taken = spool.take(str(self.directory))
             if taken is None:
                 return
-            records, cut = spool.read(taken)
-            items, bad = _spool_items(records)
-            self.put_many(item for item in items if isinstance(item, Job))
-            self.put_entity_events(item for item in items if isinstance(item, EntityEvent))
-            self.store.rejected.extend(("inbox", 0, why) for why in [*bad, *(f"not a job: {c!r}" for c in cut)])
-            spool.moved(taken)
+            self._put_lines(*spool.read(taken))
+            # One a reader holds open on Windows stays: the next take moves its lines again,
+            # into the same jobs.
+            discard(taken)
 
     def _move_legacy_spool(self) -> None:
         """Jobs an older version's hooks left in the ``s2p_inbox`` table, moved in once."""
@@ -226,11 +224,17 @@ class JobQueue:
         conn = self.store.side()
         if sqlite.has_table(conn, "s2p_inbox"):
             rows = conn.execute("SELECT scene_id, priority, queued_at FROM s2p_inbox").fetchall()
-            items, bad = _spool_items([{"scene": r[0], "priority": r[1], "at": r[2]} for r in rows])
-            self.store.rejected.extend(("inbox", 0, why) for why in bad)
-            self.put_many(item for item in items if isinstance(item, Job))
+            self._put_lines([{"scene": r[0], "priority": r[1], "at": r[2]} for r in rows], [])
             conn.execute("DROP TABLE s2p_inbox")
         self._legacy_checked = True
+
+    def _put_lines(self, records: list[dict[str, Any]], cut: list[str]) -> None:
+        """Put the jobs and entity events of spool lines; a line that is none (``cut``: not
+        JSON; a damaged file) is set aside, said in the log like an unreadable queue row."""
+        items, bad = _spool_items(records)
+        self.put_many(item for item in items if isinstance(item, Job))
+        self.put_entity_events(item for item in items if isinstance(item, EntityEvent))
+        self.store.rejected.extend(("inbox", 0, why) for why in [*bad, *(f"not a job: {line!r}" for line in cut)])
 
     def _wait_again(self) -> None:
         items, self._back = self._back, []

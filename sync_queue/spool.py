@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 
-from core.platform import append, discard, take_aside
+from core.platform import append, take_aside
 
 LOCK_FILE = "drainer.lock"  # held by the one consumer for its life (core/platform.py)
 NUDGE_FILE = "drainer.nudge"  # touched by a hook: something happened (the drainer compares settings)
@@ -103,12 +103,6 @@ def take(queue_dir: str) -> str | None:
         return None
     os.utime(taken)  # when it was taken, or its move resumed (:func:`moving_for`)
     return taken
-
-
-def moved(taken: str) -> None:
-    """The consumer's side: a taken file's jobs are in the queue; it goes (one a reader holds
-    open on Windows stays: the next take moves its lines again, into the same jobs)."""
-    discard(taken)
 
 
 def moving_for(queue_dir: str, now: float) -> float:
