@@ -247,20 +247,15 @@ class BreakerStore:
             raise
 
 
+@dataclass
 class CircuitBreaker:
     """A breaker bound to its store, policy and clock; every call reads the shared file.
     A folder that refuses the write (full, read-only, no permission) raises DataFileError
     naming the folder and the remedy."""
 
-    def __init__(
-        self,
-        store: BreakerStore,
-        policy: BreakerPolicy = BreakerPolicy(),
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.store = store
-        self.policy = policy
-        self.clock = clock
+    store: BreakerStore
+    policy: BreakerPolicy = BreakerPolicy()
+    clock: Callable[[], float] = time.time
 
     def allow(self) -> bool:
         """May one request go to Plex now? A True in HALF_OPEN makes the caller the probe,
