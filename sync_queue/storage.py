@@ -148,9 +148,10 @@ class SQLiteStore:
         worst, never a swallowed edit); each waiting row ``replacing`` names is finished,
         unless it was taken meanwhile (a taken one is superseded when next taken)."""
         self._mark(jobs)
-        with sqlite.write(self.side()) as conn:
-            for priority, pqid in replacing:
-                pq_insides.finish_waiting(conn, priority, pqid)
+        if replacing:
+            with sqlite.write(self.side()) as conn:
+                for priority, pqid in replacing:
+                    pq_insides.finish_waiting(conn, priority, pqid)
         self._point([(job, self._put(job)) for job in jobs])
 
     def _mark(self, jobs: list[Job]) -> None:
@@ -251,7 +252,7 @@ class SQLiteStore:
             self._queue(item.table).update(job.to_dict(), id=item.pqid)
 
     # -- inspecting ----------------------------------------------------------
-    def jobs(self) -> list[tuple[int, str, bool, bool, float | None]]:
+    def jobs(self) -> list[tuple[int, str, int, int, float | None]]:
         """(scene, priority, taken, retrying, next attempt) of each row not done that holds a
         job: one pass over the rows, no sort (counts add them up)."""
         return self._select(
