@@ -3,10 +3,10 @@
 Stash runs post hooks inside the mutation, one plugin run after another (pkg/plugin/plugins.go
 ``executePostHooks``), so a bulk edit waits for one run of ours per scene. The lane checks
 stdin (validation/document.py), decides from ``hookContext`` alone whether Plex cares (a
-scene's job; or a tag, performer, studio or group event), appends it to
-the spool (sync_queue/spool.py: a file, never SQLite, so a busy disk never holds Stash up),
-warns while background sync fails (at most once a minute), and makes sure a drainer runs:
-a running one is nudged; otherwise the caller starts one (app/main.py: only then are the
+scene's job, or a tag, performer, studio or group event), appends it to the spool
+(sync_queue/spool.py: a file, never SQLite, so a busy disk never holds Stash up), warns
+while background sync fails (at most once a minute), and makes sure a drainer runs: a
+running one is nudged; otherwise the caller starts one (app/main.py: only then are the
 packages checked). No network, no third-party package.
 """
 
@@ -95,8 +95,9 @@ def run(
 def scene_records(context: dict[str, Any], now: float) -> list[dict[str, Any]]:
     """The spool line a scene event calls for: bulk for scans and sceneCreate (no input;
     they fire by the thousand, and users' edits always overtake them), else interactive with
-    the synced fields changed (of Stash's SceneUpdateInput keys, validation/fields.py); none
-    when nothing Plex shows changed."""
+    the synced fields changed (keys of Stash's SceneUpdateInput, graphql/schema/types/
+    scene.graphql, which an update hook receives as its input); none when nothing Plex
+    shows changed."""
     if context["input"] is None:
         return [spool.scene_record(context["id"], BULK, context["type"], (), now)]
     fields = context["inputFields"]
