@@ -279,7 +279,8 @@ class JobQueue:
         """The jobs and entity events in the hooks' spool, in the order they move in (the
         taken file first): the one reader of the spool for counts and look-ups."""
         path = spool.spool_path(str(self.directory))
-        return _spool_items([r for p in (path + spool.TAKEN_SUFFIX, path) for r in spool.read(p)[0]])[0]
+        records = [record for file in (path + spool.TAKEN_SUFFIX, path) for record in spool.read(file)[0]]
+        return _spool_items(records)[0]
 
     def _waiting(self, rows: list[tuple] | None) -> tuple[dict[int, str], set[tuple[str, int]]]:
         """The scenes waiting (interactive when any job of theirs is) and the entities, in the
