@@ -68,16 +68,15 @@ def _work(app: App, lock: HeldLock, stop: threading.Event, outcome: dict) -> Non
             worker = _worker_once_stash_answers(app, queue, stop, app.log)
             if worker is None:
                 return
+            linger_s = app.seconds("STASH2PLEX_DRAINER_LINGER_S", LINGER_S, zero_ok=True)
             outcome["stats"] = work(worker, stop=stop, wait_for_retries=True)
-            while worker.abort_error is None and _work_arrives(queue, stop, app.linger_s(LINGER_S)):
+            while worker.abort_error is None and _work_arrives(queue, stop, linger_s):
                 if app.settings_changed():  # saved while it lingered: the new job goes by them, as in a task
                     outcome["settings_changed"] = True
                     return
                 outcome["stats"] = work(worker, stop=stop, wait_for_retries=True)
         if worker.abort_error is not None:  # the token or a setting is wrong: stop, and say so
             outcome["error"] = worker.abort_error
-    except Stash2PlexError as exc:
-        outcome["error"] = exc
     except Exception as exc:  # logged with its type; the jobs stay queued
         outcome["error"] = exc
 
@@ -163,14 +162,13 @@ def _settings_fixed(app: App, log: StashLog) -> bool:
     ran out or another drainer or a task took the lock meanwhile (this one does not hold
     it while it waits: a hook or a task starts over as usual), or another drainer waits
     already (``FIX_WAIT_LOCK``: each hook starts a drainer, and each would wait)."""
-    if app.fix_wait_s(FIX_WAIT_S) == 0:
-        return False
+    wait_s = app.seconds("STASH2PLEX_DRAINER_FIX_WAIT_S", FIX_WAIT_S, zero_ok=True)
     waiting = HeldLock(app.data_dir / FIX_WAIT_LOCK)
-    if not waiting.acquire():
+    if wait_s == 0 or not waiting.acquire():
         return False  # another drainer waits for the fix already, and drains every job when it comes
     try:
         log.info(f"the queued jobs wait for the fix; the settings are checked every {FIX_CHECK_S:.0f} s")
-        deadline = time.monotonic() + app.fix_wait_s(FIX_WAIT_S)
+        deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             time.sleep(FIX_CHECK_S)
             if app.drainer_running():
@@ -230,8 +228,7 @@ def _remember_error(app: App, text: str | None) -> None:
 def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
     from app.root import STASH_UI, App
 
-    redactor = Redactor()
-    log = StashLog(stderr, redactor, plain=True)
+    log = StashLog(stderr, Redactor(), plain=True)
     try:
         payload = json.loads(stdin.read())
         connection = ServerConnection.model_validate(payload["server_connection"])
@@ -240,15 +237,12 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
         return 2
     capture_library_logs(log)
     lower_priority()  # the hooks Stash waits for, and Stash itself, come first
-    app = App(
-        connection,
-        env,
-        log,
-        data_dir=Path(payload["data_dir"]),
-        settings_overrides=payload.get("settings_overrides") or {},
-        surface=payload.get("surface") or STASH_UI,
-        log_read=False,
-    )
+
+    def new_app() -> App:  # new parts: clients, index, the breaker's binding to the settings
+        overrides, surface = payload.get("settings_overrides") or {}, payload.get("surface") or STASH_UI
+        return App(connection, env, log, Path(payload["data_dir"]), overrides, surface, log_read=False)
+
+    app = new_app()
     disk_failures = 0
     try:
         app.take_over(start_drainer=False)  # the public plugin's jobs, for this drainer
@@ -262,17 +256,9 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
                 if not _disk_back(app, log, disk_failures):
                     return 0
                 disk_failures += 1
-            if clean is None or clean == DISK_WAIT:  # new settings: new parts (clients, index, breaker binding)
+            if clean is None or clean == DISK_WAIT:  # new settings, or a disk that came back
                 app.close()
-                app = App(
-                    connection,
-                    env,
-                    log,
-                    data_dir=app.data_dir,
-                    settings_overrides=app.settings_overrides,
-                    surface=app.surface,
-                    log_read=False,
-                )
+                app = new_app()
                 continue
             disk_failures = 0
             # pending, not only ready: jobs this drainer held back when a handover request

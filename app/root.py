@@ -8,6 +8,7 @@ requests, plexapi or stashapi.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -120,6 +121,18 @@ def _fingerprint(value: object) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+def part(build: Callable[[App], T]) -> Callable[[App], T]:
+    """A part of the App: built on its first use, kept until ``close``."""
+
+    @functools.wraps(build)
+    def get(app: App) -> T:
+        if build.__name__ not in app._parts:
+            app._parts[build.__name__] = build(app)
+        return cast(T, app._parts[build.__name__])
+
+    return get
+
+
 class App:
     def __init__(
         self,
@@ -153,14 +166,10 @@ class App:
         log.redact.add(connection.ApiKey)
         log.redact.add(self.settings_overrides.get("plex_token"))
 
-    def _part(self, name: str, build: Callable[[], T]) -> T:
-        if name not in self._parts:
-            self._parts[name] = build()
-        return cast(T, self._parts[name])
-
     # -- the hook's parts -----------------------------------------------------------
+    @part
     def producer_queue(self) -> JobQueue:
-        return self._part("producer", lambda: JobQueue(self.queue_dir, consumer=False))
+        return JobQueue(self.queue_dir, consumer=False)
 
     def drainer_running(self) -> bool:
         return is_locked(self.lock_path)
@@ -268,60 +277,59 @@ class App:
             request.release()
 
     # -- the full set -------------------------------------------------------------
+    @part
     def stash(self) -> StashClient:
         from stash.client import IMAGE_DEADLINE_S, StashClient
 
-        def build() -> StashClient:
-            deadline = self._seconds("STASH2PLEX_COVER_DEADLINE_S", IMAGE_DEADLINE_S)
-            client = StashClient(self.connection, logger=self.log, image_deadline_s=deadline)
-            self.log.redact.add(client.api_key)
-            return client
+        deadline = self.seconds("STASH2PLEX_COVER_DEADLINE_S", IMAGE_DEADLINE_S)
+        client = StashClient(self.connection, logger=self.log, image_deadline_s=deadline)
+        self.log.redact.add(client.api_key)
+        return client
 
-        return self._part("stash", build)
+    def _saved_settings(self) -> dict[str, Any]:
+        """The settings saved in Stash, under the command line's flags and variables."""
+        from validation.legacy import merge
 
+        return merge(self.stash().plugin_settings(), self.settings_overrides)
+
+    @part
     def settings(self) -> Settings:
         from core.notify import secrets_of
         from validation.config import load_settings
-        from validation.legacy import merge
 
-        def build() -> Settings:
-            saved = merge(self.stash().plugin_settings(), self.settings_overrides)
-            self._settings_print = _fingerprint(saved)
-            settings = load_settings(
-                saved,
-                missing=lambda name: (
-                    f"give it with {where_to_set(name, COMMAND_LINE)}"
-                    if self.surface == COMMAND_LINE
-                    else f"open {where_to_set(name, STASH_UI)} and fill it in"
-                ),
-            )
-            self.stash().read_photos(settings.performer_photos)  # image_path costs Stash a look-up
-            self._set_private(settings.private_logs)
-            self.health().update(private_logs=True if settings.private_logs else None)  # for queue_status
-            self.log.redact.add(settings.plex_token)
-            self.log.redact.add_url(settings.plex_url)
-            for url in settings.notify_urls:
-                for secret in secrets_of(url):
-                    self.log.redact.add(secret)
-            for warning in (*settings.adopted.warnings, *settings.problems):
-                self.log.warning(warning)
-            return settings
-
-        return self._part("settings", build)
+        saved = self._saved_settings()
+        self._settings_print = _fingerprint(saved)
+        settings = load_settings(
+            saved,
+            missing=lambda name: (
+                f"give it with {where_to_set(name, COMMAND_LINE)}"
+                if self.surface == COMMAND_LINE
+                else f"open {where_to_set(name, STASH_UI)} and fill it in"
+            ),
+        )
+        self.stash().read_photos(settings.performer_photos)  # image_path costs Stash a look-up
+        self._set_private(settings.private_logs)
+        self.health().update(private_logs=True if settings.private_logs else None)  # for queue_status
+        self.log.redact.add(settings.plex_token)
+        self.log.redact.add_url(settings.plex_url)
+        for url in settings.notify_urls:
+            for secret in secrets_of(url):
+                self.log.redact.add(secret)
+        for warning in (*settings.adopted.warnings, *settings.problems):
+            self.log.warning(warning)
+        return settings
 
     def settings_changed(self) -> bool:
         """Whether the settings saved in Stash differ from those this App runs with (one
         small GraphQL request; False when Stash cannot be asked right now)."""
         if self._settings_print is None:
             return False
-        from validation.legacy import merge
-
         try:
-            saved = merge(self.stash().plugin_settings(), self.settings_overrides)
+            return _fingerprint(self._saved_settings()) != self._settings_print
         except Stash2PlexError:
             return False
-        return _fingerprint(saved) != self._settings_print
 
+    @part
     def private(self) -> Placeholders | None:
         """The placeholders when private_logs is on (then also in the log's redactor), else None.
 
@@ -330,17 +338,14 @@ class App:
         left in sync_health.json."""
         from validation.config import boolean
 
-        def build() -> Placeholders | None:
-            value = self.settings_overrides.get("private_logs")
-            if value is None:
-                value = self.health().state().get("private_logs")
-            try:
-                on = value is not None and boolean(value)
-            except ValueError:
-                on = False
-            return self._set_private(on)
-
-        return self._part("private", build)
+        value = self.settings_overrides.get("private_logs")
+        if value is None:
+            value = self.health().state().get("private_logs")
+        try:
+            on = value is not None and boolean(value)
+        except ValueError:
+            on = False
+        return self._set_private(on)
 
     def _set_private(self, on: bool) -> Placeholders | None:
         from core.privacy import Placeholders, load_key
@@ -349,71 +354,58 @@ class App:
             self.log.redact.private = Placeholders(load_key(self.data_dir))
         return self.log.redact.private
 
+    @part
     def health(self) -> HealthFile:
         from sync_queue.health import HealthFile
 
-        return self._part("health", lambda: HealthFile(self.data_dir))
+        return HealthFile(self.data_dir)
 
+    @part
     def ledger(self) -> Ledger:
         from sync_queue.ledger import Ledger
 
-        def build() -> Ledger:
-            ledger = Ledger(self.data_dir)
-            notice = ledger.open()
-            if notice:
-                self.log.warning(f"{notice}; the next sync writes every scene to Plex again")
-            return ledger
+        ledger = Ledger(self.data_dir)
+        notice = ledger.open()
+        if notice:
+            self.log.warning(f"{notice}; the next sync writes every scene to Plex again")
+        return ledger
 
-        return self._part("ledger", build)
-
+    @part
     def dlq(self) -> DeadLetterQueue:
         from sync_queue.dlq import DeadLetterQueue
 
-        return self._part("dlq", lambda: DeadLetterQueue(self.data_dir))
+        return DeadLetterQueue(self.data_dir)
 
+    @part
     def stats(self) -> StatsStore:
         from sync_queue.stats import StatsStore
 
-        return self._part("stats", lambda: StatsStore(self.data_dir))
+        return StatsStore(self.data_dir)
 
+    @part
     def breaker(self) -> CircuitBreaker:
         from worker.breaker import BreakerPolicy, BreakerStore, CircuitBreaker
 
-        recovery = self._seconds("STASH2PLEX_BREAKER_RECOVERY_S", 60.0)
-
+        policy = BreakerPolicy(recovery=self.seconds("STASH2PLEX_BREAKER_RECOVERY_S", 60.0))
         settings = self.settings()
+        breaker = CircuitBreaker(BreakerStore(self.data_dir / "breaker.json"), policy)
+        breaker.state()
+        if breaker.store.warning:  # a corrupt state file is reset, and said so
+            self.log.warning(breaker.store.warning)
+        if breaker.store.bind(_fingerprint([settings.plex_url, settings.plex_token])):
+            self.log.info("plex_url or plex_token changed: the circuit breaker starts closed again")
+        return breaker
 
-        def build() -> CircuitBreaker:
-            breaker = CircuitBreaker(BreakerStore(self.data_dir / "breaker.json"), BreakerPolicy(recovery=recovery))
-            breaker.state()
-            if breaker.store.warning:  # a corrupt state file is reset, and said so
-                self.log.warning(breaker.store.warning)
-            if breaker.store.bind(_fingerprint([settings.plex_url, settings.plex_token])):
-                self.log.info("plex_url or plex_token changed: the circuit breaker starts closed again")
-            return breaker
-
-        return self._part("breaker", build)
-
-    def linger_s(self, default: float) -> float:
-        """How long an idle drainer waits for more work (``STASH2PLEX_DRAINER_LINGER_S``;
-        0 exits as soon as the queue is empty)."""
-        if self.env.get("STASH2PLEX_DRAINER_LINGER_S", "").strip() in ("0", "0.0"):
-            return 0.0
-        return self._seconds("STASH2PLEX_DRAINER_LINGER_S", default)
-
-    def fix_wait_s(self, default: float) -> float:
-        """How long a drainer stopped by a wrong setting waits for the fix
-        (``STASH2PLEX_DRAINER_FIX_WAIT_S``; 0 exits at once)."""
-        if self.env.get("STASH2PLEX_DRAINER_FIX_WAIT_S", "").strip() in ("0", "0.0"):
-            return 0.0
-        return self._seconds("STASH2PLEX_DRAINER_FIX_WAIT_S", default)
-
-    def _seconds(self, name: str, default: float) -> float:
+    def seconds(self, name: str, default: float, zero_ok: bool = False) -> float:
+        """A number of seconds from the environment variable ``name`` (``default`` when unset;
+        ``zero_ok``: 0 is a value, e.g. an idle drainer that exits at once)."""
         text = self.env.get(name) or ""
         try:
             value = float(text) if text else default
         except ValueError:
             value = -1.0
+        if zero_ok and value == 0:
+            return 0.0
         if not 0 < value < 86400:
             raise ConfigError(f"environment variable {name} must be a number of seconds (e.g. 60), got {text!r}")
         return value
@@ -428,58 +420,47 @@ class App:
             ledger.set_meta("client_id", value)
         return value
 
+    @part
     def plex(self) -> PlexClient:
         from plex.client import PlexClient
 
         settings = self.settings()
-        return self._part("plex", lambda: PlexClient(settings.plex_url, settings.plex_token, self.client_id()))
+        return PlexClient(settings.plex_url, settings.plex_token, self.client_id())
 
+    @part
     def index(self) -> LibraryIndex:
         from plex.index import LibraryIndex
 
         settings = self.settings()
-        return self._part(
-            "index",
-            lambda: LibraryIndex(self.plex(), self.ledger(), settings.plex_libraries, settings.path_map),
-        )
+        return LibraryIndex(self.plex(), self.ledger(), settings.plex_libraries, settings.path_map)
 
+    @part
     def syncer(self) -> Syncer:
         from worker.sync import Syncer
 
-        return self._part(
-            "syncer",
-            lambda: Syncer(
-                self.plex(), self.index(), self.ledger(), self.stash(), self.settings(), self.log, self.choices()
-            ),
-        )
+        return Syncer(self.plex(), self.index(), self.ledger(), self.stash(), self.settings(), self.log, self.choices())
 
+    @part
     def choices(self) -> Choices:
         """The settings that shape what is written, with the tag filters' children from Stash."""
         from plex.desired import Choices
+        from worker.photos import photo_base
 
-        def build() -> Choices:
-            from worker.photos import photo_base
+        settings = self.settings()
+        filters = settings.hide_tags or settings.skip_tags
+        photos = photo_base(settings, self.stash(), self.health(), self.log, self.log_read)
+        return Choices.from_tree(settings, self.stash().tag_tree() if filters else None, photos)
 
-            settings = self.settings()
-            filters = settings.hide_tags or settings.skip_tags
-            photos = photo_base(settings, self.stash(), self.health(), self.log, self.log_read)
-            return Choices.from_tree(settings, self.stash().tag_tree() if filters else None, photos)
-
-        return self._part("choices", build)
-
+    @part
     def waits(self) -> PlexWaits:
         """The jobs waiting for Plex to have their file; the first one starts the listener."""
         from worker.listen import WakeWaitingJobs
         from worker.waits import PlexWaits
 
-        def build() -> PlexWaits:
-            waits = PlexWaits(self.settings().path_map)
-            waits.on_wait = self.plex_listener(
-                WakeWaitingJobs(self.plex(), self.index(), waits, self.log), fold_at=WakeWaitingJobs.FOLD_AT
-            ).ensure_started
-            return waits
-
-        return self._part("waits", build)
+        waits = PlexWaits(self.settings().path_map)
+        wake = WakeWaitingJobs(self.plex(), self.index(), waits, self.log)
+        waits.on_wait = self.plex_listener(wake, fold_at=WakeWaitingJobs.FOLD_AT).ensure_started
+        return waits
 
     def plex_listener(self, handle: Callable[[Notification], None], fold_at: int | None = None) -> PlexListener:
         """Plex's notification websocket, kept open (``worker/listen.py``); ``handle(event)``
@@ -490,18 +471,18 @@ class App:
         from plex.notifications import start_listener
         from worker.listen import PlexListener
 
-        viewers = self.viewers()
+        if "listener" not in self._parts:
+            viewers = self.viewers()
 
-        def heard(event: Notification) -> None:
-            viewers.saw(event)
-            handle(event)
+            def heard(event: Notification) -> None:
+                viewers.saw(event)
+                handle(event)
 
-        def build() -> PlexListener:
             start = partial(start_listener, self.plex())
-            return PlexListener(start, heard, self.log, self.breaker(), fold_at=fold_at)
+            self._parts["listener"] = PlexListener(start, heard, self.log, self.breaker(), fold_at=fold_at)
+        return cast("PlexListener", self._parts["listener"])
 
-        return self._part("listener", build)
-
+    @part
     def viewers(self) -> Viewers:
         """Whether someone watches Plex (``worker/viewers.py``): the listener's frames while it
         is connected, else Plex's sessions read during bulk runs."""
@@ -514,56 +495,46 @@ class App:
             listener = cast("PlexListener | None", self._parts.get("listener"))
             return listener is not None and listener.status.connected
 
-        return self._part("viewers", lambda: Viewers(partial(playing_sessions, self.plex()), listening))
+        return Viewers(partial(playing_sessions, self.plex()), listening)
 
+    @part
     def play_journal(self) -> PlayJournal:
         from sync_queue.plays import PlayJournal
 
-        return self._part("play_journal", lambda: PlayJournal(self.data_dir))
+        return PlayJournal(self.data_dir)
 
+    @part
     def play_import(self) -> PlayImport:
         """Plex plays into Stash's play history, each once (``worker/plays.py``)."""
         from worker.plays import PlayImport
 
-        return self._part(
-            "play_import",
-            lambda: PlayImport(
-                self.plex(), self.stash(), self.ledger(), self.play_journal(), self.data_dir / "plays.lock", self.log
-            ),
-        )
+        lock = self.data_dir / "plays.lock"
+        return PlayImport(self.plex(), self.stash(), self.ledger(), self.play_journal(), lock, self.log)
 
+    @part
     def watch_handler(self) -> Watching:
         """What the resident ``watch`` process does with each Plex event and on its timer
         (``worker/watching.py``)."""
         from worker.watching import Watching
 
-        return self._part(
-            "watching",
-            lambda: Watching(
-                self.settings(),
-                self.play_import,
-                self.ratings_back,
-                self.resume_back,
-                self.session_accounts,
-                self.drift_watch,
-                self.log,
-            ),
-        )
+        parts = (self.play_import, self.ratings_back, self.resume_back, self.session_accounts, self.drift_watch)
+        return Watching(self.settings(), *parts, self.log)
 
+    @part
     def resume_back(self) -> ResumeBack:
         """The owner's Plex resume points into Stash (``worker/resume.py``)."""
         from worker.resume import ResumeBack
 
-        return self._part(
-            "resume_back", lambda: ResumeBack(self.plex(), self.stash(), self.ledger(), self.index(), self.log)
-        )
+        return ResumeBack(self.plex(), self.stash(), self.ledger(), self.index(), self.log)
 
+    @part
     def session_accounts(self) -> SessionAccounts:
         """Which Plex account each playback session is (``worker/sessions.py``)."""
         from worker.sessions import SessionAccounts
 
-        return self._part("session_accounts", lambda: SessionAccounts(self.plex()))
+        return SessionAccounts(self.plex())
 
+    @part
     def drift_watch(self) -> DriftWatch:
         """Plex-side changes to items we own, checked and repaired as reconcile does (``worker/drift.py``)."""
         from worker.drift import DriftWatch
@@ -573,26 +544,17 @@ class App:
             if self.producer_queue().pending():
                 self.ensure_drainer()
 
-        return self._part(
-            "drift",
-            lambda: DriftWatch(
-                Reconciler(self.syncer(), self.ledger(), self.settings()),
-                self.ledger(),
-                self.stash(),
-                lambda: HeldLock(self.lock_path),
-                self.log,
-                after_lock,
-            ),
+        reconciler = Reconciler(self.syncer(), self.ledger(), self.settings())
+        return DriftWatch(
+            reconciler, self.ledger(), self.stash(), lambda: HeldLock(self.lock_path), self.log, after_lock
         )
 
+    @part
     def ratings_back(self) -> RatingsBack:
         """Plex ratings into Stash (``worker/ratings.py``)."""
         from worker.ratings import RatingsBack
 
-        return self._part(
-            "ratings_back",
-            lambda: RatingsBack(self.plex(), self.stash(), self.ledger(), self.index(), self.play_journal(), self.log),
-        )
+        return RatingsBack(self.plex(), self.stash(), self.ledger(), self.index(), self.play_journal(), self.log)
 
     def worker(self, queue: JobQueue, probe_now: bool = False, listen: bool = False) -> Worker:
         """The worker; ``probe_now`` for a task the user started (Plex is probed at once);
@@ -622,20 +584,18 @@ class App:
         seed = self.env.get("STASH2PLEX_RANDOM_SEED")
         return random.Random(int(seed)) if seed and seed.isdigit() else None
 
+    @part
     def events(self) -> SyncEvents:
         """Outages and dead-lettered jobs: the health file and, when URLs are set, notifications."""
         from core.errors import PlexUnavailable
         from core.notify import Notifier
         from worker.events import SyncEvents
 
-        def build() -> SyncEvents:
-            settings = self.settings()
-            notifier = Notifier(settings.notify_urls, self.log) if settings.notify_urls else None
-            minutes = settings.notify_plex_down_minutes
-            down_after_s = math.inf if minutes is None else minutes * 60  # None: a bad value turned the notice off
-            return SyncEvents(self.health(), notifier, down_after_s, fix_for(PlexUnavailable(""), self.surface))
-
-        return self._part("events", build)
+        settings = self.settings()
+        notifier = Notifier(settings.notify_urls, self.log) if settings.notify_urls else None
+        minutes = settings.notify_plex_down_minutes
+        down_after_s = math.inf if minutes is None else minutes * 60  # None: a bad value turned the notice off
+        return SyncEvents(self.health(), notifier, down_after_s, fix_for(PlexUnavailable(""), self.surface))
 
     def close(self) -> None:
         for part in self._parts.values():
