@@ -1,11 +1,13 @@
 """Make the packages of ``requirements.txt`` importable before anything needs them.
 
-Called first by tasks, the drainer and the command line (a hook only when it starts
-the drainer): ``deps/py<major><minor>`` goes on ``sys.path``, packages are found with
-``find_spec`` (versions once per interpreter, remembered in a stamp), and what is missing
-is installed through PythonDepManager or ``pip install --target`` into a staging folder
-swapped in on success; else :class:`DependencyError` gives the command to run
-(docs/architecture.md, "Dependency bootstrap").
+Stash2Plex.yml starts ``python -S`` (no ``site``: no site-packages, no ``.pth`` files to
+run), so a hook, which imports no package, starts as fast as Python can. Tasks, the drainer
+and the command line (a hook only when it starts the drainer) call
+:func:`ensure_dependencies` first: ``site`` is turned on, ``deps/py<major><minor>`` goes
+first on ``sys.path``, packages are found with ``find_spec`` (versions once per interpreter,
+remembered in a stamp), and what is missing is installed through PythonDepManager or
+``pip install --target`` into a staging folder swapped in on success; else
+:class:`DependencyError` gives the command to run (docs/architecture.md, "Dependency bootstrap").
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app import startup
-from app.startup import DependencyError
+from core.errors import DependencyError
 from core.platform import HeldLock, shell_command
 
 if TYPE_CHECKING:
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 
     from core.log import StashLog
 
+DEPS_DIR = "deps"
 REQUIREMENTS_FILE = "requirements.txt"
-DEPS_DIR = startup.DEPS_DIR
 DEP_MANAGER = "PythonDepManager"
 INSTALL_TIMEOUT_S = 900.0
 INSTALL_LOCK_PATIENCE_S = 900.0
@@ -98,7 +99,16 @@ def satisfies(version: str, spec: str) -> bool:
 
 
 def deps_dir(plugin_dir: Path) -> Path:
-    return Path(startup.deps_dir(str(plugin_dir)))
+    """The plugin-local package folder of this Python (compiled wheels differ by version)."""
+    return plugin_dir / DEPS_DIR / f"py{sys.version_info.major}{sys.version_info.minor}"
+
+
+def enable_site() -> None:
+    """Run what ``site`` does at start-up when Python was started without it (``-S``)."""
+    import site
+
+    if sys.flags.no_site and site.ENABLE_USER_SITE is None:  # None until site.main() ran
+        site.main()
 
 
 def install_command(plugin_dir: Path, target: Path | None = None, quiet: bool = False) -> list[str]:
@@ -138,7 +148,11 @@ class Bootstrap:
 
     # -- checking ---------------------------------------------------------------
     def use_local_folder(self) -> None:
-        startup.use_local_packages(str(self.plugin_dir))
+        """Put the plugin-local folder first on ``sys.path`` when it exists."""
+        target = str(self.target)
+        if os.path.isdir(target) and target not in sys.path:
+            sys.path.insert(0, target)
+            importlib.invalidate_caches()
 
     def absent(self) -> list[Requirement]:
         """Requirements that cannot be imported (looked up, not imported)."""
@@ -337,7 +351,7 @@ def _dep_manager_spec(spec: str) -> str:
 def ensure_dependencies(plugin_dir: Path, log: StashLog) -> bool:
     """Make every package of ``requirements.txt`` importable, or raise DependencyError.
     True when something was missing (and is now installed)."""
-    startup.enable_site()
+    enable_site()
     boot = Bootstrap(plugin_dir, log)
     boot.use_local_folder()
     missing = boot.missing()

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
     from core.log import StashLog
-    from validation.plugin_input import PluginInput
 
 
 def _reply(stdout: TextIO, output: Any, error: str | None) -> None:
@@ -24,29 +23,17 @@ def _reply(stdout: TextIO, output: Any, error: str | None) -> None:
     stdout.flush()
 
 
-def _dispatch(plugin_input: PluginInput, env: dict[str, str], log: StashLog) -> Any:
-    from app.root import App
-    from core.log import capture_library_logs
-    from tasks import run_task
+def _plugin_dir() -> Path:
+    from pathlib import Path  # not on the hook's path
 
-    app = App(plugin_input.server_connection, env, log)
-    app.options["dry_run"] = plugin_input.args.dry_run
-    try:
-        capture_library_logs(log)
-        return run_task(plugin_input.mode, app, plugin_input.args.params)
-    finally:
-        app.close()
+    return Path(__file__).resolve().parent.parent
 
 
-def _bootstrap(plugin_dir: Path, log: StashLog) -> str | None:
-    """Make the runtime packages importable (app/bootstrap.py); the error text, or None."""
-    from app.bootstrap import DependencyError, ensure_dependencies
+def _packages(log: StashLog) -> None:
+    """Make the runtime packages importable (app/bootstrap.py), or raise DependencyError."""
+    from app.bootstrap import ensure_dependencies
 
-    try:
-        ensure_dependencies(plugin_dir, log)
-    except DependencyError as exc:
-        return str(exc)
-    return None
+    ensure_dependencies(_plugin_dir(), log)
 
 
 def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str] | None = None) -> int:
@@ -66,29 +53,18 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
         hooked = _hook(raw, stdout, env, log)
         if hooked is not None:
             return hooked  # a hook's run, its reply written
-    from pathlib import Path
-
-    plugin_dir = Path(__file__).resolve().parent.parent
     if not argv and raw is None:
         # A person typed the bare command: Stash always pipes a document in. Waiting
         # silently on the keyboard would look like a hang, so show the commands.
         stderr.write("Stash runs this file with a JSON document on stdin; from a shell, give a command:\n\n")
         stderr.flush()
-        argv = ["--help"]
-        _cli(argv, stdout, stderr, env, plugin_dir)
+        _cli(["--help"], stdout, stderr, env)
         return 2
     if argv[:1] == ["drain"]:
-        drain_log = StashLog(stderr, Redactor(), plain=True)  # stderr is data/drainer.log
-        failure = _bootstrap(plugin_dir, drain_log)
-        if failure:
-            drain_log.error(failure)
-            return 1
-        from app.drainer import main as drain
-
-        return drain(stdin, stderr, env)
+        return _with_packages(StashLog(stderr, Redactor(), plain=True), lambda: _drain(stdin, stderr, env))
     if argv:
-        return _cli(argv, stdout, stderr, env, plugin_dir)
-    return _answer(stdout, log, lambda: _run(raw or "", env, log, plugin_dir))
+        return _cli(argv, stdout, stderr, env)
+    return _answer(stdout, log, lambda: _task(raw or "", env, log))
 
 
 def _hook(raw: str, stdout: TextIO, env: dict[str, str], log: StashLog) -> int | None:
@@ -112,16 +88,33 @@ def _hook(raw: str, stdout: TextIO, env: dict[str, str], log: StashLog) -> int |
     return code if code != 0 or parsed else None
 
 
-def _cli(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], plugin_dir: Path) -> int:
+def _drain(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
+    from app.drainer import main as drain
+
+    return drain(stdin, stderr, env)  # stderr is data/drainer.log
+
+
+def _cli(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
     from app.terminal import TerminalLog
 
-    failure = _bootstrap(plugin_dir, TerminalLog(stderr))
-    if failure:
-        stderr.write(f"error: {failure}\n")
-        return 1
-    from app.cli import main as cli
+    def run() -> int:
+        from app.cli import main as cli
 
-    return cli(argv, stdout, stderr, env, plugin_dir)
+        return cli(argv, stdout, stderr, env, _plugin_dir())
+
+    return _with_packages(TerminalLog(stderr), run)
+
+
+def _with_packages(log: StashLog, run: Callable[[], int]) -> int:
+    """``run`` once the runtime packages are importable; else their error in the log, 1."""
+    from core.errors import DependencyError
+
+    try:
+        _packages(log)
+    except DependencyError as exc:
+        log.error(str(exc))
+        return 1
+    return run()
 
 
 def _terminal(stream: TextIO) -> bool:
@@ -136,75 +129,59 @@ def _start_drainer(connection: dict[str, Any], data_dir: str, log: StashLog) -> 
     now (a first run), or the reply says what to run (app/bootstrap.py); then started."""
     from pathlib import Path
 
-    from app import startup
-    from app.bootstrap import ensure_dependencies
     from app.root import start_drainer
 
-    plugin_dir = Path(__file__).resolve().parent.parent
-    startup.prepare(str(plugin_dir), True)
-    ensure_dependencies(plugin_dir, log)
+    _packages(log)
     start_drainer(connection, Path(data_dir))
 
 
-def _run(raw: str, env: dict[str, str], log: StashLog, plugin_dir: Path) -> Any:
-    """A task's run by Stash: stdin parsed, the runtime packages in place (app/startup.py,
-    app/bootstrap.py), dispatched."""
-    from app import startup
-    from app.bootstrap import ensure_dependencies
+def _task(raw: str, env: dict[str, str], log: StashLog) -> Any:
+    """A task's run by Stash: stdin parsed, the runtime packages in place, dispatched."""
     from validation.plugin_input import parse_plugin_input
 
     plugin_input = parse_plugin_input(raw)
-    startup.prepare(str(plugin_dir), False)
-    ensure_dependencies(plugin_dir, log)
-    return _dispatch(plugin_input, env, log)
+    _packages(log)
+    from app.root import App
+    from core.log import capture_library_logs
+    from tasks import run_task
+
+    app = App(plugin_input.server_connection, env, log)
+    app.options["dry_run"] = plugin_input.args.dry_run
+    try:
+        capture_library_logs(log)
+        return run_task(plugin_input.mode, app, plugin_input.args.params)
+    finally:
+        app.close()
 
 
 def _answer(stdout: TextIO, log: StashLog, work: Callable[[], Any], reply_none: bool = True) -> int:
     """Run ``work`` and write exactly one reply: its output, or the error in words (a
     traceback only for a bug of ours). ``reply_none=False``: an output of None writes nothing."""
-    from app.startup import DependencyError
-    from core.errors import InputError, Stash2PlexError
+    from core.errors import Stash2PlexError
 
     try:
         output = work()
-    except DependencyError as exc:
-        log.error(str(exc))
-        _reply(stdout, None, str(exc))
-        return 1
-    except InputError as exc:
-        log.error(str(exc))
-        _reply(stdout, None, str(exc))
-        return 1
-    except Stash2PlexError as exc:
-        message = log.redact(str(exc))
-        log.error(message)
-        _reply(stdout, None, message)
-        return 1
-    except OSError as exc:
-        from sync_queue.sqlite import os_fault
-
-        named = os_fault(exc)
-        if named is None:
-            return _unexpected(stdout, log, exc)
-        message = log.redact(str(named))
-        log.error(message)
-        _reply(stdout, None, message)
-        return 1
     except Exception as exc:
-        return _unexpected(stdout, log, exc)
+        error: BaseException = exc
+        if isinstance(exc, OSError):
+            from sync_queue.sqlite import os_fault
+
+            error = os_fault(exc) or exc  # a data file the disk refused, named
+        if isinstance(error, Stash2PlexError):
+            message = log.redact(str(error))
+            log.error(message)
+        else:  # a bug: the reply names it, the log holds the traceback
+            import traceback
+
+            log.error(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+            message = log.redact(
+                f"Stash2Plex failed unexpectedly: {type(exc).__name__}: {exc} (details in the Stash log)"
+            )
+        _reply(stdout, None, message)
+        return 1
     if output is not None or reply_none:
         _reply(stdout, output, None)
     return 0
-
-
-def _unexpected(stdout: TextIO, log: StashLog, exc: Exception) -> int:
-    """A bug: the reply names it, the log holds the traceback."""
-    import traceback
-
-    log.error(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
-    message = f"Stash2Plex failed unexpectedly: {type(exc).__name__}: {exc} (details in the Stash log)"
-    _reply(stdout, None, log.redact(message))
-    return 1
 
 
 def utf8_stdio() -> None:

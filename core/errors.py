@@ -98,6 +98,11 @@ class RunStopped(Stash2PlexError):
     queued as it was."""
 
 
+class DependencyError(Stash2PlexError):
+    """The packages of requirements.txt are missing and could not be installed; the message
+    says what to run (app/bootstrap.py)."""
+
+
 class InputError(Stash2PlexError):
     """The document Stash wrote on stdin is malformed; the message names the field."""
 

@@ -95,7 +95,7 @@ class ForkServer:
     def start(self, argv: list[str], env: dict[str, str], file_size_limit: int | None) -> ForkedRun:
         path = self._running()
         # "-S" (no site, Stash2Plex.yml): the server imported site already; the child runs
-        # as a Python with site, which app/startup.py treats as site turned on.
+        # as a Python with site, which app/bootstrap.py treats as site turned on.
         argv = [argv[0], *argv[2:]] if argv[1:2] == ["-S"] else argv
         pipes = [os.pipe() for _ in range(3)]
         child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]

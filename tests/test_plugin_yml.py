@@ -234,8 +234,8 @@ def test_plugin_yml_loads_strictly(config):
 
 def test_exec_runs_the_entry_script_through_a_resolved_python(config, text):
     assert config["exec"][0] in ("python", "python3")  # only these get Stash's interpreter resolution
-    # -S: a hook starts without site-packages' .pth files when its packages are in deps/
-    # (app/startup.py); everything else turns site on first.
+    # -S: a hook starts without site-packages' .pth files (it imports no package)
+    # (app/bootstrap.py); everything else turns site on first.
     assert config["exec"][1:] == ["-S", "{pluginDir}/Stash2Plex.py"]
     # Unquoted, a scalar starting with "{" is a flow mapping.
     assert re.search(r"""^\s*-\s*(["'])\{pluginDir\}/Stash2Plex\.py\1\s*$""", text, re.MULTILINE)
