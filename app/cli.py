@@ -31,11 +31,18 @@ ENV_PREFIX = "STASH2PLEX_"
 DEFAULT_STASH_URL = "http://localhost:9999"
 _PLUGIN_DIR = Path(__file__).resolve().parent.parent
 DRY_RUN_TEXT = "write nothing, print the plan (per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why)"
-ONCE_TEXT = (
-    "read what Plex recorded since the last look (plays, ratings; each setting that is on) once, "
-    "then exit: a scheduled job instead of a side-car"
-)
-SERVE_TEXT = "then keep the emulators (and Stash's page) up until Ctrl-C, printing their URLs and a command line to try"
+# The processes' own switches (a store_true flag each).
+SWITCHES = {
+    "watch": (
+        "--once",
+        "read what Plex recorded since the last look (plays, ratings; each setting that is on) once, "
+        "then exit: a scheduled job instead of a side-car",
+    ),
+    "demo": (
+        "--serve",
+        "then keep the emulators (and Stash's page) up until Ctrl-C, printing their URLs and a command line to try",
+    ),
+}
 # The command line's own processes (not tasks: app/main.py runs them).
 PROCESSES = {
     "watch": "stay running and listen to Plex's notifications (a side-car: Docker, a service)",
@@ -64,40 +71,30 @@ def setting_names() -> list[str]:
     return list(Settings.model_fields)
 
 
-def old_setting_names() -> list[str]:
-    """Renamed settings still read (with a warning naming the new one) for one release."""
-    from validation.legacy import RENAMED_INVERTED
-
-    return list(RENAMED_INVERTED)
-
-
 def env_name(setting: str) -> str:
     return ENV_PREFIX + setting.upper()
 
 
-def version(plugin_dir: Path) -> str:
-    """The version Stash2Plex.yml declares (the one Stash shows), without a YAML parser."""
+def _plugin_yml(plugin_dir: Path) -> str:
+    """Stash2Plex.yml's text ("" when it cannot be read), read without a YAML parser."""
     try:
-        text = (plugin_dir / "Stash2Plex.yml").read_text(encoding="utf-8")
+        return (plugin_dir / "Stash2Plex.yml").read_text(encoding="utf-8")
     except OSError:
-        return "unknown"
-    match = re.search(r"^version:\s*['\"]?([^'\"\s]+)", text, re.M)
+        return ""
+
+
+def version(plugin_dir: Path) -> str:
+    """The version Stash2Plex.yml declares (the one Stash shows)."""
+    match = re.search(r"^version:\s*['\"]?([^'\"\s]+)", _plugin_yml(plugin_dir), re.M)
     return match.group(1) if match else "unknown"
 
 
 def setting_help(plugin_dir: Path) -> dict[str, str]:
     """Each setting's name and description as Stash's settings page shows them (the one
-    table: Stash2Plex.yml's ``settings``), read without a YAML parser: every description
-    there is one double-quoted line."""
-    try:
-        text = (plugin_dir / "Stash2Plex.yml").read_text(encoding="utf-8")
-    except OSError:
-        return {}
-    block = text.split("\nsettings:\n", 1)[-1]
-    found = {}
-    for name, shown, said in re.findall(r"^  (\w+):\n    displayName: (.+)\n    description: (\".*\")$", block, re.M):
-        found[name] = f"{shown.strip()}: {json.loads(said)}"
-    return found
+    table: Stash2Plex.yml's ``settings``); every description there is one double-quoted line."""
+    block = _plugin_yml(plugin_dir).split("\nsettings:\n", 1)[-1]
+    found = re.findall(r"^  (\w+):\n    displayName: (.+)\n    description: (\".*\")$", block, re.M)
+    return {name: f"{shown.strip()}: {json.loads(said)}" for name, shown, said in found}
 
 
 def _add_options(parser: argparse.ArgumentParser, nested: bool, described: dict[str, str]) -> None:
@@ -106,6 +103,8 @@ def _add_options(parser: argparse.ArgumentParser, nested: bool, described: dict[
     In a command's own parser (``nested``) they default to SUPPRESS, so a value given
     before the command name is not overwritten by the sub-parser's default.
     """
+    from validation.legacy import RENAMED_INVERTED
+
     extra: dict[str, Any] = {"default": argparse.SUPPRESS} if nested else {}
     flag: dict[str, Any] = {"action": "store_true", **extra}
     parser.add_argument(
@@ -126,7 +125,7 @@ def _add_options(parser: argparse.ArgumentParser, nested: bool, described: dict[
         group.add_argument(
             f"--{name.replace('_', '-')}", dest=name, metavar="VALUE", help=f"{text} [{env_name(name)}]", **extra
         )
-    for name in old_setting_names():
+    for name in RENAMED_INVERTED:  # renamed settings, still read (with a warning naming the new one)
         group.add_argument(f"--{name.replace('_', '-')}", dest=name, help=argparse.SUPPRESS, **extra)
 
 
@@ -151,32 +150,27 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
     # No help= per command: the description above lists them, once.
     commands = parser.add_subparsers(dest="command", metavar="command", required=True, help="see the list above")
     for name, text in commands_help.items():
-        dashed = name.replace("_", "-")
+        dashed, row = name.replace("_", "-"), MODES.get(name)
+        operands = row.operands if row else ""
         sub = commands.add_parser(
             name,
             aliases=[dashed] if dashed != name else [],
-            usage=f"Stash2Plex.py {dashed}{_operands(name)} [options]",
+            usage=f"Stash2Plex.py {dashed}{operands} [options]",
             description=f"{text}.",
             epilog="Every option can also be set as the environment variable named beside it.",
         )
         sub.set_defaults(command=name)
         if name in DRY_RUN_COMMANDS:
             sub.add_argument("--dry-run", action="store_true", default=argparse.SUPPRESS, help=DRY_RUN_TEXT)
-        if name == "watch":
-            sub.add_argument("--once", action="store_true", default=False, help=ONCE_TEXT)
-        if name == "demo":
-            sub.add_argument("--serve", action="store_true", default=False, help=SERVE_TEXT)
-        if _operands(name):
+        if name in SWITCHES:
+            flag, said = SWITCHES[name]
+            sub.add_argument(flag, action="store_true", default=False, help=said)
+        if operands:
             sub.add_argument("scene_id", nargs="?", help="the id of a Stash scene")
         if name == "pin":
             sub.add_argument("rating_key", nargs="?", help="the ratingKey of the Plex item")
         _add_options(sub, nested=True, described=described)
     return parser
-
-
-def _operands(command: str) -> str:
-    row = MODES.get(command)
-    return row.operands if row else ""
 
 
 def _value(args: argparse.Namespace, env: dict[str, str], name: str) -> str | None:
@@ -202,11 +196,12 @@ def connection_for(url: str, api_key: str | None, plugin_dir: Path) -> ServerCon
 
 def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin_dir: Path) -> App:
     from app.root import COMMAND_LINE, App
+    from validation.legacy import RENAMED_INVERTED
 
     connection = connection_for(
         _value(args, env, "stash_url") or DEFAULT_STASH_URL, _value(args, env, "stash_api_key"), plugin_dir
     )
-    names = setting_names() + old_setting_names()
+    names = setting_names() + list(RENAMED_INVERTED)
     overrides = {n: v for n in names if (v := _value(args, env, n)) is not None}
     data_dir = _value(args, env, "data_dir")
     return App(
@@ -220,26 +215,23 @@ def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin
 
 
 def render(output: Any, mode: str) -> list[str]:
-    """The task's reply as lines for a person (``--json`` prints it as it is, for scripts)."""
-    if isinstance(output, dict) and output.get("dry_run") and "scenes" in output:
+    """The task's reply as lines for a person, as its row in the registry says (``--json``
+    prints it as it is, for scripts)."""
+    row = MODES[mode]
+    if not isinstance(output, dict):
+        return [_scalar(output)]
+    if row.plan and output.get("dry_run"):
         from worker.preview import plan_lines
 
         return plan_lines(output)
-    row = MODES.get(mode)
-    if row is not None and row.lines and isinstance(output, dict):
+    if row.lines:
         return list(function(row.lines)(output))
-    if isinstance(output, dict) and "ok" in output and "problems" in output:  # health_check
-        return _health_lines(output)
-    if isinstance(output, dict):
-        return readable(output)
-    return [_scalar(output)]
-
-
-def _health_lines(output: dict) -> list[str]:
-    problems = list(output.get("problems") or [])
-    head = ["health check: all checks passed"] if output.get("ok") else [f"health check: {len(problems)} problem(s)"]
-    head += [f"  - {problem}" for problem in problems]
-    return head + readable({k: v for k, v in output.items() if k not in ("ok", "problems")})
+    if row.checks:  # the verdict first, then the rest of the reply
+        problems = list(output.get("problems") or [])
+        verdict = "all checks passed" if output.get("ok") else f"{len(problems)} problem(s)"
+        rest = {k: v for k, v in output.items() if k not in ("ok", "problems")}
+        return [f"{mode.replace('_', ' ')}: {verdict}", *(f"  - {problem}" for problem in problems), *readable(rest)]
+    return readable(output)
 
 
 def readable(data: dict, indent: str = "") -> list[str]:
@@ -281,7 +273,8 @@ def _options(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     """What the task is asked for beyond its name; UsageError when the combination makes no sense."""
     if args.dry_run and mode not in DRY_RUN_COMMANDS:
         raise UsageError(f"--dry-run works with {', '.join(DRY_RUN_COMMANDS)}, not {mode}")
-    if _operands(mode):
+    operands = MODES[mode].operands if mode in MODES else ""  # watch is no mode
+    if operands:
         if not (args.scene_id or "").isdigit():
             raise UsageError(f"{mode} needs a scene id (a number, e.g. {mode} 42), got {args.scene_id!r}")
     elif args.scene_id is not None:
@@ -291,7 +284,7 @@ def _options(args: argparse.Namespace, mode: str) -> dict[str, Any]:
             f"pin needs the Plex item's ratingKey after the scene id (e.g. pin 42 1234), got {args.rating_key!r}"
         )
     options: dict[str, Any] = {"dry_run": args.dry_run, "full_reply": True}
-    if _operands(mode):
+    if operands:
         options["scene_id"] = int(args.scene_id)
     if mode == "pin":
         options["rating_key"] = int(args.rating_key)
@@ -336,7 +329,7 @@ def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: Ter
     )
     stdout.write(log.redact(text) + "\n")
     stdout.flush()
-    return 1 if isinstance(output, dict) and output.get("ok") is False else 0  # health_check found problems
+    return 1 if MODES[mode].checks and not output.get("ok") else 0  # health_check found problems
 
 
 def main(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], plugin_dir: Path) -> int:

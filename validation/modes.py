@@ -39,6 +39,7 @@ class Mode:
     aliases: tuple[str, ...] = ()
     quiet: bool = False  # its log lines repeat what the command line prints
     lines: str = ""  # how the command line prints the reply for a person (``module:function``)
+    checks: bool = False  # the reply is a verdict: ``ok`` and ``problems`` lead its printout; exit 1 when not ok
 
 
 def function(ref: str) -> Callable[..., Any]:
@@ -81,7 +82,12 @@ _ROWS = (
     Mode("clear_dlq", "tasks.dlq_tasks:clear_dlq", help="delete every dead-letter entry"),
     Mode("purge_dlq", "tasks.dlq_tasks:purge_dlq", help="delete dead-letter entries older than 30 days"),
     Mode("retry_dlq", "tasks.dlq_tasks:retry_dlq", help="put every dead-letter entry back into the queue"),
-    Mode("health_check", "tasks.health_check:run", help="check Stash, Plex, the token, the libraries and path_map"),
+    Mode(
+        "health_check",
+        "tasks.health_check:run",
+        help="check Stash, Plex, the token, the libraries and path_map",
+        checks=True,
+    ),
     Mode(
         "import_plays",
         "tasks.import_plays:run",
