@@ -12,6 +12,7 @@ remembered in a stamp), and what is missing is installed through PythonDepManage
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -49,10 +50,6 @@ class Requirement:
     spec: str  # e.g. ">=4.18,<5" ("" for any version)
     module: str
 
-    @property
-    def line(self) -> str:
-        return f"{self.dist}{self.spec}"
-
 
 def parse_requirements(text: str) -> list[Requirement]:
     """The requirements of a ``requirements.txt`` (names, specifiers, import names)."""
@@ -71,15 +68,8 @@ def parse_requirements(text: str) -> list[Requirement]:
 
 def version_tuple(version: str) -> tuple[int, ...]:
     """The numeric release part: ``"2.11.7"`` → ``(2, 11, 7)``; ``"1.0rc1"`` → ``(1, 0)``."""
-    parts = []
-    for piece in version.split("."):
-        digits = re.match(r"\d+", piece)
-        if digits is None:
-            break
-        parts.append(int(digits.group()))
-        if digits.end() != len(piece):
-            break
-    return tuple(parts)
+    release = re.match(r"\d+(?:\.\d+)*", version)
+    return tuple(int(part) for part in release.group().split(".")) if release else ()
 
 
 def satisfies(version: str, spec: str) -> bool:
@@ -137,13 +127,13 @@ class Bootstrap:
         self.log = log
         self.target = deps_dir(plugin_dir)
         try:
-            text = (plugin_dir / REQUIREMENTS_FILE).read_text(encoding="utf-8")
+            self.text = (plugin_dir / REQUIREMENTS_FILE).read_text(encoding="utf-8")
         except OSError as exc:
             raise DependencyError(
                 f"cannot read {plugin_dir / REQUIREMENTS_FILE} ({exc.strerror or exc}); "
                 "reinstall the plugin: the file lists the packages it needs"
             ) from None
-        self.requirements = parse_requirements(text)
+        self.requirements = parse_requirements(self.text)
         self.reused = False  # True when another process did the install this one waited for
 
     # -- checking ---------------------------------------------------------------
@@ -160,14 +150,22 @@ class Bootstrap:
 
     def missing(self) -> list[Requirement]:
         """Requirements not importable, or (checked once per stamp) of the wrong version.
-        Each package is looked up once: the stamp is made of the same lookups."""
-        specs = {r.module: importlib.util.find_spec(r.module) for r in self.requirements}
-        absent = [r for r in self.requirements if specs[r.module] is None]
-        if absent or self._stamp_current(specs):
+        Each package is looked up once: the stamp is made of the same lookups (interpreter,
+        requirements, where each package lives)."""
+        specs = [importlib.util.find_spec(r.module) for r in self.requirements]
+        absent = [r for r, spec in zip(self.requirements, specs) if spec is None]
+        if absent:
             return absent
+        stamp_path = self.plugin_dir / DEPS_DIR / "checked.json"
+        stamp = json.dumps([sys.executable, sys.version, self.text, [str(spec and spec.origin) for spec in specs]])
+        with contextlib.suppress(OSError):
+            if stamp_path.read_text(encoding="utf-8") == stamp:
+                return []
         wrong = self._wrong_versions()
         if not wrong:
-            self._write_stamp(specs)
+            with contextlib.suppress(OSError):  # a read-only plugin folder: checked again next time
+                stamp_path.parent.mkdir(parents=True, exist_ok=True)
+                stamp_path.write_text(stamp, encoding="utf-8")
         return wrong
 
     def _wrong_versions(self) -> list[Requirement]:
@@ -180,32 +178,9 @@ class Bootstrap:
             except metadata.PackageNotFoundError:
                 continue  # importable without metadata (vendored, or a dev checkout): trust it
             if not satisfies(version, req.spec):
-                self.log.warning(f"{req.dist} {version} is installed but Stash2Plex needs {req.line}")
+                self.log.warning(f"{req.dist} {version} is installed but Stash2Plex needs {req.dist}{req.spec}")
                 wrong.append(req)
         return wrong
-
-    def _stamp_path(self) -> Path:
-        return self.plugin_dir / DEPS_DIR / "checked.json"
-
-    def _stamp_current(self, specs: dict[str, ModuleSpec | None]) -> bool:
-        try:
-            return self._stamp_path().read_text(encoding="utf-8") == self._stamp(specs)
-        except OSError:
-            return False
-
-    def _stamp(self, specs: dict[str, ModuleSpec | None]) -> str:
-        """What the version check depends on: interpreter, requirements, where each package lives."""
-        origins = [str(spec.origin if spec else None) for spec in (specs[r.module] for r in self.requirements)]
-        text = (self.plugin_dir / REQUIREMENTS_FILE).read_text(encoding="utf-8")
-        key = [sys.executable, sys.version, text, origins]
-        return json.dumps(key)
-
-    def _write_stamp(self, specs: dict[str, ModuleSpec | None]) -> None:
-        try:
-            self._stamp_path().parent.mkdir(parents=True, exist_ok=True)
-            self._stamp_path().write_text(self._stamp(specs), encoding="utf-8")
-        except OSError:
-            pass  # a read-only plugin folder: the check simply runs again next time
 
     # -- installing -----------------------------------------------------------------
     def install(self, missing: list[Requirement]) -> None:
@@ -236,8 +211,6 @@ class Bootstrap:
         specs = [f"{r.module}:{r.dist}{_dep_manager_spec(r.spec)}" for r in self.requirements]
         self.log.info(f"asking PythonDepManager for {', '.join(r.dist for r in missing)}")
         try:
-            import contextlib
-
             with contextlib.redirect_stdout(sys.stderr):  # stdout is our reply channel
                 importlib.import_module(DEP_MANAGER).ensure_import(*specs)
         except Exception as exc:  # a third-party plugin: any failure means "install it ourselves"
@@ -247,30 +220,28 @@ class Bootstrap:
         return not self.absent()
 
     def _pip_install(self) -> str | None:
-        """Install into a staging folder, then swap it in. Returns why it failed, or None."""
+        """Install into a staging folder under the install lock, then swap it in. Returns why
+        it failed, or None."""
+        import shutil
+
         lock = HeldLock(self.plugin_dir / DEPS_DIR / "install.lock")
+        staging = self.target.with_name(f"{self.target.name}.staging-{os.getpid()}")
         try:
             if not lock.acquire(patience=INSTALL_LOCK_PATIENCE_S):
                 return "another Stash2Plex process is still installing the packages"
-            return self._install_locked()
+            if self._installed_here():
+                self.reused = True  # another process installed them while we waited for the lock
+                return None
+            shutil.rmtree(staging, ignore_errors=True)
+            failure = self._run_pip(staging)
+            if failure is None:
+                self._swap_in(staging)
+            return failure
         except OSError as exc:  # a read-only plugin folder, a full disk
             return f"cannot write {self.plugin_dir / DEPS_DIR} ({exc.strerror or exc})"
         finally:
+            shutil.rmtree(staging, ignore_errors=True)
             lock.release()
-
-    def _install_locked(self) -> str | None:
-        import shutil
-
-        if self._installed_here():
-            self.reused = True  # another process installed them while we waited for the lock
-            return None
-        staging = self.target.with_name(f"{self.target.name}.staging-{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        failure = self._run_pip(staging)
-        if failure is None:
-            self._swap_in(staging)
-        shutil.rmtree(staging, ignore_errors=True)
-        return failure
 
     def _installed_here(self) -> bool:
         """Every requirement importable from the plugin-local folder itself."""
