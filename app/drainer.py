@@ -9,6 +9,7 @@ lingers ``LINGER_S`` when idle and looks once more after releasing the lock
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -42,7 +43,7 @@ FIX_WAIT_LOCK = "drainer.fix.lock"  # held by the one drainer waiting for the fi
 DISK_WAIT = "disk"  # drain_once: our own disk refused (full, a file held); wait, then again
 
 
-def _worker_once_stash_answers(app: App, queue: JobQueue, stop: threading.Event, log: StashLog) -> Worker | None:
+def _worker_once_stash_answers(app: App, queue: JobQueue, stop: threading.Event) -> Worker | None:
     """The worker, built once Stash answers (it holds the settings): an unreachable Stash
     is probed again after 2, 4, 8 … 60 s, for at most ``STASH_WAIT_MAX_S`` (then the
     drainer stops; its jobs stay queued); None when the drainer was told to stop."""
@@ -54,7 +55,7 @@ def _worker_once_stash_answers(app: App, queue: JobQueue, stop: threading.Event,
             if time.monotonic() - started > STASH_WAIT_MAX_S:
                 raise  # the jobs stay queued; the next hook or task starts a drainer again
             if failures == 0:
-                log.warning(f"Stash is unavailable ({exc}); the drainer waits for it, the jobs stay queued")
+                app.log.warning(f"Stash is unavailable ({exc}); the drainer waits for it, the jobs stay queued")
             if stop.wait(probe_wait(failures)):
                 return None
             failures += 1
@@ -65,7 +66,7 @@ def _work(app: App, lock: HeldLock, stop: threading.Event, outcome: dict) -> Non
 
     try:
         with app.consumer(lock=lock) as queue:
-            worker = _worker_once_stash_answers(app, queue, stop, app.log)
+            worker = _worker_once_stash_answers(app, queue, stop)
             if worker is None:
                 return
             linger_s = app.seconds("STASH2PLEX_DRAINER_LINGER_S", LINGER_S, zero_ok=True)
@@ -129,11 +130,10 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
         elif not stop.is_set() and watch.changed():
             outcome["settings_changed"] = True  # as the worker notes it between runs (_work)
             stop.set()
-    restart = bool(outcome.get("settings_changed"))
-    if restart:
+    if outcome.get("settings_changed"):
         log.info("the plugin settings changed; the drainer starts over with them")
-    if restart and "error" not in outcome:
-        return None
+        if "error" not in outcome:
+            return None
     if "error" in outcome:
         # the disk refusing waits for it (DISK_WAIT); a damaged data folder never heals by itself: stop
         error = disk_fault(outcome["error"]) or os_fault(outcome["error"]) or outcome["error"]
@@ -142,7 +142,7 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
         # recorded for the next hook and queue_status before the log says it: the line is the end
         reason = str(error) if isinstance(error, Stash2PlexError) else f"{type(error).__name__}: {error}"
         app.health().failing(log.redact(reason), fix_for(error, app.surface))
-        _remember_error(app, log.redact(f"{type(error).__name__}: {error}"))
+        _remember_error(app, f"{type(error).__name__}: {error}")
         log.error(f"drainer stopped: {type(error).__name__}: {error}")
         if isinstance(error, (ConfigError, PlexAuthError)) and _settings_fixed(app, log):
             return None
@@ -214,15 +214,14 @@ def _work_waits(app: App) -> bool:
 
 
 def _remember_error(app: App, text: str | None) -> None:
-    """Keep the reason (or its absence) for queue_status: the drainer has no reply to give."""
-    try:
+    """Keep the reason (or its absence) for queue_status: the drainer has no reply to give
+    (a full disk or a held ledger: the health file says it)."""
+    with contextlib.suppress(Stash2PlexError, sqlite3.Error, OSError):
         ledger = app.ledger()
         if text is not None:
             ledger.set_meta("last_drainer_error", {"error": app.log.redact(text), "at": time.time()})
         elif ledger.meta("last_drainer_error") is not None:
             ledger.set_meta("last_drainer_error", None)
-    except (Stash2PlexError, sqlite3.Error, OSError):
-        pass  # a full disk or a held ledger: the health file says it
 
 
 def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:

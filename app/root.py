@@ -186,7 +186,7 @@ class App:
         """Start a detached background drainer unless one holds the lock; a running one is
         nudged to check that it still works with the current settings."""
         if self.drainer_running():
-            self.nudge_drainer()
+            spool.nudge(str(self.data_dir))  # it then compares the settings (also every SETTINGS_CHECK_S)
             return False
         start_drainer(self.connection.model_dump(), self.data_dir, self._drainer_overrides(), self.surface)
         return True
@@ -205,11 +205,6 @@ class App:
         except Stash2PlexError:
             return {}
         return {k: v for k, v in self.settings_overrides.items() if new_name(k) not in saved}
-
-    def nudge_drainer(self) -> None:
-        """Tell a running drainer that something happened (it then compares the settings;
-        it also checks on its own every SETTINGS_CHECK_S)."""
-        spool.nudge(str(self.data_dir))
 
     def nudged_at(self) -> float:
         try:
