@@ -17,19 +17,17 @@ and the plugin Stash installs leaves ``tests/`` out, so the demo needs a source 
 
 from __future__ import annotations
 
+import os
 import random
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any, TextIO
 
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import Job
-from sync_queue.queue import JobQueue
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 STUDIOS = ["Northern Lights", "Blue Harbor", "Redwood Films"]
@@ -47,11 +45,10 @@ NOT_FOUND_REASON = (
 class Demo:
     """The emulators, the plugin's data folder and the steps of the story."""
 
-    def __init__(self, stash: Any, plex: Any, data_dir: Path, env: dict[str, str], out: TextIO) -> None:
-        self.stash, self.plex, self.data_dir, self.out = stash, plex, data_dir, out
-        # the drainer exits once the queue is empty (it would outlive the demo's folder)
-        self.env = {"STASH2PLEX_DRAINER_LINGER_S": "0", **env, "STASH2PLEX_DATA_DIR": str(data_dir)}
-        self.connection = stash.server_connection(str(CHECKOUT))
+    def __init__(self, plugin: Any, out: TextIO) -> None:
+        """``plugin``: the test suite's ``Plugin`` (tests/conftest.py), the plugin as Stash runs it."""
+        self.plugin, self.out = plugin, out
+        self.stash, self.plex, self.data_dir, self.env = plugin.stash, plugin.plex, plugin.data_dir, plugin.env
         self.ids: list[int] = []
         self.extra: dict[str, int] = {}
 
@@ -60,37 +57,21 @@ class Demo:
         """One plugin run as Stash starts it (a task, a hook or a page's operation)."""
         from tests.runner import run_plugin
 
-        return run_plugin({"server_connection": self.connection, "args": args}, env=self.env)
+        return run_plugin({"server_connection": self.plugin.connection, "args": args}, env=self.env)
 
     def command(self, *args: str) -> str:
         """The command line, as a user runs it in a shell; its stdout."""
-        env = {**self.env, "STASH2PLEX_STASH_URL": self.stash.url}
-        done = subprocess.run(
-            [sys.executable, str(CHECKOUT / "Stash2Plex.py"), *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)} failed: {done.stderr.strip()}")
-        return done.stdout
+        from tests.runner import run_command
+
+        env = {**os.environ, **self.env, "STASH2PLEX_STASH_URL": self.stash.url}
+        code, out, err = run_command([sys.executable, str(CHECKOUT / "Stash2Plex.py"), *args], env, 120)
+        if code != 0:
+            raise RuntimeError(f"{' '.join(args)} failed: {err.strip()}")
+        return out
 
     def say(self, line: str = "") -> None:
         self.out.write(line + "\n")
         self.out.flush()
-
-    def wait_drained(self, timeout: float = 60.0) -> None:
-        """Until the queue is empty (the drainer may linger for more work: not waited for)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            queue = JobQueue(self.data_dir / "queue")
-            try:
-                if queue.counts()["pending"] == 0:
-                    return
-            finally:
-                queue.close()
-            time.sleep(0.05)
 
     # -- the library ----------------------------------------------------------------------------
     def seed(self, rng: random.Random) -> None:
@@ -119,13 +100,7 @@ class Demo:
         self.extra["renamed"] = self.plex.add_item(
             1, "/plex/media/extras/Clip (final).mp4", size=4120, duration_ms=41_000
         )
-        self.stash.plugin_settings = {
-            "Stash2Plex": {
-                "plex_url": self.plex.url,
-                "plex_token": self.plex.token,
-                "path_map": "/stash/media=/plex/media",
-            }
-        }
+        self.plugin.configure()  # plex_url, plex_token and path_map /stash/media=/plex/media
 
     def changes(self, before: dict[int, dict]) -> list[str]:
         """What changed in Plex since ``before``, as lines (the first ``SHOWN`` items)."""
@@ -158,7 +133,7 @@ class Demo:
             run = self.run({"hookContext": self.stash.update_scene(sid, **change)})
             what = "queued" if run.error is None else f"error: {run.error}"
             self.say(f"   scene {sid} ({', '.join(change)}): {what}; the hook answered in {run.wall * 1000:.0f} ms")
-        self.wait_drained()
+        self.plugin.wait_drained()
         self.say("   The background drainer wrote them to Plex:")
         for line in self.changes(before):
             self.say(line)
@@ -207,7 +182,7 @@ class Demo:
             self.say(
                 f"   'This one' for scene {sid}: Plex item {rating_key}" + (f" ({run.error})" if run.error else "")
             )
-        self.wait_drained()
+        self.plugin.wait_drained()
         for line in self.changes(before):
             self.say(line)
         status = self.run({"mode": "ui_status"}).output
@@ -217,8 +192,7 @@ class Demo:
 
     def plex_to_stash(self) -> None:
         self.say("\n5. Plex back into Stash (import_plays, import_ratings; 'watch' keeps listening):")
-        settings = self.stash.plugin_settings["Stash2Plex"]
-        self.stash.plugin_settings = {"Stash2Plex": {**settings, "import_plays": True, "import_ratings": True}}
+        self.plugin.configure(import_plays=True, import_ratings=True)
         self.command("watch", "--once")  # the first look: what Plex records from now on goes to Stash
         sid, rating_key = self.ids[4], self.plex.items()[4]["ratingKey"]
         before = self.stash.scene(sid)
@@ -324,6 +298,7 @@ def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -
         )
         return 1
     try:
+        from tests.conftest import Plugin
         from tests.emulators.plex_emulator import PlexEmulator
         from tests.emulators.stash_emulator import StashEmulator
     except ImportError as exc:
@@ -332,7 +307,10 @@ def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -
     serve = "--serve" in argv
     with StashEmulator() as stash, PlexEmulator() as plex, tempfile.TemporaryDirectory() as tmp:
         stash.auth_required = False  # a default Stash install has no login
-        demo = Demo(stash, plex, Path(tmp) / "data", env, stdout)
+        data_dir = Path(tmp) / "data"
+        # the drainer exits once the queue is empty (it would outlive the demo's folder)
+        demo_env = {"STASH2PLEX_DRAINER_LINGER_S": "0", **env, "STASH2PLEX_DATA_DIR": str(data_dir)}
+        demo = Demo(Plugin(stash, plex, data_dir, demo_env), stdout)
         ui = _stash_ui(stash, demo.env) if serve else None
         demo.seed(random.Random(7))
         demo.say(f"Stash2Plex demo: Stash {stash.url} and Plex {plex.url} (emulators), {len(demo.ids) + 1} scenes")
