@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TextIO
 from core.backoff import probe_wait
 from core.errors import ConfigError, DiskRefused, PlexAuthError, Stash2PlexError, StashUnavailable
 from core.log import Redactor, StashLog, capture_library_logs
-from core.platform import HeldLock, lower_priority
+from core.platform import HeldLock, lower_priority, retry_for
 from sync_queue.sqlite import disk_fault, os_fault
 from validation.plugin_input import ServerConnection
 
@@ -85,13 +85,10 @@ def _work(app: App, lock: HeldLock, stop: threading.Event, outcome: dict) -> Non
 def _work_arrives(queue: JobQueue, stop: threading.Event, linger_s: float) -> bool:
     """Wait up to ``linger_s`` for a job (or an entity event) to be ready; False when none
     came or the drainer was told to stop."""
-    deadline = time.monotonic() + linger_s
-    while time.monotonic() < deadline:
-        if stop.wait(min(LINGER_POLL_S, max(0.0, deadline - time.monotonic()))):
-            return False
-        if queue.ready_count():
-            return True
-    return False
+    if linger_s == 0:
+        return False
+    ready = retry_for(lambda: stop.is_set() or queue.ready_count() > 0, linger_s, LINGER_POLL_S, sleep=stop.wait)
+    return ready and not stop.is_set()
 
 
 class SettingsWatch:
@@ -168,15 +165,11 @@ def _settings_fixed(app: App, log: StashLog) -> bool:
         return False  # another drainer waits for the fix already, and drains every job when it comes
     try:
         log.info(f"the queued jobs wait for the fix; the settings are checked every {FIX_CHECK_S:.0f} s")
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            time.sleep(FIX_CHECK_S)
-            if app.drainer_running():
-                return False
-            if app.settings_changed():
-                log.info("the plugin settings changed; the drainer starts over with them")
-                return True
-        return False
+        changed = retry_for(lambda: app.drainer_running() or app.settings_changed(), wait_s, FIX_CHECK_S)
+        if not changed or app.drainer_running():
+            return False
+        log.info("the plugin settings changed; the drainer starts over with them")
+        return True
     finally:
         waiting.release()
 
@@ -195,12 +188,7 @@ def _disk_back(app: App, log: StashLog, failures: int) -> bool:
             return _work_waits(app)
         wait = probe_wait(failures)
         log.info(f"the jobs wait for the disk; the drainer tries again in {wait:.0f} s")
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if app.handover_requested():
-                return False
-            time.sleep(WATCH_INTERVAL_S)
-        return True
+        return not retry_for(app.handover_requested, wait, WATCH_INTERVAL_S)  # a task asked: it goes first
     finally:
         lock.release()
 

@@ -262,12 +262,10 @@ class App:
         try:
             if not request.acquire(patience=wait_s):
                 raise Stash2PlexError(f"another task waited for the drainer for {wait_s:.0f} s; try again later")
-            while not lock.acquire():
-                if time.monotonic() > deadline:
-                    raise Stash2PlexError(
-                        f"the background drainer did not hand over within {wait_s:.0f} s; try again later"
-                    )
-                time.sleep(0.1)
+            if not lock.acquire(patience=max(0.0, deadline - time.monotonic())):
+                raise Stash2PlexError(
+                    f"the background drainer did not hand over within {wait_s:.0f} s; try again later"
+                )
         finally:
             request.release()
 

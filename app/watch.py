@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.root import WATCH_SINCE_KEY
 from core.errors import Stash2PlexError
-from core.platform import HeldLock
+from core.platform import HeldLock, retry_for
 from worker.watching import COMES_BACK
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def _listen(app: App, handler: Watching, stop: threading.Event) -> int:
     polls = 0
     try:
         handler.poll()  # what happened while nothing watched
-        while not _wait(stop, poll_s):
+        while not retry_for(stop.is_set, poll_s, WAKE_S, sleep=stop.wait):  # in slices: see WAKE_S
             if app.settings_changed():  # a new token, plex_url or switch: parts built again from them
                 try:
                     handler, listener = _start_over(app, listener)
@@ -119,17 +119,6 @@ def _start_over(app: App, listener: Any) -> tuple[Any, Any]:
     listener = app.plex_listener(handler)
     listener.ensure_started()
     return handler, listener
-
-
-def _wait(stop: threading.Event, seconds: float) -> bool:
-    """``stop.wait(seconds)`` in slices of ``WAKE_S``, so a signal's handler runs meanwhile."""
-    deadline = time.monotonic() + seconds
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return stop.is_set()
-        if stop.wait(min(WAKE_S, left)):
-            return True
 
 
 def _on_sigterm(stop: threading.Event) -> Any:

@@ -81,7 +81,7 @@ def retry_for(
     patience: float,
     poll: float,
     clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], object] = time.sleep,  # or an Event's wait: set, it ends the wait early
 ) -> bool:
     """Call ``attempt`` until it returns True, every ``poll`` seconds for at most ``patience``
     seconds; False when it never did. A lock taken without waiting, tried again this way,
