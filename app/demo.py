@@ -17,12 +17,14 @@ and the plugin Stash installs leaves ``tests/`` out, so the demo needs a source 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -102,49 +104,46 @@ class Demo:
         )
         self.plugin.configure()  # plex_url, plex_token and path_map /stash/media=/plex/media
 
-    def changes(self, before: dict[int, dict]) -> list[str]:
-        """What changed in Plex since ``before``, as lines (the first ``SHOWN`` items)."""
-        lines, changed = [], 0
+    @contextlib.contextmanager
+    def plex_changes(self) -> Iterator[None]:
+        """Says what changed in Plex during the block, as lines (the first ``SHOWN`` items)."""
+        before = {item["ratingKey"]: item for item in self.plex.items()}
+        yield
+        changed = 0
         for item in self.plex.items():
-            old = before.get(item["ratingKey"], item)
-            diff = _item_diff(old, item)
+            diff = _item_diff(before.get(item["ratingKey"], item), item)
             if diff:
                 changed += 1
                 if changed <= SHOWN:
-                    lines.append(f"   Plex item {item['ratingKey']} {item['files'][0]}")
-                    lines += [f"       {line}" for line in diff]
+                    self.say(f"   Plex item {item['ratingKey']} {item['files'][0]}")
+                    for line in diff:
+                        self.say(f"       {line}")
         if changed > SHOWN:
-            lines.append(f"   … and {changed - SHOWN} more Plex items")
-        return lines
-
-    def snapshot(self) -> dict[int, dict]:
-        return {item["ratingKey"]: item for item in self.plex.items()}
+            self.say(f"   … and {changed - SHOWN} more Plex items")
 
     # -- the story --------------------------------------------------------------------------------
     def edits(self) -> None:
         self.say("1. You edit three scenes in Stash; each edit runs the plugin's hook:")
-        before = self.snapshot()
         edits: list[dict[str, Any]] = [
             {"title": "Harbor at Dawn (Director's Cut)", "tags": ["Travel", "4K"]},
             {"details": "Rewritten description.", "performers": ["Cleo Park"]},
             {"studio": "Blue Harbor", "date": "2023-07-14"},
         ]
-        for sid, change in zip(self.ids[:3], edits):
-            run = self.run({"hookContext": self.stash.update_scene(sid, **change)})
-            what = "queued" if run.error is None else f"error: {run.error}"
-            self.say(f"   scene {sid} ({', '.join(change)}): {what}; the hook answered in {run.wall * 1000:.0f} ms")
-        self.plugin.wait_drained()
-        self.say("   The background drainer wrote them to Plex:")
-        for line in self.changes(before):
-            self.say(line)
+        with self.plex_changes():
+            for sid, change in zip(self.ids[:3], edits):
+                run = self.run({"hookContext": self.stash.update_scene(sid, **change)})
+                what = "queued" if run.error is None else f"error: {run.error}"
+                self.say(f"   scene {sid} ({', '.join(change)}): {what}; the hook answered in {run.wall * 1000:.0f} ms")
+            self.plugin.wait_drained()
+            self.say("   The background drainer wrote them to Plex:")
 
     def sync_all(self) -> None:
         self.say("\n2. The task 'Sync all scenes':")
-        before = self.snapshot()
-        run = self.run({"mode": "all"})
-        self.say(f"   {_counts(run.output) if run.error is None else 'error: ' + str(run.error)} in {run.wall:.1f} s")
-        for line in self.changes(before):
-            self.say(line)
+        with self.plex_changes():
+            run = self.run({"mode": "all"})
+            self.say(
+                f"   {_counts(run.output) if run.error is None else 'error: ' + str(run.error)} in {run.wall:.1f} s"
+            )
 
     def dead_letters(self) -> None:
         self.say("\n3. The dead-letter queue (jobs that will not succeed as they are):")
@@ -176,15 +175,13 @@ class Demo:
                 self.say(
                     f"       candidate Plex item {c['rating_key']} {c['path']} ({', '.join(evidence) or 'no evidence'})"
                 )
-        before = self.snapshot()
-        for sid, rating_key in answers.items():
-            run = self.run({"mode": "ui_pin", "scene_id": sid, "answer": "item", "rating_key": rating_key})
-            self.say(
-                f"   'This one' for scene {sid}: Plex item {rating_key}" + (f" ({run.error})" if run.error else "")
-            )
-        self.plugin.wait_drained()
-        for line in self.changes(before):
-            self.say(line)
+        with self.plex_changes():
+            for sid, rating_key in answers.items():
+                run = self.run({"mode": "ui_pin", "scene_id": sid, "answer": "item", "rating_key": rating_key})
+                self.say(
+                    f"   'This one' for scene {sid}: Plex item {rating_key}" + (f" ({run.error})" if run.error else "")
+                )
+            self.plugin.wait_drained()
         status = self.run({"mode": "ui_status"}).output
         self.say(
             f"   the inbox: {self.run({'mode': 'ui_inbox'}).output['total']} scenes; dead letters: {status['dlq']['count']}"
