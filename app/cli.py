@@ -107,15 +107,12 @@ def _add_options(parser: argparse.ArgumentParser, nested: bool, described: dict[
 
     extra: dict[str, Any] = {"default": argparse.SUPPRESS} if nested else {}
     flag: dict[str, Any] = {"action": "store_true", **extra}
-    parser.add_argument(
-        "--stash-url", help=f"Stash's address [{env_name('stash_url')}; default {DEFAULT_STASH_URL}]", **extra
-    )
-    parser.add_argument(
-        "--stash-api-key", help=f"Stash's API key, Settings → Security [{env_name('stash_api_key')}]", **extra
-    )
-    parser.add_argument(
-        "--data-dir", help=f"queue and ledger folder [{env_name('data_dir')}; default <plugin>/data]", **extra
-    )
+    for name, text, default in (
+        ("stash_url", "Stash's address", f"; default {DEFAULT_STASH_URL}"),
+        ("stash_api_key", "Stash's API key, Settings → Security", ""),
+        ("data_dir", "queue and ledger folder", "; default <plugin>/data"),
+    ):
+        parser.add_argument(f"--{name.replace('_', '-')}", help=f"{text} [{env_name(name)}{default}]", **extra)
     parser.add_argument("--json", help="print the result as JSON (for scripts)", **flag)
     parser.add_argument("--no-progress", help="no progress bar", **flag)
     parser.add_argument("-v", "--verbose", help="also print debug lines", **flag)

@@ -61,7 +61,11 @@ def main(stdin: TextIO, stdout: TextIO, stderr: TextIO, env: dict[str, str], arg
         _cli(["--help"], stdout, stderr, env)
         return 2
     if argv[:1] == ["drain"]:
-        return _with_packages(StashLog(stderr, Redactor(), plain=True), lambda: _drain(stdin, stderr, env))
+        if _packages_missing(StashLog(stderr, Redactor(), plain=True)):  # stderr is data/drainer.log
+            return 1
+        from app.drainer import main as drain
+
+        return drain(stdin, stderr, env)
     if argv:
         return _cli(argv, stdout, stderr, env)
     return _answer(stdout, log, lambda: _task(raw or "", env, log))
@@ -88,33 +92,26 @@ def _hook(raw: str, stdout: TextIO, env: dict[str, str], log: StashLog) -> int |
     return code if code != 0 or parsed else None
 
 
-def _drain(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
-    from app.drainer import main as drain
-
-    return drain(stdin, stderr, env)  # stderr is data/drainer.log
-
-
 def _cli(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
     from app.terminal import TerminalLog
 
-    def run() -> int:
-        from app.cli import main as cli
+    if _packages_missing(TerminalLog(stderr)):
+        return 1
+    from app.cli import main as cli
 
-        return cli(argv, stdout, stderr, env, _plugin_dir())
-
-    return _with_packages(TerminalLog(stderr), run)
+    return cli(argv, stdout, stderr, env, _plugin_dir())
 
 
-def _with_packages(log: StashLog, run: Callable[[], int]) -> int:
-    """``run`` once the runtime packages are importable; else their error in the log, 1."""
+def _packages_missing(log: StashLog) -> bool:
+    """Make the runtime packages importable; True when they are not (the log says why)."""
     from core.errors import DependencyError
 
     try:
         _packages(log)
     except DependencyError as exc:
         log.error(str(exc))
-        return 1
-    return run()
+        return True
+    return False
 
 
 def _terminal(stream: TextIO) -> bool:

@@ -92,7 +92,7 @@ def _listen(app: App, handler: Watching, stop: threading.Event) -> int:
         while not retry_for(stop.is_set, poll_s, WAKE_S, sleep=stop.wait):  # in slices: see WAKE_S
             if app.settings_changed():  # a new token, plex_url or switch: parts built again from them
                 try:
-                    handler, listener = _start_over(app, listener)
+                    handler, listener = _start_over(app)
                 except Stash2PlexError as exc:  # each look says so until the settings are fixed
                     app.log.error(f"the changed settings cannot be used yet: {exc}")
             handler.poll()
@@ -110,11 +110,10 @@ def _listen(app: App, handler: Watching, stop: threading.Event) -> int:
     return 0
 
 
-def _start_over(app: App, listener: Any) -> tuple[Any, Any]:
+def _start_over(app: App) -> tuple[Any, Any]:
     """Every part built again from the settings saved in Stash now, the listener too."""
     app.log.info("the plugin settings changed; watching starts over with them")
-    listener.close()
-    app.close()
+    app.close()  # the listener is one of its parts
     handler = app.watch_handler()
     listener = app.plex_listener(handler)
     listener.ensure_started()

@@ -30,25 +30,22 @@ FILE_MODE = 0o100644  # regular file, rw-r--r--
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # Stash's pkg.TimeFormat, UTC
 
 
+def _config(root: Path) -> dict:
+    return yaml.safe_load((root / f"{PLUGIN_ID}.yml").read_text(encoding="utf-8"))
+
+
 def runtime_files(root: Path = REPO) -> list[str]:
-    """The zip's entry names (POSIX, relative to the plugin folder), sorted."""
+    """The zip's entry names (POSIX, relative to the plugin folder), sorted: the top files,
+    the packages' modules and the files Stash2Plex.yml lists under ``ui: javascript`` and ``ui: css``."""
     names = [name for name in TOP_FILES if (root / name).is_file()]
     for package in PACKAGES:
-        for path in (root / package).rglob("*.py"):
-            if "__pycache__" not in path.parts:
-                names.append(path.relative_to(root).as_posix())
-    names += ui_files(root)
-    return sorted(names)
-
-
-def ui_files(root: Path = REPO) -> list[str]:
-    """The files Stash2Plex.yml lists under ``ui: javascript`` and ``ui: css``."""
-    ui = yaml.safe_load((root / f"{PLUGIN_ID}.yml").read_text(encoding="utf-8")).get("ui") or {}
+        names += [path.relative_to(root).as_posix() for path in (root / package).rglob("*.py")]
+    ui = _config(root).get("ui") or {}
     listed = [*(ui.get("javascript") or []), *(ui.get("css") or [])]
     missing = [name for name in listed if not (root / name).is_file()]
     if missing:
         raise SystemExit(f"{PLUGIN_ID}.yml lists UI files that do not exist: {', '.join(missing)}")
-    return listed
+    return sorted(names + listed)
 
 
 def build_zip(root: Path, names: list[str]) -> bytes:
@@ -92,7 +89,7 @@ def index_entry(config: dict, zip_bytes: bytes, date: str) -> dict:
 
 def build(out: Path, root: Path = REPO) -> dict:
     """Write ``<out>/Stash2Plex.zip`` and ``<out>/index.yml``; return the index entry."""
-    config = yaml.safe_load((root / f"{PLUGIN_ID}.yml").read_text(encoding="utf-8"))
+    config = _config(root)
     zip_bytes = build_zip(root, runtime_files(root))
     entry = index_entry(config, zip_bytes, commit_date(root))
     out.mkdir(parents=True, exist_ok=True)
