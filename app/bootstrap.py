@@ -93,14 +93,6 @@ def deps_dir(plugin_dir: Path) -> Path:
     return plugin_dir / DEPS_DIR / f"py{sys.version_info.major}{sys.version_info.minor}"
 
 
-def enable_site() -> None:
-    """Run what ``site`` does at start-up when Python was started without it (``-S``)."""
-    import site
-
-    if sys.flags.no_site and site.ENABLE_USER_SITE is None:  # None until site.main() ran
-        site.main()
-
-
 def install_command(plugin_dir: Path, target: Path | None = None, quiet: bool = False) -> list[str]:
     """``pip install --target`` of the requirements (what we run, and what the error tells users to run)."""
     # --no-compile: pip would byte-compile every module of every package (apprise alone has
@@ -322,7 +314,10 @@ def _dep_manager_spec(spec: str) -> str:
 def ensure_dependencies(plugin_dir: Path, log: StashLog) -> bool:
     """Make every package of ``requirements.txt`` importable, or raise DependencyError.
     True when something was missing (and is now installed)."""
-    enable_site()
+    import site
+
+    if sys.flags.no_site and site.ENABLE_USER_SITE is None:  # started with -S, and site.main() has not run yet
+        site.main()
     boot = Bootstrap(plugin_dir, log)
     boot.use_local_folder()
     missing = boot.missing()

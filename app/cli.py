@@ -288,10 +288,11 @@ def _options(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     return options
 
 
-def _run(args: argparse.Namespace, env: dict[str, str], stdout: TextIO, log: TerminalLog, plugin_dir: Path) -> int:
+def _run(
+    args: argparse.Namespace, mode: str, env: dict[str, str], stdout: TextIO, log: TerminalLog, plugin_dir: Path
+) -> int:
     from tasks import run_task
 
-    mode = ALIASES.get(args.command, args.command)
     app = None
     try:
         options = _options(args, mode)
@@ -338,7 +339,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], p
         from app.demo import main as demo
 
         return demo(stdout, stderr, env, ["--serve"] if args.serve else [])
-    row = MODES.get(ALIASES.get(args.command, args.command))
-    quiet = row is not None and row.quiet and not args.verbose
+    mode = ALIASES.get(args.command, args.command)
+    quiet = mode in MODES and MODES[mode].quiet and not args.verbose
     log = TerminalLog(stderr, Redactor(), verbose=args.verbose, bar=False if args.no_progress else None, quiet=quiet)
-    return _run(args, env, stdout, log, plugin_dir)
+    return _run(args, mode, env, stdout, log, plugin_dir)

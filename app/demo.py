@@ -152,11 +152,8 @@ class Demo:
             files=[{"path": "/stash/media/extras/clip-0412.mp4", "size": 4120, "duration": 41.0}],
         )
         self.extra["missing"] = sid
-        dlq = DeadLetterQueue(self.data_dir)
-        try:  # its retries take hours (Plex may still be scanning): the demo skips the wait
+        with contextlib.closing(DeadLetterQueue(self.data_dir)) as dlq:  # its retries take hours: the demo skips them
             dlq.add(Job(scene_id=sid, attempt=11), "PlexNotFound", NOT_FOUND_REASON, "Renamed in Plex")
-        finally:
-            dlq.close()
         for group in self.run({"mode": "ui_status"}).output["dlq"]["groups"]:
             for entry in group["scenes"]:
                 self.say(f"   scene {entry['scene_id']} {entry['title']!r}: {entry['reason']}")

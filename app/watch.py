@@ -77,7 +77,7 @@ def _say_what_comes_back(app: App, once: bool) -> None:
 
 
 def _listen(app: App, handler: Watching, stop: threading.Event) -> int:
-    poll_s = float(app.env.get("STASH2PLEX_WATCH_POLL_S") or POLL_S)
+    poll_s = app.seconds("STASH2PLEX_WATCH_POLL_S", POLL_S)
     try:
         listener = app.plex_listener(handler)
     except Stash2PlexError as exc:
