@@ -31,22 +31,19 @@ ENV_PREFIX = "STASH2PLEX_"
 DEFAULT_STASH_URL = "http://localhost:9999"
 _PLUGIN_DIR = Path(__file__).resolve().parent.parent
 DRY_RUN_TEXT = "write nothing, print the plan (per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why)"
-# The processes' own switches (a store_true flag each).
-SWITCHES = {
+# The command line's own processes (not tasks: app/main.py runs them): their line in --help, their switch.
+PROCESSES = {
     "watch": (
+        "stay running and listen to Plex's notifications (a side-car: Docker, a service)",
         "--once",
         "read what Plex recorded since the last look (plays, ratings; each setting that is on) once, "
         "then exit: a scheduled job instead of a side-car",
     ),
     "demo": (
+        "the whole story against the bundled emulators (needs requirements-test.txt); demo --serve keeps them up",
         "--serve",
         "then keep the emulators (and Stash's page) up until Ctrl-C, printing their URLs and a command line to try",
     ),
-}
-# The command line's own processes (not tasks: app/main.py runs them).
-PROCESSES = {
-    "watch": "stay running and listen to Plex's notifications (a side-car: Docker, a service)",
-    "demo": "the whole story against the bundled emulators (needs requirements-test.txt); demo --serve keeps them up",
 }
 ALIASES = {alias: mode for mode in COMMAND_LINE_MODES for alias in MODES[mode].aliases}
 DRY_RUN_COMMANDS = tuple(mode for mode in COMMAND_LINE_MODES if MODES[mode].dry_run)
@@ -62,7 +59,7 @@ def command_help() -> dict[str, str]:
     for mode in COMMAND_LINE_MODES:
         lines[mode] = MODES[mode].help
         lines.update((alias, f"the same as {mode}") for alias in MODES[mode].aliases)
-    return {**lines, **PROCESSES}
+    return {**lines, **{name: text for name, (text, _, _) in PROCESSES.items()}}
 
 
 def setting_names() -> list[str]:
@@ -159,9 +156,9 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
         sub.set_defaults(command=name)
         if name in DRY_RUN_COMMANDS:
             sub.add_argument("--dry-run", action="store_true", default=argparse.SUPPRESS, help=DRY_RUN_TEXT)
-        if name in SWITCHES:
-            flag, said = SWITCHES[name]
-            sub.add_argument(flag, action="store_true", default=False, help=said)
+        if name in PROCESSES:
+            _, switch, said = PROCESSES[name]
+            sub.add_argument(switch, action="store_true", default=False, help=said)
         if operands:
             sub.add_argument("scene_id", nargs="?", help="the id of a Stash scene")
         if name == "pin":
