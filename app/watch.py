@@ -37,8 +37,7 @@ POLL_S = 60.0  # Plex's history and ratings are read this often besides the even
 WAKE_S = 0.25
 
 
-def run(app: App, stop: threading.Event | None = None, once: bool = False) -> int:
-    stop = stop or threading.Event()
+def run(app: App, once: bool = False) -> int:
     try:
         _say_what_comes_back(app, once)
         handler = app.watch_handler()
@@ -55,7 +54,7 @@ def run(app: App, stop: threading.Event | None = None, once: bool = False) -> in
         return 1
     try:
         app.ledger().set_meta(WATCH_SINCE_KEY, time.time())  # the page and health_check show it
-        return _listen(app, handler, stop)
+        return _listen(app, handler)
     finally:
         lock.release()
 
@@ -76,8 +75,8 @@ def _say_what_comes_back(app: App, once: bool) -> None:
     )
 
 
-def _listen(app: App, handler: Watching, stop: threading.Event) -> int:
-    poll_s = app.seconds("STASH2PLEX_WATCH_POLL_S", POLL_S)
+def _listen(app: App, handler: Watching) -> int:
+    poll_s, stop = app.seconds("STASH2PLEX_WATCH_POLL_S", POLL_S), threading.Event()
     try:
         listener = app.plex_listener(handler)
     except Stash2PlexError as exc:
