@@ -83,10 +83,8 @@ def _work(app: App, lock: HeldLock, stop: threading.Event, outcome: dict) -> Non
 
 
 def _work_arrives(queue: JobQueue, stop: threading.Event, linger_s: float) -> bool:
-    """Wait up to ``linger_s`` for a job (or an entity event) to be ready; False when none
-    came or the drainer was told to stop."""
-    if linger_s == 0:
-        return False
+    """Wait up to ``linger_s`` for a job (or an entity event) to be ready (with 0: one look);
+    False when none came or the drainer was told to stop."""
     ready = retry_for(lambda: stop.is_set() or queue.ready_count() > 0, linger_s, LINGER_POLL_S, sleep=stop.wait)
     return ready and not stop.is_set()
 
