@@ -134,6 +134,13 @@ def test_bad_command_lines_say_what_is_wrong(plugin, args, code, says):
     assert done.stdout == ""
 
 
+def test_watch_names_a_poll_interval_that_is_not_seconds(plugin):
+    done = cli(plugin, "watch", STASH2PLEX_WATCH_POLL_S="soon", timeout=60)
+    assert done.returncode == 1
+    says = "environment variable STASH2PLEX_WATCH_POLL_S must be a number of seconds (e.g. 60), got 'soon'"
+    assert says in done.stderr, done.stderr
+
+
 def test_without_an_api_key_stash_says_what_to_give(plugin):
     plugin.stash.auth_required = True
     done = cli(plugin, "all", STASH2PLEX_STASH_API_KEY=None)
