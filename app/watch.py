@@ -38,15 +38,12 @@ WAKE_S = 0.25
 
 
 def run(app: App, once: bool = False) -> int:
-    try:
-        _say_what_comes_back(app, once)
-        handler = app.watch_handler()
-        if once:
-            handler.poll()
-            return 0
-    except Stash2PlexError as exc:
-        app.log.error(str(exc))
-        return 1
+    """The exit status; our errors go up to the command line, which says them (app/cli.py)."""
+    _say_what_comes_back(app, once)
+    handler = app.watch_handler()
+    if once:
+        handler.poll()
+        return 0
     lock = HeldLock(app.watch_lock_path)
     if not lock.acquire(patience=0.5):
         since = app.watch_state()["since"] or "a time not recorded"
@@ -77,11 +74,7 @@ def _say_what_comes_back(app: App, once: bool) -> None:
 
 def _listen(app: App, handler: Watching) -> int:
     poll_s, stop = app.seconds("STASH2PLEX_WATCH_POLL_S", POLL_S), threading.Event()
-    try:
-        listener = app.plex_listener(handler)
-    except Stash2PlexError as exc:
-        app.log.error(str(exc))
-        return 1
+    listener = app.plex_listener(handler)
     previous = _on_sigterm(stop)
     listener.ensure_started()
     app.log.info("watching Plex (Ctrl-C or SIGTERM stops)")
