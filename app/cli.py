@@ -302,12 +302,9 @@ def _run(
             app.take_over()  # as every task does (tasks/__init__.py run_task)
             return watch(app, once=args.once)
         output = run_task(mode, app, {})
-    except UsageError as exc:
+    except (UsageError, Stash2PlexError) as exc:
         log.error(str(exc))
-        return 2
-    except Stash2PlexError as exc:
-        log.error(str(exc))
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         log.error("interrupted; nothing is lost: queued jobs stay queued for the next run or process_queue")
         return 130
@@ -335,7 +332,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO, env: dict[str, str], p
     if args.command == "demo":
         from app.demo import main as demo
 
-        return demo(stdout, stderr, env, ["--serve"] if args.serve else [])
+        return demo(stdout, stderr, env, serve=args.serve)
     mode = ALIASES.get(args.command, args.command)
     quiet = mode in MODES and MODES[mode].quiet and not args.verbose
     log = TerminalLog(stderr, Redactor(), verbose=args.verbose, bar=False if args.no_progress else None, quiet=quiet)

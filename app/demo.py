@@ -283,7 +283,7 @@ def _stash_ui(stash: Any, env: dict[str, str]) -> Any:
     return ui
 
 
-def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -> int:
+def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], serve: bool = False) -> int:
     if not (CHECKOUT / "tests" / "emulators").is_dir():
         stderr.write(
             "the demo needs a source checkout of Stash2Plex (its tests/ folder holds the emulators); "
@@ -298,7 +298,6 @@ def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], argv: list[str]) -
     except ImportError as exc:
         stderr.write(f"the demo needs the test requirements ({exc}); run: pip install -r requirements-test.txt\n")
         return 1
-    serve = "--serve" in argv
     with StashEmulator() as stash, PlexEmulator() as plex, tempfile.TemporaryDirectory() as tmp:
         stash.auth_required = False  # a default Stash install has no login
         data_dir = Path(tmp) / "data"
