@@ -2,14 +2,18 @@
 
 Tasks may not import app/ (tests/test_layers.py), so they see the root through this
 Protocol; the dispatcher (tasks/__init__.py ``run_task``) takes a ``Context``, so strict
-mypy checks that ``App`` has every part named here and every task's call on it.
+mypy checks that ``App`` has every part named here and every task's call on it. Below it,
+the steps several tasks take (no task imports another).
 """
 
 from __future__ import annotations
 
+import time
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from sync_queue.stats import iso_local
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -18,7 +22,7 @@ if TYPE_CHECKING:
     from plex.client import PlexClient
     from plex.index import LibraryIndex
     from stash.client import StashClient
-    from sync_queue.dlq import DeadLetterQueue
+    from sync_queue.dlq import DeadLetterQueue, Requeued
     from sync_queue.health import HealthFile
     from sync_queue.ledger import Ledger
     from sync_queue.queue import JobQueue
@@ -55,3 +59,19 @@ class Context(Protocol):
     def watch_state(self) -> dict[str, Any]: ...
     def ensure_drainer(self) -> bool: ...
     def take_over(self, start_drainer: bool = True) -> None: ...
+
+
+def queue_again(app: Context, scene_ids: list[int] | None, priority: str) -> Requeued:
+    """Scenes queued again, a dead letter's with a fresh budget (``None``: every dead letter;
+    ``DeadLetterQueue.requeue``), and a drainer to take them."""
+    requeued = app.dlq().requeue(app.producer_queue(), scene_ids, priority, time.time())
+    if scene_ids or requeued.dead:
+        app.ensure_drainer()
+    return requeued
+
+
+def queue_state(app: Context) -> dict[str, Any]:
+    """The queue's counts as the page and ``queue_status`` show them."""
+    counts = app.producer_queue().counts()
+    in_flight = counts["in_flight"] if app.drainer_running() else 0  # no consumer: they only wait
+    return {**counts, "in_flight": in_flight, "next_retry_at": iso_local(counts["next_retry_at"])}

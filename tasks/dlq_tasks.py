@@ -5,9 +5,14 @@ from __future__ import annotations
 import time
 
 from sync_queue.job import INTERACTIVE
-from tasks.context import Context
+from tasks.context import Context, queue_again
 
 PURGE_AFTER_S = 30 * 24 * 3600
+
+
+def _said(app: Context, message: str) -> str:
+    app.log.info(message)
+    return message
 
 
 def clear_queue(app: Context) -> str:
@@ -20,28 +25,21 @@ def clear_queue(app: Context) -> str:
 
 
 def clear_dlq(app: Context) -> str:
-    removed = app.dlq().clear()
-    app.log.info(f"deleted {removed} dead-letter entries")
-    return f"deleted {removed} dead-letter entries"
+    return _said(app, f"deleted {app.dlq().clear()} dead-letter entries")
 
 
 def purge_dlq(app: Context) -> str:
     removed = app.dlq().clear(older_than=time.time() - PURGE_AFTER_S)
-    app.log.info(f"deleted {removed} dead-letter entries older than 30 days")
-    return f"deleted {removed} dead-letter entries older than 30 days"
+    return _said(app, f"deleted {removed} dead-letter entries older than 30 days")
 
 
 def retry_dlq(app: Context) -> str:
     """Every DLQ entry back into the queue with a fresh retry budget."""
-    requeued = app.dlq().requeue(app.producer_queue(), None, INTERACTIVE, time.time())
-    rebuilt, count = requeued.rebuilt, len(requeued.dead)
-    if rebuilt:
+    requeued = queue_again(app, None, INTERACTIVE)
+    if rebuilt := requeued.rebuilt:
         shown = ", ".join(str(sid) for sid in rebuilt[:10]) + (", …" if len(rebuilt) > 10 else "")
         app.log.warning(
             f"{len(rebuilt)} dead-letter entr{'y' if len(rebuilt) == 1 else 'ies'} could not be read "
             f"(scenes {shown}); queued again by scene id, every other entry as it was"
         )
-    if count:
-        app.ensure_drainer()
-    app.log.info(f"{count} dead-letter entries queued again")
-    return f"{count} dead-letter entries queued again"
+    return _said(app, f"{len(requeued.dead)} dead-letter entries queued again")

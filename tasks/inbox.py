@@ -12,7 +12,6 @@ never sees the Plex token or address).
 from __future__ import annotations
 
 import base64
-import time
 from typing import Any
 
 from core.errors import InputError, InvalidMetadata, PlexNotFound, Stash2PlexError
@@ -21,7 +20,7 @@ from plex.matcher import PathIndex, PlexFile, SceneFile, distinct_items, duratio
 from plex.suggest import suggest_rule, unsettled
 from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import BULK
-from tasks.context import Context
+from tasks.context import Context, queue_again
 from validation.metadata import scene_from_stash
 from validation.plugin_input import rating_key_arg
 
@@ -230,9 +229,7 @@ def path_help(app: Context) -> dict[str, Any]:
 def recheck(app: Context) -> dict[str, Any]:
     """Every scene of the inbox queued again (a dead-letter entry with a fresh budget)."""
     scene_ids = [entry["scene_id"] for entry in entries(app)]
-    if scene_ids:
-        app.dlq().requeue(app.producer_queue(), scene_ids, BULK, time.time())
-        app.ensure_drainer()
+    queue_again(app, scene_ids, BULK)
     app.log.info(f"inbox: {len(scene_ids)} scenes queued to be matched again")
     return {"queued": len(scene_ids)}
 

@@ -10,13 +10,12 @@ The scene leaves the dead-letter queue and is queued ahead of bulk work.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from core.errors import InputError, PlexNotFound
 from sync_queue.job import INTERACTIVE
 from sync_queue.ledger import ANSWERS, PIN_ITEM
-from tasks.context import Context
+from tasks.context import Context, queue_again
 from validation.plugin_input import rating_key_arg, scene_id_arg
 
 
@@ -56,12 +55,6 @@ def _taken(app: Context, scene_id: int, holder: int, rating_key: int, plex_path:
     )
 
 
-def _queue_now(app: Context, scene_id: int) -> bool:
-    requeued = app.dlq().requeue(app.producer_queue(), [scene_id], INTERACTIVE, time.time())
-    app.ensure_drainer()
-    return requeued.added > 0
-
-
 def pin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     answer = str(params.get("answer") or PIN_ITEM)
@@ -72,7 +65,7 @@ def pin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
         reply["rating_key"] = rating_key_arg(params)
         reply.update(_check_item(app, scene_id, reply["rating_key"]))
     app.ledger().set_pin(scene_id, answer, reply["rating_key"])
-    reply["queued"] = _queue_now(app, scene_id)
+    reply["queued"] = queue_again(app, [scene_id], INTERACTIVE).added > 0
     what = f"pinned to Plex item {reply['rating_key']}" if answer == PIN_ITEM else f"marked {answer}"
     app.log.info(f"scene {scene_id}: {what}; queued to sync now")
     return reply
@@ -81,7 +74,7 @@ def pin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
 def unpin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     had = app.ledger().unpin(scene_id)
-    queued = _queue_now(app, scene_id) if had else False
+    queued = queue_again(app, [scene_id], INTERACTIVE).added > 0 if had else False
     app.log.info(f"scene {scene_id}: {'answer removed; the matcher decides again' if had else 'had no pin'}")
     return {"scene_id": scene_id, "unpinned": had, "queued": queued}
 

@@ -10,25 +10,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sync_queue.stats import iso_local
+from tasks.context import Context, queue_state
 
 if TYPE_CHECKING:
     from core.privacy import Placeholders
-    from tasks.context import Context
 
 
 def run(app: Context) -> dict[str, Any]:
-    counts = app.producer_queue().counts()
     dlq = app.dlq().summary(newest=5)
     ledger = app.ledger()
     stats = app.stats().snapshot()
     status = {
-        "pending": counts["pending"],
-        "interactive": counts["interactive"],
-        "bulk": counts["bulk"],
-        "in_flight": counts["in_flight"] if app.drainer_running() else 0,  # no consumer: they only wait
-        "set_aside": counts["set_aside"],
-        "retrying": counts["retrying"],
-        "next_retry_at": iso_local(counts["next_retry_at"]),
+        **queue_state(app),
         "dlq": dlq["count"],
         "dlq_by_reason": dlq["by_reason"],
         "dlq_newest": [{**e, "failed_at": iso_local(e["failed_at"])} for e in dlq["newest"]],

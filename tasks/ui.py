@@ -14,11 +14,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from core.errors import ConfigError, InputError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
+from core.errors import ConfigError, InputError, InvalidMetadata, PlexAuthError, Stash2PlexError
 from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import INTERACTIVE
 from sync_queue.ledger import ALL_CHECKED_AT
 from sync_queue.stats import iso_local
+from tasks.context import Context, queue_again, queue_state
 from validation.metadata import scene_from_stash
 from validation.plugin_input import scene_id_arg
 from worker.photos import photo_notice
@@ -27,65 +28,58 @@ from worker.watching import watch_report
 
 if TYPE_CHECKING:
     from sync_queue.ledger import SceneRecord
-    from tasks.context import Context
 
 PLEX_SEEN_KEY = "plex_seen"  # ledger meta: {"reachable": bool | None, "since": epoch seconds}
 DLQ_LIMIT = 1000
-ADVICE = {  # a setting is named as Stash's settings page shows it, with its key (tests/test_user_messages.py)
+# a dead-letter class → (the page's words for it, what to do); a setting is named as Stash's
+# settings page shows it, with its key (tests/test_user_messages.py)
+DEAD_LETTERS = {
     "PlexNotFound": (
+        "Not found in Plex",
         "Plex has no file at the scene's mapped path. Check Path map (path_map): the inbox above suggests a rule "
-        "when one fits; or let Plex scan the folder, or pin the scene to its Plex item in the inbox, then Retry."
+        "when one fits; or let Plex scan the folder, or pin the scene to its Plex item in the inbox, then Retry.",
     ),
     "AmbiguousMatch": (
+        "Several Plex items fit",
         "Several Plex items fit this scene, or the only one of its name is not confirmed. Choose its item in the "
         "match inbox above (This one; or 'python Stash2Plex.py pin <scene> <item>'): it syncs at once. Or remove "
-        "the duplicate in Plex, fix Path map (path_map) or turn Loose matching (loose_matching) on, then Retry."
+        "the duplicate in Plex, fix Path map (path_map) or turn Loose matching (loose_matching) on, then Retry.",
     ),
     "PinnedItemGone": (
+        "The chosen Plex item is gone",
         "The Plex item this scene was pinned to is gone (or in a library Plex libraries (plex_libraries) leaves "
-        "out). Choose its item again in the inbox."
+        "out). Choose its item again in the inbox.",
     ),
     "PlexAuthError": (
+        "Plex refused the token",
         "Plex rejected the token. Set a valid Plex token (plex_token) in Settings → Plugins → Stash2Plex, "
-        "then Retry all."
+        "then Retry all.",
     ),
     "InvalidMetadata": (
-        "Stash holds a value Plex cannot take (named in the reason). Fix it in Stash: saving the scene queues it again."
+        "Stash holds a value Plex cannot take",
+        "Stash holds a value Plex cannot take (named in the reason). Fix it in Stash: saving the scene queues it "
+        "again.",
     ),
-    "PlexBadRequest": "Plex refused the edit (see the reason). Retry once the cause is fixed; check the Plex server log.",
-    "PlexUnavailable": "Plex did not answer. Retry once Plex is running and reachable from Stash.",
-    "StashUnavailable": "Stash did not answer the plugin. Retry in a moment.",
+    "PlexBadRequest": (
+        "Plex refused the edit",
+        "Plex refused the edit (see the reason). Retry once the cause is fixed; check the Plex server log.",
+    ),
+    "PlexUnavailable": (
+        "Plex did not answer",
+        "Plex did not answer. Retry once Plex is running and reachable from Stash.",
+    ),
+    "StashUnavailable": ("Stash did not answer", "Stash did not answer the plugin. Retry in a moment."),
 }
-DEFAULT_ADVICE = "See the reason; Retry once it is fixed."
-LABELS = {  # a dead-letter class in the page's words
-    "PlexNotFound": "Not found in Plex",
-    "AmbiguousMatch": "Several Plex items fit",
-    "PinnedItemGone": "The chosen Plex item is gone",
-    "PlexAuthError": "Plex refused the token",
-    "InvalidMetadata": "Stash holds a value Plex cannot take",
-    "PlexBadRequest": "Plex refused the edit",
-    "PlexUnavailable": "Plex did not answer",
-    "StashUnavailable": "Stash did not answer",
-}
-DEFAULT_LABEL = "Could not be synced"
+UNKNOWN = ("Could not be synced", "See the reason; Retry once it is fixed.")
 
 
 # -- ui_status ------------------------------------------------------------------------
 def status(app: Context) -> dict[str, Any]:
-    counts = app.producer_queue().counts()
-    ledger = app.ledger()
-    dlq = app.dlq()
+    ledger, dlq = app.ledger(), app.dlq()
     entries, by_reason = dlq.entries(DLQ_LIMIT), dlq.summary(newest=0)["by_reason"]
     return {
         "plex": plex_state(app),
-        "queue": {
-            "interactive": counts["interactive"],
-            "bulk": counts["bulk"],
-            "pending": counts["pending"],
-            "in_flight": counts["in_flight"] if app.drainer_running() else 0,  # no consumer: they only wait
-            "retrying": counts["retrying"],
-            "next_retry_at": iso_local(counts["next_retry_at"]),
-        },
+        "queue": queue_state(app),
         "drainer_running": app.drainer_running(),
         "dlq": {"count": sum(by_reason.values()), "shown": len(entries), "groups": dlq_groups(entries, by_reason)},
         "last_full_sync": ledger.meta("last_sync_at"),
@@ -134,10 +128,10 @@ def dlq_groups(entries: list[dict[str, Any]], by_reason: dict[str, int] | None =
     return [
         {
             "error_class": name,
-            "label": LABELS.get(name, DEFAULT_LABEL),
+            "label": DEAD_LETTERS.get(name, UNKNOWN)[0],
             "in_inbox": name in INBOX_KINDS,  # the page lists these scenes once, in its match inbox
             "count": counts[name],
-            "advice": ADVICE.get(name, DEFAULT_ADVICE),
+            "advice": DEAD_LETTERS.get(name, UNKNOWN)[1],
             "scenes": scenes,
         }
         for name, scenes in ordered
@@ -159,8 +153,6 @@ def plex_state(app: Context, now: float | None = None) -> dict[str, Any]:
         state["reachable"], state["token"] = True, "accepted"
     except PlexAuthError as exc:
         state["reachable"], state["token"], state["problem"] = True, "rejected", str(exc)
-    except PlexUnavailable as exc:
-        state["reachable"], state["problem"] = False, str(exc)
     except Stash2PlexError as exc:
         state["reachable"], state["problem"] = False, str(exc)
     return _since(app, state, now)
@@ -201,7 +193,7 @@ def scene(app: Context, params: dict[str, Any]) -> dict[str, Any]:
 def _scene_state(app: Context, scene_id: int, record: SceneRecord | None, answer: dict[str, Any]) -> str:
     dead = app.dlq().entry(scene_id)
     if dead is not None:
-        answer["reason"], answer["advice"] = dead["reason"], ADVICE.get(dead["error_class"], DEFAULT_ADVICE)
+        answer["reason"], answer["advice"] = dead["reason"], DEAD_LETTERS.get(dead["error_class"], UNKNOWN)[1]
         return "dead_lettered"
     job = app.producer_queue().waiting_job(scene_id)
     if job is not None:
@@ -252,8 +244,7 @@ def retry_entry(app: Context, params: dict[str, Any]) -> dict[str, Any]:
 def sync_scene(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     """Queue the scene ahead of bulk work; a dead-letter entry of it is retried with it."""
     scene_id = scene_id_arg(params)
-    requeued = app.dlq().requeue(app.producer_queue(), [scene_id], INTERACTIVE, time.time())
-    app.ensure_drainer()
+    requeued = queue_again(app, [scene_id], INTERACTIVE)
     what = "dead-letter entry queued again" if requeued.dead else "queued" if requeued.added else "already queued"
     app.log.info(f"scene {scene_id}: {what} from Stash's UI")
     return {"scene_id": scene_id, "queued": True, "already_queued": not requeued.added}

@@ -116,19 +116,19 @@ def test_a_missing_setting_is_explained_for_where_the_user_is(plugin):
 
 
 def test_every_piece_of_page_advice_names_settings_that_exist_as_the_settings_page_shows_them():
-    """The page's advice (tasks/ui.py ADVICE) names each setting by Stash's label and its key:
+    """The page's advice (tasks/ui.py DEAD_LETTERS) names each setting by Stash's label and its key:
     a renamed setting (``strict_matching`` became ``loose_matching``) must not linger."""
     import re
 
     import yaml
 
-    from tasks.ui import ADVICE, DEFAULT_ADVICE
+    from tasks.ui import DEAD_LETTERS, UNKNOWN
     from tests.runner import REPO
     from validation.config import Settings
 
     labels = {k: v["displayName"] for k, v in yaml.safe_load((REPO / "Stash2Plex.yml").read_text())["settings"].items()}
     named = set()
-    for text in [*ADVICE.values(), DEFAULT_ADVICE]:
+    for text in [advice for _, advice in (*DEAD_LETTERS.values(), UNKNOWN)]:
         for key in re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text):
             assert key in Settings.model_fields, f"{key!r} is not a setting: {text}"
             assert f"{labels[key]} ({key})" in text, f"{key} without its label {labels[key]!r}: {text}"
