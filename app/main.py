@@ -143,10 +143,10 @@ def _task(raw: str, env: dict[str, str], log: StashLog) -> Any:
     from tasks import run_task
 
     app = App(plugin_input.server_connection, env, log)
-    app.options["dry_run"] = plugin_input.args.dry_run
+    app.options["dry_run"] = plugin_input.dry_run
     try:
         capture_library_logs(log)
-        return run_task(plugin_input.mode, app, plugin_input.args.params)
+        return run_task(plugin_input.mode, app, plugin_input.params)
     finally:
         app.close()
 

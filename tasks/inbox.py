@@ -22,22 +22,13 @@ from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import BULK
 from tasks.context import Context, queue_again
 from validation.metadata import scene_from_stash
-from validation.plugin_input import rating_key_arg
+from validation.plugin_input import RATING_KEY, whole_arg
 
 ORDER = {"ambiguous": 0, "unmatched": 1, "loose": 2}
 PER_PAGE, MAX_PER_PAGE = 25, 100
 MAX_CANDIDATES = 6
 MAX_THUMBS = MAX_PER_PAGE * MAX_CANDIDATES
 THUMB_TYPES = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/jpeg", b"RIFF": "image/webp"}
-
-
-def _int_arg(params: dict[str, Any], key: str, default: int, top: int) -> int:
-    value = params.get(key, default)
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-        raise InputError(f"args.{key} must be a whole number from 1 to {top}, got {value!r}")
-    return value
 
 
 def entries(app: Context) -> list[dict[str, Any]]:
@@ -66,8 +57,8 @@ def _matches(entry: dict[str, Any], words: list[str]) -> bool:
 
 
 def run(app: Context, params: dict[str, Any]) -> dict[str, Any]:
-    per_page = _int_arg(params, "per_page", PER_PAGE, MAX_PER_PAGE)
-    page = _int_arg(params, "page", 1, 2**31)
+    per_page = whole_arg(params, "per_page", f"a whole number from 1 to {MAX_PER_PAGE}", MAX_PER_PAGE, PER_PAGE)
+    page = whole_arg(params, "page", f"a whole number from 1 to {2**31}", 2**31, 1)
     query = str(params.get("query") or "").strip()
     everything = entries(app)
     counts = {kind: 0 for kind in ORDER}
@@ -240,7 +231,7 @@ def _keys_arg(params: dict[str, Any]) -> list[int]:
     parts = [p for p in raw.split(",") if p.strip()] if isinstance(raw, str) else raw if isinstance(raw, list) else None
     if not parts or len(parts) > MAX_THUMBS:
         raise InputError(f'args.rating_keys must list 1 to {MAX_THUMBS} Plex ratingKeys (e.g. "12,34"), got {raw!r}')
-    return [rating_key_arg({"rating_key": p}) for p in parts]
+    return [whole_arg({"rating_keys": p}, "rating_keys", RATING_KEY) for p in parts]
 
 
 def thumbs(app: Context, params: dict[str, Any]) -> dict[str, Any]:

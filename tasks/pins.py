@@ -16,7 +16,7 @@ from core.errors import InputError, PlexNotFound
 from sync_queue.job import INTERACTIVE
 from sync_queue.ledger import ANSWERS, PIN_ITEM
 from tasks.context import Context, queue_again
-from validation.plugin_input import rating_key_arg, scene_id_arg
+from validation.plugin_input import RATING_KEY, scene_id_arg, whole_arg
 
 
 def _check_item(app: Context, scene_id: int, rating_key: int) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def pin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
         raise InputError(f"args.answer must be one of {', '.join(ANSWERS)}, got {answer!r}")
     reply: dict[str, Any] = {"scene_id": scene_id, "answer": answer, "rating_key": None}
     if answer == PIN_ITEM:
-        reply["rating_key"] = rating_key_arg(params)
+        reply["rating_key"] = whole_arg(params, "rating_key", RATING_KEY)
         reply.update(_check_item(app, scene_id, reply["rating_key"]))
     app.ledger().set_pin(scene_id, answer, reply["rating_key"])
     reply["queued"] = queue_again(app, [scene_id], INTERACTIVE).added > 0

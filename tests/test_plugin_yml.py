@@ -19,8 +19,8 @@ import yaml
 
 from tests.runner import REPO
 from validation.config import DEFAULTS, Settings
+from validation.document import HOOK_TRIGGERS, SCENE_HOOKS
 from validation.modes import COMMAND, MODES, OPERATION, TASK, TASK_MODES, function
-from validation.plugin_input import HOOK_TRIGGERS, SCENE_HOOKS
 
 YML = REPO / "Stash2Plex.yml"
 

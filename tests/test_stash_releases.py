@@ -33,7 +33,8 @@ from tests.emulators import stash_releases
 from tests.emulators.stash_emulator import StashEmulator
 from tests.emulators.stash_releases import releases, stored_date, triggers, version_of
 from tests.runner import REPO
-from validation.plugin_input import ENTITY_HOOKS, HOOK_TRIGGERS, SCENE_HOOKS, ServerConnection
+from validation.document import ENTITY_HOOKS, HOOK_TRIGGERS, SCENE_HOOKS
+from validation.plugin_input import ServerConnection
 
 reference.need("stash-schema/versions", "Stash's schemas per release")
 SUPPORTED = [tag for tag in releases() if MIN_STASH_VERSION <= version_of(tag)]

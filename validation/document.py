@@ -15,7 +15,6 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy rea
 if TYPE_CHECKING:
     from typing import Any
 
-HOOK_MODE = "hook"
 # Scene.Destroy.Post queues the deleted scene's id like an edit: its job finds the scene gone
 # and takes what was written for it off the items no scene owns now (worker/sync.py
 # ``release_gone``). Stash sends it for sceneDestroy, scenesDestroy and its clean task, with

@@ -2,9 +2,8 @@
 
 ``{"server_connection": {...}, "args": {...}}`` (Stash's pkg/plugin/common/msg.go
 ``PluginInput``, ``StashServerConnection``, filled by pkg/plugin/plugins.go
-``makeServerConnection``: no JSON tags, so the keys are capitalised). Tasks get their
-``defaultArgs`` in ``args``; a hook's ``hookContext`` is read by hooks/lane.py alone. Frozen
-dataclasses with explicit checks (validation/document.py, which the hook uses alone), not pydantic.
+``makeServerConnection``: no JSON tags, so the keys are capitalised), as frozen dataclasses
+built from validation/document.py's checks (which the hook uses alone), not pydantic.
 """
 
 from __future__ import annotations
@@ -14,17 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import InputError
-from validation.document import (
-    ENTITY_HOOKS,
-    HOOK_MODE,
-    HOOK_TRIGGERS,
-    SCENE_HOOKS,
-    args_values,
-    connection_values,
-    cookie_values,
-    read_document,
-    shown,
-)
+from validation.document import args_values, connection_values, read_document
 from validation.modes import STASH_MODES, TASK_MODES
 
 
@@ -32,11 +21,6 @@ from validation.modes import STASH_MODES, TASK_MODES
 class Cookie:
     Name: str
     Value: str = dataclasses.field(repr=False)
-
-    @classmethod
-    def parse(cls, data: Any) -> Cookie | None:
-        values = cookie_values(data)
-        return None if values is None else cls(**values)
 
 
 @dataclass(frozen=True)
@@ -55,7 +39,8 @@ class ServerConnection:
     @classmethod
     def model_validate(cls, data: Any) -> ServerConnection:
         values = connection_values(data)
-        return cls(**{**values, "SessionCookie": Cookie.parse(values["SessionCookie"])})
+        cookie = values["SessionCookie"]
+        return cls(**{**values, "SessionCookie": None if cookie is None else Cookie(**cookie)})
 
     def model_dump(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -77,78 +62,50 @@ class ServerConnection:
         return self.SessionCookie.Value if self.SessionCookie else None
 
 
-def scene_id_arg(params: dict[str, Any], key: str = "scene_id") -> int:
-    """A scene id from ``args`` (a number, or the string id the GraphQL API gives)."""
-    value = params.get(key)
+SCENE_ID = "a Stash scene id (a whole number from 1)"
+RATING_KEY = "the ratingKey of a Plex item (a whole number from 1)"
+
+
+def whole_arg(params: dict[str, Any], key: str, what: str, top: int = 2**63 - 1, default: int | None = None) -> int:
+    """A whole number from 1 to ``top`` in ``args`` (a number, or its text: the GraphQL API
+    gives ids as text); ``what`` says what it must be."""
+    value = params.get(key, default)
     if value is None:
-        raise InputError(f"args.{key} is missing: this mode needs the id of a Stash scene")
+        raise InputError(f"args.{key} is missing: this mode needs {what}")
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**63:
-        raise InputError(f"args.{key} must be a Stash scene id (a whole number from 1){shown(value)}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+        raise InputError(f"args.{key} must be {what}, got {value!r:.60}")
     return value
 
 
-def rating_key_arg(params: dict[str, Any]) -> int:
-    """A Plex ratingKey from ``args`` (a number, or its text)."""
-    value = params.get("rating_key")
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**63:
-        raise InputError(f"args.rating_key must be the ratingKey of a Plex item (a whole number from 1), got {value!r}")
-    return value
-
-
-@dataclass(frozen=True)
-class PluginArgs:
-    mode: str | None = None
-    # every other key of ``args`` (what runPluginOperation / runPluginTask passed)
-    params: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
-    dry_run: bool = False  # defaultArgs dry_run: "true" (the "Preview sync (no writes)" task)
-
-    @classmethod
-    def parse(cls, data: Any) -> PluginArgs:
-        values = args_values(data)
-        del values["hookContext"]  # a hook's document never comes here (hooks/lane.py)
-        return cls(**values)
+def scene_id_arg(params: dict[str, Any]) -> int:
+    return whole_arg(params, "scene_id", SCENE_ID)
 
 
 @dataclass(frozen=True)
 class PluginInput:
-    server_connection: ServerConnection
-    args: PluginArgs = PluginArgs()
+    """A task's document (a hook's is read by hooks/lane.py alone): the mode from its
+    ``defaultArgs``, every other key of ``args`` (what runPluginOperation / runPluginTask
+    passed) and ``dry_run`` (defaultArgs ``"true"``: the "Preview sync (no writes)" task)."""
 
-    @property
-    def mode(self) -> str:
-        """The task mode from ``defaultArgs`` (a hook's run never parses its document here)."""
-        if self.args.mode is None:
-            raise InputError(
-                "args.mode is missing: each task in Stash2Plex.yml sets defaultArgs.mode "
-                f"(one of {', '.join(TASK_MODES)})"
-            )
-        if self.args.mode not in STASH_MODES:
-            raise InputError(
-                f"args.mode {self.args.mode!r} is not a Stash2Plex mode; expected one of {', '.join(TASK_MODES)}"
-            )
-        return self.args.mode
+    server_connection: ServerConnection
+    mode: str
+    params: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
+    dry_run: bool = False
 
 
 def parse_plugin_input(raw: str) -> PluginInput:
     """Parse stdin text into a :class:`PluginInput` or raise :class:`InputError`."""
     document = read_document(raw)
-    parsed = PluginInput(
-        server_connection=ServerConnection.model_validate(document["server_connection"]),
-        args=PluginArgs.parse(document.get("args")),
-    )
-    parsed.mode  # noqa: B018 - validate the mode now, so the error names it
-    return parsed
-
-
-__all__ = [
-    "ENTITY_HOOKS",
-    "HOOK_MODE",
-    "HOOK_TRIGGERS",
-    "SCENE_HOOKS",
-    "PluginInput",
-    "ServerConnection",
-]
+    connection = ServerConnection.model_validate(document["server_connection"])
+    args = args_values(document.get("args"))
+    if args["mode"] is None:
+        raise InputError(
+            f"args.mode is missing: each task in Stash2Plex.yml sets defaultArgs.mode (one of {', '.join(TASK_MODES)})"
+        )
+    if args["mode"] not in STASH_MODES:
+        raise InputError(
+            f"args.mode {args['mode']!r} is not a Stash2Plex mode; expected one of {', '.join(TASK_MODES)}"
+        )
+    return PluginInput(connection, args["mode"], args["params"], args["dry_run"])
