@@ -301,7 +301,7 @@ def _run(
 
             app.take_over()  # as every task does (tasks/__init__.py run_task)
             return watch(app, once=args.once)
-        output = run_task(mode, app, {})
+        output = run_task(mode, app, options)
     except (UsageError, Stash2PlexError) as exc:
         log.error(str(exc))
         return 2 if isinstance(exc, UsageError) else 1

@@ -51,24 +51,18 @@ def entries(app: Context) -> list[dict[str, Any]]:
     return sorted(found.values(), key=lambda e: (ORDER[e["kind"]], e["scene_id"]))
 
 
-def _matches(entry: dict[str, Any], words: list[str]) -> bool:
-    text = f"{entry['scene_id']} {entry['title']} {entry['reason']}".casefold()
-    return all(word in text for word in words)
-
-
 def run(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     per_page = whole_arg(params, "per_page", f"a whole number from 1 to {MAX_PER_PAGE}", MAX_PER_PAGE, PER_PAGE)
     page = whole_arg(params, "page", f"a whole number from 1 to {2**31}", 2**31, 1)
     query = str(params.get("query") or "").strip()
     everything = entries(app)
-    counts = {kind: 0 for kind in ORDER}
-    for entry in everything:
-        counts[entry["kind"]] += 1
+    counts = {kind: sum(e["kind"] == kind for e in everything) for kind in ORDER}
     words = query.casefold().split()
-    shown = [e for e in everything if _matches(e, words)] if words else everything
+    shown = [e for e in everything if all(w in f"{e['scene_id']} {e['title']} {e['reason']}".casefold() for w in words)]
     start = (page - 1) * per_page
-    try:
-        plex: tuple[dict[int, str], PathIndex] | None = _plex_files(app)
+    try:  # the synced libraries' titles and Plex's files (the cached index)
+        index = app.index()
+        plex: tuple[dict[int, str], PathIndex] | None = ({s.key: s.title for s in index.sections}, index.index())
         plex_problem = None
     except Stash2PlexError as exc:  # the list is ours; only the candidates need Plex
         plex, plex_problem = None, str(exc)
@@ -83,12 +77,6 @@ def run(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _plex_files(app: Context) -> tuple[dict[int, str], PathIndex]:
-    """The synced libraries' titles and Plex's files (the cached index)."""
-    index = app.index()
-    return {s.key: s.title for s in index.sections}, index.index()
-
-
 # -- one page: Stash's files beside Plex's candidates ------------------------------------
 def _details(
     app: Context, page: list[dict[str, Any]], plex: tuple[dict[int, str], PathIndex] | None
@@ -98,21 +86,18 @@ def _details(
     raw = app.stash().scenes_by_id([e["scene_id"] for e in page])
     settings = app.settings()
     by_size: dict[int, list[PlexFile]] | None = None
-    shown = []
-    for entry in page:
-        item = {**entry, "files": [], "candidates": [], "screenshot": None}
-        scene_raw = raw.get(entry["scene_id"])
+    shown = [{**entry, "files": [], "candidates": [], "screenshot": None} for entry in page]
+    for item in shown:
+        scene_raw = raw.get(item["scene_id"])
         if scene_raw is None:
-            item["reason"] = f"scene {entry['scene_id']} is not in Stash any more"
-            shown.append(item)
+            item["reason"] = f"scene {item['scene_id']} is not in Stash any more"
             continue
         try:
             scene = scene_from_stash(scene_raw)
         except InvalidMetadata as exc:
             item["reason"] = str(exc)
-            shown.append(item)
             continue
-        item["title"] = scene.title or entry["title"]
+        item["title"] = scene.title or item["title"]
         item["screenshot"] = scene.screenshot  # Stash's own URL: the browser reads it from Stash
         files = SceneFile.of(scene.files)
         item["files"] = [
@@ -120,7 +105,6 @@ def _details(
             for f in files
         ]
         if plex is None:  # Plex did not answer: the files only (``plex_problem`` says why)
-            shown.append(item)
             continue
         libraries, paths = plex
         candidates = list(match_scene(files, paths).candidates)
@@ -131,8 +115,7 @@ def _details(
                     if plex_file.size:
                         by_size.setdefault(plex_file.size, []).append(plex_file)
             candidates = by_size.get(files[0].size, [])
-        item["candidates"] = [_candidate(c, libraries, files) for c in _first(candidates, entry["linked"])]
-        shown.append(item)
+        item["candidates"] = [_candidate(c, libraries, files) for c in _first(candidates, item["linked"])]
     if plex is not None:
         _mark_held(app, shown, plex[1])
     return shown

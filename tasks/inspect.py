@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from tasks.context import Context
 
 
-def run(app: Context) -> dict[str, Any]:
-    scene_id = scene_id_arg(app.options)
+def run(app: Context, params: dict[str, Any]) -> dict[str, Any]:
+    scene_id = scene_id_arg(params)
     settings, syncer = app.settings(), app.syncer()
     raw = app.stash().scenes_by_id([scene_id]).get(scene_id)
     if raw is None:

@@ -1,7 +1,7 @@
 """A user's answer for a scene the matcher could not settle (a Plex item, "Not in Plex",
 "Skip this scene"), and taking it back: ``ui_pin`` (``scene_id``, ``answer`` = item |
 not_in_plex | skip, ``rating_key`` for item), ``ui_unpin`` (``scene_id``), ``pin``/``unpin``
-on the command line.
+on the command line (its operands are the same ``args``).
 
 The answer lives in the ledger (``pins``), so index reloads, ``all`` and ``reconcile`` keep
 it; the sync honours it before any match and still checks the pinned item at write time.
@@ -77,11 +77,3 @@ def unpin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     queued = queue_again(app, [scene_id], INTERACTIVE).added > 0 if had else False
     app.log.info(f"scene {scene_id}: {'answer removed; the matcher decides again' if had else 'had no pin'}")
     return {"scene_id": scene_id, "unpinned": had, "queued": queued}
-
-
-def pin_cli(app: Context) -> dict[str, Any]:
-    return pin(app, {"scene_id": app.options["scene_id"], "rating_key": app.options["rating_key"]})
-
-
-def unpin_cli(app: Context) -> dict[str, Any]:
-    return unpin(app, {"scene_id": app.options["scene_id"]})

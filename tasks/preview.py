@@ -13,7 +13,7 @@ from typing import Any
 
 from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
 from stash.timestamps import recent_since
-from tasks.context import Context
+from tasks.context import Context, scene_pages
 from validation.metadata import SceneMetadata, scene_from_stash
 from worker.preview import PlanReport, plan_entry, publish, unmatched_entry, writes
 from worker.verdict import sort_scenes
@@ -29,13 +29,10 @@ def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: 
     with its reason; Plex down, a refused token or a bad setting fail the whole plan.
     """
     app.settings()
-    stash, ledger = app.stash(), app.ledger()
+    ledger = app.ledger()
     report = PlanReport(mode, limit)
-    page, seen = 1, 0
-    while report.room():
-        total, raw = stash.scenes_page(page, PAGE_SIZE, updated_after)
-        if not raw:
-            break
+    seen = 0
+    for _, raw in scene_pages(app, PAGE_SIZE, updated_after):
         changed = set(sort_scenes(app.syncer(), ledger, raw)[0])  # out-of-scope scenes are never planned
         records = ledger.get_many(sorted(changed))
         work = []
@@ -50,9 +47,8 @@ def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: 
                     report.unmatched.append(unmatched_entry(None, sid, [], str(exc)))
         _plan_page(app.syncer(), work, report)
         seen += len(raw)
-        if seen >= total or len(raw) < PAGE_SIZE:
+        if not report.room():
             break
-        page += 1
     return report.finish(checked=seen)
 
 

@@ -10,18 +10,16 @@ shape). Scenes the settings leave out are counted ``out_of_scope`` and left as t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
+from tasks.context import Context, scene_pages
 from validation.metadata import scene_from_stash
 from worker.breaker import plex_answered
 from worker.preview import PlanReport, plan_entry, publish, unmatched_entry
 from worker.progress import ProgressReporter
 from worker.reconcile import Finding, Reconciler
 from worker.verdict import OUT_OF_SCOPE, verdict
-
-if TYPE_CHECKING:
-    from tasks.context import Context
 
 PAGE_SIZE = 500
 FIRST_FEW = 5
@@ -60,7 +58,6 @@ class DriftReport:
 def run(app: Context) -> dict[str, Any]:
     dry = bool(app.options.get("dry_run"))
     settings = app.settings()
-    stash = app.stash()
     report = DriftReport()
     plan = PlanReport("reconcile") if dry else None
     with app.consumer():  # no drainer writes to Plex or the ledger meanwhile
@@ -68,18 +65,11 @@ def run(app: Context) -> dict[str, Any]:
         plex_answered(app.breaker, app.log)
         reconciler = Reconciler(app.syncer(), app.ledger(), settings)
         progress = ProgressReporter(app.log, 0, "scenes")
-        page, seen, ids = 1, 0, set[int]()
-        while True:
-            total, raw = stash.scenes_page(page, PAGE_SIZE)
-            if not raw:
-                break
+        ids = set[int]()
+        for total, raw in scene_pages(app, PAGE_SIZE):
             _page(app, reconciler, raw, report, plan)
             ids.update(int(item["id"]) for item in raw)
-            seen += len(raw)
-            progress.update(seen, total)
-            if seen >= total or len(raw) < PAGE_SIZE:
-                break
-            page += 1
+            progress.update(len(ids), total)
         if not dry:
             _release_gone(app, app.ledger().scene_ids() - ids, report)
     result = {"dry_run": dry, **report.as_dict(), "plex_detail_reads": reconciler.reads}
