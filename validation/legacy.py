@@ -10,7 +10,7 @@ one taken over is logged naming the new one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from core.errors import ConfigError
@@ -21,6 +21,7 @@ PUBLIC_ORIGIN = "from the public Stash2Plex plugin"
 RENAMED_INVERTED = {"strict_matching": "loose_matching"}
 # the public plugin's names read under ours
 RENAMED = {"plex_library": "plex_libraries"}
+RENAMES = {**RENAMED_INVERTED, **RENAMED}
 # the public plugin's field switches: saved as false -> that field is not written
 FIELD_SWITCHES = {
     "sync_master": "*",
@@ -75,27 +76,11 @@ class Adopted:
         return {"taken_over": list(self.taken_over), "ignored": list(self.ignored)}
 
 
-@dataclass
-class _Work:
-    values: dict[str, Any]
-    taken: list[str] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def take(self, old: str, new: str, value: Any, shown: str, origin: str) -> None:
-        if new in self.values:
-            self.ignored.append(f"{old} (ignored: {new} is set)")
-            return
-        self.values[new] = value
-        self.taken.append(f"{old} → {new} = {shown}")
-        self.warnings.append(f"setting {old} ({origin}) is read as {new} = {shown}; save {new} instead")
-
-
 def merge(saved: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """Saved settings under command-line overrides; an old name on the command line
     beats the new name saved in Stash (the flag wins, as for every other setting)."""
     merged = {**saved, **overrides}
-    for old, new in {**RENAMED_INVERTED, **RENAMED}.items():
+    for old, new in RENAMES.items():
         if old in overrides and new not in overrides:
             merged.pop(new, None)
     return merged
@@ -107,9 +92,7 @@ def new_name(name: str) -> str:
     >>> new_name("plex_library"), new_name("sync_studio"), new_name("path_map")
     ('plex_libraries', 'skip_fields', 'path_map')
     """
-    if name in FIELD_SWITCHES:
-        return "skip_fields"
-    return {**RENAMED_INVERTED, **RENAMED}.get(name, name)
+    return "skip_fields" if name in FIELD_SWITCHES else RENAMES.get(name, name)
 
 
 def saved_names(saved: dict[str, Any]) -> set[str]:
@@ -119,39 +102,41 @@ def saved_names(saved: dict[str, Any]) -> set[str]:
 
 def translate(saved: dict[str, Any], known: set[str]) -> tuple[dict[str, Any], Adopted]:
     """The saved values under today's names, and a report of the old names found."""
-    work = _Work({k: v for k, v in saved.items() if k in known})
+    values = {k: v for k, v in saved.items() if k in known}
+    taken: list[str] = []
+    ignored: list[str] = []
+    warnings: list[str] = []
+    for old, new, value, shown, origin in _old_values(saved, ignored):
+        if new in values:
+            ignored.append(f"{old} (ignored: {new} is set)")
+            continue
+        values[new] = value
+        taken.append(f"{old} → {new} = {shown}")
+        warnings.append(f"setting {old} ({origin}) is read as {new} = {shown}; save {new} instead")
+    ignored += [name for name in saved if name in IGNORED or (name not in known and new_name(name) == name)]
+    return values, Adopted(tuple(taken), tuple(ignored), tuple(warnings))
+
+
+def _old_values(saved: dict[str, Any], ignored: list[str]) -> list[tuple[str, str, Any, str, str]]:
+    """(old name, new name, value, value shown, origin) of each old name to take over; a
+    public field switch saved true is noted in ``ignored`` (its field is written anyway)."""
+    from validation.fields import FIELDS
+
+    found: list[tuple[str, str, Any, str, str]] = []
     for old, new in RENAMED_INVERTED.items():
         if old in saved:
             loose = not parse_bool(old, saved[old])
-            work.take(old, new, loose, "true" if loose else "false", OWN_ORIGIN)
-    for old, new in RENAMED.items():
-        if old in saved:
-            work.take(old, new, saved[old], repr(saved[old]), PUBLIC_ORIGIN)
-    _field_switches(saved, work)
-    for name in saved:
-        if name in IGNORED or (name not in known and name not in _handled()):
-            work.ignored.append(name)
-    return work.values, Adopted(tuple(work.taken), tuple(work.ignored), tuple(work.warnings))
-
-
-def _handled() -> set[str]:
-    return set(RENAMED_INVERTED) | set(RENAMED) | set(FIELD_SWITCHES)
-
-
-def _field_switches(saved: dict[str, Any], work: _Work) -> None:
-    """The public plugin's switches saved as false, as one ``skip_fields`` value."""
-    from validation.fields import FIELDS
-
+            found.append((old, new, loose, "true" if loose else "false", OWN_ORIGIN))
+    found += [(old, new, saved[old], repr(saved[old]), PUBLIC_ORIGIN) for old, new in RENAMED.items() if old in saved]
     off: list[str] = []
     olds: list[str] = []
     for old, target in FIELD_SWITCHES.items():
-        if old not in saved:
-            continue
-        if parse_bool(old, saved[old]):
-            work.ignored.append(f"{old} (true: written, as by default)")
-            continue
-        olds.append(old)
-        off.extend(FIELDS if target == "*" else (target,))
-    if off:
+        if old in saved and parse_bool(old, saved[old]):
+            ignored.append(f"{old} (true: written, as by default)")
+        elif old in saved:
+            olds.append(old)
+            off.extend(FIELDS if target == "*" else (target,))
+    if off:  # the public plugin's switches saved as false, as one ``skip_fields`` value
         value = ", ".join(dict.fromkeys(off))
-        work.take(", ".join(olds), "skip_fields", value, repr(value), PUBLIC_ORIGIN)
+        found.append((", ".join(olds), "skip_fields", value, repr(value), PUBLIC_ORIGIN))
+    return found
