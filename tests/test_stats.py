@@ -9,18 +9,17 @@ import datetime as dt
 import io
 import signal
 import time
-from types import SimpleNamespace
 
-from core.errors import AmbiguousMatch, PlexNotFound, StashUnavailable
+from app.root import App
 from core.log import StashLog
-from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import BULK, INTERACTIVE, Job, Taken
-from sync_queue.ledger import Ledger, SceneRecord
 from sync_queue.queue import JobQueue
 from sync_queue.stats import STATS_FILE, Delta, StatsStore, iso_local
 from tasks.queue_status import format_status
 from tests.runner import start_plugin, task_document
-from worker.breaker import BreakerState
+from validation.metadata import scene_from_stash
+from validation.plugin_input import ServerConnection
+from worker.breaker import BreakerPolicy, BreakerStore, CircuitBreaker
 from worker.pipeline import Pipeline
 from worker.worker import Parts, Worker
 
@@ -124,59 +123,7 @@ def test_iso_local_keeps_the_offset():
     assert dt.datetime.fromisoformat(iso_local(NOW)).utcoffset() is not None
 
 
-# -- the worker's bookkeeping: the queue in a temporary folder, fakes for Stash, Plex and the breaker ------
-class FakeBreaker:
-    def allow(self):
-        return True
-
-    def state(self):
-        return BreakerState()
-
-    def seconds_until_probe(self):
-        return 0.0
-
-    def record_success(self):
-        pass
-
-    def record_failure(self):
-        pass
-
-
-class FakeSyncer:
-    """Scene 1 synced with a poster, 3 ambiguous, 4 not in Plex; hash = title."""
-
-    # The worker reads how long each sync waited at our own bound at Plex: never, here.
-    client = SimpleNamespace(requests=SimpleNamespace(waited=lambda: 0.0, bound=lambda limit: None))
-    posters = SimpleNamespace(cover_read_ahead=lambda scene, record: contextlib.nullcontext())
-    locator = SimpleNamespace(load_pins=lambda ids: None, prefetch=lambda work: None, end_batch=lambda keys=None: None)
-
-    def state_hash(self, scene):
-        return scene.title
-
-    def link_problem(self, record):
-        return None  # Plex still lists the item written last
-
-    def out_of_scope(self, scene):
-        return None
-
-    def depends_on(self, scene):
-        return {}
-
-    def saves_held(self):
-        return contextlib.nullcontext()
-
-    def flush_saves(self):
-        pass
-
-    def sync(self, scene, record, scan_allowed):
-        if scene.id == 3:
-            raise AmbiguousMatch("two Plex items hold one.mp4")
-        if scene.id == 4:
-            raise PlexNotFound("no Plex item holds /plex/four.mp4")
-        plan = SimpleNamespace(describe=lambda: ["title: 'a' → 'b'"])
-        return SimpleNamespace(plan=plan, warnings=[], poster="uploaded", rating_key=100 + scene.id, how="linked")
-
-
+# -- the worker's bookkeeping: the real Stash client and syncer against the emulators, the queue in the data folder --
 class CountingStats(StatsStore):
     def __init__(self, directory) -> None:
         super().__init__(directory)
@@ -187,39 +134,45 @@ class CountingStats(StatsStore):
         super().record(delta)
 
 
-def raw_scene(sid: int, title: str = "T") -> dict:
-    return {"id": str(sid), "title": title, "files": [{"path": f"/stash/{sid}.mp4", "size": 1, "duration": 60.0}]}
+def library(plugin) -> dict[str, int]:
+    """One scene to sync, one synced already, one two Plex items fit, one not in Plex, one
+    without a file and one id Stash does not have."""
+    synced, _ = plugin.add_scene(1)
+    same, _ = plugin.add_scene(2, title="Same")
+    for folder in ("x", "y"):  # two same-name candidates, strict matching: AmbiguousMatch
+        plugin.plex.add_item(1, f"/plex/media/{folder}/clip.mp4", size=77, duration_ms=60000)
+    clip = [{"path": "/stash/media/clip.mp4", "size": 77, "duration": 60.0}]
+    four = [{"path": "/stash/media/four.mp4", "size": 4, "duration": 60.0}]
+    ambiguous = plugin.stash.add_scene(title="Clip", files=clip)
+    missing = plugin.stash.add_scene(title="Four", files=four)
+    no_file = plugin.stash.add_scene(title="No file", files=[])
+    return {"synced": synced, "same": same, "ambiguous": ambiguous, "missing": missing, "no_file": no_file}
 
 
-class FakeStash:
-    def __init__(self, scenes: dict[int, dict], down: bool = False) -> None:
-        self.scenes, self.down = scenes, down
-
-    def scenes_by_id(self, ids):
-        if self.down:
-            raise StashUnavailable("Stash did not answer")
-        return {sid: self.scenes[sid] for sid in ids if sid in self.scenes}
-
-
-def make_worker(tmp_path, stash: FakeStash, ticks: list[float]):
-    ledger = Ledger(tmp_path, clock=lambda: NOW)
-    ledger.save(SceneRecord(2, rating_key=102, state_hash="Same"))  # scene 2 is unchanged
-    stats = CountingStats(tmp_path)
+@contextlib.contextmanager
+def real_worker(plugin, ticks: list[float], breaker: CircuitBreaker | None = None):
+    """A worker on the plugin's own parts (App), with the clock at NOW and Plex work timed by ``ticks``."""
+    app = App(ServerConnection.model_validate(plugin.connection), plugin.env, StashLog(io.StringIO()), plugin.data_dir)
+    stats = CountingStats(plugin.data_dir)
     timer = iter(ticks)
     parts = Parts(
-        queue=JobQueue(tmp_path / "queue", consumer=True, clock=lambda: NOW),
-        dlq=DeadLetterQueue(tmp_path, clock=lambda: NOW),
-        ledger=ledger,
-        stash=stash,
-        syncer=FakeSyncer(),
-        breaker=FakeBreaker(),
+        queue=JobQueue(plugin.data_dir / "queue", consumer=True, clock=lambda: NOW),
+        dlq=app.dlq(),
+        ledger=app.ledger(),
+        stash=app.stash(),
+        syncer=app.syncer(),
+        breaker=breaker or app.breaker(),
         stats_store=stats,
         log=StashLog(io.StringIO()),
         clock=lambda: NOW,
         timer=lambda: next(timer),
     )
-    worker = Worker(parts, concurrency=1)
-    return worker, stats
+    try:
+        yield Worker(parts, concurrency=1), stats, app
+    finally:
+        parts.queue.close()
+        stats.close()
+        app.close()
 
 
 def process_batch(worker, batch: list[Taken]) -> None:
@@ -232,75 +185,76 @@ def taken(*ids: int) -> list[Taken]:
     return [Taken(Job(scene_id=sid, priority=INTERACTIVE), pqid=sid, table="interactive") for sid in ids]
 
 
-def test_worker_records_each_batch_once_with_timed_plex_work(tmp_path):
-    scenes = {
-        1: raw_scene(1),
-        2: raw_scene(2, "Same"),
-        3: raw_scene(3),
-        4: raw_scene(4),
-        6: {"id": "6", "title": "No file", "files": []},
-    }  # 5 is gone from Stash
-    # concurrency 1: scenes 1, 3, 4 reach Plex in order and take 0.2 s, 0.05 s, 0.35 s
-    worker, stats = make_worker(tmp_path, FakeStash(scenes), [10.0, 10.2, 20.0, 20.05, 30.0, 30.35])
-    process_batch(worker, taken(1, 2, 3, 4, 5, 6))
-    assert len(stats.recorded) == 1
-    assert stats.snapshot() == {
-        "synced": 1,
-        "unchanged": 1,
-        "gone": 1,
-        "posters": 1,
-        "failed": {"AmbiguousMatch": 1, "InvalidMetadata": 1},
-        "failed_total": 2,
-        "retried": {"PlexNotFound": 1},
-        "retried_total": 1,
-        "timed_jobs": 3,
-        "avg_plex_ms": 200.0,
-        "last_success_at": local(NOW),
-        "last_failure_at": local(NOW),
-        "last_failure": {
-            "error_class": "PlexNotFound",
-            "message": "no Plex item holds /plex/four.mp4",
-            "dead_lettered": False,
-        },
-    }
-    # the run's own counter (a task's reply) is kept as before
-    assert dict(worker.stats) == {"synced": 1, "posters": 1, "unchanged": 1, "gone": 1, "failed": 2, "retrying": 1}
-    assert not worker.delta  # a fresh delta for the next batch
-    process_batch(worker, taken(2))
-    assert len(stats.recorded) == 2 and stats.snapshot()["unchanged"] == 2
-    stats.close()
+def test_worker_records_each_batch_once_with_timed_plex_work(plugin):
+    ids = library(plugin)
+    gone = max(ids.values()) + 1  # not in Stash
+    # concurrency 1: three scenes reach Plex, one after another, and take 0.2 s, 0.05 s, 0.35 s
+    with real_worker(plugin, [10.0, 10.2, 20.0, 20.05, 30.0, 30.35]) as (worker, stats, app):
+        same = scene_from_stash(app.stash().scenes_by_id([ids["same"]])[ids["same"]])
+        app.syncer().sync(same, None, scan_allowed=False)  # written before: unchanged
+        process_batch(worker, taken(*ids.values(), gone))
+        assert len(stats.recorded) == 1
+        snapshot = stats.snapshot()
+        last_failure = snapshot.pop("last_failure")
+        assert snapshot == {
+            "synced": 1,
+            "unchanged": 1,
+            "gone": 1,
+            "posters": 1,
+            "failed": {"AmbiguousMatch": 1, "InvalidMetadata": 1},
+            "failed_total": 2,
+            "retried": {"PlexNotFound": 1},
+            "retried_total": 1,
+            "timed_jobs": 3,
+            "avg_plex_ms": 200.0,
+            "last_success_at": local(NOW),
+            "last_failure_at": local(NOW),
+        }
+        assert last_failure["error_class"] in ("AmbiguousMatch", "InvalidMetadata", "PlexNotFound")
+        assert last_failure["dead_lettered"] is (last_failure["error_class"] != "PlexNotFound")
+        # the run's own counter (a task's reply) is kept as before
+        assert dict(worker.stats) == {"synced": 1, "posters": 1, "unchanged": 1, "gone": 1, "failed": 2, "retrying": 1}
+        assert not worker.delta  # a fresh delta for the next batch
+        process_batch(worker, taken(ids["same"]))
+        assert len(stats.recorded) == 2 and stats.snapshot()["unchanged"] == 2
 
 
-def test_jobs_of_one_scene_staged_together_sync_it_once_and_the_users_edit_is_the_one_kept(tmp_path):
-    worker, stats = make_worker(tmp_path, FakeStash({1: raw_scene(1)}), [10.0, 10.2])
-    worker.log = StashLog(out := io.StringIO())
-    bulk = Taken(Job(scene_id=1, priority=BULK), pqid=7, table="bulk")
-    process_batch(worker, [bulk, *taken(1)])  # as deferred jobs of a scene in flight come back
-    assert dict(worker.stats) == {"synced": 1, "posters": 1}
-    assert "\x01i\x02scene 1 → Plex item 101 (linked)" in out.getvalue()  # the user's edit: at info
-    stats.close()
+def test_jobs_of_one_scene_staged_together_sync_it_once_and_the_users_edit_is_the_one_kept(plugin):
+    sid, rk = plugin.add_scene(1)
+    with real_worker(plugin, [10.0, 10.2]) as (worker, stats, _):
+        worker.log = StashLog(out := io.StringIO())
+        bulk = Taken(Job(scene_id=sid, priority=BULK), pqid=7, table="bulk")
+        process_batch(worker, [bulk, *taken(sid)])  # as deferred jobs of a scene in flight come back
+        assert dict(worker.stats) == {"synced": 1, "posters": 1}
+        assert f"\x01i\x02scene {sid} → Plex item {rk} (" in out.getvalue()  # the user's edit: at info
 
 
-def test_jobs_held_by_an_open_breaker_add_up_in_the_run_and_stay_out_of_stats_db(tmp_path):
-    worker, stats = make_worker(tmp_path, FakeStash({1: raw_scene(1)}), [])
-    worker.breaker = SimpleNamespace(allow=lambda: False, seconds_until_probe=lambda: 30.0)
-    process_batch(worker, taken(1, 2))
-    process_batch(worker, taken(3, 4, 5))
-    assert dict(worker.stats) == {"waiting_for_plex": 5}
-    assert worker.queue.parked_count() == 5 and worker.queue.next_due() == NOW + 30  # waiting, budget kept
-    assert stats.snapshot() == EMPTY
-    stats.close()
+def test_jobs_held_by_an_open_breaker_add_up_in_the_run_and_stay_out_of_stats_db(plugin, tmp_path):
+    ids = list(library(plugin).values())
+    policy = BreakerPolicy(threshold=1, recovery=30.0, first_probe=30.0)
+    breaker = CircuitBreaker(BreakerStore(tmp_path / "breaker.json"), policy, clock=lambda: NOW)
+    breaker.record_failure()  # Plex failed once: open, the next probe in 30 s
+    with real_worker(plugin, [], breaker) as (worker, stats, _):
+        process_batch(worker, taken(*ids[:2]))
+        process_batch(worker, taken(*ids[2:]))
+        assert dict(worker.stats) == {"waiting_for_plex": 5}
+        assert worker.queue.parked_count() == 5 and worker.queue.next_due() == NOW + 30  # waiting, budget kept
+        assert stats.snapshot() == EMPTY
 
 
-def test_a_batch_that_ends_early_is_recorded_too(tmp_path):
-    worker, stats = make_worker(tmp_path, FakeStash({}, down=True), [])
-    process_batch(worker, taken(1, 2))  # Stash is down: both wait (no retry spent), no Plex work
-    assert len(stats.recorded) == 1
-    snap = stats.snapshot()
-    assert snap["retried"] == {} and snap["failed"] == {} and snap["timed_jobs"] == 0 and snap["avg_plex_ms"] is None
-    assert worker.queue.parked_count() == 2  # postponed, not retried
-    assert dict(worker.stats) == {"waiting_for_stash": 2}
-    stats.close()
+def test_a_batch_that_ends_early_is_recorded_too(plugin):
+    one, _ = plugin.add_scene(1)
+    two, _ = plugin.add_scene(2)
+    with real_worker(plugin, []) as (worker, stats, _):
+        plugin.stash.stop()  # Stash is down: both wait (no retry spent), no Plex work
+        process_batch(worker, taken(one, two))
+        assert len(stats.recorded) == 1
+        snap = stats.snapshot()
+        assert (
+            snap["retried"] == {} and snap["failed"] == {} and snap["timed_jobs"] == 0 and snap["avg_plex_ms"] is None
+        )
+        assert worker.queue.parked_count() == 2  # postponed, not retried
+        assert dict(worker.stats) == {"waiting_for_stash": 2}
 
 
 # -- rendering -------------------------------------------------------------------------------
