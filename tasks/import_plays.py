@@ -19,11 +19,11 @@ def run(app: Context) -> dict:
         raise ConfigError(why)
     dry_run = bool(app.options.get("dry_run"))
     counts = app.play_import().run(settings.play_accounts, from_start=True, dry_run=dry_run)
-    keys = ("plays_to_add", "plays_in_stash", "plays_known", "plays_not_synced", "plays_same_viewing")
-    if not dry_run:
-        keys = ("plays_added", *keys[1:])
+    added = "plays_to_add" if dry_run else "plays_added"
+    keys = (added, "plays_in_stash", "plays_known", "plays_not_synced", "plays_same_viewing")
     result = {"dry_run": dry_run, "accounts": list(settings.play_accounts), **{k: counts.get(k, 0) for k in keys}}
     verb = "would add" if dry_run else "added"
-    added = result.get("plays_to_add" if dry_run else "plays_added", 0)
-    app.log.info(f"Plex watch history: {verb} {added} play(s) to Stash; {result['plays_in_stash']} already there")
+    app.log.info(
+        f"Plex watch history: {verb} {result[added]} play(s) to Stash; {result['plays_in_stash']} already there"
+    )
     return result

@@ -42,13 +42,6 @@ def run_recent(app: Context) -> dict[str, Any]:
     return _sync(app, label="recent")
 
 
-def _count_unchanged(app: Context, n: int, now: float) -> None:
-    """Scenes not queued because nothing changed: counted like the worker's skips."""
-    delta = Delta()
-    delta.unchanged(now, n)
-    app.stats().record(delta)
-
-
 _END = object()
 
 
@@ -59,8 +52,8 @@ class PageFeed:
     and works out which scenes may differ (``sort_scenes``).
     """
 
-    def __init__(self, app: Context, queue: JobQueue, updated_after: str | None, label: str) -> None:
-        self.app, self.queue, self.label = app, queue, label
+    def __init__(self, app: Context, queue: JobQueue, updated_after: str | None) -> None:
+        self.app, self.queue = app, queue
         self.updated_after = updated_after
         self.prefetched: dict[int, dict] = {}  # scene data of queued bulk jobs, until taken
         self._unqueued: list[tuple[int, dict | None]] = []  # the current page's changed scenes not queued yet
@@ -155,7 +148,9 @@ class PageFeed:
         self._ids.update(int(s["id"]) for s in scenes)
         self.seen += len(scenes)
         self.skipped += len(scenes) - len(changed)
-        _count_unchanged(self.app, len(scenes) - len(changed) - out_of_scope, time.time())
+        unchanged = Delta()  # scenes not queued because nothing changed: counted like the worker's skips
+        unchanged.unchanged(time.time(), len(scenes) - len(changed) - out_of_scope)
+        self.app.stats().record(unchanged)
         return True
 
     def _gone(self) -> list[int]:
@@ -190,7 +185,7 @@ def _sync(app: Context, label: str) -> dict[str, Any]:
     with app.consumer() as queue:
         worker = app.worker(queue, probe_now=True)
         reporter = ProgressReporter(app.log, 0, "scenes")
-        feed = PageFeed(app, queue, updated_after, label)
+        feed = PageFeed(app, queue, updated_after)
 
         def refill(force: bool) -> bool:
             more = feed.refill(force)

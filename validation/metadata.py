@@ -187,17 +187,20 @@ def _ids(items: Any) -> tuple[int, ...]:
     return tuple(sorted(found))
 
 
+def _groups(raw: dict[str, Any]) -> list[Any]:
+    return [g.get("group") for g in raw.get("groups") or [] if isinstance(g, dict)]
+
+
 def entities_of(raw: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     """kind → sorted ids of the scene's tags, performers, studio (and its parent, whose name
     collections and templates show) and groups (no empty kinds)."""
-    groups = [g.get("group") for g in raw.get("groups") or [] if isinstance(g, dict)]
     studio = raw.get("studio")
     studios = [studio, studio.get("parent_studio")] if isinstance(studio, dict) else []
     found = {
         "tag": _ids(raw.get("tags")),
         "performer": _ids(raw.get("performers")),
         "studio": _ids([s for s in studios if isinstance(s, dict)]),
-        "group": _ids(groups),
+        "group": _ids(_groups(raw)),
     }
     return {kind: ids for kind, ids in found.items() if ids}
 
@@ -239,7 +242,7 @@ def scene_from_stash(raw: dict[str, Any]) -> SceneMetadata:
             performers=(performers := _names(raw.get("performers"), "performers", warnings)),
             performer_images=_images(raw.get("performers"), performers),
             tags=_names(raw.get("tags"), "tags", warnings),
-            groups=_names([g.get("group") for g in raw.get("groups") or [] if isinstance(g, dict)], "groups", warnings),
+            groups=_names(_groups(raw), "groups", warnings),
             code=clean_line(raw.get("code")),
             director=clean_line(raw.get("director")),
             rating100=_rating(raw.get("rating100"), warnings),
