@@ -225,11 +225,8 @@ def thumbs(app: Context, params: dict[str, Any]) -> dict[str, Any]:
         try:
             image = app.plex().thumbnail(rating_key)
         except PlexNotFound:
-            images[str(rating_key)] = None
-            continue
+            image = b""  # no poster
         kind = next((t for magic, t in THUMB_TYPES.items() if image.startswith(magic)), None)
-        # never hand the page anything but a picture
-        images[str(rating_key)] = (
-            None if kind is None else f"data:{kind};base64,{base64.b64encode(image).decode('ascii')}"
-        )
+        data = base64.b64encode(image).decode("ascii")
+        images[str(rating_key)] = None if kind is None else f"data:{kind};base64,{data}"  # a picture or nothing
     return {"images": images}

@@ -114,15 +114,8 @@ def dlq_groups(entries: list[dict[str, Any]], by_reason: dict[str, int] | None =
     ``count`` is the queue's (``by_reason``), not the entries shown (the newest ``DLQ_LIMIT``)."""
     groups: dict[str, list[dict[str, Any]]] = {name: [] for name in by_reason or {}}
     for entry in entries:
-        groups.setdefault(entry["error_class"], []).append(
-            {
-                "scene_id": entry["scene_id"],
-                "title": entry["title"],
-                "reason": entry["reason"],
-                "attempts": entry["attempts"],
-                "failed_at": iso_local(entry["failed_at"]),
-            }
-        )
+        shown = {key: entry[key] for key in ("scene_id", "title", "reason", "attempts")}
+        groups.setdefault(entry["error_class"], []).append({**shown, "failed_at": iso_local(entry["failed_at"])})
     counts = {name: (by_reason or {}).get(name, len(scenes)) for name, scenes in groups.items()}
     ordered = sorted(groups.items(), key=lambda kv: (-counts[kv[0]], kv[0]))
     return [
@@ -172,16 +165,12 @@ def _since(app: Context, state: dict[str, Any], now: float) -> dict[str, Any]:
 def scene(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     record = app.ledger().get_many([scene_id]).get(scene_id)
-    answer: dict[str, Any] = {
-        "scene_id": scene_id,
-        "rating_key": record.rating_key if record else None,
-        "plex_path": record.plex_path if record else None,
-        "library": None,
-        "last_written": iso_local(record.synced_at) if record else None,
-        "reason": None,
-        "advice": None,
-        "next_retry_at": None,
-    }
+    answer: dict[str, Any] = {"scene_id": scene_id, "rating_key": None, "plex_path": None, "library": None}
+    answer.update(last_written=None, reason=None, advice=None, next_retry_at=None)
+    if record is not None:
+        answer.update(
+            rating_key=record.rating_key, plex_path=record.plex_path, last_written=iso_local(record.synced_at)
+        )
     pin = app.ledger().pin_of(scene_id)
     answer["pin"] = {"answer": pin.answer, "rating_key": pin.rating_key} if pin is not None else None
     answer["state"] = _scene_state(app, scene_id, record, answer)
