@@ -1,12 +1,11 @@
 """``health_check``: can Stash2Plex reach both servers, and does path_map fit the files?
 
 In order: Stash (version, settings, old names taken over or ignored, whether a ``watch``
-runs for the settings that need one), Plex (where
-plex_url leads, version, token), the libraries, then ``SAMPLE_SIZE`` scenes' files mapped
-with ``path_map`` and looked up in Plex's index (under half found: a rule is suggested,
-plex/suggest.py), then every scene matched as the sync matches it (the unmatched
-counted, with the command that lists them). A failed check is never an error reply:
-``ok: false`` and ``problems`` say what to fix.
+runs for the settings that need one), Plex (where plex_url leads, version, token), the
+libraries, then ``SAMPLE_SIZE`` scenes' files mapped with ``path_map`` and looked up in
+Plex's index (under half found: a rule is suggested, plex/suggest.py), then every scene
+matched as the sync matches it (the unmatched counted, with the command that lists them).
+A failed check is never an error reply: ``ok: false`` and ``problems`` say what to fix.
 """
 
 from __future__ import annotations
@@ -157,19 +156,15 @@ def _check_plex(app: Context, report: _Report) -> bool:
     try:
         info["version"] = app.plex().version()
     except PlexAuthError as exc:
-        info["reachable"], info["token_accepted"] = True, False
+        info.update(reachable=True, token_accepted=False)
         report.bad(f"Plex token rejected: {exc}")
         return False
-    except PlexUnavailable as exc:
-        report.bad(f"Plex is not reachable: {exc}")
-        return False
     except Stash2PlexError as exc:
-        report.bad(f"Plex check failed: {exc}")
+        report.bad(f"Plex {'is not reachable' if isinstance(exc, PlexUnavailable) else 'check failed'}: {exc}")
         return False
-    info["reachable"], info["token_accepted"] = True, True
-    report.good(f"Plex is reachable (version {info['version']}) and accepts the token")
     plex = app.plex()
-    info["url"] = plex.base_url
+    info.update(reachable=True, token_accepted=True, url=plex.base_url)
+    report.good(f"Plex is reachable (version {info['version']}) and accepts the token")
     if plex.redirected:
         report.good(
             f"plex_url {plex.url} redirects to {plex.base_url}: Stash2Plex follows it once when it connects and "
