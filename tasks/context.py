@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 class Context(Protocol):
     log: StashLog
     data_dir: Path
-    # How this run was asked for: dry_run, scene_id and rating_key (the command line), full_reply.
+    # How this run was asked for: mode, dry_run, full_reply (the command line).
     options: dict[str, object]
 
     def settings(self) -> Settings: ...

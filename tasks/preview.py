@@ -74,20 +74,14 @@ def _plan_page(syncer: Any, work: list[tuple[SceneMetadata, Any]], report: PlanR
         syncer.locator.end_batch()
 
 
-def plan_all(app: Context) -> dict[str, Any]:
-    """The dry run of ``all`` (the task "Preview sync" and ``all --dry-run``)."""
-    return _publish(app, plan_sync(app, "all"))
-
-
-def plan_recent(app: Context) -> dict[str, Any]:
-    """The dry run of ``recent`` (``recent --dry-run``)."""
-    since = recent_since(app.ledger().meta("last_sync_at"), app.stash().newest_updated_at())
-    app.log.info(f"syncing scenes updated after {since}")
-    return _publish(app, plan_sync(app, "recent", since))
-
-
-def _publish(app: Context, plan: dict[str, Any]) -> dict[str, Any]:
-    return publish(plan, app.data_dir, app.log, bool(app.options.get("full_reply")))
+def plan(app: Context) -> dict[str, Any]:
+    """The dry run of ``all`` (the task "Preview sync" and ``all --dry-run``) or of ``recent``."""
+    since = None
+    if app.options["mode"] == "recent":
+        since = recent_since(app.ledger().meta("last_sync_at"), app.stash().newest_updated_at())
+        app.log.info(f"syncing scenes updated after {since}")
+    planned = plan_sync(app, str(app.options["mode"]), since)
+    return publish(planned, app.data_dir, app.log, bool(app.options.get("full_reply")))
 
 
 def run(app: Context) -> dict[str, Any]:

@@ -34,14 +34,6 @@ SLICE = 100  # jobs queued at once (a put is a SQLite transaction each)
 LOW_WATER = 150  # queued jobs of ours not taken yet: below this the next slice is queued
 
 
-def run_all(app: Context) -> dict[str, Any]:
-    return _sync(app, label="all")
-
-
-def run_recent(app: Context) -> dict[str, Any]:
-    return _sync(app, label="recent")
-
-
 _END = object()
 
 
@@ -174,7 +166,9 @@ def _list_plex_meanwhile(app: Context) -> None:
     threading.Thread(target=index.warm, name="plex-index", daemon=True).start()
 
 
-def _sync(app: Context, label: str) -> dict[str, Any]:
+def run(app: Context) -> dict[str, Any]:
+    """``all`` or ``recent`` (``app.options["mode"]``)."""
+    label = app.options["mode"]
     app.settings()
     _list_plex_meanwhile(app)
     marker = app.stash().newest_updated_at()  # read first: whatever changes during the run is newer

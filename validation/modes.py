@@ -51,16 +51,16 @@ def function(ref: str) -> Callable[..., Any]:
 _ROWS = (
     Mode(
         "all",
-        "tasks.sync_all:run_all",
+        "tasks.sync_all:run",
         help="sync every scene that differs from what was last written to Plex",
-        plan="tasks.preview:plan_all",
+        plan="tasks.preview:plan",
         dry_run=True,
     ),
     Mode(
         "recent",
-        "tasks.sync_all:run_recent",
+        "tasks.sync_all:run",
         help="sync scenes updated since the last sync (the last 24 h when there was none)",
-        plan="tasks.preview:plan_recent",
+        plan="tasks.preview:plan",
         dry_run=True,
     ),
     Mode(
