@@ -221,18 +221,14 @@ def _library(app: Context, rating_key: int) -> str | None:
 
 
 # -- actions --------------------------------------------------------------------------
-def retry_entry(app: Context, params: dict[str, Any]) -> dict[str, Any]:
+def sync_scene(app: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """Queue the scene ahead of bulk work; a dead-letter entry of it is retried with it
+    (``ui_retry``: only a dead letter)."""
     scene_id = scene_id_arg(params)
-    if app.dlq().entry(scene_id) is None:
+    if app.options["mode"] == "ui_retry" and app.dlq().entry(scene_id) is None:
         raise InputError(
             f"scene {scene_id} is not in the dead-letter queue (it may have been retried already); reload the page"
         )
-    return sync_scene(app, params)
-
-
-def sync_scene(app: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """Queue the scene ahead of bulk work; a dead-letter entry of it is retried with it."""
-    scene_id = scene_id_arg(params)
     requeued = queue_again(app, [scene_id], INTERACTIVE)
     what = "dead-letter entry queued again" if requeued.dead else "queued" if requeued.added else "already queued"
     app.log.info(f"scene {scene_id}: {what} from Stash's UI")

@@ -128,7 +128,7 @@ _ROWS = (
     ),
     Mode("ui_status", "tasks.ui:status", OPERATION),
     Mode("ui_scene", "tasks.ui:scene", OPERATION, takes_args=True),
-    Mode("ui_retry", "tasks.ui:retry_entry", OPERATION, takes_args=True),
+    Mode("ui_retry", "tasks.ui:sync_scene", OPERATION, takes_args=True),
     Mode("ui_sync_scene", "tasks.ui:sync_scene", OPERATION, takes_args=True),
     Mode("ui_preview", "tasks.preview:run", OPERATION),
     Mode("ui_pin", "tasks.pins:pin", OPERATION, takes_args=True),
