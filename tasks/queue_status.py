@@ -1,8 +1,5 @@
-"""``queue_status``: what is waiting, what failed and why, and the cumulative statistics.
-
-``run(app)`` returns a plain JSON-able dict (the task's reply, also printed by the
-command line's ``status``); ``format_status`` renders such a dict as readable lines,
-which the task logs and the command line prints.
+"""``queue_status``: what is waiting, what failed and why, and the cumulative statistics: the
+reply, and as readable lines (``format_status``) that the task logs and the command line prints.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""The plugin's page and scene panel in Stash's UI: plain modes that answer JSON.
+"""The plugin's page and scene panel in Stash's UI: ``ui_status``, ``ui_scene``, ``ui_sync_scene``
+and ``ui_retry``.
 
 Stash's UI calls them through ``runPluginOperation`` (one short run; the reply's ``output`` is the
 JSON); long work goes through ``runPluginTask`` and the ordinary tasks. Answers come from the
-plugin's own files plus, for Plex's state, one quick request to Plex. Modes: ``ui_status`` (Plex,
-token, queue, dead letters by reason with what to do, last sync, stats), ``ui_scene`` (a scene's
-item, last write, ``pin`` and sync state with the reason: worker/verdict.py), ``ui_retry`` (a dead letter back in the
-queue, fresh budget), ``ui_preview`` (tasks/preview.py), ``ui_sync_scene`` (queue a scene now,
-ahead of bulk work).
+plugin's own files plus, for Plex's state, one quick request to Plex.
 """
 
 from __future__ import annotations
@@ -75,6 +72,7 @@ UNKNOWN = ("Could not be synced", "See the reason; Retry once it is fixed.")
 
 # -- ui_status ------------------------------------------------------------------------
 def status(app: Context) -> dict[str, Any]:
+    """Plex and its token, the queue, dead letters by reason with what to do, last sync, stats."""
     ledger, dlq = app.ledger(), app.dlq()
     entries, by_reason = dlq.entries(DLQ_LIMIT), dlq.summary(newest=0)["by_reason"]
     return {
@@ -163,6 +161,7 @@ def _since(app: Context, state: dict[str, Any], now: float) -> dict[str, Any]:
 
 # -- ui_scene -------------------------------------------------------------------------
 def scene(app: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """A scene's item, last write, pin and sync state with the reason (worker/verdict.py)."""
     scene_id = scene_id_arg(params)
     record = app.ledger().get_many([scene_id]).get(scene_id)
     answer: dict[str, Any] = {"scene_id": scene_id, "rating_key": None, "plex_path": None, "library": None}
