@@ -10,19 +10,17 @@ A failed check is never an error reply: ``ok: false`` and ``problems`` say what 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.errors import ConfigError, PlexAuthError, PlexUnavailable, Stash2PlexError, StashUnavailable
+from core.log import StashLog
 from plex.index import VIDEO_SECTION_TYPES, pick_sections
 from plex.matcher import CHOOSE
 from plex.suggest import suggest_rule, unsettled
+from tasks.context import Context
+from validation.config import Settings
 from worker.breaker import plex_answered
 from worker.watching import watch_report
-
-if TYPE_CHECKING:
-    from core.log import StashLog
-    from tasks.context import Context
-    from validation.config import Settings
 
 SAMPLE_SIZE = 200
 LOW_SHARE = 0.5

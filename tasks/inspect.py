@@ -10,17 +10,15 @@ now; nothing is written).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.errors import AmbiguousMatch, PlexNotFound, Stash2PlexError
 from plex.matcher import SceneFile, diagnose
+from tasks.context import Context
 from validation.metadata import scene_from_stash
 from validation.plugin_input import scene_id_arg
 from worker.preview import entry_lines, plan_entry
 from worker.verdict import verdict
-
-if TYPE_CHECKING:
-    from tasks.context import Context
 
 
 def run(app: Context, params: dict[str, Any]) -> dict[str, Any]:

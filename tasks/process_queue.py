@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from tasks.context import Context
 from worker.pipeline import work
 from worker.progress import ProgressReporter, finish, sum_done
-
-if TYPE_CHECKING:
-    from tasks.context import Context
 
 
 def run(app: Context) -> dict:

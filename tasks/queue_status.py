@@ -4,13 +4,11 @@ reply, and as readable lines (``format_status``) that the task logs and the comm
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from core.privacy import Placeholders
 from sync_queue.stats import iso_local
 from tasks.context import Context, queue_state
-
-if TYPE_CHECKING:
-    from core.privacy import Placeholders
 
 
 def run(app: Context) -> dict[str, Any]:

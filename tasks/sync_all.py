@@ -13,20 +13,18 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Full, Queue
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stash.timestamps import recent_since
 from sync_queue.job import BULK, Job
 from sync_queue.ledger import ALL_CHECKED_AT
+from sync_queue.queue import JobQueue
 from sync_queue.stats import Delta
+from tasks.context import Context
 from worker.pipeline import work
 from worker.progress import ProgressReporter, finish, sum_done
 from worker.verdict import sort_scenes
 from worker.worker import READ_AT
-
-if TYPE_CHECKING:
-    from sync_queue.queue import JobQueue
-    from tasks.context import Context
 
 PAGE_SIZE = 500
 FIRST_PAGE_SIZE = 100  # Stash answers a small page sooner: the first writes start while the next page is read

@@ -9,12 +9,12 @@ plugin's own files plus, for Plex's state, one quick request to Plex.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.errors import ConfigError, InputError, InvalidMetadata, PlexAuthError, Stash2PlexError
 from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import INTERACTIVE
-from sync_queue.ledger import ALL_CHECKED_AT
+from sync_queue.ledger import ALL_CHECKED_AT, SceneRecord
 from sync_queue.stats import iso_local
 from tasks.context import Context, queue_again, queue_state
 from validation.metadata import scene_from_stash
@@ -22,9 +22,6 @@ from validation.plugin_input import scene_id_arg
 from worker.photos import photo_notice
 from worker.verdict import OUT_OF_SCOPE, STALE, UNCHANGED, verdict
 from worker.watching import watch_report
-
-if TYPE_CHECKING:
-    from sync_queue.ledger import SceneRecord
 
 PLEX_SEEN_KEY = "plex_seen"  # ledger meta: {"reachable": bool | None, "since": epoch seconds}
 DLQ_LIMIT = 1000

@@ -6,13 +6,11 @@ largest group first, with the ``path_map`` rule plex/suggest.py finds for them, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plex.suggest import Unsettled, suggest_rule
+from tasks.context import Context
 from worker.unmatched import find_unmatched
-
-if TYPE_CHECKING:
-    from tasks.context import Context
 
 SHOWN_PER_GROUP = 10
 NO_RULE = (
