@@ -147,9 +147,7 @@ def hook_values(data: Any) -> dict[str, Any]:
 
 def args_values(data: Any) -> dict[str, Any]:
     """``args``' values, checked: ``mode``, ``hookContext`` (raw), ``params``, ``dry_run``."""
-    if data is None:
-        return {"mode": None, "hookContext": None, "params": {}, "dry_run": False}
-    data = json_object(data, "args")
+    data = {} if data is None else json_object(data, "args")
     mode = data.get("mode")
     if mode is not None and not isinstance(mode, str):
         raise InputError(f"args.mode must be a string{shown(mode)}")
