@@ -16,7 +16,7 @@ from sync_queue.job import BULK, INTERACTIVE, Job, Taken
 from sync_queue.queue import JobQueue
 from sync_queue.stats import STATS_FILE, Delta, StatsStore, iso_local
 from tasks.queue_status import format_status
-from tests.runner import start_plugin, task_document
+from tests.runner import drainer_lock_held, start_plugin, task_document
 from validation.metadata import scene_from_stash
 from validation.plugin_input import ServerConnection
 from worker.breaker import BreakerPolicy, BreakerStore, CircuitBreaker
@@ -405,3 +405,13 @@ def test_last_sync_tells_when_the_background_drainer_last_synced(plugin):
     status = plugin.task("queue_status").output
     assert status["last_sync"] is not None and status["last_sync"] == status["stats"]["last_success_at"]
     assert status["last_full_sync"] is None  # no 'all'/'recent' ran
+
+
+def test_queue_status_counts_the_entity_changes_waiting_to_fan_out(plugin):
+    plugin.add_scene(1, tags=["Drama"])
+    with drainer_lock_held(plugin.data_dir):  # no drainer takes the change meanwhile
+        context = plugin.stash.rename_entity("tag", plugin.stash.entity_id("tag", "Drama"), "Melodrama")
+        assert plugin.hook(context).error is None
+        run = plugin.task("queue_status")
+    assert run.error is None and run.output["entity_events"] == 1 and run.output["pending"] == 1, run.output
+    assert any("1 tag/performer/studio/group changes to fan out" in m for m in run.messages("info")), run.logs
