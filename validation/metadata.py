@@ -179,12 +179,8 @@ def _date(value: Any, warnings: list[str]) -> str:
 
 
 def _ids(items: Any) -> tuple[int, ...]:
-    found = set()
-    for item in items or []:
-        value = item.get("id") if isinstance(item, dict) else None
-        if value is not None and str(value).isdigit():
-            found.add(int(value))
-    return tuple(sorted(found))
+    values = [str(item.get("id")) for item in items or [] if isinstance(item, dict)]
+    return tuple(sorted({int(value) for value in values if value.isdigit()}))
 
 
 def _groups(raw: dict[str, Any]) -> list[Any]:
