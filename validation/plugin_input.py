@@ -75,7 +75,8 @@ def whole_arg(params: dict[str, Any], key: str, what: str, top: int = 2**63 - 1,
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-        raise InputError(f"args.{key} must be {what}, got {value!r:.60}")
+        got = "" if isinstance(value, (dict, list)) else f", got {value!r:.60}"  # as document.shown: no whole objects
+        raise InputError(f"args.{key} must be {what}{got}")
     return value
 
 
