@@ -12,11 +12,12 @@ from tasks.context import Context, queue_state
 
 
 def run(app: Context) -> dict[str, Any]:
+    queue = queue_state(app)  # before the dead letters: a job done meanwhile is a dead letter by then
     dlq = app.dlq().summary(newest=5)
     ledger = app.ledger()
     stats = app.stats().snapshot()
     status = {
-        **queue_state(app),
+        **queue,
         "dlq": dlq["count"],
         "dlq_by_reason": dlq["by_reason"],
         "dlq_newest": [{**e, "failed_at": iso_local(e["failed_at"])} for e in dlq["newest"]],

@@ -70,11 +70,12 @@ UNKNOWN = ("Could not be synced", "See the reason; Retry once it is fixed.")
 # -- ui_status ------------------------------------------------------------------------
 def status(app: Context) -> dict[str, Any]:
     """Plex and its token, the queue, dead letters by reason with what to do, last sync, stats."""
+    queue = queue_state(app)  # before the dead letters: a job done meanwhile is a dead letter by then
     ledger, dlq = app.ledger(), app.dlq()
     entries, by_reason = dlq.entries(DLQ_LIMIT), dlq.summary(newest=0)["by_reason"]
     return {
         "plex": plex_state(app),
-        "queue": queue_state(app),
+        "queue": queue,
         "drainer_running": app.drainer_running(),
         "dlq": {"count": sum(by_reason.values()), "shown": len(entries), "groups": dlq_groups(entries, by_reason)},
         "last_full_sync": ledger.meta("last_sync_at"),
