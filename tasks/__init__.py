@@ -12,11 +12,11 @@ from validation.modes import MODES, function
 
 
 def run_task(mode: str, app: Context, params: dict[str, Any]) -> Any:
-    """Run ``mode``'s function (its ``plan`` on a dry run); one that ``takes_args`` also gets
-    the run's other args; ``app.options["mode"]`` says which mode (a function may serve two).
+    """Run ``mode``'s function (its ``plan`` on a dry run); one that ``takes_args`` (or the
+    command line's ``operands``) also gets the run's other args; ``app.options["mode"]`` says which mode (a function may serve two).
     The public Stash2Plex plugin's queue and dead letters are taken over first (once)."""
     row = MODES[mode]
     app.options["mode"] = mode
     func = function(row.plan if row.plan and app.options.get("dry_run") else row.run)
     app.take_over()
-    return func(app, params) if row.takes_args else func(app)
+    return func(app, params) if row.takes_args or row.operands else func(app)

@@ -32,7 +32,7 @@ class Mode:
     run: str
     kind: str = TASK
     help: str = ""  # the command line's line for it
-    takes_args: bool = False  # the function is also given the run's ``args`` (the command line's operands)
+    takes_args: bool = False  # the function is also given the run's ``args`` (so is one with ``operands``)
     plan: str = ""  # what runs instead on a dry run, when the task's own function does not plan
     dry_run: bool = False  # a dry run is possible (the command line's --dry-run; a menu entry's dry_run)
     operands: str = ""  # the command line's positional arguments, as its usage shows them
@@ -100,7 +100,6 @@ _ROWS = (
         COMMAND,
         "inspect <scene id>: the scene's paths, candidate items, ledger record and planned edit",
         operands=" <scene id>",
-        takes_args=True,
         lines="tasks.inspect:inspect_lines",
     ),
     Mode(
@@ -116,7 +115,6 @@ _ROWS = (
         COMMAND,
         "pin <scene id> <ratingKey>: sync the scene to that Plex item from now on (before any match)",
         operands=" <scene id> <ratingKey>",
-        takes_args=True,
     ),
     Mode(
         "unpin",
@@ -124,7 +122,6 @@ _ROWS = (
         COMMAND,
         "unpin <scene id>: remove the scene's pin (or Not in Plex / Skip answer); the matcher decides again",
         operands=" <scene id>",
-        takes_args=True,
     ),
     Mode("ui_status", "tasks.ui:status", OPERATION),
     Mode("ui_scene", "tasks.ui:scene", OPERATION, takes_args=True),
