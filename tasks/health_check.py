@@ -66,14 +66,11 @@ def _check_stash(app: Context, report: _Report) -> Settings | None:
         info["reachable"] = True
         report.good(f"Stash is reachable (version {info['version']})")
         settings = app.settings()
-    except StashUnavailable as exc:
-        report.bad(f"Stash is not reachable: {exc}")
-        return None
     except ConfigError as exc:  # before the version was read: a Stash too old (stash/releases.py)
         report.bad(str(exc) if info["version"] is None else f"the plugin settings are not usable: {exc}")
         return None
     except Stash2PlexError as exc:
-        report.bad(f"Stash check failed: {exc}")
+        report.bad(f"Stash {'is not reachable' if isinstance(exc, StashUnavailable) else 'check failed'}: {exc}")
         return None
     _report_settings(settings, report)
     _check_watch(app, settings, report)
