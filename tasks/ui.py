@@ -73,6 +73,13 @@ def status(app: Context) -> dict[str, Any]:
     queue = queue_state(app)  # before the dead letters: a job done meanwhile is a dead letter by then
     ledger, dlq = app.ledger(), app.dlq()
     entries, by_reason = dlq.entries(DLQ_LIMIT), dlq.summary(newest=0)["by_reason"]
+    watch = app.watch_state()
+    try:
+        settings = app.settings()
+        problems = list(settings.problems)  # bad optional values, each turns one feature off
+        watch = watch_report(watch, settings)
+    except ConfigError:  # a setting that stops the sync: ``plex.problem`` names it
+        problems, watch = [], {**watch, "needed_for": [], "problem": False, "message": None}
     return {
         "plex": plex_state(app),
         "queue": queue,
@@ -82,27 +89,11 @@ def status(app: Context) -> dict[str, Any]:
         "synced_scenes": ledger.count(),
         "stats": app.stats().snapshot(),
         "last_drainer_error": ledger.meta("last_drainer_error"),
-        "settings_problems": _settings_problems(app),
+        "settings_problems": problems,
         "performer_photos": photo_notice(app.health().state()),
         "checked_at": iso_local(ledger.meta(ALL_CHECKED_AT)),
-        "watch": _watch(app),
+        "watch": watch,
     }
-
-
-def _settings_problems(app: Context) -> list[str]:
-    """The bad optional values (each feature it turns off); a setting that stops the sync
-    is ``plex.problem``'s."""
-    try:
-        return list(app.settings().problems)
-    except ConfigError:
-        return []
-
-
-def _watch(app: Context) -> dict[str, Any]:
-    try:
-        return watch_report(app.watch_state(), app.settings())
-    except ConfigError:  # the settings are named in ``plex.problem``
-        return {**app.watch_state(), "needed_for": [], "problem": False, "message": None}
 
 
 def dlq_groups(entries: list[dict[str, Any]], by_reason: dict[str, int] | None = None) -> list[dict[str, Any]]:
@@ -127,32 +118,27 @@ def dlq_groups(entries: list[dict[str, Any]], by_reason: dict[str, int] | None =
     ]
 
 
-def plex_state(app: Context, now: float | None = None) -> dict[str, Any]:
-    """Reachable (True/False, None when the settings stop us asking), since when, token state."""
-    now = time.time() if now is None else now
+def plex_state(app: Context) -> dict[str, Any]:
+    """Reachable (True/False, None when the settings stop us asking), since when (the ledger
+    keeps when that last changed), token state."""
     state: dict[str, Any] = {"reachable": None, "token": "unknown", "version": None, "problem": None}
     try:
         app.settings()
     except ConfigError as exc:
         state["token"] = "missing" if "plex_token" in str(exc) else "unknown"
         state["problem"] = f"the plugin settings are not usable: {exc}"
-        return _since(app, state, now)
-    try:
-        state["version"] = app.plex().version()
-        state["reachable"], state["token"] = True, "accepted"
-    except PlexAuthError as exc:
-        state["reachable"], state["token"], state["problem"] = True, "rejected", str(exc)
-    except Stash2PlexError as exc:
-        state["reachable"], state["problem"] = False, str(exc)
-    return _since(app, state, now)
-
-
-def _since(app: Context, state: dict[str, Any], now: float) -> dict[str, Any]:
-    """Keep the time the reachability last changed (ledger meta), so the page says since when."""
+    else:
+        try:
+            state["version"] = app.plex().version()
+            state["reachable"], state["token"] = True, "accepted"
+        except PlexAuthError as exc:
+            state["reachable"], state["token"], state["problem"] = True, "rejected", str(exc)
+        except Stash2PlexError as exc:
+            state["reachable"], state["problem"] = False, str(exc)
     ledger = app.ledger()
     seen = ledger.meta(PLEX_SEEN_KEY) or {}
-    if "reachable" not in seen or seen.get("reachable") != state["reachable"]:
-        seen = {"reachable": state["reachable"], "since": now}
+    if "reachable" not in seen or seen["reachable"] != state["reachable"]:
+        seen = {"reachable": state["reachable"], "since": time.time()}
         ledger.set_meta(PLEX_SEEN_KEY, seen)
     return {**state, "since": iso_local(seen["since"])}
 
