@@ -461,7 +461,7 @@ class App:
         many a second come as one section event). Started by its first user; closed with the App."""
         from functools import partial
 
-        from plex.notifications import start_listener
+        from plex.notifications import Connection
         from worker.listen import PlexListener
 
         if "listener" not in self._parts:
@@ -471,8 +471,9 @@ class App:
                 viewers.saw(event)
                 handle(event)
 
-            start = partial(start_listener, self.plex())
-            self._parts["listener"] = PlexListener(start, heard, self.log, self.breaker(), fold_at=fold_at)
+            self._parts["listener"] = PlexListener(
+                partial(Connection, self.plex()), heard, self.log, self.breaker(), fold_at=fold_at
+            )
         return cast("PlexListener", self._parts["listener"])
 
     @part

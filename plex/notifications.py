@@ -1,6 +1,6 @@
 """Plex's notification websocket (opened as plexapi's ``AlertListener`` opens it) and the events we read.
 
-:class:`Listener` opens ``/:/websockets/notifications`` through websocket-client, reports the open
+:class:`Connection` opens ``/:/websockets/notifications`` through websocket-client, reports the open
 and the close and sends pings. It never reconnects: ``worker/listen.py`` does.
 websocket-client is imported only here, when a listener starts (never by the hook). Frames:
 ``shared/contracts/plex-events.md`` §1 and §7 (plexapi ``alert.py``, Tautulli ``activity_handler.py``,
@@ -20,7 +20,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from core.errors import PlexAuthError, PlexUnavailable, Stash2PlexError
 from plex.errors import plex_errors
@@ -168,53 +168,68 @@ def connection_error(error: BaseException) -> Stash2PlexError:
     return PlexUnavailable(f"Plex's notification websocket: {type(error).__name__}: {error}")
 
 
-def _ws_url(server) -> str:
-    return server.url(Listener.KEY).replace("http", "ws", 1)
+class Handler(Protocol):
+    """What a connection reports: each ``NotificationContainer``, a failure (ours), open and close."""
+
+    def on_message(self, container: dict) -> None: ...
+    def on_error(self, error: Stash2PlexError) -> None: ...
+    def on_open(self) -> None: ...
+    def on_close(self) -> None: ...
 
 
-def _sslopt(client) -> dict:
-    """The websocket verified as plexapi's own requests are: the session's ``verify`` (a CA
-    bundle from REQUESTS_CA_BUNDLE, core/http.py; or False) becomes websocket-client's."""
+def _ws_args(client) -> tuple[str, dict[str, str], dict]:
+    """The websocket's URL, headers and TLS options. It is verified as plexapi's own requests are:
+    the session's ``verify`` (a CA bundle from REQUESTS_CA_BUNDLE, core/http.py; or False)
+    becomes websocket-client's ``sslopt``. ``client.server`` raises our errors when Plex cannot
+    be reached."""
+    url = client.server.url(Connection.KEY).replace("http", "ws", 1)
     verify = getattr(client.session, "verify", True)
     if verify is False:
         import ssl
 
-        return {"cert_reqs": ssl.CERT_NONE}
-    return {"ca_certs": verify} if isinstance(verify, str) else {}
+        sslopt: dict = {"cert_reqs": ssl.CERT_NONE}
+    else:
+        sslopt = {"ca_certs": verify} if isinstance(verify, str) else {}
+    return url, client.auth_headers(), sslopt
 
 
-class Listener(threading.Thread):
-    """Plex's notification websocket on a daemon thread, as plexapi alert.py's ``AlertListener``
-    opens it (``KEY``; each message's ``NotificationContainer`` handed to ``on_message``), with
-    the token in a header (plexapi puts it in the URL, and logs that; Tautulli ``web_socket.py``
-    sends a header too), pings (plexapi sends
-    none, so a half-open connection would go unnoticed), open and close reported, and no
-    reconnect of its own."""
+class Connection(threading.Thread):
+    """One connection to Plex's notification websocket, on a daemon thread once started, as plexapi alert.py's ``AlertListener``
+    opens it (``KEY``; each message's ``NotificationContainer`` handed on), with the token in a
+    header (plexapi puts it in the URL, and logs that; Tautulli ``web_socket.py`` sends a header
+    too), pings (plexapi sends none, so a half-open connection would go unnoticed), open and
+    close reported, and no reconnect of its own. Plex is reached when it is made, so a wrong token
+    or a Plex that is down raises then, translated."""
 
     KEY = "/:/websockets/notifications"
 
-    def __init__(self, url: str, headers: dict[str, str], sslopt: dict, on_message, on_error, on_open, on_close):
+    def __init__(self, client, handler: Handler) -> None:
+        try:
+            import websocket  # noqa: F401 - checked here: a run would only report its absence as a failure
+        except ImportError:
+            raise Stash2PlexError(
+                "the package websocket-client is missing (requirements.txt); Plex's notifications are not read"
+            ) from None
         super().__init__(daemon=True)
-        self._url, self._headers, self._sslopt = url, headers, sslopt
-        self._on_message, self._on_error = on_message, on_error
-        self._on_open, self._on_close = on_open, on_close
+        self._url, self._headers, self._sslopt = _ws_args(client)
+        self._handler = handler
         self._stopping = threading.Event()
         self._ws: Any = None
 
     def run(self) -> None:
         import websocket
 
-        ws = websocket.WebSocketApp(
+        handler = self._handler
+        self._ws = websocket.WebSocketApp(
             self._url,
             header=self._headers,
-            on_open=lambda ws: self._on_open(),
+            on_open=lambda ws: handler.on_open(),
             on_message=lambda ws, message: self._message(message),
-            on_error=lambda ws, error: self._on_error(error),
-            on_close=lambda ws, code, reason: self._on_close(code),
+            on_error=lambda ws, error: handler.on_error(connection_error(error)),
+            on_close=lambda ws, code, reason: handler.on_close(),
         )
-        self._ws = ws
         if not self._stopping.is_set():
-            ws.run_forever(ping_interval=PING_S, ping_timeout=PING_TIMEOUT_S, reconnect=0, sslopt=self._sslopt)
+            self._ws.run_forever(ping_interval=PING_S, ping_timeout=PING_TIMEOUT_S, reconnect=0, sslopt=self._sslopt)
 
     def _message(self, message: str) -> None:
         """A frame that is not a ``NotificationContainer`` is skipped (plexapi logs and skips it)."""
@@ -223,7 +238,7 @@ class Listener(threading.Thread):
         except (ValueError, TypeError, KeyError):
             return
         if isinstance(container, dict):
-            self._on_message(container)
+            self._handler.on_message(container)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -231,38 +246,14 @@ class Listener(threading.Thread):
             self._ws.close()
 
 
-def start_listener(
-    client,
-    on_message: Callable[[dict], None],
-    on_error: Callable[[BaseException], None],
-    on_open: Callable[[], None],
-    on_close: Callable[[int | None], None],
-):
-    """A started listener thread on ``client``'s server (connecting to Plex first, so a
-    wrong token or a Plex that is down raises here, translated)."""
-    try:
-        import websocket  # noqa: F401 - plexapi's thread would only log its absence, then end
-    except ImportError:
-        raise Stash2PlexError(
-            "the package websocket-client is missing (requirements.txt); Plex's notifications are not read"
-        ) from None
-    server = client.server  # raises our errors when Plex cannot be reached
-    headers, sslopt = client.auth_headers(), _sslopt(client)
-    listener = Listener(_ws_url(server), headers, sslopt, on_message, on_error, on_open, on_close)
-    listener.start()
-    return listener
-
-
 def probe(client, timeout: float = CONNECT_TIMEOUT_S) -> None:
     """Open the notification websocket once and close it; raises our error when it cannot."""
     import websocket
 
     with plex_errors("connecting to Plex", client.url):
-        server = client.server
+        url, headers, sslopt = _ws_args(client)
     try:
-        ws = websocket.create_connection(
-            _ws_url(server), timeout=timeout, header=client.auth_headers(), sslopt=_sslopt(client)
-        )
+        ws = websocket.create_connection(url, timeout=timeout, header=headers, sslopt=sslopt)
     except Exception as exc:  # websocket-client raises its own, socket's and ssl's errors
         raise connection_error(exc) from None
     ws.close()

@@ -17,13 +17,16 @@ from worker.waits import PlexWaits
 
 
 class FakeConnection:
-    """A listener thread that opens (or not) and ends when told."""
+    """A connection's thread that opens (or not) and ends when told."""
 
-    def __init__(self, opens: bool, on_open) -> None:
+    def __init__(self, opens: bool, handler) -> None:
         self.ended = threading.Event()
         self.stopped = False
         if opens:
-            on_open()
+            handler.on_open()
+
+    def start(self) -> None:
+        pass
 
     def is_alive(self) -> bool:
         return not self.ended.is_set()
@@ -43,12 +46,12 @@ class Script:
         self.steps, self.started, self.done = list(steps), 0, threading.Event()
         self.open: FakeConnection | None = None
 
-    def __call__(self, on_message, on_error, on_open, on_close):
+    def __call__(self, handler):
         self.started += 1
         step = self.steps.pop(0) if self.steps else "stay"
         if step == "refused":
             raise PlexUnavailable("Plex refused the connection")
-        conn = FakeConnection(step != "silent", on_open)
+        conn = FakeConnection(step != "silent", handler)
         if step == "stay":
             self.open = conn
             self.done.set()
@@ -109,7 +112,7 @@ def test_events_are_handled_on_their_own_thread_in_order():
     entries = [
         {"identifier": "com.plexapp.plugins.library", "itemID": str(k), "sectionID": "1", "state": 5} for k in (7, 8)
     ]
-    listener._on_message({"type": "timeline", "size": 2, "TimelineEntry": entries})
+    listener.on_message({"type": "timeline", "size": 2, "TimelineEntry": entries})
     assert done.wait(5)
     listener.close()
     assert seen == [(ItemProcessed(7, 1), "s2p-plex-events"), (ItemProcessed(8, 1), "s2p-plex-events")]

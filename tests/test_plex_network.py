@@ -93,13 +93,13 @@ def test_what_we_send_beside_plexapis_calls_is_what_plexapi_sends(plex):
 
     from plex.client import PlexClient
     from plex.errors import translate
-    from plex.notifications import Listener
+    from plex.notifications import Connection
 
     client = PlexClient(plex.url, plex.token, "test-client")
     server = client.server
     assert client.session is server._session
     assert client.auth_headers() == {k: v for k, v in server._headers().items() if v is not None}
-    assert Listener.KEY == AlertListener.key
+    assert Connection.KEY == AlertListener.key
     for key, headers, kind in [
         ("/library/metadata/424242", None, NotFound),
         ("/library/sections", {"X-Plex-Token": "x"}, Unauthorized),

@@ -1,7 +1,7 @@
 """Keeping a Plex notification listener alive, and what its events do.
 
-plexapi's listener thread ends when its connection closes and never retries
-(plex/notifications.py). ``PlexListener`` starts a new one: at once after a connection that was
+A connection to Plex's notification websocket (a thread) ends when Plex closes it and never
+retries (plex/notifications.py). ``PlexListener`` opens a new one: at once after a connection that was
 open, else after ``probe_wait`` (the drainer's backoff for a server that is down), never while the
 shared circuit breaker is open. Events go through a queue to a thread of their own, so a handler's
 Plex request never delays the socket's reads; there a flood is folded (``worker/coalesce.py``: one
@@ -28,10 +28,11 @@ if TYPE_CHECKING:
     from core.log import StashLog
     from plex.client import PlexClient
     from plex.index import LibraryIndex
+    from plex.notifications import Connection
     from worker.breaker import CircuitBreaker
     from worker.waits import PlexWaits
 
-WATCH_S = 0.25  # how often the supervisor looks whether the listener thread still runs
+WATCH_S = 0.25  # how often the supervisor looks whether the connection's thread still runs
 CLOSE_S = 3.0  # close() waits this long in all: ``docker stop`` sends SIGKILL 10 s after SIGTERM
 
 
@@ -44,13 +45,13 @@ class ListenerStatus:
 
 
 class PlexListener:
-    """``start_listener(on_message, on_error, on_open, on_close) -> thread-like`` opens one
-    connection (raising our errors); ``handle(event)`` acts on each event; ``breaker`` is
-    the shared circuit breaker (``state()``, ``seconds_until_probe()``) or None."""
+    """``connect(listener) -> Connection`` makes one connection's thread (raising our errors) that reports
+    to the listener's ``on_*`` methods (plex/notifications.py ``Handler``); ``handle(event)`` acts
+    on each event; ``breaker`` is the shared circuit breaker or None."""
 
     def __init__(
         self,
-        start_listener: Callable,
+        connect: Callable[[PlexListener], Connection],
         handle: Callable[[Notification], None],
         log: StashLog,
         breaker: CircuitBreaker | None = None,
@@ -58,7 +59,7 @@ class PlexListener:
         clock: Callable[[], float] = time.monotonic,
         fold_at: int | None = None,
     ) -> None:
-        self._start_listener, self._handle, self.log, self.breaker = start_listener, handle, log, breaker
+        self._connect, self._handle, self.log, self.breaker = connect, handle, log, breaker
         self._clock, self._coalescer = clock, Coalescer(fold_at=fold_at)
         self.status = ListenerStatus()
         self._stop = threading.Event()
@@ -66,7 +67,6 @@ class PlexListener:
         self._events: queue.Queue[Notification | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
-        self._opened = threading.Event()
 
     # -- life ----------------------------------------------------------------------
     def ensure_started(self) -> None:
@@ -78,10 +78,6 @@ class PlexListener:
                 thread.start()
                 self._threads.append(thread)
 
-    @property
-    def started(self) -> bool:
-        return bool(self._threads)
-
     def close(self, timeout: float = CLOSE_S) -> None:
         """Stop both threads, waiting ``timeout`` for them in all (they are daemons: one still
         closing its socket or finishing an event is left to end with the process)."""
@@ -90,9 +86,6 @@ class PlexListener:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
-
-    def wait_connected(self, timeout: float) -> bool:
-        return self._opened.wait(timeout)
 
     # -- the supervisor ----------------------------------------------------------------
     def _supervise(self) -> None:
@@ -106,10 +99,9 @@ class PlexListener:
             if self._stop.is_set():
                 return
             failures = 0 if was_open else failures + 1
-            wait = 0.0 if was_open else probe_wait(failures - 1)
             if was_open:
                 self.log.info("the Plex notification connection closed; connecting again")
-            self._sleep(wait)
+            self._sleep(0.0 if was_open else probe_wait(failures - 1))
 
     def _breaker_hold(self) -> float:
         if self.breaker is None:
@@ -123,41 +115,36 @@ class PlexListener:
 
     def _listen_once(self) -> bool:
         """One connection, until it ends; True when it was open."""
-        self._opened.clear()
+        connects = self.status.connects
         try:
-            listener = self._start_listener(self._on_message, self._on_error, self._on_open, self._on_close)
+            connection = self._connect(self)
         except Stash2PlexError as exc:
-            self._failed(str(exc))
+            self.on_error(exc)
             return False
-        while listener.is_alive() and not self._stop.is_set():
-            listener.join(WATCH_S)
+        connection.start()
+        while connection.is_alive() and not self._stop.is_set():
+            connection.join(WATCH_S)
         if self._stop.is_set():
-            listener.stop()
+            connection.stop()
         self.status.connected = False
-        return self._opened.is_set()
+        return self.status.connects > connects
 
-    def _failed(self, reason: str) -> None:
-        if reason != self.status.last_error:
-            self.log.warning(f"cannot listen to Plex's notifications ({reason}); timed retries carry on")
-        self.status.last_error = reason
-
-    # -- callbacks (on the listener's thread: keep them short) ---------------------------
-    def _on_open(self) -> None:
+    # -- what the connection reports (on its thread: keep it short) ----------------------
+    def on_open(self) -> None:
         self.status.connected, self.status.last_error = True, ""
         self.status.connects += 1
-        self._opened.set()
         self.log.info("listening to Plex's notifications")
         self._events.put(Connected())
 
-    def _on_close(self, code: object) -> None:
+    def on_close(self) -> None:
         self.status.connected = False
 
-    def _on_error(self, error: BaseException) -> None:
-        from plex.notifications import connection_error
+    def on_error(self, error: Stash2PlexError) -> None:
+        if str(error) != self.status.last_error:
+            self.log.warning(f"cannot listen to Plex's notifications ({error}); timed retries carry on")
+        self.status.last_error = str(error)
 
-        self._failed(str(connection_error(error)))
-
-    def _on_message(self, container: dict) -> None:
+    def on_message(self, container: dict) -> None:
         for event in read_notifications(container):
             self._events.put(event)
 
