@@ -548,7 +548,7 @@ class App:
         """Plex ratings into Stash (``worker/ratings.py``)."""
         from worker.ratings import RatingsBack
 
-        return RatingsBack(self.plex(), self.stash(), self.ledger(), self.index(), self.play_journal(), self.log)
+        return RatingsBack(self.ledger(), self.plex(), self.stash(), self.log, self.index(), self.play_journal())
 
     def worker(self, queue: JobQueue, probe_now: bool = False, listen: bool = False) -> Worker:
         """The worker; ``probe_now`` for a task the user started (Plex is probed at once);

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from core.errors import InvalidMetadata, Stash2PlexError
@@ -29,27 +30,21 @@ if TYPE_CHECKING:
 ECHO_S = 30.0  # an event this soon after our own sync of the item is that sync's echo
 
 
+@dataclass
 class DriftWatch:
-    def __init__(
-        self,
-        reconciler: Reconciler,
-        ledger: Ledger,
-        stash: StashClient,
-        lock: Callable[[], HeldLock],
-        log: StashLog,
-        after_lock: Callable[[], None] | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.reconciler, self.ledger, self.stash, self.log, self.clock = reconciler, ledger, stash, log, clock
-        self.lock = lock  # a factory of the drainer lock (a HeldLock: acquire(patience), release)
-        self.after_lock = after_lock  # called after the lock is let go (a hook that found it held)
-        self.pending: dict[int, int] = {}  # ratingKey → the newest event's updatedAt
-        self._mutex = threading.Lock()
+    reconciler: Reconciler
+    ledger: Ledger
+    stash: StashClient
+    lock: Callable[[], HeldLock]  # a factory of the drainer lock (acquire(patience), release)
+    log: StashLog
+    after_lock: Callable[[], None] | None = None  # called after the lock is let go (a hook that found it held)
+    clock: Callable[[], float] = time.time
+    pending: dict[int, int] = field(default_factory=dict)  # ratingKey → the newest event's updatedAt
+    _mutex: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __call__(self, event: Notification) -> None:
         if isinstance(event, ItemProcessed) and self.ledger.item(event.item_id) is not None:
-            with self._mutex:
-                self.pending[event.item_id] = max(event.updated_at, self.pending.get(event.item_id, 0))
+            self._pend({event.item_id: event.updated_at})
             self.run()
 
     def run(self) -> int:
@@ -60,9 +55,7 @@ class DriftWatch:
             return 0
         lock = self.lock()
         if not lock.acquire(patience=0):
-            with self._mutex:
-                for rk, at in pending.items():  # a drainer or a task writes now: next time
-                    self.pending[rk] = max(at, self.pending.get(rk, 0))
+            self._pend(pending)  # a drainer or a task writes now: next time
             return 0
         try:
             return sum(self._one(rk, at) for rk, at in sorted(pending.items()))
@@ -70,6 +63,11 @@ class DriftWatch:
             lock.release()
             if self.after_lock is not None:
                 self.after_lock()
+
+    def _pend(self, items: dict[int, int]) -> None:
+        with self._mutex:
+            for rk, at in items.items():
+                self.pending[rk] = max(at, self.pending.get(rk, 0))
 
     def _one(self, rating_key: int, updated_at: int) -> int:
         owner = self.ledger.item(rating_key)

@@ -12,9 +12,8 @@ three steps under one OS lock for every process (``plays.lock``); plays from bef
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections import Counter
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,19 +53,14 @@ def _epochs(history: list[str]) -> Counter[int]:
     return found
 
 
+@dataclass
 class PlayImport:
-    def __init__(
-        self,
-        plex: PlexClient,
-        stash: StashClient,
-        ledger: Ledger,
-        journal: PlayJournal,
-        lock_path: Path,
-        log: StashLog,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.plex, self.stash, self.ledger, self.journal = plex, stash, ledger, journal
-        self.lock_path, self.log, self.clock = lock_path, log, clock
+    plex: PlexClient
+    stash: StashClient
+    ledger: Ledger
+    journal: PlayJournal
+    lock_path: Path
+    log: StashLog
 
     def run(self, accounts: tuple[int, ...], from_start: bool = False, dry_run: bool = False) -> Counter[str]:
         """One pass over the accounts' history. ``from_start``: all of it (the explicit task),
@@ -140,21 +134,11 @@ class PlayImport:
             if scene == NO_OWNER:
                 counts["plays_no_scene"] += 1
                 continue
-            if self.journal.viewing_near(
-                server, play.rating_key, play.account_id, play.viewed_at, durations.get(play.rating_key, 0.0)
-            ):
+            duration = durations.get(play.rating_key, 0.0)
+            if self.journal.viewing_near(server, play.rating_key, play.account_id, play.viewed_at, duration):
                 counts["plays_same_viewing"] += 1
                 if not dry_run:
-                    self.journal.record(
-                        server,
-                        play.history_key,
-                        scene,
-                        play.rating_key,
-                        play.viewed_at,
-                        play.account_id,
-                        False,
-                        duplicate=True,
-                    )
+                    self._record(server, play, scene, False, duplicate=True)
                 continue
             if scene not in in_stash:
                 history = self.stash.play_history(scene)
@@ -163,19 +147,21 @@ class PlayImport:
             if plays_there is None:  # the scene was deleted in Stash: nothing to add the play to
                 counts["plays_scene_gone"] += 1
                 continue
-            held = plays_there[play.viewed_at]
-            written = held <= self.journal.count_at(scene, play.viewed_at)
+            written = plays_there[play.viewed_at] <= self.journal.count_at(scene, play.viewed_at)
             if dry_run:
                 counts["plays_to_add" if written else "plays_in_stash"] += 1
                 continue
             if written:
                 self.stash.add_play(scene, stash_time(play.viewed_at))
                 plays_there[play.viewed_at] += 1
-            self.journal.record(
-                server, play.history_key, scene, play.rating_key, play.viewed_at, play.account_id, written
-            )
+            self._record(server, play, scene, written)
             done.add(play.history_key)
             counts["plays_added" if written else "plays_in_stash"] += 1
         if keep and unlinked and not dry_run:
             self.journal.keep(server, [(p.history_key, p.rating_key, p.viewed_at, p.account_id) for p in unlinked])
         return counts
+
+    def _record(self, server: str, play: Play, scene: int, written: bool, duplicate: bool = False) -> None:
+        self.journal.record(
+            server, play.history_key, scene, play.rating_key, play.viewed_at, play.account_id, written, duplicate
+        )

@@ -14,9 +14,8 @@ rated, whose rating may have been cleared without a ``lastRatedAt``. A Plex rati
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections import Counter
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.clock import rfc3339
@@ -42,25 +41,26 @@ CLEARED_BATCH = 100  # items looked at per poll for a rating cleared without las
 CLEARED_CURSOR = "ratings_cleared_after"  # the ledger's meta key: where the next look starts
 
 
-def to_rating100(user_rating: float | None) -> int | None:
-    """Plex's 0-10 as Stash's 1-100; no rating (or 0) is none.
+def to_rating100(plex: str) -> int | None:
+    """Plex's 0-10 rating (its text) as Stash's 1-100; no rating (or 0) is none.
 
-    >>> to_rating100(7.5), to_rating100(None), to_rating100(0.0)
+    >>> to_rating100("7.5"), to_rating100(""), to_rating100("0.0")
     (75, None, None)
     """
-    return round(user_rating * 10) if user_rating else None
+    return round(float(plex) * 10) if plex and float(plex) else None
 
 
-def agrees(rating100: int | None, user_rating: float | None) -> bool:
+def agrees(rating100: int | None, plex: str) -> bool:
     """Whether the two sides show one rating: Stash's as Plex shows it (to the nearest 0.5), or
     Plex's as Stash gets it; neither rated is agreeing too.
 
-    >>> agrees(73, 7.5), agrees(73, 7.3), agrees(80, 7.5), agrees(None, None), agrees(None, 4.0)
+    >>> agrees(73, "7.5"), agrees(73, "7.3"), agrees(80, "7.5"), agrees(None, ""), agrees(None, "4.0")
     (True, True, False, True, False)
     """
-    if rating100 is None or not user_rating:
-        return rating100 is None and not user_rating
-    return to_rating100(user_rating) == rating100 or plex_rating(rating100) == rating_text(user_rating)
+    plex_100 = to_rating100(plex)
+    if rating100 is None or plex_100 is None:
+        return rating100 is None and plex_100 is None
+    return plex_100 == rating100 or plex_rating(rating100) == rating_text(float(plex))
 
 
 def winner(
@@ -87,7 +87,7 @@ def winner(
     >>> winner(60, "", None, "4.0", None, None), winner(None, "8.0", None, None, None, None), winner(80, "8.0", (40, "4.0"), "", 0, 0)
     ('stash', 'plex', None)
     """
-    if agrees(stash, float(plex) if plex else None):
+    if agrees(stash, plex):
         return None
     if seen is None:
         seen_plex = written or ""
@@ -102,11 +102,14 @@ def winner(
     return PLEX if plex_changed else STASH if stash_changed else None
 
 
+@dataclass
 class RatingRule:
     """``winner`` against the servers and the ledger: the poll's, and a sync's (``plan``, ``written``)."""
 
-    def __init__(self, ledger: Ledger, plex: PlexClient, stash: StashClient, log: StashLog) -> None:
-        self.ledger, self.plex, self.stash, self.log = ledger, plex, stash, log
+    ledger: Ledger
+    plex: PlexClient
+    stash: StashClient
+    log: StashLog
 
     def side(
         self, scene_id: int, rating_key: int, ratings: tuple[int | None, str], times: Stamps, written: str | None
@@ -125,10 +128,7 @@ class RatingRule:
 
     def seen(self, scene_id: int, rating_key: int, stash: int | None, plex: str) -> None:
         """Both sides now show these ratings: the next changes are measured from them."""
-        if agrees(stash, float(plex) if plex else None) and self.ledger.rating_seen(scene_id, rating_key) != (
-            stash,
-            plex,
-        ):
+        if agrees(stash, plex) and self.ledger.rating_seen(scene_id, rating_key) != (stash, plex):
             self.ledger.set_rating_seen(scene_id, rating_key, stash, plex)
 
     def _synced(self, scene: SceneMetadata, state: PlexItemState, written: str | None) -> str | None:
@@ -157,27 +157,18 @@ class RatingRule:
         else:
             prior = self.ledger.item(state.rating_key)
             if self._synced(scene, state, prior.fields.get(RATING) if prior else None) == PLEX:
-                stash = to_rating100(float(plex) if plex else None)
+                stash = to_rating100(plex)
                 self.stash.set_rating(scene.id, stash)
                 self.log.info(f"scene {scene.id}: the rating given in Plex ({plex or 'none'}) written to Stash")
         self.seen(scene.id, state.rating_key, stash, plex)
 
 
+@dataclass
 class RatingsBack(RatingRule):
     """The poll: Plex's ratings into Stash."""
 
-    def __init__(
-        self,
-        plex: PlexClient,
-        stash: StashClient,
-        ledger: Ledger,
-        index: LibraryIndex,
-        journal: PlayJournal,
-        log: StashLog,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        super().__init__(ledger, plex, stash, log)
-        self.index, self.journal, self.clock = index, journal, clock
+    index: LibraryIndex
+    journal: PlayJournal
 
     def run(self) -> Counter[str]:
         """Items rated since the last look (Plex's clock, as ``lastRatedAt``), and the items last
@@ -219,7 +210,7 @@ class RatingsBack(RatingRule):
         times = (None if changed is None else changed.timestamp(), rated.rated_at)
         side = self.side(record.scene_id, rated.rating_key, (stash, plex), times, record.fields.get(RATING))
         if side == PLEX:
-            stash = to_rating100(rated.user_rating)
+            stash = to_rating100(plex)
             self.stash.set_rating(record.scene_id, stash)
         self.seen(record.scene_id, rated.rating_key, stash, plex)
         # Stash's winning: the scene hook of its change queued the sync that writes it to Plex
