@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from validation.config import Settings
     from worker.breaker import CircuitBreaker
     from worker.drift import DriftWatch
-    from worker.events import SyncEvents
     from worker.listen import PlexListener
+    from worker.notices import RunNotices
     from worker.plays import PlayImport
     from worker.ratings import RatingsBack
     from worker.resume import ResumeBack
@@ -564,7 +564,7 @@ class App:
             self.breaker(),
             self.stats(),
             self.log,
-            self.events(),
+            self.notices(),
             self.waits() if listen else None,
             self.viewers(),
             rng=self._rng(),
@@ -579,17 +579,17 @@ class App:
         return random.Random(int(seed)) if seed and seed.isdigit() else None
 
     @part
-    def events(self) -> SyncEvents:
+    def notices(self) -> RunNotices:
         """Outages and dead-lettered jobs: the health file and, when URLs are set, notifications."""
         from core.errors import PlexUnavailable
         from core.notify import Notifier
-        from worker.events import SyncEvents
+        from worker.notices import RunNotices
 
         settings = self.settings()
         notifier = Notifier(settings.notify_urls, self.log) if settings.notify_urls else None
         minutes = settings.notify_plex_down_minutes
         down_after_s = math.inf if minutes is None else minutes * 60  # None: a bad value turned the notice off
-        return SyncEvents(self.health(), notifier, down_after_s, fix_for(PlexUnavailable(""), self.surface))
+        return RunNotices(self.health(), notifier, down_after_s, fix_for(PlexUnavailable(""), self.surface))
 
     def close(self) -> None:
         for part in self._parts.values():

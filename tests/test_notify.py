@@ -17,7 +17,7 @@ import pytest
 
 from core.notify import as_webhook, problem, secrets_of, service
 from tests.runner import create_context, drainer_lock_held
-from worker.events import SyncEvents
+from worker.notices import RunNotices
 
 TOKEN_PATH = "/hook/tok-a1b2c3d4e5f6g7h8"
 
@@ -224,15 +224,15 @@ def test_every_apprise_url_and_plain_webhooks():
 
 
 def test_dead_letter_text_groups_by_reason():
-    events = SyncEvents(health=None)
+    notices = RunNotices(health=None)
     for sid in (3, 4, 5):
-        events.dead_lettered(sid, "PlexNotFound", "not in Plex after 8 attempts")
-    events.dead_lettered(9, "AmbiguousMatch", "two items")
-    assert events.dead_letter_text() == (
+        notices.dead_lettered(sid, "PlexNotFound", "not in Plex after 8 attempts")
+    notices.dead_lettered(9, "AmbiguousMatch", "two items")
+    assert notices.dead_letter_text() == (
         "Stash2Plex: 4 scenes moved to the dead-letter queue",
         "3 × PlexNotFound (scenes 3, 4, 5): not in Plex after 8 attempts\n1 × AmbiguousMatch (scenes 9): two items",
     )
-    assert events.dead_letter_text() is None  # sent once
+    assert notices.dead_letter_text() is None  # sent once
 
 
 def test_the_health_check_names_a_url_apprise_cannot_use_without_its_secret(plugin):

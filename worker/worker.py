@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from sync_queue.stats import StatsStore
     from validation.metadata import SceneMetadata
     from worker.breaker import CircuitBreaker
-    from worker.events import SyncEvents
+    from worker.notices import RunNotices
     from worker.sync import Syncer, SyncResult
     from worker.viewers import Viewers
     from worker.waits import PlexWaits
@@ -81,7 +81,7 @@ class Parts:
     breaker: CircuitBreaker
     stats_store: StatsStore
     log: StashLog
-    events: SyncEvents | None = None  # worker/events.py: outages and dead-lettered jobs (health file, notifications)
+    notices: RunNotices | None = None  # worker/notices.py: outages and dead-lettered jobs (health file, notifications)
     waits: PlexWaits | None = None  # worker/waits.py: jobs parked until Plex has their file; an event wakes them
     viewers: Viewers | None = None  # worker/viewers.py: someone watching Plex (bulk work leaves them a worker)
     clock: Callable[[], float] = time.time
@@ -94,7 +94,7 @@ class Worker:
     def __init__(self, parts: Parts, *, concurrency: int = 6, probe_now: bool = False) -> None:
         p = parts
         self.queue, self.dlq, self.ledger, self.stash, self.syncer = p.queue, p.dlq, p.ledger, p.stash, p.syncer
-        self.breaker, self.stats_store, self.log, self.events = p.breaker, p.stats_store, p.log, p.events
+        self.breaker, self.stats_store, self.log, self.notices = p.breaker, p.stats_store, p.log, p.notices
         self.waits, self.viewers, self.clock, self.sleep, self.timer = p.waits, p.viewers, p.clock, p.sleep, p.timer
         self.rng = parts.rng or random.Random()
         self.max_concurrency = self.concurrency = concurrency
@@ -460,8 +460,8 @@ class Worker:
         self._say_unavailable(str(error))
 
     def _plex_ok(self) -> None:
-        if self.events is not None:
-            self.events.plex_up()
+        if self.notices is not None:
+            self.notices.plex_up()
         if self._unavailable_said:
             self._unavailable_said = False
             self.log.info("Plex answers again; resuming")
@@ -471,8 +471,8 @@ class Worker:
 
     def _say_unavailable(self, why: str) -> None:
         """Once per outage, not once per job: the jobs wait (no retry budget spent) and resume by themselves."""
-        if self.events is not None:
-            self.events.plex_down(self.log.redact(why))
+        if self.notices is not None:
+            self.notices.plex_down(self.log.redact(why))
         if not self._unavailable_said:
             self._unavailable_said = True
             self.log.warning(f"Plex is unavailable ({why}); jobs wait and resume by themselves when it answers")
@@ -559,8 +559,8 @@ class Worker:
         self.queue.ack(item)
         self.delta.failed(kind, self.log.redact(str(error)), self.clock())
         self.log.error(f"scene {sid} moved to the dead-letter queue: {decision.message}")
-        if self.events is not None:
-            self.events.dead_lettered(sid, kind, why)
+        if self.notices is not None:
+            self.notices.dead_lettered(sid, kind, why)
         if isinstance(error, PlexAuthError):
             self._abort(error)
 

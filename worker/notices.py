@@ -14,6 +14,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from core.notify import FAILURE, SUCCESS, WARNING
@@ -31,23 +32,16 @@ def minutes(seconds: float) -> str:
     return f"{value:.0f} min" if value >= 1 else f"{max(0.0, seconds):.0f} s"
 
 
-class SyncEvents:
-    def __init__(
-        self,
-        health: HealthFile,
-        notifier: Notifier | None = None,
-        down_after_s: float = 600.0,
-        fix: str = "",
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.health = health
-        self.notifier = notifier
-        self.down_after_s = down_after_s
-        self.fix = fix
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._known_up = False  # this process has seen the file say Plex is not down
-        self._dead: dict[str, list[tuple[int, str]]] = defaultdict(list)
+@dataclass
+class RunNotices:
+    health: HealthFile
+    notifier: Notifier | None = None
+    down_after_s: float = 600.0
+    fix: str = ""
+    clock: Callable[[], float] = time.time
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _known_up: bool = field(default=False, init=False)  # this process has seen the file say Plex is not down
+    _dead: defaultdict[str, list[tuple[int, str]]] = field(default_factory=lambda: defaultdict(list), init=False)
 
     # -- Plex outages ---------------------------------------------------------------
     def plex_down(self, why: str) -> None:
