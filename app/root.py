@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from plex.desired import Choices
     from plex.index import LibraryIndex
     from plex.notifications import Notification
+    from plex.sessions import SessionAccounts
     from stash.client import StashClient
     from sync_queue.dlq import DeadLetterQueue
     from sync_queue.health import HealthFile
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from worker.plays import PlayImport
     from worker.ratings import RatingsBack
     from worker.resume import ResumeBack
-    from worker.sessions import SessionAccounts
     from worker.sync import Syncer
     from worker.viewers import Viewers
     from worker.waits import PlexWaits
@@ -523,8 +523,8 @@ class App:
 
     @part
     def session_accounts(self) -> SessionAccounts:
-        """Which Plex account each playback session is (``worker/sessions.py``)."""
-        from worker.sessions import SessionAccounts
+        """Which Plex account each playback session is (``plex/sessions.py``)."""
+        from plex.sessions import SessionAccounts
 
         return SessionAccounts(self.plex())
 

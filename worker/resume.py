@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from plex.history import in_progress, view_offset
@@ -28,12 +29,14 @@ SEEN = "resume_seen"  # ledger meta: {ratingKey: viewOffset ms} of owned items P
 TOLERANCE_S = 5.0
 
 
+@dataclass
 class ResumeBack:
-    def __init__(
-        self, plex: PlexClient, stash: StashClient, ledger: Ledger, index: LibraryIndex, log: StashLog
-    ) -> None:
-        self.plex, self.stash, self.ledger, self.index, self.log = plex, stash, ledger, index, log
-        self._lock = threading.Lock()  # the timer and the events both look
+    plex: PlexClient
+    stash: StashClient
+    ledger: Ledger
+    index: LibraryIndex
+    log: StashLog
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)  # the timer and the events both look
 
     def run(self) -> Counter[str]:
         """Every owned item's resume point in the synced sections, against the last look."""

@@ -6,7 +6,7 @@ become a watch-history entry (PMS scrobbles at the end; the websocket says nothi
 have moved the owner's resume point: with ``import_plays`` the history is read then, with
 ``import_resume`` the item's resume point (``worker/resume.py``). A playback of an account that
 ``plays_accounts`` does not name is left alone: its session's account is learnt from its first
-reports (``worker/sessions.py``). The timer (``poll``, also ``watch --once``) reads the history,
+reports (``plex/sessions.py``). The timer (``poll``, also ``watch --once``) reads the history,
 the owner's resume points and, with ``import_ratings``, Plex's ratings (Plex announces none): the
 websocket is a trigger, never the only path, so what happened while the process was down or
 killed is caught up by the next read.
@@ -15,6 +15,7 @@ killed is caught up by the next read.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.errors import Stash2PlexError
@@ -22,12 +23,12 @@ from plex.notifications import ItemProcessed, Notification, PlaybackState
 
 if TYPE_CHECKING:
     from core.log import StashLog
+    from plex.sessions import SessionAccounts
     from validation.config import Settings
     from worker.drift import DriftWatch
     from worker.plays import PlayImport
     from worker.ratings import RatingsBack
     from worker.resume import ResumeBack
-    from worker.sessions import SessionAccounts
 
 
 # What a ``watch`` brings back from Plex, by the setting that turns it on (app/watch.py, the page,
@@ -54,19 +55,17 @@ def watch_report(state: dict[str, Any], settings: Settings) -> dict[str, Any]:
     return report
 
 
+@dataclass
 class Watching:
-    def __init__(
-        self,
-        settings: Settings,
-        play_import: Callable[[], PlayImport],
-        ratings: Callable[[], RatingsBack],
-        resume: Callable[[], ResumeBack],
-        sessions: Callable[[], SessionAccounts],
-        drift: Callable[[], DriftWatch],
-        log: StashLog,
-    ) -> None:
-        self.settings, self.play_import, self.ratings, self.log = settings, play_import, ratings, log
-        self.resume, self.sessions, self.drift = resume, sessions, drift
+    """What ``watch`` does; each part is built on first use (``App``'s builders)."""
+
+    settings: Settings
+    play_import: Callable[[], PlayImport]
+    ratings: Callable[[], RatingsBack]
+    resume: Callable[[], ResumeBack]
+    sessions: Callable[[], SessionAccounts]
+    drift: Callable[[], DriftWatch]
+    log: StashLog
 
     def __call__(self, event: Notification) -> None:
         if isinstance(event, ItemProcessed):
@@ -76,9 +75,12 @@ class Watching:
 
     def _playback(self, event: PlaybackState) -> None:
         if event.state != "stopped":
-            self._learn(event)
+            try:
+                self.sessions().learn(event)
+            except Stash2PlexError as exc:  # looked up again at the session's next report or its stop
+                self.log.info(f"the account of a Plex playback is not known yet: {exc}")
             return
-        account = self._account(event)
+        account = self.sessions().stopped(event)
         if account is not None and account not in self.settings.play_accounts:
             self.log.info(
                 f"Plex item {event.rating_key}: a playback of account {account} left alone (not in plays_accounts)"
@@ -87,18 +89,6 @@ class Watching:
         self._guarded("plays", self._plays)
         if self.settings.resume_on:
             self._guarded("resume point", lambda: self.resume().item(event.rating_key))
-
-    def _learn(self, event: PlaybackState) -> None:
-        try:
-            self.sessions().learn(event)
-        except Stash2PlexError as exc:  # looked up again at the session's next report or its stop
-            self.log.info(f"the account of a Plex playback is not known yet: {exc}")
-
-    def _account(self, event: PlaybackState) -> int | None:
-        try:
-            return self.sessions().stopped(event)
-        except Stash2PlexError:  # unknown: the checks below read only what the accounts allow
-            return None
 
     def poll(self) -> None:
         """Read what Plex recorded since the last look (each setting that is on)."""
