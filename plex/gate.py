@@ -16,12 +16,16 @@ from collections.abc import Callable
 from typing import Any
 
 
+class _Waited(threading.local):
+    seconds = 0.0  # this thread's requests' time at Plex since it last asked
+
+
 class PlexRequests:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self.limit: int | None = None
         self.active = 0
-        self._local = threading.local()
+        self._waited = _Waited()
 
     def bound(self, limit: int | None) -> None:
         """At most ``limit`` requests at Plex at once from now on (None: no bound)."""
@@ -38,7 +42,7 @@ class PlexRequests:
 
     def waited(self) -> float:
         """Seconds this thread's requests waited for Plex's answers since it last asked (then from 0)."""
-        seconds, self._local.seconds = getattr(self._local, "seconds", 0.0), 0.0
+        seconds, self._waited.seconds = self._waited.seconds, 0.0
         return seconds
 
     def _bounded(self, send: Callable[..., Any]) -> Callable[..., Any]:
@@ -49,7 +53,7 @@ class PlexRequests:
                     self._cond.wait()
                 self.active += 1
             held = time.perf_counter() - started  # ours, not Plex's: taken off the answer's time
-            self._local.seconds = getattr(self._local, "seconds", 0.0) - held
+            self._waited.seconds -= held
             try:
                 return send(request, **kwargs)
             finally:
@@ -60,4 +64,4 @@ class PlexRequests:
         return bounded_send
 
     def _answered(self, response: Any, *args: Any, **kwargs: Any) -> None:
-        self._local.seconds = getattr(self._local, "seconds", 0.0) + response.elapsed.total_seconds()
+        self._waited.seconds += response.elapsed.total_seconds()

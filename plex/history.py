@@ -69,21 +69,15 @@ def rated_since(client, section_key: int, since: int) -> list[Rated]:
     the section listing: plexapi library.py ``LibrarySection._manualFields``), with the
     token user's (the owner's) rating. Plex sends no notification for ratings: this is polled."""
     query = f"/library/sections/{int(section_key)}/all?type=1&lastRatedAt>>={int(since)}"
-    found: list[Rated] = []
-    for item in _rows(client, query, "reading Plex ratings"):
-        rated_at = _epoch(item.lastRatedAt)
-        if _known(item.ratingKey) is not None and rated_at is not None:
-            found.append(Rated(item.ratingKey, _known(item.userRating), rated_at))
-    return found
+    items = _rows(client, query, "reading Plex ratings")
+    rated = [(item, _epoch(item.lastRatedAt)) for item in items if _known(item.ratingKey) is not None]
+    return [Rated(item.ratingKey, _known(item.userRating), at) for item, at in rated if at is not None]
 
 
 def view_offset(client, rating_key: int) -> int:
     """The token user's (the owner's) resume point of an item, in ms (0: none, or watched)."""
-    with plex_errors("reading an item's resume point", client.url):
-        root = client.server.query(f"/library/metadata/{int(rating_key)}")
-    for node in root:
-        return int(node.attrib.get("viewOffset") or 0)
-    return 0
+    items = _rows(client, f"/library/metadata/{int(rating_key)}", "reading an item's resume point")
+    return next((_known(item.viewOffset) or 0 for item in items), 0)
 
 
 def in_progress(client, section_key: int) -> dict[int, int]:
@@ -91,8 +85,9 @@ def in_progress(client, section_key: int) -> dict[int, int]:
     ``viewOffset`` ms (``inProgress=1``, a boolean filter of the section listing: plexapi
     library.py ``LibrarySection.search``)."""
     query = f"/library/sections/{int(section_key)}/all?type=1&inProgress=1"
-    found: dict[int, int] = {}
-    for item in _rows(client, query, "reading Plex's resume points"):
-        if _known(item.ratingKey) is not None and (_known(item.viewOffset) or 0) > 0:
-            found[item.ratingKey] = item.viewOffset
-    return found
+    items = _rows(client, query, "reading Plex's resume points")
+    return {
+        item.ratingKey: item.viewOffset
+        for item in items
+        if (_known(item.viewOffset) or 0) > 0 and _known(item.ratingKey) is not None
+    }
