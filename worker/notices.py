@@ -28,8 +28,8 @@ DEAD_LETTER_EVERY_S = 600.0  # at most one dead-letter message per this many sec
 
 
 def minutes(seconds: float) -> str:
-    value = max(0.0, seconds) / 60
-    return f"{value:.0f} min" if value >= 1 else f"{max(0.0, seconds):.0f} s"
+    seconds = max(0.0, seconds)
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 @dataclass
@@ -97,7 +97,7 @@ class RunNotices:
     def dead_letter_text(self, held: dict | None = None) -> tuple[str, str] | None:
         """This run's dead-lettered jobs, plus those ``held`` from earlier runs, as one
         (title, message) grouped by reason."""
-        groups = _merged(held or {}, self._take_dead())
+        groups = self._take_dead(held or {})
         if not groups:
             return None
         total = sum(group["count"] for group in groups.values())
@@ -109,9 +109,16 @@ class RunNotices:
         title = f"Stash2Plex: {total} scene{'s' if total != 1 else ''} moved to the dead-letter queue"
         return title, "\n".join(lines)
 
-    def _take_dead(self) -> dict[str, list[tuple[int, str]]]:
+    def _take_dead(self, held: dict) -> dict[str, dict]:
+        """``held`` groups (the health file's) with this run's dead letters added: per error class
+        ``{"count", "scenes" (the first ten ids), "message" (the first)}``."""
+        groups = {k: dict(v) for k, v in held.items() if isinstance(v, dict) and isinstance(v.get("count"), int)}
         with self._lock:
-            groups, self._dead = dict(self._dead), defaultdict(list)
+            dead, self._dead = self._dead, defaultdict(list)
+        for error_class, jobs in dead.items():
+            group = groups.setdefault(error_class, {"count": 0, "scenes": [], "message": jobs[0][1]})
+            group["count"] += len(jobs)
+            group["scenes"] = (list(group.get("scenes") or []) + [sid for sid, _ in jobs])[:10]
         return groups
 
     def _dead_letter_notice(self) -> None:
@@ -119,7 +126,7 @@ class RunNotices:
         (a burst of hooks is many short drainer runs): what enters the queue sooner is held
         in the health file and told in the next message, at the end of the first run after."""
         state = self.health.state()
-        held = _merged(state.get("dead_letters_held") or {}, self._take_dead())
+        held = self._take_dead(state.get("dead_letters_held") or {})
         if not held:
             return
         now = self.clock()
@@ -138,13 +145,3 @@ class RunNotices:
             return
         self._dead_letter_notice()
         self.notifier.close()
-
-
-def _merged(held: dict, new: dict[str, list[tuple[int, str]]]) -> dict[str, dict]:
-    """Groups per error class: ``{"count", "scenes" (the first ten ids), "message" (the first)}``."""
-    groups = {k: dict(v) for k, v in held.items() if isinstance(v, dict) and isinstance(v.get("count"), int)}
-    for error_class, jobs in new.items():
-        group = groups.setdefault(error_class, {"count": 0, "scenes": [], "message": jobs[0][1]})
-        group["count"] += len(jobs)
-        group["scenes"] = (list(group.get("scenes") or []) + [sid for sid, _ in jobs])[:10]
-    return groups

@@ -1,14 +1,11 @@
 """Plex ratings back into Stash (the owner's only: the owner's token sees only the owner's
 ``userRating``; resume points: worker/resume.py).
 
-Ratings: ``winner`` is the one rule for both directions (``RatingRule``), applied within a sync
-(worker/sync.py) and by the poll here, which brings Plex's to Stash (Stash's go by the sync its scene hook queued). Per scene the ledger keeps the last rating seen on each side; a side
-changed only if its rating changed since, and only one changed → it is copied to the other;
-both → the later change on our clock wins (each server's clock offset is learned from its
-replies, ``core/clock.py``). Plex sends no event for ratings, so the synced sections are read
-for items rated since the last look (a watermark in Plex's clock), plus the items last seen
-rated, whose rating may have been cleared without a ``lastRatedAt``. A Plex rating is saved as
-``rating100 = round(userRating × 10)``.
+``winner`` is the one rule for both directions (``RatingRule``), applied within a sync
+(worker/sync.py) and by the poll here, which brings Plex's to Stash (Stash's go by the sync its
+scene hook queued). Plex sends no event for ratings, so the synced sections are read for items
+rated since the last look (a watermark in Plex's clock), plus the items last seen rated, whose
+rating may have been cleared without a ``lastRatedAt``.
 """
 
 from __future__ import annotations
@@ -76,7 +73,7 @@ def winner(
     ``stash``: the scene's rating100; ``plex``: the item's rating (``rating_text``); ``seen``: both
     as last seen (None: never; then Plex's last is what Stash2Plex wrote there, ``written``, and
     Stash's changed when Plex would show otherwise). ``stash_at``/``plex_at``: when each last
-    changed, on our clock; both are whole seconds on their server, so a change less than
+    changed, on our clock (each server's offset learnt from its replies, core/clock.py); both are whole seconds on their server, so a change less than
     ``SAME_SECOND_S`` later (the same second, give or take the offsets' error) is a tie, and a
     tie, or a time not known, is Stash's.
 

@@ -1,15 +1,12 @@
 """What the resident ``watch`` process does with Plex's events, and on its timer.
 
-An item Stash2Plex owns that Plex processed again (a user's edit, an agent refresh) is
-checked and repaired as ``reconcile`` would (``worker/drift.py``). A playback that stopped may have
-become a watch-history entry (PMS scrobbles at the end; the websocket says nothing of it) and may
-have moved the owner's resume point: with ``import_plays`` the history is read then, with
-``import_resume`` the item's resume point (``worker/resume.py``). A playback of an account that
-``plays_accounts`` does not name is left alone: its session's account is learnt from its first
-reports (``plex/sessions.py``). The timer (``poll``, also ``watch --once``) reads the history,
-the owner's resume points and, with ``import_ratings``, Plex's ratings (Plex announces none): the
-websocket is a trigger, never the only path, so what happened while the process was down or
-killed is caught up by the next read.
+An owned item Plex processed again is checked for drift (``worker/drift.py``). A stopped playback
+may have become a history entry (PMS scrobbles at the end; the websocket says nothing of it) and
+moved the owner's resume point: with ``import_plays`` the history is read then, with
+``import_resume`` the item's resume point; a playback of an account ``plays_accounts`` does not
+name is left alone. The timer (``poll``, also ``watch --once``) reads all of them and, with
+``import_ratings``, Plex's ratings (Plex announces none): the websocket is a trigger, never the
+only path, so what happened while the process was down is caught up by the next read.
 """
 
 from __future__ import annotations
