@@ -26,7 +26,7 @@ from core.errors import PlexAuthError, PlexUnavailable, Stash2PlexError
 from plex.errors import plex_errors
 
 LIBRARY = "com.plexapp.plugins.library"
-CREATED, PROGRESS, PROCESSED, DELETED = 0, 1, 5, 9
+CREATED, PROGRESS, PROCESSED = 0, 1, 5
 SECTION_SCAN = "library.update.section"  # the activity of a section's scan
 SCAN_COMPLETE = "library scan complete"  # a status notification's title, case aside
 PING_S = 30.0  # a silent peer is noticed after PING_S + PING_TIMEOUT_S
@@ -58,7 +58,6 @@ class PlaybackState:
 
     rating_key: int
     state: str
-    view_offset_ms: int
     session_key: str = ""
 
 
@@ -91,7 +90,7 @@ def read_notifications(container: dict) -> list[Notification]:
     [ItemProcessed(item_id=7, section_id=1, updated_at=0), ItemProcessed(item_id=8, section_id=1, updated_at=0), ItemProcessed(item_id=7, section_id=1, updated_at=1700000000)]
     >>> read_notifications({"type": "playing", "PlaySessionStateNotification": [
     ...     {"ratingKey": "7", "state": "stopped", "viewOffset": 61000, "sessionKey": "3"}]})
-    [PlaybackState(rating_key=7, state='stopped', view_offset_ms=61000, session_key='3')]
+    [PlaybackState(rating_key=7, state='stopped', session_key='3')]
     >>> read_notifications({"type": "activity", "ActivityNotification": [
     ...     {"event": "ended", "Activity": {"type": SECTION_SCAN, "Context": {"librarySectionID": "2"}}},
     ...     {"event": "updated", "Activity": {"type": SECTION_SCAN, "Context": {"librarySectionID": "2"}}}]})
@@ -131,10 +130,10 @@ def _timeline(entry: dict) -> ItemProcessed | None:
 
 
 def _playing(entry: dict) -> PlaybackState | None:
-    key, offset, state = _int(entry.get("ratingKey")), _int(entry.get("viewOffset")), entry.get("state")
+    key, state = _int(entry.get("ratingKey")), entry.get("state")
     if key is None or not isinstance(state, str):
         return None
-    return PlaybackState(key, state, offset or 0, str(entry.get("sessionKey") or ""))
+    return PlaybackState(key, state, str(entry.get("sessionKey") or ""))
 
 
 def _activity(entry: dict) -> LibraryScanned | None:

@@ -39,7 +39,7 @@ def test_frames_say_who_plays_and_a_silent_session_ends():
     for event in _frame("4", "stopped"):
         viewers.saw(event)
     assert not viewers.watching()  # 3 paused, 4 stopped
-    viewers.saw(PlaybackState(9, "playing", 0, "5"))
+    viewers.saw(PlaybackState(9, "playing", "5"))
     clock.now += QUIET_S  # no word of it since: the client went away
     assert not viewers.watching()
 

@@ -25,7 +25,7 @@ def key(event: Notification) -> Hashable:
 
     >>> key(ItemProcessed(7, 1)) == key(ItemProcessed(7, 2)), key(LibraryScanned(3))
     (True, ('section', 3))
-    >>> key(PlaybackState(7, "playing", 0, "5")) == key(PlaybackState(7, "stopped", 0, "5"))
+    >>> key(PlaybackState(7, "playing", "5")) == key(PlaybackState(7, "stopped", "5"))
     False
     """
     if isinstance(event, ItemProcessed):
@@ -67,7 +67,7 @@ class Coalescer:
         held = self._held.pop(k, None)
         self._held[k] = (held[0] if held else due, event)
         if isinstance(event, PlaybackState) and event.state == "stopped":  # its session's reports are moot
-            self._held.pop(key(PlaybackState(event.rating_key, "playing", 0, event.session_key)), None)
+            self._held.pop(key(PlaybackState(event.rating_key, "playing", event.session_key)), None)
 
     def take(self, now: float) -> list[Notification]:
         due = [(at, k, event) for k, (at, event) in self._held.items() if at <= now]

@@ -161,13 +161,10 @@ class PlexListener:
                 self.status.events += 1
                 self._coalescer.offer(event, self._clock())
             for due in self._coalescer.take(self._clock()):
-                self._handle_one(due)
-
-    def _handle_one(self, event: Notification) -> None:
-        try:
-            self._handle(event)
-        except Stash2PlexError as exc:  # one event lost; the timed paths cover it
-            self.log.info(f"a Plex event was not acted on: {exc}")
+                try:
+                    self._handle(due)
+                except Stash2PlexError as exc:  # one event lost; the timed paths cover it
+                    self.log.info(f"a Plex event was not acted on: {exc}")
 
 
 class WakeWaitingJobs:
@@ -186,7 +183,7 @@ class WakeWaitingJobs:
             self.catch_up()
         if not isinstance(event, ItemProcessed) or not self.waits.waiting():
             return
-        if event.section_id not in {s.key for s in self.index.sections}:
+        if event.section_id not in {s.key for s in self.index.sections}:  # not a section we sync
             return
         try:
             state = self.plex.item_state(event.item_id)

@@ -81,7 +81,9 @@ class PlayImport:
 
     def _account(self, server: str, account: int, from_start: bool, dry_run: bool) -> Counter[str]:
         mark = self.journal.since(server, account)
-        if mark is None and not from_start:
+        if from_start:
+            plays = read_history(self.plex, account, None)
+        elif mark is None:
             now = int(self.plex.now())  # Plex's clock: viewedAt is
             self.journal.set_since(server, account, now, now)  # plays from now on; older ones are the task's
             self.log.info(
@@ -89,10 +91,7 @@ class PlayImport:
                 "(older ones: the task 'Import Plex watch history')"
             )
             return Counter()
-        if from_start:
-            plays = read_history(self.plex, account, None)
         else:
-            assert mark is not None
             newest, floor = mark
             plays = [p for p in read_history(self.plex, account, newest - OVERLAP_S) if p.viewed_at >= floor]
         counts = self._apply(server, plays, dry_run, keep=not from_start)
