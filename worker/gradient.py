@@ -112,16 +112,13 @@ class LatencyLimit:
 
     def _decide(self, waiting: float, served: float) -> None:
         """Little's law over the round: ``waiting`` of ours queued at Plex on average, ``served``
-        being served."""
-        limit = self.limit
-        self.waiting = waiting
-        if waiting >= self.policy.alpha:  # a queue: Plex's workers were busy with ours
-            self._served.append(served)
-            if len(self._served) >= SERVED_ROUNDS:
-                self.workers = max(1, round(statistics.median(self._served)))
+        being served (not probing: the limit is ``_limit``)."""
+        self.waiting, limit = waiting, self._limit
         if waiting < self.policy.alpha:
             self._limit = min(self.maximum, limit + 1 if self._served else limit * 2)  # doubling till a queue
-        elif waiting > self.policy.beta:
+            return
+        self._served.append(served)  # a queue: Plex's workers were busy with ours
+        if len(self._served) >= SERVED_ROUNDS:
+            self.workers = max(1, round(statistics.median(self._served)))
+        if waiting > self.policy.beta:
             self._limit = max(1, min(limit - 1, math.ceil(limit - waiting)))
-        else:
-            self._limit = limit

@@ -147,17 +147,23 @@ class RatingRule:
     def written(self, scene: SceneMetadata, state: PlexItemState, plan: ItemPlan) -> None:
         """The item is written: Plex's rating, when it wins, goes to Stash now (the poll may have
         missed it: the scene had no item then); our ``sceneUpdate``'s hook finds both sides equal."""
-        stash, plex = scene.rating100, state.fields.get(RATING, "")
         rerate, rating = rating_change(plan)
         if rerate:
-            plex = rating_text(rating)
-        else:
-            prior = self.ledger.item(state.rating_key)
-            if self._synced(scene, state, prior.fields.get(RATING) if prior else None) == PLEX:
-                stash = to_rating100(plex)
-                self.stash.set_rating(scene.id, stash)
-                self.log.info(f"scene {scene.id}: the rating given in Plex ({plex or 'none'}) written to Stash")
-        self.seen(scene.id, state.rating_key, stash, plex)
+            self.seen(scene.id, state.rating_key, scene.rating100, rating_text(rating))
+            return
+        prior = self.ledger.item(state.rating_key)
+        side = self._synced(scene, state, prior.fields.get(RATING) if prior else None)
+        plex = state.fields.get(RATING, "")
+        self._settle(scene.id, state.rating_key, scene.rating100, plex, side)
+        if side == PLEX:
+            self.log.info(f"scene {scene.id}: the rating given in Plex ({plex or 'none'}) written to Stash")
+
+    def _settle(self, scene_id: int, rating_key: int, stash: int | None, plex: str, side: str | None) -> None:
+        """Plex's rating to Stash when it wins (Stash's goes by a sync), then both sides seen as they are."""
+        if side == PLEX:
+            stash = to_rating100(plex)
+            self.stash.set_rating(scene_id, stash)
+        self.seen(scene_id, rating_key, stash, plex)
 
 
 @dataclass
@@ -206,10 +212,7 @@ class RatingsBack(RatingRule):
         changed = rfc3339(scene.get("updated_at") or "")
         times = (None if changed is None else changed.timestamp(), rated.rated_at)
         side = self.side(record.scene_id, rated.rating_key, (stash, plex), times, record.fields.get(RATING))
-        if side == PLEX:
-            stash = to_rating100(plex)
-            self.stash.set_rating(record.scene_id, stash)
-        self.seen(record.scene_id, rated.rating_key, stash, plex)
+        self._settle(record.scene_id, rated.rating_key, stash, plex, side)
         # Stash's winning: the scene hook of its change queued the sync that writes it to Plex
         return {PLEX: "ratings_to_stash", STASH: "ratings_stash_wins"}.get(side or "", "ratings_agree")
 
