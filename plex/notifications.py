@@ -204,30 +204,26 @@ class Connection(threading.Thread):
 
     def __init__(self, client, handler: Handler) -> None:
         try:
-            import websocket  # noqa: F401 - checked here: a run would only report its absence as a failure
-        except ImportError:
+            import websocket
+        except ImportError:  # checked here: a run would only report its absence as a failure
             raise Stash2PlexError(
                 "the package websocket-client is missing (requirements.txt); Plex's notifications are not read"
             ) from None
         super().__init__(daemon=True)
-        self._url, self._headers, self._sslopt = _ws_args(client)
+        url, headers, self._sslopt = _ws_args(client)
         self._handler = handler
         self._stopping = threading.Event()
-        self._ws: Any = None
-
-    def run(self) -> None:
-        import websocket
-
-        handler = self._handler
         self._ws = websocket.WebSocketApp(
-            self._url,
-            header=self._headers,
+            url,
+            header=headers,
             on_open=lambda ws: handler.on_open(),
             on_message=lambda ws, message: self._message(message),
             on_error=lambda ws, error: handler.on_error(connection_error(error)),
             on_close=lambda ws, code, reason: handler.on_close(),
         )
-        if not self._stopping.is_set():
+
+    def run(self) -> None:
+        if not self._stopping.is_set():  # a stop before run_forever began would be lost in it
             self._ws.run_forever(ping_interval=PING_S, ping_timeout=PING_TIMEOUT_S, reconnect=0, sslopt=self._sslopt)
 
     def _message(self, message: str) -> None:
@@ -241,8 +237,7 @@ class Connection(threading.Thread):
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._ws is not None:
-            self._ws.close()
+        self._ws.close()
 
 
 def probe(client, timeout: float = CONNECT_TIMEOUT_S) -> None:
