@@ -7,6 +7,7 @@ short pause; a refused connection or a 503 is not: the circuit breaker owns that
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -101,7 +102,7 @@ class PlexClient:
         session.mount("https://", adapter)
         session.hooks["response"].append(response_hook(self.clock, time.time))
         self.requests.install(session, adapter)
-        session.hooks["response"].append(self._refuse_write_redirect)
+        session.hooks["response"].append(functools.partial(self._refuse_write_redirect, session))
         with plex_errors("connecting to Plex", self.url):
             base = self._final_url(session)
         with plex_errors("connecting to Plex", self.url), not_plex_named(self.url):
@@ -306,18 +307,19 @@ class PlexClient:
             except ET.ParseError:
                 pass
 
-    def _refuse_write_redirect(self, response, *args, **kwargs):
-        """A response hook: a write is done only when Plex itself answered it. Through a 301 or
-        302, requests sends a POST again as a GET without its body [requests sessions.py
-        ``SessionRedirectMixin.rebuild_method``], which a poster URL answers 200: plexapi would
-        report an upload that never happened. A redirect answered to a write (hooks run before
-        requests follows it) is an error that names where it leads, and the next request
-        connects again (``_final_url``)."""
+    def _refuse_write_redirect(self, session, response, *args, **kwargs):
+        """A response hook on ``session``: a write is done only when Plex itself answered it.
+        Through a 301 or 302, requests sends a POST again as a GET without its body [requests
+        sessions.py ``SessionRedirectMixin.rebuild_method``], which a poster URL answers 200:
+        plexapi would report an upload that never happened. A redirect answered to a write
+        (hooks run before requests follows it) is an error that names where it leads, and the
+        next request connects again (``_final_url``), unless another writer has already done so."""
         if not (response.is_redirect and response.request.method in ("PUT", "POST")):
             return response
         response.close()
         with self._connecting:
-            self._server = None
+            if self.session is session:
+                self._server = None
         raise TransientError(
             f"Plex's address answered a write with a redirect ({response.status_code}) to "
             f"{_where(response, urlsplit(self.base_url).path)}; nothing was written there. Stash2Plex connects "

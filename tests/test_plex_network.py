@@ -81,6 +81,46 @@ def test_a_write_answered_with_a_redirect_is_an_error_naming_where_it_leads(plex
     assert second_plex.requests == [] and plex.item(rk)["uploads"] == 0
 
 
+def test_a_write_refused_late_leaves_the_connection_made_since_alone(plex, second_plex):
+    """Writers share the client: a redirect answered to a write sent before the client
+    connected again (where the redirect leads) does not drop that new connection; only a
+    refusal on the connection in use makes the next request connect again."""
+    import threading
+
+    from plex.client import PlexClient
+
+    rk = plex.add_item(1, "/plex/media/a.mp4")
+    client = PlexClient(plex.url, plex.token, "test-client")
+    client.version()
+    arrived, answer = threading.Event(), threading.Event()
+
+    def upload_answered_late(record: dict) -> None:
+        if record["method"] == "POST":
+            arrived.set()
+            answer.wait(5)
+
+    plex.on_request, plex.redirect = upload_answered_late, (301, second_plex.url)
+    late: list[BaseException] = []
+
+    def upload() -> None:
+        try:
+            client._write("uploading a poster", "POST", f"/library/metadata/{rk}/posters", b"\x89PNG")
+        except TransientError as exc:
+            late.append(exc)
+
+    writer = threading.Thread(target=upload)
+    writer.start()
+    assert arrived.wait(5)
+    with pytest.raises(TransientError, match="redirect"):
+        client._write("rating", "PUT", f"/:/rate?key={rk}&identifier=com.plexapp.plugins.library&rating=5")
+    client.version()  # connected again, where the redirect leads
+    answer.set()
+    writer.join(5)
+    assert len(late) == 1 and "redirect (301)" in str(late[0])
+    client.version()
+    assert len(second_plex.requests_matching("GET", "/identity")) == 1
+
+
 # -- our requests beside plexapi's own calls ------------------------------------------------
 def test_what_we_send_beside_plexapis_calls_is_what_plexapi_sends(plex):
     """The poster's image and the websocket are requested beside ``PlexServer.query``: with
