@@ -10,7 +10,6 @@ absolute path is found by its shape. Titles under 3 characters are left alone.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import re
@@ -19,6 +18,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from core.platform import file_lock
+
 KEY_FILE = "privacy.key"
 MAX_VALUES = 1024
 MIN_TITLE = 3
@@ -26,12 +27,15 @@ _PATH = re.compile(r"(?<![\w:/.<\\-])(?:/|[A-Za-z]:\\|\\\\)[^\s'\",;()<>]*[/\\][
 
 
 def load_key(data_dir: Path) -> bytes:
-    """The data folder's placeholder key, created on first use (never leaves the folder)."""
+    """The data folder's placeholder key, created on first use (never leaves the folder); under
+    a lock, so no process reads as its key the empty file another made and has not written yet."""
     path = Path(data_dir) / KEY_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError), open(path, "x", encoding="ascii") as handle:
-        handle.write(secrets.token_hex(16))  # the first process wins; others read its key
-    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    with file_lock(path.with_name(KEY_FILE + ".lock")):
+        key = path.read_text(encoding="ascii").strip() if path.exists() else ""
+        if not key:
+            key = secrets.token_hex(16)
+            path.write_text(key, encoding="ascii")
+    return bytes.fromhex(key)
 
 
 class Placeholders:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from core.privacy import Placeholders
+from core.privacy import KEY_FILE, Placeholders, load_key
 from tests.runner import create_context
 
 FOLDER = "/stash/media/My Private Folder"
@@ -58,6 +58,16 @@ def test_off_by_default_paths_and_titles_stay(plugin):
     plugin.wait_drained()
     assert f"'{TITLE}'" in plugin.drainer_log() and "My Private Folder/plain clip.mp4" in plugin.drainer_log()
     assert not (plugin.data_dir / "privacy.key").exists()
+
+
+def test_a_key_file_created_but_not_written_is_never_read_as_an_empty_key(tmp_path):
+    """What another process sees while one creates privacy.key (or after it died before
+    writing it): an empty file. An empty key would make the placeholders guessable and
+    unlike every other process's; a key is made instead, and kept."""
+    (tmp_path / KEY_FILE).write_text("")
+    key = load_key(tmp_path)
+    assert len(key) == 16 and load_key(tmp_path) == key
+    assert bytes.fromhex((tmp_path / KEY_FILE).read_text()) == key
 
 
 def test_placeholders_pure():
