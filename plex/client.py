@@ -132,23 +132,33 @@ class PlexClient:
         """plex_url after the redirects a reverse proxy in front of Plex answers (http to
         https, another name or path), followed once, here, by requests: writes never follow
         one (``_refuse_write_redirect``). Asked at ``/identity`` without the token, so the token goes
-        only to where the redirects lead, never along the way."""
+        only to where the redirects lead, never along the way. A redirect elsewhere (a login
+        page) is refused before it is followed: its host may not even answer us."""
         import requests
 
+        def same_place(response, *args, **kwargs):
+            if not response.is_redirect:
+                return
+            target = urljoin(response.url, response.headers["Location"]).split("?")[0].rstrip("/")
+            if not target.endswith("/identity"):
+                response.close()
+                raise ConfigError(
+                    f"setting plex_url: {self.url} answered with a redirect to {target}, which is not the same "
+                    "place on another address; set plex_url to the address of Plex itself"
+                )
+
+        # run at each hop, before it is followed; a request's hooks replace the session's (requests merge_hooks)
+        hooks = {"response": [*session.hooks["response"], same_place]}
         try:
-            response = session.get(self.url.rstrip("/") + "/identity", headers=_who_asks(), timeout=self.timeout)
+            response = session.get(
+                self.url.rstrip("/") + "/identity", headers=_who_asks(), timeout=self.timeout, hooks=hooks
+            )
         except requests.TooManyRedirects:
             raise ConfigError(
                 f"setting plex_url: {self.url} redirects more than {session.max_redirects} times; is it Plex?"
             ) from None
         response.close()
-        final = response.url.split("?")[0].rstrip("/")
-        if not final.endswith("/identity"):
-            raise ConfigError(
-                f"setting plex_url: {self.url} answered with a redirect to {final}, which is not the same "
-                "place on another address; set plex_url to the address of Plex itself"
-            )
-        return final[: -len("/identity")]
+        return response.url.split("?")[0].rstrip("/")[: -len("/identity")]
 
     def auth_headers(self) -> dict[str, str]:
         """The headers of every request plexapi sends [plexapi server.py ``PlexServer._headers``]:

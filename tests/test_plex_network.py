@@ -11,6 +11,7 @@ import pytest
 from core.errors import TransientError
 from tests.conftest import PLEX_TOKEN
 from tests.emulators.plex_emulator import PlexEmulator
+from tests.runner import drainer_lock_held
 
 
 @pytest.fixture
@@ -45,6 +46,22 @@ def test_a_plex_behind_a_redirecting_proxy_is_written_where_the_redirect_leads(p
         assert {(r["method"], r["path"]) for r in proxy.requests} == {("GET", "/identity")}
         assert not any("X-Plex-Token" in r["headers"] for r in proxy.requests)
     assert plugin.task("queue_status").output["dlq"] == 0
+
+
+def test_a_redirect_to_a_login_page_stops_the_run_naming_it_without_following_it(plugin):
+    """plex_url is a proxy that sends clients to its login page (nginx ``return 302
+    https://auth/login?rd=$request_uri``), here on a host nobody answers at: that is not
+    Plex on another address, which no retry can fix; the run stops naming where the
+    redirect leads, and the job is kept."""
+    sid, _ = plugin.add_scene(1)
+    with PlexEmulator(token=PLEX_TOKEN) as proxy:
+        proxy.redirect = (302, "http://127.0.0.1:9/login?rd=")  # the discard port: nothing listens
+        plugin.configure(plex_url=proxy.url)
+        with drainer_lock_held(plugin.data_dir):
+            assert plugin.hook(plugin.stash.update_scene(sid, title="Behind a login")).error is None
+        run = plugin.task("process_queue")
+    assert run.error and "answered with a redirect to http://127.0.0.1:9/login, which is not" in run.error, run.error
+    assert plugin.task("queue_status").output["pending"] == 1
 
 
 def test_a_redirect_answered_to_a_poster_upload_is_never_taken_as_done(plugin, second_plex):
