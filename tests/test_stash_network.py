@@ -72,7 +72,12 @@ def _certificate(folder, name: str) -> tuple[str, str]:
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 def test_stash_over_https_on_loopback_with_a_certificate_for_another_name(plugin, tmp_path):
     """Stash with TLS sends ``Scheme: https, Host: 0.0.0.0``: the plugin reaches it at
-    https://127.0.0.1, whose certificate names the server (here self-signed, too)."""
+    https://127.0.0.1, whose certificate names the server (here self-signed, too). A
+    ``REQUESTS_CA_BUNDLE`` without it (set on many systems) changes nothing: requests would
+    let it override an unverified Session's ``verify=False`` (``merge_environment_settings``)."""
+    import certifi
+
+    plugin.env["REQUESTS_CA_BUNDLE"] = certifi.where()
     stash = plugin.stash
     stash.stop()
     stash.tls = _certificate(tmp_path, "stash.example.lan")
