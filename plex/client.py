@@ -158,6 +158,8 @@ class PlexClient:
                 f"setting plex_url: {self.url} redirects more than {session.max_redirects} times; is it Plex?"
             ) from None
         response.close()
+        if not response.history:
+            return self.url.rstrip("/")  # as given: requests normalises it (a host in lower case), no redirect
         return response.url.split("?")[0].rstrip("/")[: -len("/identity")]
 
     def auth_headers(self) -> dict[str, str]:

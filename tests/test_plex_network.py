@@ -233,3 +233,13 @@ def test_a_lower_proxy_limit_is_met_by_smaller_requests_never_the_dead_letter_qu
     assert summary.endswith("…") and details.startswith(summary[:-1]) and len(summary) > 100
     assert [r["status"] for r in plugin.plex.edit_requests()][0] == 414
     assert plugin.task("queue_status").output["dlq"] == 0
+
+
+def test_a_plex_url_that_does_not_redirect_is_not_said_to(plugin):
+    """A host name typed in capitals (as Windows shows it): Plex answers there, so health
+    check says nothing of a redirect, and requests go to plex_url as given."""
+    plugin.configure(plex_url=plugin.plex.url.replace("127.0.0.1", "LOCALHOST"))
+    check = plugin.task("health_check")
+    assert check.output["ok"] is True, check.output
+    assert check.output["plex"]["url"] == plugin.plex.url.replace("127.0.0.1", "LOCALHOST")
+    assert not any("redirects to" in m for m in check.messages("info")), check.messages()
