@@ -214,7 +214,7 @@ def render(output: Any, mode: str) -> list[str]:
     row = MODES[mode]
     if not isinstance(output, dict):
         return [_scalar(output)]
-    if row.plan and output.get("dry_run"):
+    if output.get("dry_run") and "scenes" in output:  # a plan: all and recent (row.plan), reconcile (its own)
         from worker.preview import plan_lines
 
         return plan_lines(output)

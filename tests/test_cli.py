@@ -323,12 +323,14 @@ def test_reports_print_once_on_a_terminal(plugin):
     not the same lines again."""
     plugin.add_scene(1)
     plugin.stash.add_scene("Lost", files=[{"path": "/elsewhere/lost.mp4"}])  # no Plex item: unmatched
-    for args in (["all", "--dry-run"], ["unmatched"], ["health_check"]):
+    for args in (["all", "--dry-run"], ["reconcile", "--dry-run"], ["unmatched"], ["health_check"]):
         done = cli(plugin, *args, "--no-progress", tty=True)
         out = {line.strip() for line in done.stdout.splitlines() if line.strip()}
         err = {line.strip().removeprefix("warning: ") for line in done.stderr.splitlines() if line.strip()}
         assert out, (args, done.stderr)
         assert not out & err, (args, sorted(out & err))
+        if "--dry-run" in args:  # the plan's table, as docs/configuration.md says
+            assert done.stdout.startswith(f"dry run of '{args[0]}': nothing was written"), done.stdout
 
 
 def test_a_mistyped_flag_leaves_no_drainer_that_keeps_it(plugin):
