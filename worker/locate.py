@@ -15,7 +15,7 @@ from core.errors import AmbiguousMatch, PinnedItemGone, PlexNotFound
 from plex.client import PlexClient, PlexItemState
 from plex.index import LibraryIndex
 from plex.matcher import CHOOSE, Confidence, Diagnosis, PathIndex, PlexFile, SceneFile, diagnose
-from sync_queue.ledger import PIN_ITEM, Ledger, Pin, SceneRecord
+from sync_queue.ledger import Ledger, Pin, SceneRecord
 from validation.config import Settings
 from validation.metadata import SceneMetadata
 
@@ -47,6 +47,11 @@ class Locator:
         if scene_id in self._pins:
             return self._pins[scene_id]
         return self.ledger.pin_of(scene_id)
+
+    def pinned(self, scene_id: int) -> int | None:
+        """The item the user pinned the scene to (None: no pin, or another answer)."""
+        pin = self.pin(scene_id)
+        return pin.rating_key if pin is not None else None
 
     # -- reading many items at once ----------------------------------------------
     def prefetch(self, work: list[tuple[SceneMetadata, SceneRecord | None]], chunk: int = 50) -> list[int]:
@@ -91,9 +96,9 @@ class Locator:
     def locate(self, scene: SceneMetadata, record: SceneRecord | None) -> tuple[PlexItemState, str]:
         """The item to write, checked on its current detail view (see the module docstring).
         A pinned item comes first and needs not hold the scene's file (the user said so)."""
-        pin = self.pin(scene.id)
-        if pin is not None and pin.answer == PIN_ITEM and pin.rating_key is not None:
-            return self._pinned(scene, pin.rating_key), "pinned"
+        pinned = self.pinned(scene.id)
+        if pinned is not None:
+            return self._pinned(scene, pinned), "pinned"
         if record is not None and record.rating_key is not None:
             linked = self.read(record.rating_key)
             problem = self.mismatch(scene, linked, record.rating_key, exact=True)
@@ -195,6 +200,20 @@ class Locator:
         )
         choice = self.diagnose(SceneFile.of(scene.files), index).choice
         return choice is not None and choice.item.rating_key == state.rating_key
+
+    def listed(self, scene: SceneMetadata, record: SceneRecord | None) -> tuple[int, str]:
+        """(the item, how) as the index lists it, no item read (``reconcile`` reads many at
+        once): the pin, the linked item while the index lists it at one of the scene's mapped
+        paths, else ``find_item``'s (raises PlexNotFound/AmbiguousMatch)."""
+        pinned = self.pinned(scene.id)
+        if pinned is not None:
+            return pinned, "pinned"
+        if record is not None and record.rating_key is not None:
+            index = self.index.index()
+            if any(f.rating_key == record.rating_key for p in self.mapped_paths(scene) for f in index.by_path(p)):
+                return record.rating_key, "linked"
+        item, how = self.find_item(scene)
+        return item.rating_key, how
 
     def find_item(self, scene: SceneMetadata) -> tuple[PlexFile, str]:
         """(the Plex file a sync would pick, why) from the index; raises PlexNotFound/AmbiguousMatch."""

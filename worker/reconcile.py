@@ -85,27 +85,21 @@ class Reconciler:
 
     def _locate(self, scene: SceneMetadata, record: SceneRecord | None) -> Finding:
         finding = Finding(scene, record)
-        index = self.syncer.index.index()
-        holders = {f.rating_key for p in self.syncer.locator.mapped_paths(scene) for f in index.by_path(p)}
-        pin = self.syncer.locator.pin(scene.id)
-        if pin is not None and pin.rating_key is not None:  # the user's answer comes before any match
-            finding.rating_key, finding.how = pin.rating_key, "pinned"
-            if record is None or record.rating_key != pin.rating_key:
-                finding.drift.append("ledger_missing" if record is None else "item_moved")
-            return finding
-        if record is None or record.rating_key is None:
-            finding.drift.append("ledger_missing")
-        elif record.rating_key in holders:
-            finding.rating_key, finding.how = record.rating_key, "linked"
-            return finding
-        else:
-            finding.drift.append("item_moved" if record.rating_key in index.rating_keys() else "item_gone")
         try:
-            item, finding.how = self.syncer.locator.find_item(scene)
-            finding.rating_key = item.rating_key
+            finding.rating_key, finding.how = self.syncer.locator.listed(scene, record)
         except (PlexNotFound, AmbiguousMatch) as exc:
-            finding.drift.append("unmatched")
             finding.reason = str(exc)
+        linked = record.rating_key if record is not None else None
+        if finding.how == "pinned":  # the user's answer comes before any match
+            if record is None or linked != finding.rating_key:
+                finding.drift.append("ledger_missing" if record is None else "item_moved")
+        elif finding.how != "linked":
+            if linked is None:
+                finding.drift.append("ledger_missing")
+            else:
+                finding.drift.append("item_moved" if linked in self.syncer.index.index().rating_keys() else "item_gone")
+        if finding.reason:
+            finding.drift.append("unmatched")
         return finding
 
     def _read(self, keys: list[int]) -> dict[int, PlexItemState]:

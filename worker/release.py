@@ -67,8 +67,7 @@ class Releaser:
         """Whether the scene the item was last written for still exists and holds its file
         (or was pinned to it, or accepted it by name): then the item is still its own.
         ``raws``: the scenes read from Stash already (``holders`` reads them in one request)."""
-        pin = self.locator.pin(scene_id)
-        if pin is not None and pin.rating_key == state.rating_key:
+        if self.locator.pinned(scene_id) == state.rating_key:
             return True
         raw = (self.stash.scenes_by_id([scene_id]) if raws is None else raws).get(scene_id)
         if raw is None:
