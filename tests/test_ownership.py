@@ -237,3 +237,21 @@ def test_an_item_another_scene_took_over_is_stale_for_the_panel_inspect_preview_
     plugin.wait_drained()
     _shows(plugin, ka, sb)
     assert operation(plugin, mode="ui_scene", scene_id=str(sb)).output["state"] == "in_sync"
+
+
+def test_a_dry_run_says_plexs_own_poster_comes_back_where_the_write_restores_it(plugin):
+    """B has no cover and its file moves to the item showing A's upload: the preview plans
+    Plex's own poster back on that item (it said "none"), and the real run does it."""
+    from tests.test_cli import cli
+
+    (sa, ka), (sb, kb) = _two_scenes(plugin, b_cover=False)
+    _exchange(plugin.plex, ka, kb)
+    plan = cli(plugin, "all", "--dry-run", "--json").json()
+    by_scene = {e["scene_id"]: e for e in plan["scenes"]}
+    assert (by_scene[sb]["rating_key"], by_scene[sb]["poster"]) == (ka, "restore"), by_scene
+    assert (by_scene[sa]["rating_key"], by_scene[sa]["poster"]) == (kb, "upload"), by_scene
+    assert "poster: Plex's own back" in cli(plugin, "all", "--dry-run").stdout
+    assert plugin.plex.item(ka)["poster_hash"] is not None  # nothing was written
+    assert plugin.task("all").error is None
+    _shows(plugin, ka, sb)
+    _shows(plugin, kb, sa)

@@ -395,13 +395,14 @@
           )
         )
       );
-      if (scene.poster === "upload") {
+      if (scene.poster === "upload" || scene.poster === "restore") {
+        const restore = scene.poster === "restore";
         rows.push(
           row(
             "poster",
             nameOf("poster"),
-            h("td", { className: "s2p-plan-current" }, "Plex's poster"),
-            h("td", { className: "s2p-plan-new" }, "Stash's cover")
+            h("td", { className: "s2p-plan-current" }, restore ? "another scene's cover" : "Plex's poster"),
+            h("td", { className: "s2p-plan-new" }, restore ? "Plex's own poster" : "Stash's cover")
           )
         );
       }

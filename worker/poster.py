@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
 from core.errors import SlowDownload, Stash2PlexError, TransientError
 from worker.images import POSTER_KINDS, SVG, image_kind
@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from sync_queue.ledger import Ledger, SceneRecord
     from validation.config import Settings
     from validation.metadata import SceneMetadata
+
+
+class Cover(NamedTuple):
+    """A poster decision (``Posters._decide``) and the cover read for it."""
+
+    outcome: str
+    image: bytes = b""
+    content_type: str = ""
+    digest: str = ""
 
 
 class PosterNotUpdated(TransientError):
@@ -62,51 +71,45 @@ class Posters:
             return read[1], read[2]
         return self.stash.image(url)
 
-    def verdict(self, scene: SceneMetadata, record: SceneRecord | None) -> str:
-        """What ``write`` would do, without uploading (the screenshot is read to compare its bytes):
-        none | unchanged | upload | failed."""
-        url = scene.screenshot
-        early = self._by_source(url, record)
-        if early is not None or not url:
-            return early or "none"
+    def verdict(self, scene: SceneMetadata, record: SceneRecord | None, rating_key: int) -> str:
+        """What ``write`` would do to the item, without writing (the screenshot is read to compare
+        its bytes): none | unchanged | upload | restore | failed."""
         try:
-            image, _ = self.stash.image(url)
+            return self._decide(scene, record, rating_key, self.stash.image).outcome
         except Stash2PlexError:
             return "failed"
-        return self._by_bytes(image, record)[0]
 
-    def _by_source(self, url: str | None, record: SceneRecord | None) -> str | None:
-        """What the screenshot's URL decides alone: none (posters are not written), unchanged
-        (the cover last uploaded), else None (its bytes, or its absence, decide)."""
+    def _decide(
+        self,
+        scene: SceneMetadata,
+        record: SceneRecord | None,
+        rating_key: int,
+        read: Callable[[str], tuple[bytes, str]],
+    ) -> Cover:
+        """The one poster decision of a write and of its preview; ``read`` reads the cover.
+        none: posters are not written, or the scene has no cover (no screenshot, or Stash's default
+        image for one without) and the item keeps the poster it shows | unchanged: the cover last
+        uploaded (its URL, or its SHA-1) | upload | restore: no cover, and the item shows one
+        Stash2Plex uploaded for another scene (it changed owner): Plex's own comes back |
+        failed: not a JPEG, PNG or WebP image."""
+        url = scene.screenshot
         if not self.settings.writes("poster"):
-            return "none"
+            return Cover("none")
         if url and record is not None and url == record.poster_source:
-            return "unchanged"
-        return None
-
-    @staticmethod
-    def _by_bytes(image: bytes, record: SceneRecord | None) -> tuple[str, str]:
-        """(what the cover's bytes decide, their SHA-1): none (Stash's default image for a scene
-        without a cover) | failed (not a JPEG, PNG or WebP image) | unchanged | upload."""
-        kind = image_kind(image)
-        if kind == SVG:
-            return "none", ""
-        if kind not in POSTER_KINDS:
-            return "failed", ""
-        digest = hashlib.sha1(image).hexdigest()
-        return ("unchanged" if record is not None and digest == record.poster_hash else "upload"), digest
-
-    def _not_ours(self, scene_id: int, record: SceneRecord) -> str:
-        """A scene without a cover: the item keeps the poster it shows, unless that is one
-        Stash2Plex uploaded for another scene (the item changed owner): then Plex's own
-        comes back. restored | none."""
-        assert record.rating_key is not None
-        uploaded = self.ledger.item_poster(record.rating_key)
-        if uploaded is None or uploaded[0] == scene_id:
-            return "none"  # nothing of ours, or the scene's own earlier cover (kept, as before)
-        self.restore(record.rating_key, uploaded[1])
-        self.ledger.forget_poster(record.rating_key)
-        return "restored"
+            return Cover("unchanged")
+        if url:
+            image, content_type = read(url)
+            kind = image_kind(image)
+            if kind in POSTER_KINDS:
+                digest = hashlib.sha1(image).hexdigest()
+                known = record is not None and digest == record.poster_hash
+                return Cover("unchanged" if known else "upload", image, content_type, digest)
+            if kind != SVG:
+                return Cover("failed", image, content_type)
+        uploaded = self.ledger.item_poster(rating_key)
+        if uploaded is None or uploaded[0] == scene.id:
+            return Cover("none")  # nothing of ours, or the scene's own earlier cover (kept, as before)
+        return Cover("restore", digest=uploaded[1])
 
     def restore(self, rating_key: int, digest: str) -> bool:
         """Plex's own poster back on the item, when it shows the one Stash2Plex uploaded
@@ -137,27 +140,20 @@ class Posters:
         Raises PosterNotUpdated when the image could not be fetched, checked or uploaded; an
         error that holds or postpones every job (a refused Stash session, Plex down) is raised
         as it is, so the job keeps its retry budget (worker/settle.py ``not_the_jobs``)."""
-        url = scene.screenshot
-        early = self._by_source(url, record)
-        if early is not None:
-            return early
+        assert record.rating_key is not None
         try:
-            if not url:
-                return self._not_ours(scene.id, record)
-            image, content_type = self._cover_image(url)
-            outcome, digest = self._by_bytes(image, record)
-            if outcome == "none":  # Stash's default image for a scene without a cover
-                outcome = self._not_ours(scene.id, record)
-                record.poster_source = url
-                return outcome
-            if outcome == "failed":
+            cover = self._decide(scene, record, record.rating_key, self._cover_image)
+            if cover.outcome == "failed":
                 raise PosterNotUpdated(
-                    f"Stash answered the screenshot with {content_type.split(';')[0] or 'unknown data'}, not a "
+                    f"Stash answered the screenshot with {cover.content_type.split(';')[0] or 'unknown data'}, not a "
                     "JPEG, PNG or WebP image (is a proxy or login page in front of Stash?)"
                 )
-            if outcome == "upload":
-                self.client.upload_poster(record.rating_key, image)
-                record.poster_hash, outcome = digest, "uploaded"
+            if cover.outcome == "upload":
+                self.client.upload_poster(record.rating_key, cover.image)
+                record.poster_hash = cover.digest
+            elif cover.outcome == "restore":
+                self.restore(record.rating_key, cover.digest)
+                self.ledger.forget_poster(record.rating_key)
         except PosterNotUpdated:
             raise
         except Stash2PlexError as exc:
@@ -166,5 +162,6 @@ class Posters:
             raise PosterNotUpdated(
                 f"poster not updated ({exc}); the fields are written and the poster is retried"
             ) from None
-        record.poster_source = url
-        return outcome
+        if scene.screenshot and self.settings.writes("poster"):
+            record.poster_source = scene.screenshot
+        return {"upload": "uploaded", "restore": "restored"}.get(cover.outcome, cover.outcome)

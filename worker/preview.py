@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from core.log import StashLog
 
 LOG_LIMIT = 20  # scenes a task's summary in Stash's log lists
+# The poster's line, by the verdict of a write (worker/poster.py) or of reconcile.
+POSTER_WORDS = {
+    "upload": "upload",
+    "check": "upload if its bytes changed",
+    "restore": "Plex's own back (the one shown was uploaded for another scene)",
+}
 
 
 def plan_entry(
@@ -56,7 +62,7 @@ def unmatched_entry(scene: SceneMetadata | None, scene_id: int, paths: list[str]
 
 def writes(entry: dict[str, Any]) -> bool:
     """Does this entry send anything to Plex?"""
-    return bool(entry["fields"] or entry["tags"] or entry["poster"] == "upload")
+    return bool(entry["fields"] or entry["tags"] or entry["poster"] in ("upload", "restore"))
 
 
 def _short(value: str, limit: int = 60) -> str:
@@ -78,8 +84,8 @@ def entry_lines(entry: dict[str, Any]) -> list[str]:
         parts = [f"+{n}" for n in tags["added"]] + [f"−{n}" for n in tags["removed"]]
         parts += [f"photo of {n}" for n in tags.get("photos", ())]  # plan files saved before photos lack it
         lines.append(f"    {tags['type']}: {' '.join(parts) if parts else 'lock'}")
-    if entry["poster"] in ("upload", "check"):
-        lines.append(f"    poster: {'upload' if entry['poster'] == 'upload' else 'upload if its bytes changed'}")
+    if entry["poster"] in POSTER_WORDS:
+        lines.append(f"    poster: {POSTER_WORDS[entry['poster']]}")
     return lines
 
 

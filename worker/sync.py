@@ -163,7 +163,9 @@ class Syncer:
         state, how = self.locator.locate(scene, record)
         try:
             record, plan, _ = self._plan(scene, record, state, relock=False)
-            return SyncResult(scene.id, state.rating_key, plan, self.posters.verdict(scene, record), how)
+            return SyncResult(
+                scene.id, state.rating_key, plan, self.posters.verdict(scene, record, state.rating_key), how
+            )
         finally:
             self.client.forget(state.rating_key)
 
