@@ -84,27 +84,21 @@ class ItemPlan:
         lines = [f"{c.name}: {c.plex!r} → {c.stash!r}" for c in self.fields]
         for change in self.tags:
             had = {_key(t) for t in change.plex}
-            added = [t for t in change.result if _key(t) not in had]
-            if added:
-                lines.append(f"{change.tag_type} +{', '.join(added)}")
-            if change.removed:
-                lines.append(f"{change.tag_type} -{', '.join(change.removed)}")
-            photographed = [t for t in change.result if _key(t) in change.photos]
-            if photographed:
-                lines.append(f"{change.tag_type} photo: {', '.join(photographed)}")
+            parts = {
+                "+": [t for t in change.result if _key(t) not in had],
+                "-": change.removed,
+                "photo: ": [t for t in change.result if _key(t) in change.photos],
+            }
+            lines += [f"{change.tag_type} {sign}{', '.join(names)}" for sign, names in parts.items() if names]
         return lines
 
 
-def _field_change(name: str, want: str | None, plex: str, wrote: str | None, preserve: bool) -> FieldChange | None:
-    if want is None:
-        return None
+def _field_change(name: str, want: str, plex: str, wrote: str | None, preserve: bool) -> FieldChange | None:
     if want == "" and wrote in (None, ""):
         return None  # Stash has nothing and never had: leave Plex's value alone
     if want == "" and plex != wrote:
         return None  # the user changed it in Plex since we wrote it: not ours to clear
-    if plex == want:
-        return None
-    if preserve and plex not in ("", wrote):
+    if plex == want or (preserve and plex not in ("", wrote)):
         return None
     return FieldChange(name, plex, want)
 
@@ -115,8 +109,14 @@ def _key(tag: str) -> str:
 
 
 def _tag_change(
-    tag_type: str, want: tuple[str, ...], plex: tuple[str, ...], wrote: list[str], preserve: bool
+    tag_type: str,
+    want: tuple[str, ...],
+    plex: tuple[str, ...],
+    wrote: list[str],
+    preserve: bool,
+    photos: dict[str, str] | None = None,
 ) -> TagChange | None:
+    """``photos``: sent with the list, so an unchanged list is sent again for them."""
     ours = {_key(t) for t in wrote}
     wanted = {_key(t) for t in want}
     if preserve and plex and not {_key(t) for t in plex} <= ours:
@@ -124,9 +124,9 @@ def _tag_change(
     removed = tuple(t for t in plex if _key(t) in ours and _key(t) not in wanted)
     gone = {_key(t) for t in removed}
     result = tuple(want) + tuple(t for t in plex if _key(t) not in wanted and _key(t) not in gone)
-    if not removed and {_key(t) for t in result} == {_key(t) for t in plex}:
+    if not removed and not photos and {_key(t) for t in result} == {_key(t) for t in plex}:
         return None  # also a case-only rename: Plex keeps one spelling per tag
-    return TagChange(tag_type, plex, result, removed)
+    return TagChange(tag_type, plex, result, removed, photos or {})
 
 
 def _photos(desired: Desired, plex: PlexItemState, sent: dict[str, str]) -> dict[str, str]:
@@ -136,27 +136,6 @@ def _photos(desired: Desired, plex: PlexItemState, sent: dict[str, str]) -> dict
     again for another item read before it."""
     wanted = {_key(name): url for name, url in desired.photos.items()}
     return {name: url for name, url in wanted.items() if plex.photos.get(name) != url and sent.get(name) != url}
-
-
-def _with_photos(
-    change: TagChange | None,
-    want: tuple[str, ...],
-    plex: tuple[str, ...],
-    wrote: list[str],
-    photos: dict[str, str],
-    preserve: bool,
-) -> TagChange | None:
-    """The actor list's change carrying ``photos``: an unchanged list is sent again for them
-    (as ``_tag_change`` would build it), except where fill-only mode leaves the list alone."""
-    if not photos:
-        return change
-    if change is not None:
-        return dataclasses.replace(change, photos=photos)
-    if preserve and plex and not {_key(t) for t in plex} <= {_key(t) for t in wrote}:
-        return None  # the user's own actors: fill-only mode leaves the list as it is
-    wanted = {_key(t) for t in want}
-    result = tuple(want) + tuple(t for t in plex if _key(t) not in wanted)
-    return TagChange("actor", plex, result, (), photos)
 
 
 @dataclass(frozen=True)
@@ -180,39 +159,37 @@ def plan_item(
     when what Stash wants is nothing and Plex shows nothing, or a refresh could fill it.
     ``sent``: the performer photos this process wrote already (``_photos``)."""
     written = written or Written()
-    fields = []
-    written_fields = dict(written.fields)
+    fields, written_fields = [], dict(written.fields)
     for name, want in desired.fields.items():
-        change = _field_change(name, want, plex.fields.get(name, ""), written.fields.get(name), preserve)
-        if (
-            change is None
-            and relock
-            and want is not None
-            and plex.fields.get(name, "") == want
-            and name not in plex.locked | {RATING}
-        ):
+        if want is None:
+            continue  # a field not written (skip_fields)
+        shown = plex.fields.get(name, "")
+        change = _field_change(name, want, shown, written.fields.get(name), preserve)
+        if change is None and relock and shown == want and name not in plex.locked | {RATING}:
             change = FieldChange(name, want, want)
         if change:
             fields.append(change)
-        if want is not None and (change or plex.fields.get(name, "") == want):
+        if change or shown == want:
             written_fields[name] = want
-    tags = []
-    written_tags = {k: list(v) for k, v in written.tags.items()}
+    tags, written_tags = [], {k: list(v) for k, v in written.tags.items()}
     for tag_type in TAG_TYPES:
         if tag_type not in desired.tags:
             continue  # a tag type not written (skip_fields): left as it is, ours or not
-        wanted = desired.tags[tag_type]
-        on_plex = plex.tags.get(tag_type, ())
-        tag_change = _tag_change(tag_type, wanted, on_plex, written.tags.get(tag_type, []), preserve)
-        relocked = {_key(t) for t in wanted} <= {_key(t) for t in on_plex}
-        if tag_change is None and relock and (wanted or not on_plex) and tag_type not in plex.locked and relocked:
+        wanted, on_plex, wrote = desired.tags[tag_type], plex.tags.get(tag_type, ()), written.tags.get(tag_type, [])
+        held = {_key(t) for t in wanted} <= {_key(t) for t in on_plex}
+        tag_change = _tag_change(tag_type, wanted, on_plex, wrote, preserve)
+        if tag_change is None and relock and (wanted or not on_plex) and tag_type not in plex.locked and held:
             tag_change = TagChange(tag_type, on_plex, on_plex, ())
-        if tag_type == "actor" and desired.photos:
-            photos = _photos(desired, plex, sent or {})
-            tag_change = _with_photos(tag_change, wanted, on_plex, written.tags.get(tag_type, []), photos, preserve)
+        photos = _photos(desired, plex, sent or {}) if tag_type == "actor" else {}
+        if photos:  # on the change planned, else on the list sent again for them
+            tag_change = (
+                dataclasses.replace(tag_change, photos=photos)
+                if tag_change
+                else _tag_change(tag_type, wanted, on_plex, wrote, preserve, photos)
+            )
         if tag_change:
             tags.append(tag_change)
-        if tag_change or {_key(t) for t in wanted} <= {_key(t) for t in on_plex}:
+        if tag_change or held:
             written_tags[tag_type] = list(wanted)
     return ItemPlan(plex.rating_key, tuple(fields), tuple(tags), written_fields, written_tags)
 
@@ -302,7 +279,11 @@ def fit_plan(
     def fields_length(plan: ItemPlan) -> int:
         return length(edit_params(dataclasses.replace(plan, tags=())))
 
-    plan = plan_item(desired, plex, written, preserve, relock, sent)
+    def planned(summary: str | None = None) -> ItemPlan:
+        fields = desired.fields if summary is None else {**desired.fields, "summary": summary}
+        return plan_item(dataclasses.replace(desired, fields=fields), plex, written, preserve, relock, sent)
+
+    plan = planned()
     summary = desired.fields.get("summary") or ""
     if not any(c.name == "summary" for c in plan.fields) or fields_length(plan) <= budget:
         return plan, None
@@ -311,21 +292,13 @@ def fit_plan(
     while low <= high:
         middle = (low + high) // 2
         cut = _shortened(summary, middle)
-        trial = plan_item(
-            dataclasses.replace(desired, fields={**desired.fields, "summary": cut}),
-            plex,
-            written,
-            preserve,
-            relock,
-            sent,
-        )
+        trial = planned(cut)
         if fields_length(trial) <= budget:
             best, low = (trial, len(cut)), middle + 1
         else:
             high = middle - 1
     if best is None:  # the other fields alone are too long: keep the shortest summary, split later
-        fields = {**desired.fields, "summary": ELLIPSIS}
-        return plan_item(dataclasses.replace(desired, fields=fields), plex, written, preserve, relock, sent), 1
+        return planned(ELLIPSIS), 1
     return best
 
 
