@@ -70,12 +70,8 @@ class LibraryIndex:
         min_refresh_s: float = 5.0,
         clock=time.monotonic,
     ) -> None:
-        self.client = client
-        self.cache = cache
-        self.libraries = libraries
-        self.paths = paths
-        self.min_refresh_s = min_refresh_s
-        self.clock = clock
+        self.client, self.cache, self.libraries, self.paths = client, cache, libraries, paths
+        self.min_refresh_s, self.clock = min_refresh_s, clock
         self._sections: list[SectionInfo] = []
         self._index: PathIndex | None = None
         self._checked_at = float("-inf")
@@ -156,7 +152,7 @@ class LibraryIndex:
         with self._lock:
             return self._refresh(force, missing)
 
-    def _refresh(self, force: bool, missing: bool) -> bool:
+    def _refresh(self, force: bool, missing: bool, relist: bool = False) -> bool:
         now = self.clock()
         if not force and now - self._checked_at < self.min_refresh_s:
             return False
@@ -171,7 +167,7 @@ class LibraryIndex:
                 self._early_sections = sections
         try:
             for section in sections:
-                stale = missing and now - self._listed_at.get(section.key, float("-inf")) > STALE_S
+                stale = relist or (missing and now - self._listed_at.get(section.key, float("-inf")) > STALE_S)
                 if stale or self.cache.meta(f"index_stamp:{section.key}") != section.stamp:
                     on_page = (lambda rows, s=section: self._listed_early(s, rows)) if first else None
                     self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key, on_page))
@@ -199,28 +195,15 @@ class LibraryIndex:
         """List every configured section afresh, whatever its stamp says (``reconcile``:
         Plex is the truth, and a restored database can carry an old ``scannedAt``)."""
         with self._lock:
-            sections = pick_sections(self.client.sections(), self.libraries)
-            now = self.clock()
-            for section in sections:
-                self.cache.replace_index(section.key, section.stamp, self.client.list_files(section.key))
-                self._listed_at[section.key] = now
-            self._sections, self._checked_at = sections, now
-            self._index = PathIndex(self._files(sections), self.paths)
+            self._refresh(force=True, missing=False, relist=True)
 
     def _files(self, sections: list[SectionInfo]):
         for section in sections:
             for rating_key, path, size, duration in self.cache.index_rows(section.key):
-                yield PlexFile(
-                    rating_key=rating_key, section_id=section.key, path=path, size=size, duration_ms=duration
-                )
+                yield PlexFile(rating_key, section.key, path, size, duration)
 
     def section_for(self, plex_path: str) -> SectionInfo | None:
         """The configured section whose location holds ``plex_path`` (for folder scans)."""
-        best = None
-        for section in self.sections:
-            for location in section.locations:
-                root = location.rstrip("/\\")
-                if plex_path.startswith(root + "/") or plex_path.startswith(root + "\\"):
-                    if best is None or len(root) > best[0]:
-                        best = (len(root), section)
-        return best[1] if best else None
+        roots = [(location.rstrip("/\\"), section) for section in self.sections for location in section.locations]
+        held = [(len(root), section) for root, section in roots if plex_path.startswith((root + "/", root + "\\"))]
+        return max(held, key=lambda found: found[0])[1] if held else None
