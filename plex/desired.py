@@ -11,15 +11,19 @@ affects.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from plex.plan import Desired
 from validation.config import Settings
 from validation.fields import FIELD, RATING, SYNCED, TAGS, rating_text, render_template
 from validation.metadata import MAX_TITLE, SceneMetadata
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -45,9 +49,8 @@ class Choices:
         """``tree``: every Stash tag, id → (name, parent ids) (``StashClient.tag_tree``)."""
         tree = tree or {}
         parents = {name: [tree[p][0] for p in ids if p in tree] for name, ids in tree.values()}
-        built = cls.build(settings, parents)
         ancestors = ancestors_of({t: ids for t, (_, ids) in tree.items()})
-        return cls(built.settings, built.hidden, built.skipped, ancestors, photo_base)
+        return dataclasses.replace(cls.build(settings, parents), ancestors=ancestors, photo_base=photo_base)
 
     def depends_on(self, scene: SceneMetadata) -> dict[str, tuple[int, ...]]:
         """The entities a scene's item depends on, kind → ids: the scene's own (its studio's
@@ -68,39 +71,35 @@ class Choices:
         )
 
 
+def _reached(starts: Iterable[T], edges: Mapping[T, Iterable[T]]) -> set[T]:
+    """Every node reached from ``starts`` along ``edges`` (cycles are harmless)."""
+    found: set[T] = set()
+    todo = list(starts)
+    while todo:
+        for following in edges.get(todo.pop(), ()):
+            if following not in found:
+                found.add(following)
+                todo.append(following)
+    return found
+
+
 def with_descendants(names: tuple[str, ...], tag_parents: dict[str, list[str]]) -> frozenset[str]:
-    """``names`` and every tag below them in Stash's tag tree, case-folded (cycles are harmless)."""
+    """``names`` and every tag below them in Stash's tag tree, case-folded."""
     children: dict[str, set[str]] = {}
     for child, parents in tag_parents.items():
         for parent in parents:
             children.setdefault(parent.casefold(), set()).add(child.casefold())
     found = {n.casefold() for n in names}
-    todo = list(found)
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return frozenset(found)
+    return frozenset(found | _reached(found, children))
 
 
 def ancestors_of(parents: dict[int, tuple[int, ...]]) -> dict[int, frozenset[int]]:
-    """Each tag's ancestors from each tag's parents (cycles are harmless).
+    """Each tag's ancestors from each tag's parents.
 
     >>> ancestors_of({1: (), 2: (1,), 3: (2,), 4: (3, 1)})[4] == {1, 2, 3}
     True
     """
-    found: dict[int, frozenset[int]] = {}
-    for tag in parents:
-        seen: set[int] = set()
-        todo = list(parents[tag])
-        while todo:
-            up = todo.pop()
-            if up not in seen and up != tag:
-                seen.add(up)
-                todo.extend(parents.get(up, ()))
-        found[tag] = frozenset(seen)
-    return found
+    return {tag: frozenset(_reached([tag], parents) - {tag}) for tag in parents}
 
 
 def plex_rating(rating100: int | None) -> str:
