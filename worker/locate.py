@@ -88,10 +88,6 @@ class Locator:
         """Drop a batch's read of the item (it changed since)."""
         self._prefetched.pop(rating_key, None)
 
-    def _state(self, rating_key: int) -> PlexItemState:
-        state = self._prefetched.pop(rating_key, None)
-        return state if state is not None else self.client.item_state(rating_key)
-
     # -- finding the item ------------------------------------------------------
     def locate(self, scene: SceneMetadata, record: SceneRecord | None) -> tuple[PlexItemState, str]:
         """The item to write, checked on its current detail view (see the module docstring).
@@ -100,37 +96,40 @@ class Locator:
         if pinned is not None:
             return self._pinned(scene, pinned), "pinned"
         if record is not None and record.rating_key is not None:
-            linked = self.read(record.rating_key)
-            problem = self.mismatch(scene, linked, record.rating_key, exact=True)
-            if problem is None and linked is not None:
-                return linked, "linked"
-            if linked is not None:
-                self.client.forget(linked.rating_key)
+            state, problem = self._checked(scene, record.rating_key, exact=True)
+            if state is not None and problem is None:
+                return state, "linked"
             self.log.info(f"scene {scene.id}: {problem}; matching again")
         chosen, how = self.find_item(scene)
-        state = self.read(chosen.rating_key)
-        problem = self.mismatch(scene, state, chosen.rating_key, exact=how.startswith(Confidence.HIGH.value))
-        if problem is None and state is not None:
+        state, problem = self._checked(scene, chosen.rating_key, exact=how.startswith(Confidence.HIGH.value))
+        if state is not None and problem is None:
             return state, how
         # The cached index is a hint, never trusted at write time: a rescan may have moved
         # or re-added files. Reload the changed sections and match once more, on fresh reads.
         self.log.info(f"scene {scene.id}: {problem}; reloading the Plex library listing and matching again")
-        if state is not None:
-            self.client.forget(state.rating_key)
         self.index.refresh(force=True, missing=True)
         chosen, how = self.find_item(scene)
-        state = self.read(chosen.rating_key, fresh=True)
-        problem = self.mismatch(scene, state, chosen.rating_key, exact=how.startswith(Confidence.HIGH.value))
+        state, problem = self._checked(scene, chosen.rating_key, how.startswith(Confidence.HIGH.value), fresh=True)
         if state is None:
             raise PlexNotFound(f"{problem}; nothing was written", looked_for=tuple(self.mapped_paths(scene)))
         if problem is not None:
-            self.client.forget(state.rating_key)
             raise AmbiguousMatch(
                 f"{problem}, also after reloading the Plex library listing; nothing was written. "
                 f"Check path_map and that Plex has scanned the file, or {CHOOSE}.",
                 candidates=state.files,
             )
         return state, how
+
+    def _checked(
+        self, scene: SceneMetadata, rating_key: int, exact: bool, fresh: bool = False
+    ) -> tuple[PlexItemState | None, str | None]:
+        """The item read, and why it must not receive the scene's data (``mismatch``); an
+        item refused is forgotten (the next read is fresh)."""
+        state = self.read(rating_key, fresh)
+        problem = self.mismatch(scene, state, rating_key, exact)
+        if state is not None and problem is not None:
+            self.client.forget(rating_key)
+        return state, problem
 
     def _pinned(self, scene: SceneMetadata, rating_key: int) -> PlexItemState:
         """The pinned item, if it still exists in a library we sync; else the pin is dropped
@@ -162,8 +161,9 @@ class Locator:
 
     def read(self, rating_key: int, fresh: bool = False) -> PlexItemState | None:
         """The item's detail view (this batch's read unless ``fresh``); None when Plex has no such item."""
+        state = None if fresh else self._prefetched.pop(rating_key, None)
         try:
-            return self.client.item_state(rating_key) if fresh else self._state(rating_key)
+            return state or self.client.item_state(rating_key)
         except PlexNotFound:
             return None
 
