@@ -122,20 +122,17 @@ class PathIndex:
             self.add(file)
 
     def add(self, file: PlexFile) -> None:
-        _add(self._by_path, self._norm(file.path), file)
-        _add(self._by_name, self._norm(basename(file.path)), file)
+        _add(self._by_path, self.paths.key(file.path), file)
+        _add(self._by_name, self.paths.key(basename(file.path)), file)
         self._count += 1
-
-    def _norm(self, path: str) -> str:
-        return self.paths.key(path)
 
     def by_path(self, path: str) -> list[PlexFile]:
         """Every Plex file whose path equals ``path`` (after normalization)."""
-        return _listed(self._by_path.get(self._norm(path)))
+        return _listed(self._by_path.get(self.paths.key(path)))
 
     def by_name(self, name: str) -> list[PlexFile]:
         """Every Plex file whose file name equals ``name`` (a bare name or a path's last part)."""
-        return _listed(self._by_name.get(self._norm(basename(name) or name)))
+        return _listed(self._by_name.get(self.paths.key(basename(name) or name)))
 
     def files(self) -> Iterable[PlexFile]:
         """Every file the index holds."""
@@ -324,7 +321,7 @@ def _best_of(candidates: Sequence[PlexFile], scene: SceneFile, mapped: str) -> C
             agreeing[0],
             f"only candidate whose size and duration agree, of: {_paths(candidates)}",
         )
-    scores = {c.rating_key: _common_suffix(c.path, mapped) for c in candidates}
+    scores = {c.rating_key: _FOLDED.shared_tail(c.path, mapped) for c in candidates}
     top = max(scores.values(), default=0)
     winners = [c for c in candidates if scores[c.rating_key] == top]
     if len(winners) == 1 and not contradicted(winners[0], scene):
@@ -333,18 +330,6 @@ def _best_of(candidates: Sequence[PlexFile], scene: SceneFile, mapped: str) -> C
             f"only candidate sharing {top} trailing path components with {mapped}, of: {_paths(candidates)}",
         )
     return None
-
-
-def _common_suffix(a: str, b: str) -> int:
-    """How many trailing path components ``a`` and ``b`` share (case-insensitively)."""
-    left = _FOLDED.key(a).split("/")[::-1]
-    right = _FOLDED.key(b).split("/")[::-1]
-    count = 0
-    for x, y in zip(left, right):
-        if x != y:
-            break
-        count += 1
-    return count
 
 
 # -- the diagnosis ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 __all__ = ["AS_IS", "PathMap", "PathRule", "basename", "parse_path_map"]
 
@@ -195,14 +196,15 @@ class PathMap:
         best = max(derived, key=lambda r: (explained(r), derived[r], -len(_split(r.stash_prefix))))
         return f"{best.stash_prefix}={best.plex_prefix}" if explained(best) else None
 
+    def shared_tail(self, a: str, b: str) -> int:
+        """How many trailing components (folders and the file name) ``a`` and ``b`` share."""
+        left, right = _key(_split(a)[1:], self.case_insensitive), _key(_split(b)[1:], self.case_insensitive)
+        return sum(1 for _ in takewhile(lambda pair: pair[0] == pair[1], zip(reversed(left), reversed(right))))
+
     def _derive(self, stash: str, plex: str) -> PathRule | None:
         """The rule that maps ``stash`` onto ``plex`` by replacing only their differing leading folders."""
         s_parts, p_parts = _split(stash)[1:], _split(plex)[1:]
-        common = 0
-        for a, b in zip(reversed(s_parts), reversed(p_parts)):
-            if _key((a,), self.case_insensitive) != _key((b,), self.case_insensitive):
-                break
-            common += 1
+        common = self.shared_tail(stash, plex)
         if common == 0:
             return None
         s_prefix, p_prefix = _prefix(stash, len(s_parts) - common), _prefix(plex, len(p_parts) - common)
