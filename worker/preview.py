@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
 from plex.plan import ItemPlan
@@ -89,10 +90,6 @@ def entry_lines(entry: dict[str, Any]) -> list[str]:
     return lines
 
 
-def unmatched_lines(entry: dict[str, Any]) -> list[str]:
-    return [f"scene {entry['scene_id']} {entry['title']!r}: no Plex item: {entry['reason']}"]
-
-
 def plan_lines(output: dict[str, Any], limit: int | None = None) -> list[str]:
     """The readable table of a dry run's reply (``limit`` scenes at most, then a count of the rest)."""
     scenes, unmatched = output.get("scenes") or [], output.get("unmatched") or []
@@ -101,18 +98,13 @@ def plan_lines(output: dict[str, Any], limit: int | None = None) -> list[str]:
         f"{output.get('would_write', 0):,} would be written, {output.get('unmatched_count', len(unmatched)):,} "
         "have no Plex item"
     ]
-    shown = 0
-    for entry in scenes:
-        if limit is not None and shown >= limit:
-            break
-        lines += entry_lines(entry)
-        shown += 1
-    for entry in unmatched:
-        if limit is not None and shown >= limit:
-            break
-        lines += unmatched_lines(entry)
-        shown += 1
-    rest = len(scenes) + len(unmatched) - shown
+    entries = chain(
+        (entry_lines(entry) for entry in scenes),
+        ([f"scene {e['scene_id']} {e['title']!r}: no Plex item: {e['reason']}"] for e in unmatched),
+    )
+    shown = list(islice(entries, limit))
+    lines += [line for entry in shown for line in entry]
+    rest = len(scenes) + len(unmatched) - len(shown)
     if rest > 0:
         lines.append(f"… and {rest:,} more scenes")
     if output.get("plan_file"):
