@@ -52,6 +52,16 @@ class Finding:
         return self.state is not None
 
     @property
+    def taken_over(self) -> bool:
+        """Another scene's data was written to the item last (it changed owner)."""
+        return self.written is not None and self.written.scene_id != self.scene.id
+
+    @property
+    def same_item(self) -> bool:
+        """The scene's record links this item and nothing was written there for another scene since."""
+        return self.record is not None and self.record.rating_key == self.rating_key and not self.taken_over
+
+    @property
     def needs_write(self) -> bool:
         """A Plex write (fields, tags, locks or poster) is planned."""
         return self.plan is not None and (not self.plan.empty or self.poster in POSTER_DRIFT)
@@ -74,7 +84,7 @@ class Reconciler:
                 continue
             finding.state = states.get(finding.rating_key)
             finding.written = written.get(finding.rating_key)
-            if finding.how == "linked" and self._taken_over(finding):
+            if finding.how == "linked" and finding.taken_over:
                 finding.drift.append("owner_changed")  # the scene's item was written for another scene since
             if finding.state is None:  # gone between the listing and the read
                 finding.drift.append("item_gone")
@@ -119,19 +129,6 @@ class Reconciler:
                 self.reads += 1
         return states
 
-    def _same_item(self, finding: Finding) -> bool:
-        """The scene's record links this item and nothing was written there for another scene since."""
-        return (
-            finding.record is not None
-            and finding.record.rating_key == finding.rating_key
-            and (finding.written is None or finding.written.scene_id == finding.scene.id)
-        )
-
-    @staticmethod
-    def _taken_over(finding: Finding) -> bool:
-        """Another scene's data was written to the item last (it changed owner)."""
-        return finding.written is not None and finding.written.scene_id != finding.scene.id
-
     def _compare(self, finding: Finding) -> None:
         state = finding.state
         assert state is not None
@@ -153,9 +150,9 @@ class Reconciler:
         assert state is not None
         if not url or not self.settings.writes("poster"):
             return "none"
-        if "thumb" not in state.locked or self._taken_over(finding):
+        if "thumb" not in state.locked or finding.taken_over:
             return "upload"
-        if not self._same_item(finding) or finding.record is None:
+        if not finding.same_item or finding.record is None:
             return "adopt"
         if finding.record.poster_source is None:
             return "upload" if finding.record.poster_hash is None else "check"
@@ -166,7 +163,7 @@ class Reconciler:
         """Write what differs through the sync's write step; a scene in line only gets
         its ledger record corrected. Returns the SyncResult, or None when nothing was sent."""
         assert finding.state is not None and finding.rating_key is not None
-        if not finding.needs_write and self._same_item(finding):
+        if not finding.needs_write and finding.same_item:
             self._correct_ledger(finding)
             return None
         # The sync reads the item again and checks it holds the scene's file on that read:
@@ -177,7 +174,7 @@ class Reconciler:
     def _record_for_sync(self, finding: Finding) -> SceneRecord:
         record = (
             dataclasses.replace(finding.record)
-            if finding.record is not None and self._same_item(finding)
+            if finding.record is not None and finding.same_item
             else SceneRecord(scene_id=finding.scene.id, rating_key=finding.rating_key)
         )
         if finding.poster == "upload":
