@@ -98,9 +98,7 @@ def _join(prefix: str, rest: tuple[str, ...]) -> str:
     windows = is_windows_path(prefix)
     sep = "/" if not windows or ("/" in prefix and "\\" not in prefix) else "\\"
     base = prefix.rstrip("/\\" if windows else "/") or prefix
-    if not rest:
-        return base
-    if base.endswith(("/", "\\")):
+    if not rest or base.endswith(("/", "\\")):
         return base + sep.join(rest)
     return base + sep + sep.join(rest)
 
@@ -142,14 +140,11 @@ class PathMap:
         """
         parts = _split(path)
         key = _key(parts, self.case_insensitive)
-        best: tuple[int, PathRule] | None = None
-        for rule in self.rules:
-            prefix = _key(_split(rule.stash_prefix), self.case_insensitive)
-            if key[: len(prefix)] == prefix and (best is None or len(prefix) > best[0]):
-                best = (len(prefix), rule)
-        if best is None:
+        prefixes = ((_key(_split(rule.stash_prefix), self.case_insensitive), rule) for rule in self.rules)
+        held = [(len(prefix), rule) for prefix, rule in prefixes if key[: len(prefix)] == prefix]
+        if not held:
             return path
-        size, rule = best
+        size, rule = max(held, key=lambda found: found[0])
         return _join(rule.plex_prefix, parts[size:])
 
     def key(self, path: str) -> str:
@@ -163,12 +158,7 @@ class PathMap:
         'C:/Videos/Sub'
         """
         anchor, *parts = _key(_split(path), self.case_insensitive)
-        if anchor in ("/", "//"):
-            return anchor + "/".join(parts)
-        body = "/".join(parts)
-        if not anchor:
-            return body
-        return f"{anchor}/{body}" if parts else anchor + "/"
+        return (anchor if anchor in ("", "/", "//") else anchor + "/") + "/".join(parts)
 
     def suggest(self, pairs: Sequence[tuple[str, str]]) -> str | None:
         """A ``stash_prefix=plex_prefix`` rule explaining the most (Stash path, Plex path) pairs.
