@@ -33,7 +33,7 @@ def _check_item(app: Context, scene_id: int, rating_key: int) -> dict[str, Any]:
                 f"Plex item {rating_key} is in a library that plex_libraries leaves out; "
                 "add that library to plex_libraries or choose another item"
             )
-        holder = app.syncer().releaser.holder(state, other_than=scene_id)
+        holder = app.syncer().releaser.holders([(state, scene_id)])[0]
     finally:
         app.plex().forget(rating_key)
     plex_path = state.files[0] if state.files else None

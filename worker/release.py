@@ -4,7 +4,6 @@ Stash2Plex wrote there is taken off (``release``); what the user changed in Plex
 from __future__ import annotations
 
 import functools
-import ntpath
 import posixpath
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ from core.errors import InvalidMetadata
 from plex.plan import ItemPlan, Written, edit_batches, edit_params, rating_change, release_plan, split_removals
 from validation.fields import SYNCED
 from validation.metadata import scene_from_stash
+from validation.pathmap import basename
 
 if TYPE_CHECKING:
     from plex.client import PlexItemState
@@ -23,13 +23,8 @@ if TYPE_CHECKING:
 
 class Releaser:
     def __init__(self, locator: Locator, posters: Posters) -> None:
-        self.client, self.index, self.ledger, self.settings = (
-            locator.client,
-            locator.index,
-            locator.ledger,
-            locator.settings,
-        )
-        self.stash, self.locator, self.posters = posters.stash, locator, posters
+        self.client, self.index, self.ledger = locator.client, locator.index, locator.ledger
+        self.settings, self.stash, self.locator, self.posters = locator.settings, posters.stash, locator, posters
         self.released: set[int] = set()  # items released by this process and not written since (worker/sync.py)
 
     def release_gone(self, scene_id: int, record: SceneRecord) -> list[int]:
@@ -78,10 +73,6 @@ class Releaser:
             return True  # cannot tell: left as it is
         return self.locator.mismatch(scene, state, state.rating_key, exact=False) is None
 
-    def holder(self, state: PlexItemState, other_than: int) -> int | None:
-        """The scene besides ``other_than`` whose item this is now (``holders``)."""
-        return self.holders([(state, other_than)])[0]
-
     def holders(self, asks: Sequence[tuple[PlexItemState, int]]) -> list[int | None]:
         """For each (item, scene): the scene besides that one whose item this is now: one
         pinned to it, or the one it was last written for while that scene still holds its
@@ -125,9 +116,7 @@ class Releaser:
             {k: v for k, v in prior.fields.items() if k in kept},
             {k: v for k, v in prior.written_tags.items() if k in kept},
         )
-        path = state.files[0] if state.files else ""
-        module = ntpath if "\\" in path and "/" not in path else posixpath
-        title = module.splitext(module.basename(path))[0]
+        title = posixpath.splitext(basename(state.files[0]))[0] if state.files else ""
         plan = release_plan(state, written, title, self.settings.preserve_plex_edits)
         length = functools.partial(self.client.edit_target_length, state)
         if edit_params(plan):
