@@ -66,11 +66,9 @@ def suggest_rule(scenes: Sequence[Unsettled], index: PathIndex) -> RuleSuggestio
     """The rule in front of the index's ``PathMap``, with every scene of ``scenes`` it would
     match; None when no rule is safe."""
     paths, pairs, several = index.paths, [], set()
-    for scene in scenes:
-        mapped = paths.map(scene.file.path)
-        if index.by_path(mapped):
-            continue
-        named = distinct_items(index.by_name(mapped))
+    unheld = [scene for scene in scenes if not index.by_path(paths.map(scene.file.path))]
+    for scene in unheld:
+        named = distinct_items(index.by_name(paths.map(scene.file.path)))
         if len(named) > 1:
             several.add(scene.scene_id)
         elif named and not contradicted(named[0], scene.file):
@@ -80,9 +78,7 @@ def suggest_rule(scenes: Sequence[Unsettled], index: PathIndex) -> RuleSuggestio
         return None
     combined = paths.plus(rule)
     matches = []
-    for scene in scenes:
-        if index.by_path(paths.map(scene.file.path)):
-            continue
+    for scene in unheld:
         held = distinct_items(index.by_path(combined.map(scene.file.path)))
         if not held:
             continue
