@@ -41,10 +41,7 @@ class Choices:
 
     @classmethod
     def from_tree(
-        cls,
-        settings: Settings,
-        tree: dict[int, tuple[str, tuple[int, ...]]] | None,
-        photo_base: str | None = None,
+        cls, settings: Settings, tree: dict[int, tuple[str, tuple[int, ...]]] | None, photo_base: str | None = None
     ) -> Choices:
         """``tree``: every Stash tag, id → (name, parent ids) (``StashClient.tag_tree``)."""
         tree = tree or {}
@@ -132,11 +129,7 @@ def template_values(scene: SceneMetadata) -> dict[str, str]:
 
 
 def _collections(scene: SceneMetadata, sources: tuple[str, ...]) -> tuple[str, ...]:
-    found = {
-        "studio": (scene.studio,),
-        "parent_studio": (scene.parent_studio,),
-        "groups": scene.groups,
-    }
+    found = {"studio": (scene.studio,), "parent_studio": (scene.parent_studio,), "groups": scene.groups}
     names = [n for source in sources for n in found[source] if n]
     return tuple(dict.fromkeys(names))
 

@@ -317,17 +317,13 @@ def _best_of(candidates: Sequence[PlexFile], scene: SceneFile, mapped: str) -> C
     """
     agreeing = [c for c in candidates if size_agrees(c, scene) and duration_agrees(c, scene)]
     if len(agreeing) == 1:
-        return Choice(
-            agreeing[0],
-            f"only candidate whose size and duration agree, of: {_paths(candidates)}",
-        )
+        return Choice(agreeing[0], f"only candidate whose size and duration agree, of: {_paths(candidates)}")
     scores = {c.rating_key: _FOLDED.shared_tail(c.path, mapped) for c in candidates}
     top = max(scores.values(), default=0)
     winners = [c for c in candidates if scores[c.rating_key] == top]
     if len(winners) == 1 and not contradicted(winners[0], scene):
         return Choice(
-            winners[0],
-            f"only candidate sharing {top} trailing path components with {mapped}, of: {_paths(candidates)}",
+            winners[0], f"only candidate sharing {top} trailing path components with {mapped}, of: {_paths(candidates)}"
         )
     return None
 
