@@ -44,9 +44,7 @@ class Locator:
         self._pins.update({sid: found.get(sid) for sid in scene_ids})
 
     def pin(self, scene_id: int) -> Pin | None:
-        if scene_id in self._pins:
-            return self._pins[scene_id]
-        return self.ledger.pin_of(scene_id)
+        return self._pins[scene_id] if scene_id in self._pins else self.ledger.pin_of(scene_id)
 
     def pinned(self, scene_id: int) -> int | None:
         """The item the user pinned the scene to (None: no pin, or another answer)."""
@@ -135,7 +133,7 @@ class Locator:
         """The pinned item, if it still exists in a library we sync; else the pin is dropped
         and the scene goes to the dead-letter queue, back into the inbox."""
         state = self.read(rating_key)
-        problem = self._unusable(state, rating_key)
+        problem = self.unusable(state, rating_key)
         if state is not None:
             if problem is None:
                 return state
@@ -174,7 +172,7 @@ class Locator:
         the scene's mapped paths; otherwise (a name match) it must pass the name rule
         again, on the item's fresh parts.
         """
-        problem = self._unusable(state, rating_key)
+        problem = self.unusable(state, rating_key)
         if state is None or problem is not None:
             return problem
         mapped, key = self.mapped_paths(scene), self.settings.path_map.key
@@ -184,7 +182,7 @@ class Locator:
             return None
         return f"Plex item {rating_key} holds {', '.join(state.files) or 'no file'}, not the scene's file {', '.join(mapped)}"
 
-    def _unusable(self, state: PlexItemState | None, rating_key: int) -> str | None:
+    def unusable(self, state: PlexItemState | None, rating_key: int) -> str | None:
         """Why no scene's data may go to this item, whatever it holds (None: it may)."""
         if state is None:
             return f"Plex item {rating_key} no longer exists"

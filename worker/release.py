@@ -46,11 +46,9 @@ class Releaser:
         if prior is None:
             return False  # nothing of ours is on it
         state = self.locator.read(rating_key, fresh=True)
-        if state is None:
-            return False
         try:
-            if state.section_id not in {s.key for s in self.index.sections}:
-                return False  # a library plex_libraries leaves out: never written
+            if state is None or self.locator.unusable(state, rating_key):
+                return False  # gone, or in a library plex_libraries leaves out: never written
             if prior.scene_id != gone and self._holds(prior.scene_id, state):
                 return False
             self.release(state, prior)
