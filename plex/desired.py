@@ -135,17 +135,13 @@ def _collections(scene: SceneMetadata, sources: tuple[str, ...]) -> tuple[str, .
 
 
 def _templated(template: str, scene: SceneMetadata) -> str | None:
-    return render_template(template, template_values(scene))[:MAX_TITLE] or None
+    """The template filled in with the scene's values; None without a template or when it comes out empty."""
+    return (render_template(template, template_values(scene))[:MAX_TITLE] or None) if template else None
 
 
 def _title(scene: SceneMetadata, choices: Choices) -> str | None:
     template = choices.settings.title_template
     return _templated(template, scene) if template else scene.title or None
-
-
-def _sort_title(scene: SceneMetadata, choices: Choices) -> str | None:
-    template = choices.settings.sort_title_template
-    return _templated(template, scene) if template else None
 
 
 def _tags_as(scene: SceneMetadata, choices: Choices, kind: str) -> tuple[str, ...]:
@@ -160,7 +156,7 @@ def _tags_as(scene: SceneMetadata, choices: Choices, kind: str) -> tuple[str, ..
 # in Plex stays), never a made-up first of the month.
 FIELD_VALUES: dict[str, Callable[[SceneMetadata, Choices], str | None]] = {
     "title": _title,
-    "titleSort": _sort_title,
+    "titleSort": lambda scene, choices: _templated(choices.settings.sort_title_template, scene),
     "summary": lambda scene, _: scene.details,
     "tagline": lambda scene, choices: scene.code if choices.settings.tagline_from_code else None,
     "originallyAvailableAt": lambda scene, _: scene.date if len(scene.date) == len("YYYY-MM-DD") else "",
