@@ -106,9 +106,7 @@ class LibraryIndex:
         runs and only one library is configured (there a path is one item's); otherwise
         none: the caller waits for the whole index."""
         with self._early_lock:
-            if self._early is None or self._index is not None:
-                return []
-            return self._early.by_path(path)
+            return self._early.by_path(path) if self._early is not None and self._index is None else []
 
     def _listed_early(self, section: SectionInfo, rows: list[IndexRow]) -> None:
         with self._early_lock:
@@ -142,17 +140,18 @@ class LibraryIndex:
         except Exception:  # raised again to the callers that waited for this listing
             pass
 
-    def refresh(self, force: bool = False, missing: bool = False) -> bool:
+    def refresh(self, force: bool = False, missing: bool = False, relist: bool = False) -> bool:
         """Re-check the sections' stamps; reload the changed ones. True if anything changed.
 
         ``missing``: a scene's file was not found. Then a section not listed by this
         process for ``STALE_S`` is listed again even with an unchanged stamp (a scan
         that ended within the same second as our last listing leaves scannedAt equal).
+        ``relist``: every section is listed again, whatever its stamp (``reload``).
         """
         with self._lock:
-            return self._refresh(force, missing)
+            return self._refresh(force, missing, relist)
 
-    def _refresh(self, force: bool, missing: bool, relist: bool = False) -> bool:
+    def _refresh(self, force: bool, missing: bool, relist: bool) -> bool:
         now = self.clock()
         if not force and now - self._checked_at < self.min_refresh_s:
             return False
@@ -194,8 +193,7 @@ class LibraryIndex:
     def reload(self) -> None:
         """List every configured section afresh, whatever its stamp says (``reconcile``:
         Plex is the truth, and a restored database can carry an old ``scannedAt``)."""
-        with self._lock:
-            self._refresh(force=True, missing=False, relist=True)
+        self.refresh(force=True, relist=True)
 
     def _files(self, sections: list[SectionInfo]):
         for section in sections:

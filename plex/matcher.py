@@ -191,9 +191,7 @@ def match_scene(files: Sequence[SceneFile], index: PathIndex) -> Match:
 
 def size_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
     """True/False when both sides report a size, ``None`` when one does not."""
-    if plex.size is None or scene.size is None:
-        return None
-    return plex.size == scene.size
+    return None if plex.size is None or scene.size is None else plex.size == scene.size
 
 
 def duration_agrees(plex: PlexFile, scene: SceneFile) -> bool | None:
