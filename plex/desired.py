@@ -1,12 +1,9 @@
 """What a scene should look like in Plex under the user's choices (``Desired``).
 
-One value function per Plex field and tag type of the table of synced fields
-(validation/fields.py ``SYNCED``): each reads the scene and the settings (the rating,
-director, content rating and tagline, tags as genres or labels minus hidden tags, the
-collection sources, the title templates); ``desired_for`` leaves out what
-``skip_fields`` names. Everything that shapes what is written is in the returned value,
-so its digest (the ledger's state hash) changes exactly for the scenes a changed setting
-affects.
+One value function per Plex field and tag type of the synced fields' table (validation/fields.py
+``SYNCED``), reading the scene and the settings; ``desired_for`` leaves out what ``skip_fields``
+names. Everything that shapes a write is in the value, so its digest (the ledger's state hash)
+changes exactly for the scenes a changed setting affects.
 """
 
 from __future__ import annotations

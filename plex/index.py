@@ -1,7 +1,7 @@
 """The path → Plex item index of the configured libraries, cached in the ledger.
 
-Built from one paged listing per section (the listing carries every Part's file
-path, so no per-scene searches), stored in a cache the caller provides (the ledger's SQLite), and reloaded only for a section
+Built from one paged listing per section (it carries every Part's file path: no per-scene
+searches), kept in a cache the caller provides (the ledger's SQLite), reloaded only for a section
 whose ``scannedAt`` changed (files enter, move and leave Plex only through scans; our
 own edits do not move it). A scene that is not found triggers a stamp check (one
 request) at most every ``min_refresh_s`` seconds, and relists a section this process

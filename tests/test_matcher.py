@@ -13,7 +13,7 @@ from plex.matcher import (
     choose,
     match_scene,
 )
-from validation.pathmap import PathMap, PathRule, parse_path_map
+from validation.pathmap import PathMap, PathRule, parent, parse_path_map
 
 RULES = parse_path_map(
     r"/data=/media/stash; /data/special=/media/special; C:\Videos=/data/win;"
@@ -474,3 +474,20 @@ def test_map_path(path: str, text: str, expected: str) -> None:
 )
 def test_normalize(path: str, ci: bool, expected: str) -> None:
     assert PathMap(case_insensitive=ci).key(path) == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "folder"),
+    [
+        ("/a/b/x.mp4", "/a/b"),
+        ("/x.mp4", "/"),
+        ("C:\\a\\x.mp4", "C:\\a"),
+        ("C:\\x.mp4", "C:\\"),
+        ("C:/a/x.mp4", "C:/a"),
+        ("\\\\srv\\share\\a\\x.mp4", "\\\\srv\\share\\a"),
+        ("/a/b\\c.mp4", "/a"),  # a backslash is part of a POSIX name
+    ],
+)
+def test_parent_is_the_folder_written_as_the_path_writes_it(path: str, folder: str) -> None:
+    """The folder a scan is asked for (worker/locate.py ``request_scan``)."""
+    assert parent(path) == folder

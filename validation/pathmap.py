@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 
-__all__ = ["AS_IS", "PathMap", "PathRule", "basename", "parse_path_map"]
+__all__ = ["AS_IS", "PathMap", "PathRule", "basename", "parent", "parse_path_map"]
 
 _FORM = "write stash_prefix=plex_prefix, rules separated by ';' (e.g. /data=/media/stash)"
 _DRIVE = re.compile(r"^[A-Za-z]:(?=[\\/]|$)")
@@ -216,6 +216,11 @@ def basename(path: str) -> str:
     """The last component of a POSIX or Windows-style path (``''`` for a bare root)."""
     parts = _split(path)
     return parts[-1] if len(parts) > 1 else ""
+
+
+def parent(path: str) -> str:
+    """The folder ``path`` is in, written with its own anchor and separators."""
+    return _prefix(path, len(_split(path)) - 2)
 
 
 def _prefix(path: str, keep: int) -> str:

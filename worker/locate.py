@@ -7,8 +7,6 @@ more (docs/architecture.md, "Write-time invariants"). Also: a batch's items read
 
 from __future__ import annotations
 
-import ntpath
-import posixpath
 from typing import TYPE_CHECKING
 
 from core.errors import AmbiguousMatch, PinnedItemGone, PlexNotFound
@@ -18,6 +16,7 @@ from plex.matcher import CHOOSE, Confidence, Diagnosis, PathIndex, PlexFile, Sce
 from sync_queue.ledger import Ledger, Pin, SceneRecord
 from validation.config import Settings
 from validation.metadata import SceneMetadata
+from validation.pathmap import parent
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -255,8 +254,7 @@ class Locator:
         if section is None:
             self.log.warning(f"scene {scene.id}: no configured Plex library holds {path}; cannot ask Plex to scan it")
             return
-        module = ntpath if "\\" in path and "/" not in path else posixpath
-        folder = module.dirname(path)
+        folder = parent(path)
         self.client.scan_folder(section.key, folder)
         exc.scan_requested = True
         self.log.info(f"scene {scene.id}: asked Plex to scan {folder} (library {section.title!r})")

@@ -1,9 +1,7 @@
-"""A plan of writes as data, and as lines a person reads (dry runs, ``inspect``, ``reconcile``).
-
-One entry per scene: the Plex item it goes to and why, each field's current → new
-value, tags as +added/−removed, and the poster verdict; one per scene that cannot be
-matched, with the reason. The same shape is saved as the plan file, printed by the
-command line (``--json`` or as a table) and summarised in Stash's log.
+"""A plan of writes as data, and as lines a person reads (dry runs, ``inspect``, ``reconcile``):
+per scene its Plex item and why, fields current → new, tags ±, the poster's verdict; per scene
+without an item, the reason. The one shape of the plan file, the command line's ``--json`` and
+table, and the summary in Stash's log.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Checking Plex against Stash item by item, and repairing what differs (``reconcile``).
 
-Plex is the truth, the ledger a cache. ``Reconciler.check`` finds each scene's item from
-the libraries' fresh listing and one detail read per 50 items, and what differs: every
-synced field, its lock, the tags, the poster, and a ledger link gone, moved or missing.
-``repair`` sends the scene through the sync's own write step (``Syncer.sync``, which reads
-the item again and writes only if it still holds the file); a scene in line only gets its
-ledger record corrected. An item last written for another scene is compared against what
-was written there (``Ledger.items``) and that scene's values are replaced.
+Plex is the truth, the ledger a cache. ``check`` reads the items the fresh listing finds
+(``Locator.listed``), 50 a request, and what differs: fields, locks, tags, the poster, a ledger
+link gone, moved or missing; an item last written for another scene is compared with what was
+written there. ``repair`` writes through ``Syncer.sync``, which reads the item again and writes
+only if it still holds the file; a scene in line only gets its ledger record corrected.
 """
 
 from __future__ import annotations

@@ -103,12 +103,9 @@ class Releaser:
 
     def release(self, state: PlexItemState, prior: ItemRecord) -> ItemPlan:
         """Take off the item everything written there for ``prior``'s scene, which no longer
-        owns it: a field still showing what was written goes back to Plex's own value (the
-        title to the file's name, as Plex's scanner names a personal video; the others to
-        empty), the tags written are removed, every one of them unlocked; the rating is
-        cleared; the poster uploaded there gives way to Plex's own (worker/poster.py ``restore``).
-        What the user changed or added in Plex stays (``plex/plan.py`` ``release_plan``);
-        fields in ``skip_fields`` are left alone. The item's record is dropped."""
+        owns it (``plex/plan.py`` ``release_plan``: what goes, what the user's stays), unlocked;
+        the rating cleared, our poster giving way to Plex's own (``Posters.restore``); fields in
+        ``skip_fields`` are left alone. The item's record is dropped."""
         kept = {row.plex for row in SYNCED if self.settings.writes(row.name)}
         written = Written(
             {k: v for k, v in prior.fields.items() if k in kept},
