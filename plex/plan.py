@@ -208,12 +208,8 @@ def release_plan(plex: PlexItemState, written: Written, title: str, preserve: bo
         back = title if name == "title" else ""
         if wrote and shown == wrote and shown != back:
             fields.append(FieldChange(name, shown, back))
-    tags = []
-    for tag_type, wrote_tags in written.tags.items():
-        change = _tag_change(tag_type, (), plex.tags.get(tag_type, ()), wrote_tags, preserve)
-        if change is not None:
-            tags.append(change)
-    return ItemPlan(plex.rating_key, tuple(fields), tuple(tags), {}, {})
+    tags = (_tag_change(kind, (), plex.tags.get(kind, ()), wrote, preserve) for kind, wrote in written.tags.items())
+    return ItemPlan(plex.rating_key, tuple(fields), tuple(t for t in tags if t is not None), {}, {})
 
 
 def rating_change(plan: ItemPlan) -> tuple[bool, float | None]:
