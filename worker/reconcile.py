@@ -118,9 +118,7 @@ class Reconciler:
         unique = list(dict.fromkeys(keys))
         chunks = [unique[start : start + self.chunk] for start in range(0, len(unique), self.chunk)]
         states: dict[int, PlexItemState] = {}
-        if not chunks:
-            return states
-        workers = min(len(chunks), self.settings.plex_concurrency)
+        workers = max(1, min(len(chunks), self.settings.plex_concurrency))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plex-read") as pool:
             for read in pool.map(self.syncer.client.item_states, chunks):
                 states.update(read)
