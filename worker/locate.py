@@ -175,9 +175,8 @@ class Locator:
         if state is None or problem is not None:
             return problem
         mapped, key = self.mapped_paths(scene), self.settings.path_map.key
-        if {key(p) for p in mapped} & {key(f) for f in state.files}:
-            return None
-        if not exact and self._accepted_by_name(scene, state):
+        holds = {key(p) for p in mapped} & {key(f) for f in state.files}
+        if holds or (not exact and self._accepted_by_name(scene, state)):
             return None
         return f"Plex item {rating_key} holds {', '.join(state.files) or 'no file'}, not the scene's file {', '.join(mapped)}"
 
