@@ -42,13 +42,10 @@ class Posters:
 
     @contextlib.contextmanager
     def cover_read_ahead(self, scene: SceneMetadata, record: SceneRecord | None) -> Iterator[None]:
-        """Read the scene's cover from Stash now, for this thread's next ``sync`` of it.
-
-        The pipeline calls this before a sync takes one of the Plex slots, so the slot is
-        spent on Plex (the edit and the upload) and not on Stash. A read that fails is
-        left to the sync, which reads again and reports it; the bytes are dropped when
-        the block ends, used or not.
-        """
+        """Read the scene's cover from Stash now, for this thread's next ``sync`` of it: the
+        pipeline calls this before a sync takes a Plex slot, so the slot is spent on Plex, not
+        on Stash. A failed read is left to the sync (it reads again and reports it); the bytes
+        are dropped when the block ends, used or not."""
         url = scene.screenshot if self.settings.writes("poster") else None
         if url and (record is None or url != record.poster_source):
             try:

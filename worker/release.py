@@ -118,8 +118,7 @@ class Releaser:
             for params in edit_batches(plan, length, locked=False):
                 for request in split_removals(params, length):
                     self.client.edit(state.rating_key, request)
-        rerate, _ = rating_change(plan)
-        if rerate:
+        if rating_change(plan)[0]:
             self.client.rate(state.rating_key, None)
         uploaded = self.ledger.item_poster(state.rating_key)
         if uploaded is not None and "poster" in kept:
