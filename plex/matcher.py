@@ -1,10 +1,9 @@
 """Find the Plex item that holds a Stash scene's file, and decide whether to trust it.
 
-``match_scene`` only looks (it returns a ``Match`` graded HIGH/MEDIUM/LOW/NONE);
-``choose`` applies the ``loose_matching`` setting (``strict`` is its opposite) to that result and either returns a
-``Choice`` or raises ``AmbiguousMatch`` / ``PlexNotFound`` with a message that says
-what was found and what the user can do. Writing to the wrong Plex item is worse than
-writing nothing, so nothing here ever takes the first of several candidates blindly.
+``match_scene`` only looks (a ``Match`` graded HIGH/MEDIUM/LOW/NONE); ``choose`` applies
+``loose_matching`` (``strict`` is its opposite) and returns a ``Choice`` or raises
+``AmbiguousMatch`` / ``PlexNotFound`` saying what was found and what the user can do. Writing
+to the wrong Plex item is worse than writing nothing: nothing here takes the first of several.
 """
 
 from __future__ import annotations
@@ -255,11 +254,11 @@ def _duration_text(seconds: float | None) -> str:
 def choose(match: Match, strict: bool = True) -> Choice:
     """Accept a match under ``loose_matching`` (``strict`` = not loose), or raise saying why not.
 
-    HIGH is always accepted; NONE
-    raises ``PlexNotFound`` (the retry waits for a scan). MEDIUM: strict accepts it only when size
-    or duration (within 1 s) confirms it, loose unless evidence contradicts. LOW: strict refuses,
-    loose accepts one clearly best candidate (``_best_of``). A differing size or duration vetoes a
-    name match in either mode. Refusals raise ``AmbiguousMatch`` naming every candidate path.
+    HIGH is always accepted; NONE raises ``PlexNotFound`` (the retry waits for a scan). MEDIUM:
+    strict accepts it only when size or duration (within 1 s) confirms it, loose unless evidence
+    contradicts. LOW: strict refuses, loose accepts one clearly best candidate (``_best_of``). A
+    differing size or duration vetoes a name match in either mode. Refusals raise
+    ``AmbiguousMatch`` naming every candidate path.
     """
     if match.confidence is Confidence.NONE:
         raise PlexNotFound(
