@@ -77,28 +77,20 @@ class Releaser:
         file (``_holds``). A second scene pinned there would take the item over on every
         sync, and back. The one answer for a pin (tasks/pins.py) and the inbox's cards
         (tasks/inbox.py ``held_by``); the owners are read from Stash in one request."""
-        keys = list(dict.fromkeys(state.rating_key for state, _ in asks))
-        pinned: dict[int, list[int]] = {}
-        for sid, pin in self.ledger.pins().items():
-            if pin.rating_key in keys:
-                pinned.setdefault(pin.rating_key, []).append(sid)
-        priors = self.ledger.items(keys)
-        owners = [
-            priors[state.rating_key].scene_id
-            for state, other_than in asks
-            if state.rating_key in priors and priors[state.rating_key].scene_id != other_than
-        ]
-        raws = self.stash.scenes_by_id(owners) if owners else {}
+        pins = [(sid, pin.rating_key) for sid, pin in self.ledger.pins().items()]
+        priors = self.ledger.items(list(dict.fromkeys(state.rating_key for state, _ in asks)))
+        # the scene each item was last written for, unless it is the one asking
+        owners = [priors[s.rating_key].scene_id if s.rating_key in priors else None for s, _ in asks]
+        owners = [owner if owner != other_than else None for owner, (_, other_than) in zip(owners, asks)]
+        read = [owner for owner in owners if owner is not None]
+        raws = self.stash.scenes_by_id(read) if read else {}
         found: list[int | None] = []
-        for state, other_than in asks:
-            others = [sid for sid in pinned.get(state.rating_key, []) if sid != other_than]
-            prior = priors.get(state.rating_key)
-            if others:
-                found.append(min(others))
-            elif prior is None or prior.scene_id == other_than:
-                found.append(None)
+        for (state, other_than), owner in zip(asks, owners):
+            pinned = [sid for sid, key in pins if key == state.rating_key and sid != other_than]
+            if pinned:
+                found.append(min(pinned))
             else:
-                found.append(prior.scene_id if self._holds(prior.scene_id, state, raws) else None)
+                found.append(owner if owner is not None and self._holds(owner, state, raws) else None)
         return found
 
     def release(self, state: PlexItemState, prior: ItemRecord) -> ItemPlan:
