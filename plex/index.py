@@ -86,13 +86,12 @@ class LibraryIndex:
         # (then the index itself), so a scene already listed is written before the rest
         # arrives (``early``).
         self._early: PathIndex | None = None
-        self._early_sections: list[SectionInfo] = []
         self._early_lock = threading.Lock()
 
     @property
     def sections(self) -> list[SectionInfo]:
-        if self._index is None and self._early_sections:
-            return self._early_sections  # the first listing runs: Plex named the sections already
+        if self.listing:
+            return self._sections  # the first listing runs: Plex named the sections already
         self.index()
         return self._sections
 
@@ -161,9 +160,9 @@ class LibraryIndex:
         first = self._index is None and len(sections) == 1
         listed = False
         if first:
+            self._sections = sections  # no index yet: a failed listing leaves nothing to compare
             with self._early_lock:
                 self._early = PathIndex((), self.paths)
-                self._early_sections = sections
         try:
             for section in sections:
                 stale = relist or (missing and now - self._listed_at.get(section.key, float("-inf")) > STALE_S)
@@ -180,7 +179,7 @@ class LibraryIndex:
         finally:
             if first:
                 with self._early_lock:
-                    self._early, self._early_sections = None, []
+                    self._early = None
         return changed
 
     def expect(self, section_key: int) -> None:
