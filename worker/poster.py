@@ -108,7 +108,7 @@ class Posters:
             return Cover("none")  # nothing of ours, or the scene's own earlier cover (kept, as before)
         return Cover("restore", digest=uploaded[1])
 
-    def restore(self, rating_key: int, digest: str) -> bool:
+    def restore(self, rating_key: int, digest: str) -> None:
         """Plex's own poster back on the item, when it shows the one Stash2Plex uploaded
         (``upload://posters/<SHA-1 of the bytes>``, ``digest``); another poster chosen in Plex
         since stays. Plex's own is the first of the item's posters held on the server that is
@@ -117,19 +117,16 @@ class Posters:
         unlocked, as plexapi's own tests leave an item after choosing its default image
         again (tests/test_mixins.py ``_test_mixins_edit_image``), so Plex may choose anew
         at a refresh (with none of its own listed, only the lock is released). A poster the
-        user uploaded before ours is not chosen again: which one showed before is not kept.
-        False when the shown poster was not ours."""
+        user uploaded before ours is not chosen again: which one showed before is not kept."""
         posters = self.client.posters(rating_key)
         shown = next((key for key, selected in posters if selected), None)
         if shown != f"upload://posters/{digest}":
-            return False
+            return  # another poster was chosen in Plex since: it stays
         theirs = [key for key, _ in posters if not key.startswith("upload://")]
         own = next((key for key in theirs if key.startswith(("media://", "metadata://"))), None)
-        own = own or next(iter(theirs), None)
-        if own is not None:
-            self.client.select_poster(rating_key, own)
+        if theirs:
+            self.client.select_poster(rating_key, own or theirs[0])
         self.client.edit(rating_key, {"thumb.locked": 0})
-        return True
 
     def write(self, scene: SceneMetadata, record: SceneRecord) -> str:
         """uploaded | unchanged | none (no cover in Stash: Plex keeps its own poster) |
