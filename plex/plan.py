@@ -67,6 +67,16 @@ class TagChange:
     removed: tuple[str, ...]
     photos: dict[str, str] = field(default_factory=dict)  # actor (case-folded) → the photo URL sent with it
 
+    @property
+    def added(self) -> list[str]:
+        """The tags Plex does not show yet (whatever their letter case)."""
+        had = {_key(t) for t in self.plex}
+        return [t for t in self.result if _key(t) not in had]
+
+    @property
+    def photographed(self) -> list[str]:
+        return [t for t in self.result if _key(t) in self.photos]
+
 
 @dataclass(frozen=True)
 class ItemPlan:
@@ -83,12 +93,7 @@ class ItemPlan:
     def describe(self) -> list[str]:
         lines = [f"{c.name}: {c.plex!r} → {c.stash!r}" for c in self.fields]
         for change in self.tags:
-            had = {_key(t) for t in change.plex}
-            parts = {
-                "+": [t for t in change.result if _key(t) not in had],
-                "-": change.removed,
-                "photo: ": [t for t in change.result if _key(t) in change.photos],
-            }
+            parts = {"+": change.added, "-": change.removed, "photo: ": change.photographed}
             lines += [f"{change.tag_type} {sign}{', '.join(names)}" for sign, names in parts.items() if names]
         return lines
 

@@ -41,9 +41,9 @@ def plan_entry(
         "tags": [
             {
                 "type": t.tag_type,
-                "added": [n for n in t.result if n not in t.plex],
+                "added": t.added,
                 "removed": list(t.removed),
-                "photos": [n for n in t.result if n.casefold() in t.photos],  # a performer photo sent with it
+                "photos": t.photographed,  # a performer photo sent with it
                 "lock_only": not t.removed and not t.photos and set(t.result) == set(t.plex),
             }
             for t in plan.tags
