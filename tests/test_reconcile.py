@@ -338,3 +338,18 @@ def test_reconcile_locks_a_field_it_owns_that_shows_nothing_on_either_side(plugi
     assert item["tags"]["genre"] == [] and item["fields"]["summary"] == "About one"
     again = plugin.task("reconcile").output
     assert again["repaired"] == 0 and "unlocked" not in again["drift"]
+
+
+def test_a_scene_without_a_cover_is_in_line_with_plexs_own_poster(plugin):
+    """Stash serves its default image for a scene without a cover, so the sync uploads
+    nothing and Plex's own poster stays unlocked: reconcile finds it in line (it repaired
+    the poster on every run, and its dry run planned an upload the write never makes)."""
+    sid, rk = plugin.add_scene(1)
+    plugin.stash.update_scene(sid, cover=None)  # Stash now serves its default SVG
+    assert plugin.task("all").output["synced"] == 1
+    plugin.plex.clear_requests()
+    plan = cli(plugin, "reconcile", "--dry-run", "--json").json()
+    assert plan["scenes"] == [] and plan["in_line"] == 1, plan
+    out = plugin.task("reconcile").output
+    assert (out["in_line"], out["repaired"], out["drift"]) == (1, 0, {}), out
+    assert plugin.plex.edit_requests() == [] and plugin.plex.upload_requests() == []

@@ -147,12 +147,24 @@ class Reconciler:
         if not url or not self.settings.writes("poster"):
             return "none"
         if "thumb" not in state.locked or finding.taken_over:
-            return "upload"
+            return "ok" if self._no_cover(finding) else "upload"
         if not finding.same_item or finding.record is None:
             return "adopt"
         if finding.record.poster_source is None:
             return "upload" if finding.record.poster_hash is None else "check"
         return "ok" if finding.record.poster_source == url else "check"
+
+    def _no_cover(self, finding: Finding) -> bool:
+        """Stash has no cover for the scene (its default image: Plex keeps its own poster,
+        unlocked), as the last sync of this screenshot found; its bytes tell it from an adopted
+        poster, as the write's own decision reads them (``Posters.verdict``)."""
+        record = finding.record
+        if not finding.same_item or record is None or record.poster_hash is not None:
+            return False
+        if record.poster_source != finding.scene.screenshot or finding.rating_key is None:
+            return False
+        fresh = SceneRecord(scene_id=finding.scene.id, rating_key=finding.rating_key)  # the bytes decide
+        return self.syncer.posters.verdict(finding.scene, fresh, finding.rating_key) == "none"
 
     # -- repairing -------------------------------------------------------------------
     def repair(self, finding: Finding) -> SyncResult | None:
