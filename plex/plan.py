@@ -361,14 +361,11 @@ def split_removals(
     if key is None or length(params) <= budget:
         return [params]
     lock = key[: -len("[].tag.tag-")] + ".locked"
-    rest = {k: v for k, v in params.items() if k != key}
-    requests: list[dict[str, Any]] = []
-    names: list[str] = []
+    requests = [{k: v for k, v in params.items() if k != key}]
     for name in params[key].split(","):
-        base = rest if not requests else {lock: params.get(lock, 1)}
-        if names and length({**base, key: ",".join([*names, name])}) > budget:
-            requests.append({**base, key: ",".join(names)})
-            names = []
-        names.append(name)
-    requests.append({**(rest if not requests else {lock: params.get(lock, 1)}), key: ",".join(names)})
+        last = requests[-1]
+        if key in last and length({**last, key: f"{last[key]},{name}"}) > budget:
+            requests.append({lock: params.get(lock, 1), key: name})
+        else:
+            last[key] = f"{last[key]},{name}" if key in last else name
     return requests
