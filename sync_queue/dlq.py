@@ -1,7 +1,7 @@
 """The dead-letter queue: jobs that can never succeed, with the reason.
 
-Its own SQLite file (``dlq.db``), rows are JSON, at most one entry per scene: a newer
-failure replaces the older one. Listing groups entries by reason so a user sees
+A table of the state database (``sync_queue/sqlite.py``), rows are JSON, at most one entry
+per scene: a newer failure replaces the older one. Listing groups entries by reason so a user sees
 "37 scenes: not in Plex" rather than 37 lines.
 """
 
@@ -18,7 +18,6 @@ from sync_queue.job import Job
 if TYPE_CHECKING:
     from sync_queue.queue import JobQueue
 
-DLQ_FILE = "dlq.db"
 # The classes whose scenes the page's match inbox lists (tasks/inbox.py), by the inbox's kind:
 # the page shows them there, once, not again among the dead letters.
 INBOX_KINDS = {"AmbiguousMatch": "ambiguous", "PlexNotFound": "unmatched", "PinnedItemGone": "unmatched"}
@@ -51,12 +50,12 @@ class Requeued:
 
 
 class DeadLetterQueue(sqlite.Store):
-    FILE = DLQ_FILE
+    OLD_FILE = "dlq.db"
     SCHEMA = _SCHEMA
 
     def add(self, job: Job, error_class: str, message: str, title: str | None = None) -> None:
         """Record a job that will not succeed; replaces an older entry for the scene."""
-        with sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO dlq VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -73,7 +72,7 @@ class DeadLetterQueue(sqlite.Store):
     def adopt(self, job: Job, error_class: str, message: str, attempts: int, failed_at: float) -> bool:
         """Record a dead letter of another plugin's (sync_queue/predecessor.py) as it was;
         False when the scene has an entry of ours already (it is kept)."""
-        with sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             added = conn.execute(
                 "INSERT OR IGNORE INTO dlq VALUES (?, ?, ?, ?, ?, ?, NULL)",
                 (job.scene_id, json.dumps(job.to_dict()), error_class, message[:4000], attempts, failed_at),
@@ -81,51 +80,32 @@ class DeadLetterQueue(sqlite.Store):
             return added.rowcount > 0
 
     def count(self) -> int:
-        return self._db().execute("SELECT COUNT(*) FROM dlq").fetchone()[0]
+        return self._one("SELECT COUNT(*) FROM dlq")[0]
 
     def summary(self, newest: int = 5) -> dict[str, Any]:
         """Entries grouped by error class, plus the newest few (scene id, title, reason)."""
-        groups = (
-            self._db()
-            .execute("SELECT error_class, COUNT(*) FROM dlq GROUP BY error_class ORDER BY COUNT(*) DESC")
-            .fetchall()
-        )
-        rows = (
-            self._db()
-            .execute(
-                "SELECT scene_id, title, error_class, message, attempts, failed_at FROM dlq "
-                "ORDER BY failed_at DESC LIMIT ?",
-                (newest,),
-            )
-            .fetchall()
-        )
-        keys = ("scene_id", "title", "error_class", "reason", "attempts", "failed_at")
-        return {
-            "count": sum(n for _, n in groups),
-            "by_reason": {name: n for name, n in groups},
-            "newest": [dict(zip(keys, row)) for row in rows],
-        }
+        groups = self._rows("SELECT error_class, COUNT(*) FROM dlq GROUP BY error_class ORDER BY COUNT(*) DESC")
+        return {"count": sum(n for _, n in groups), "by_reason": dict(groups), "newest": self.entries(newest)}
 
     def entries(self, limit: int = 1000) -> list[dict[str, Any]]:
         """Every entry (newest first, at most ``limit``): scene id, title, class, reason, attempts, time."""
-        rows = self._db().execute(f"{_ENTRY_SQL} ORDER BY failed_at DESC, scene_id LIMIT ?", (limit,)).fetchall()
+        rows = self._rows(f"{_ENTRY_SQL} ORDER BY failed_at DESC, scene_id LIMIT ?", (limit,))
         return [dict(zip(_ENTRY_KEYS, row)) for row in rows]
 
     def entry(self, scene_id: int) -> dict[str, Any] | None:
         """One scene's entry (the shape of ``entries``), or None."""
-        row = self._db().execute(f"{_ENTRY_SQL} WHERE scene_id = ?", (scene_id,)).fetchone()
+        row = self._one(f"{_ENTRY_SQL} WHERE scene_id = ?", (scene_id,))
         return dict(zip(_ENTRY_KEYS, row)) if row else None
 
     def job(self, scene_id: int) -> Job | None:
-        row = self._db().execute("SELECT scene_id, job FROM dlq WHERE scene_id = ?", (scene_id,)).fetchone()
+        row = self._one("SELECT scene_id, job FROM dlq WHERE scene_id = ?", (scene_id,))
         return _job(*row)[0] if row else None
 
     def jobs(self) -> tuple[list[Job], list[int]]:
         """Every entry's job, and the scenes whose stored job could not be read: those are
         rebuilt from the scene id (a sync reads everything else afresh), so one bad row
         never stops the others."""
-        rows = self._db().execute("SELECT scene_id, job FROM dlq ORDER BY failed_at").fetchall()
-        read = [_job(scene_id, text) for scene_id, text in rows]
+        read = [_job(*row) for row in self._rows("SELECT scene_id, job FROM dlq ORDER BY failed_at")]
         return [job for job, _ in read], [job.scene_id for job, ok in read if not ok]
 
     def requeue(self, queue: JobQueue, scene_ids: list[int] | None, priority: str, now: float) -> Requeued:
@@ -144,12 +124,12 @@ class DeadLetterQueue(sqlite.Store):
         return Requeued([job.scene_id for job in jobs], added, rebuilt)
 
     def remove(self, scene_ids: list[int]) -> None:
-        with sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             conn.executemany("DELETE FROM dlq WHERE scene_id = ?", [(s,) for s in scene_ids])
 
     def clear(self, older_than: float | None = None) -> int:
         """Delete every entry, or only those failed before ``older_than``."""
-        with sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             if older_than is None:
                 return conn.execute("DELETE FROM dlq").rowcount
             return conn.execute("DELETE FROM dlq WHERE failed_at < ?", (older_than,)).rowcount

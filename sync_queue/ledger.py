@@ -8,18 +8,17 @@ entities it showed (a renamed or deleted tag fans out to exactly those scenes). 
 removes the previous scene's values, and the poster uploaded there (``item_posters``), so
 Plex's own comes back when the item's new scene has none or no scene owns it. Also small
 state (last sync, client id) and the cached Plex section index; outcome counts are in
-``stats.db``.
+``sync_queue/stats.py``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 from sync_queue import sqlite
 
-LEDGER_FILE = "ledger.db"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS scenes (
     scene_id INTEGER PRIMARY KEY,
@@ -165,10 +164,22 @@ def _note_owner(conn: Any, rating_key: int, scene_id: int, now: float) -> None:
     conn.execute("INSERT OR REPLACE INTO item_owners VALUES (?, ?, ?)", (rating_key, now, scene_id))
 
 
+def _json(value: dict) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
 def _write_item(conn: Any, record: ItemRecord) -> None:
     """An item's record: what was written there, for which scene (its owner)."""
-    fields, tags = json.dumps(record.fields, sort_keys=True), json.dumps(record.written_tags, sort_keys=True)
-    conn.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?)", (record.rating_key, record.scene_id, fields, tags))
+    row = (record.rating_key, record.scene_id, _json(record.fields), _json(record.written_tags))
+    conn.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?)", row)
+
+
+def _write_entities(conn: Any, scene_id: int, entities: dict[str, list[int]]) -> None:
+    conn.execute("DELETE FROM scene_entities WHERE scene_id = ?", (scene_id,))
+    conn.executemany(
+        "INSERT OR IGNORE INTO scene_entities VALUES (?, ?, ?)",
+        [(kind, int(i), scene_id) for kind, ids in entities.items() for i in ids],
+    )
 
 
 def entity_map(entities: dict[str, Any] | None) -> dict[str, list[int]]:
@@ -177,54 +188,29 @@ def entity_map(entities: dict[str, Any] | None) -> dict[str, list[int]]:
 
 
 class Ledger(sqlite.Store):
-    FILE = LEDGER_FILE
+    OLD_FILE = "ledger.db"
     SCHEMA = _SCHEMA
 
     # -- scenes ----------------------------------------------------------------
     def get_many(self, scene_ids: list[int]) -> dict[int, SceneRecord]:
-        with self._lock:
-            return self._get_many(scene_ids)
-
-    def _get_many(self, scene_ids: list[int]) -> dict[int, SceneRecord]:
+        rows = self._in(
+            "SELECT s.scene_id, s.rating_key, plex_path, state_hash, s.fields, s.written_tags, poster_source, "
+            "poster_hash, synced_at, i.scene_id FROM scenes s LEFT JOIN items i ON i.rating_key = s.rating_key "
+            "WHERE s.scene_id IN ({marks})",
+            scene_ids,
+        )
         found: dict[int, SceneRecord] = {}
-        for start in range(0, len(scene_ids), 500):
-            chunk = scene_ids[start : start + 500]
-            rows = (
-                self._db()
-                .execute(
-                    "SELECT s.scene_id, s.rating_key, plex_path, state_hash, s.fields, s.written_tags, "
-                    "poster_source, poster_hash, synced_at, i.scene_id "
-                    "FROM scenes s LEFT JOIN items i ON i.rating_key = s.rating_key "
-                    f"WHERE s.scene_id IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                )
-                .fetchall()
-            )
-            for row in rows:
-                found[row[0]] = SceneRecord(
-                    row[0],
-                    row[1],
-                    row[2],
-                    row[3],
-                    json.loads(row[4]),
-                    json.loads(row[5]),
-                    row[6],
-                    row[7],
-                    row[8],
-                    owner=row[9],
-                )
-            held = self._db().execute(
-                f"SELECT scene_id, kind, entity_id FROM scene_entities WHERE scene_id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-            for scene_id, kind, entity_id in held.fetchall():
-                record = found.get(scene_id)
-                if record is not None:
-                    record.entities = record.entities or {}
-                    record.entities.setdefault(kind, []).append(entity_id)
-        for record in found.values():
-            if record.entities is not None:
-                record.entities = entity_map(record.entities)
+        for sid, rk, path, state, fields, tags, source, poster, at, owner in rows:
+            found[sid] = SceneRecord(sid, rk, path, state, json.loads(fields), json.loads(tags), source, poster, at)
+            found[sid].owner = owner
+        held: dict[int, dict[str, list[int]]] = {}
+        for scene_id, kind, entity_id in self._in(
+            "SELECT scene_id, kind, entity_id FROM scene_entities WHERE scene_id IN ({marks})", scene_ids
+        ):
+            held.setdefault(scene_id, {}).setdefault(kind, []).append(entity_id)
+        for scene_id, entities in held.items():
+            if scene_id in found:
+                found[scene_id].entities = entity_map(entities)
         return found
 
     def save(self, record: SceneRecord) -> None:
@@ -236,25 +222,16 @@ class Ledger(sqlite.Store):
         if not records:
             return
         now = self.clock()
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             for record in records:
                 record.synced_at = now
                 conn.execute(
                     "INSERT OR REPLACE INTO scenes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        record.scene_id,
-                        record.rating_key,
-                        record.plex_path,
-                        record.state_hash,
-                        json.dumps(record.fields, sort_keys=True),
-                        json.dumps(record.written_tags, sort_keys=True),
-                        record.poster_source,
-                        record.poster_hash,
-                        record.synced_at,
-                    ),
+                    (record.scene_id, record.rating_key, record.plex_path, record.state_hash, _json(record.fields))
+                    + (_json(record.written_tags), record.poster_source, record.poster_hash, now),
                 )
                 if record.entities is not None:
-                    self._write_entities(conn, record.scene_id, record.entities)
+                    _write_entities(conn, record.scene_id, record.entities)
                 if record.rating_key is not None:
                     _note_owner(conn, record.rating_key, record.scene_id, now)
                     _write_item(
@@ -274,46 +251,24 @@ class Ledger(sqlite.Store):
         there for the previous owner is known and removed. An item written before this
         record existed is found through the scene record that links it (the newest).
         """
-        found: dict[int, ItemRecord] = {}
-        with self._lock:
-            db = self._db()
-            for start in range(0, len(rating_keys), 500):
-                chunk = list(rating_keys[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                for rk, sid, fields, tags in db.execute(
-                    f"SELECT rating_key, scene_id, fields, written_tags FROM items WHERE rating_key IN ({marks})", chunk
-                ).fetchall():
-                    found[rk] = ItemRecord(rk, sid, json.loads(fields), json.loads(tags))
-                legacy = [k for k in chunk if k not in found]
-                if legacy:
-                    rows = db.execute(
-                        "SELECT rating_key, scene_id, fields, written_tags FROM scenes "
-                        f"WHERE rating_key IN ({','.join('?' * len(legacy))}) ORDER BY synced_at",
-                        legacy,
-                    ).fetchall()
-                    for rk, sid, fields, tags in rows:  # the newest last: it wins
-                        found[rk] = ItemRecord(rk, sid, json.loads(fields), json.loads(tags))
-        return found
+        columns = "SELECT rating_key, scene_id, fields, written_tags FROM"
+        rows = self._in(f"{columns} items WHERE rating_key IN ({{marks}})", rating_keys)
+        legacy = sorted(set(rating_keys) - {row[0] for row in rows})
+        rows += self._in(f"{columns} scenes WHERE rating_key IN ({{marks}}) ORDER BY synced_at", legacy)
+        return {rk: ItemRecord(rk, sid, json.loads(fields), json.loads(tags)) for rk, sid, fields, tags in rows}
 
     def owners(self, rating_keys: list[int]) -> dict[int, list[tuple[float, int]]]:
         """Each item's owners, oldest first: (since, on our clock; the scene, ``NO_OWNER`` after a
         release). An item linked before this record existed has one owner since 0. Items no scene
         ever held are left out."""
         found: dict[int, list[tuple[float, int]]] = {}
-        with self._lock:
-            db = self._db()
-            for start in range(0, len(rating_keys), 500):
-                chunk = list(rating_keys[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                rows = db.execute(
-                    f"SELECT rating_key, since, scene_id FROM item_owners WHERE rating_key IN ({marks}) "
-                    "ORDER BY rating_key, since",
-                    chunk,
-                ).fetchall()
-                for rk, since, sid in rows:
-                    found.setdefault(rk, []).append((since, sid))
-        legacy = [k for k in rating_keys if k not in found]
-        for rk, record in self.items(legacy).items():
+        for rk, since, sid in self._in(
+            "SELECT rating_key, since, scene_id FROM item_owners WHERE rating_key IN ({marks}) "
+            "ORDER BY rating_key, since",
+            rating_keys,
+        ):
+            found.setdefault(rk, []).append((since, sid))
+        for rk, record in self.items([k for k in rating_keys if k not in found]).items():
             found[rk] = [(0.0, record.scene_id)]
         return found
 
@@ -325,7 +280,7 @@ class Ledger(sqlite.Store):
         (``Syncer`` passes the tags it adds with those recorded before): an edit whose
         final record is lost (a SIGKILL, a disk that filled up after Plex answered) leaves
         nothing on the item that the ledger does not know was written."""
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             _note_owner(conn, record.rating_key, record.scene_id, self.clock())
             _write_item(conn, record)
 
@@ -333,22 +288,18 @@ class Ledger(sqlite.Store):
         """(scene, SHA-1 of the image) of the poster Stash2Plex last uploaded to the item
         and did not take back since; None when none is known. An item written before this
         record existed is found through the newest scene record that links it."""
-        with self._lock:
-            db = self._db()
-            row = db.execute(
-                "SELECT scene_id, poster_hash FROM item_posters WHERE rating_key = ?", (rating_key,)
-            ).fetchone()
-            if row is None:
-                row = db.execute(
-                    "SELECT scene_id, poster_hash FROM scenes WHERE rating_key = ? AND poster_hash IS NOT NULL "
-                    "ORDER BY synced_at DESC LIMIT 1",
-                    (rating_key,),
-                ).fetchone()
+        row = self._one("SELECT scene_id, poster_hash FROM item_posters WHERE rating_key = ?", (rating_key,))
+        if row is None:
+            row = self._one(
+                "SELECT scene_id, poster_hash FROM scenes WHERE rating_key = ? AND poster_hash IS NOT NULL "
+                "ORDER BY synced_at DESC LIMIT 1",
+                (rating_key,),
+            )
         return (row[0], row[1]) if row is not None else None
 
     def forget_poster(self, rating_key: int) -> None:
         """The item shows Plex's own poster again (or the user's): no upload of ours is on it."""
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             conn.execute("DELETE FROM item_posters WHERE rating_key = ?", (rating_key,))
             conn.execute("UPDATE scenes SET poster_hash = NULL WHERE rating_key = ?", (rating_key,))
 
@@ -356,7 +307,7 @@ class Ledger(sqlite.Store):
         """Nothing Stash2Plex wrote is on the item any more (it was released): no record of
         what was written there, and no scene links it (its next sync finds its item anew
         and writes everything, the poster included)."""
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             _note_owner(conn, rating_key, NO_OWNER, self.clock())
             conn.execute("DELETE FROM items WHERE rating_key = ?", (rating_key,))
             conn.execute("DELETE FROM item_posters WHERE rating_key = ?", (rating_key,))
@@ -369,89 +320,66 @@ class Ledger(sqlite.Store):
     def forget_scene(self, scene_id: int) -> None:
         """The scene is gone from Stash: its record, the entities it showed, its loose match
         and the user's answer for it (a pin of a scene gone would keep its item from others)."""
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             for table in ("scenes", "scene_entities", "loose_matches", "pins"):
                 conn.execute(f"DELETE FROM {table} WHERE scene_id = ?", (scene_id,))
 
     def scene_ids(self) -> set[int]:
         """Every scene with a record (``all`` and ``reconcile`` find the ones gone from Stash)."""
-        with self._lock:
-            return {row[0] for row in self._db().execute("SELECT scene_id FROM scenes").fetchall()}
-
-    @staticmethod
-    def _write_entities(conn, scene_id: int, entities: dict[str, list[int]]) -> None:
-        conn.execute("DELETE FROM scene_entities WHERE scene_id = ?", (scene_id,))
-        conn.executemany(
-            "INSERT OR IGNORE INTO scene_entities VALUES (?, ?, ?)",
-            [(kind, int(i), scene_id) for kind, ids in entities.items() for i in ids],
-        )
+        return {row[0] for row in self._rows("SELECT scene_id FROM scenes")}
 
     def set_entities(self, scene_id: int, entities: dict[str, list[int]]) -> None:
         """Record which entities a scene's item shows, without touching the rest."""
-        with self._lock, sqlite.write(self._db()) as conn:
-            self._write_entities(conn, scene_id, entities)
+        self.set_entities_many({scene_id: entities})
 
     def set_entities_many(self, entities: dict[int, dict[str, list[int]]]) -> None:
         """``set_entities`` for many scenes, in one transaction."""
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             for scene_id, found in entities.items():
-                self._write_entities(conn, scene_id, found)
+                _write_entities(conn, scene_id, found)
 
     def scenes_with(self, kind: str, entity_id: int, after: int = 0, limit: int = 100) -> list[int]:
         """Scenes whose Plex item shows the entity, in id order after ``after`` (one page)."""
-        with self._lock:
-            rows = self._db().execute(
-                "SELECT scene_id FROM scene_entities WHERE kind = ? AND entity_id = ? AND scene_id > ? "
-                "ORDER BY scene_id LIMIT ?",
-                (kind, entity_id, after, limit),
-            )
-            return [row[0] for row in rows.fetchall()]
+        rows = self._rows(
+            "SELECT scene_id FROM scene_entities WHERE kind = ? AND entity_id = ? AND scene_id > ? "
+            "ORDER BY scene_id LIMIT ?",
+            (kind, entity_id, after, limit),
+        )
+        return [row[0] for row in rows]
 
     def count(self) -> int:
-        with self._lock:
-            return self._db().execute("SELECT COUNT(*) FROM scenes WHERE state_hash IS NOT NULL").fetchone()[0]
+        return self._one("SELECT COUNT(*) FROM scenes WHERE state_hash IS NOT NULL")[0]
 
     # -- ratings: the last one seen on each side (worker/ratings.py ``winner``) -----------
     def rating_seen(self, scene_id: int, rating_key: int) -> tuple[int | None, str] | None:
         """(Stash's rating100, Plex's rating text) last seen for the scene on this item; None: never."""
-        with self._lock:
-            row = (
-                self._db()
-                .execute(
-                    "SELECT stash, plex FROM ratings_seen WHERE scene_id = ? AND rating_key = ?", (scene_id, rating_key)
-                )
-                .fetchone()
-            )
+        row = self._one(
+            "SELECT stash, plex FROM ratings_seen WHERE scene_id = ? AND rating_key = ?", (scene_id, rating_key)
+        )
         return (row[0], row[1]) if row else None
 
     def rated_items(self, after: int, limit: int) -> list[int]:
         """Items last seen rated in Plex (or given a rating by Stash2Plex), in key order after ``after``."""
-        with self._lock:
-            rows = self._db().execute(
-                "SELECT rating_key FROM ratings_seen WHERE plex != '' AND rating_key > ? UNION "
-                "SELECT rating_key FROM items WHERE json_extract(fields, '$.userRating') != '' AND rating_key > ? "
-                "ORDER BY rating_key LIMIT ?",
-                (after, after, limit),
-            )
-            return [row[0] for row in rows.fetchall()]
+        rows = self._rows(
+            "SELECT rating_key FROM ratings_seen WHERE plex != '' AND rating_key > ? UNION "
+            "SELECT rating_key FROM items WHERE json_extract(fields, '$.userRating') != '' AND rating_key > ? "
+            "ORDER BY rating_key LIMIT ?",
+            (after, after, limit),
+        )
+        return [row[0] for row in rows]
 
     def set_rating_seen(self, scene_id: int, rating_key: int, stash: int | None, plex: str) -> None:
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             conn.execute("INSERT OR REPLACE INTO ratings_seen VALUES (?, ?, ?, ?)", (scene_id, rating_key, stash, plex))
 
     # -- pins: a user's answers, honoured before the matcher -----------------------
     def pins(self, scene_ids: list[int] | None = None) -> dict[int, Pin]:
         """The pins of these scenes (every pin when None)."""
         query = "SELECT scene_id, answer, rating_key, pinned_at FROM pins"
-        with self._lock:
-            if scene_ids is None:
-                rows = self._db().execute(query).fetchall()
-            else:
-                rows = []
-                for start in range(0, len(scene_ids), 500):
-                    chunk = scene_ids[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    rows += self._db().execute(f"{query} WHERE scene_id IN ({marks})", chunk).fetchall()
+        if scene_ids is None:
+            rows = self._rows(query)
+        else:
+            rows = self._in(f"{query} WHERE scene_id IN ({{marks}})", scene_ids)
         return {row[0]: Pin(*row) for row in rows}
 
     def pin_of(self, scene_id: int) -> Pin | None:
@@ -462,23 +390,20 @@ class Ledger(sqlite.Store):
         if answer not in ANSWERS:
             raise ValueError(f"answer {answer!r} is not one of {', '.join(ANSWERS)}")
         pin = Pin(scene_id, answer, rating_key if answer == PIN_ITEM else None, self.clock())
-        with self._lock, sqlite.write(self._db()) as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO pins VALUES (?, ?, ?, ?)",
-                (pin.scene_id, pin.answer, pin.rating_key, pin.pinned_at),
-            )
+        with self._writing() as conn:
+            conn.execute("INSERT OR REPLACE INTO pins VALUES (?, ?, ?, ?)", astuple(pin))
             conn.execute("DELETE FROM loose_matches WHERE scene_id = ?", (scene_id,))
         return pin
 
     def unpin(self, scene_id: int) -> bool:
         """Forget the scene's answer; False when it had none."""
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             return conn.execute("DELETE FROM pins WHERE scene_id = ?", (scene_id,)).rowcount > 0
 
     # -- matches accepted by file name only (the inbox shows them for a check) -------
     def note_loose(self, scene_id: int, rating_key: int, reason: str, title: str = "") -> None:
         """The scene's item was accepted by file name only (``reason`` says how)."""
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO loose_matches VALUES (?, ?, ?, ?, ?)",
                 (scene_id, rating_key, reason, title, self.clock()),
@@ -486,59 +411,46 @@ class Ledger(sqlite.Store):
 
     def settle_loose(self, scene_id: int) -> None:
         """The scene's item was found by its exact path (or pinned) since: not loose any more."""
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             conn.execute("DELETE FROM loose_matches WHERE scene_id = ?", (scene_id,))
 
     def loose_ids(self) -> set[int]:
-        with self._lock:
-            return {row[0] for row in self._db().execute("SELECT scene_id FROM loose_matches").fetchall()}
+        return {row[0] for row in self._rows("SELECT scene_id FROM loose_matches")}
 
     def loose_matches(self) -> dict[int, tuple[int, str, str]]:
         """scene → (Plex item, why it was accepted, title) for every match by name still linked."""
-        with self._lock:
-            rows = self._db().execute(
-                "SELECT l.scene_id, l.rating_key, l.reason, l.title FROM loose_matches l "
-                "JOIN scenes s ON s.scene_id = l.scene_id AND s.rating_key = l.rating_key"
-            )
-            return {sid: (rk, reason, title) for sid, rk, reason, title in rows.fetchall()}
+        rows = self._rows(
+            "SELECT l.scene_id, l.rating_key, l.reason, l.title FROM loose_matches l "
+            "JOIN scenes s ON s.scene_id = l.scene_id AND s.rating_key = l.rating_key"
+        )
+        return {sid: (rk, reason, title) for sid, rk, reason, title in rows}
 
     # -- key/value -------------------------------------------------------------
     def meta(self, key: str, default: Any = None) -> Any:
-        with self._lock:
-            row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self._one("SELECT value FROM meta WHERE key = ?", (key,))
         return json.loads(row[0]) if row else default
 
     def set_meta(self, key: str, value: Any) -> None:
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
     # -- Plex section index cache ---------------------------------------------------
     def index_rows(self, section_id: int) -> list[tuple[int, str, int | None, int | None]]:
-        with self._lock:
-            return (
-                self._db()
-                .execute(
-                    "SELECT rating_key, path, size, duration_ms FROM plex_index WHERE section_id = ?", (section_id,)
-                )
-                .fetchall()
-            )
+        return self._rows(
+            "SELECT rating_key, path, size, duration_ms FROM plex_index WHERE section_id = ?", (section_id,)
+        )
 
     def durations(self, rating_keys: list[int]) -> dict[int, float]:
         """Each item's duration in seconds, from the cached index (items it does not know are left out)."""
-        found: dict[int, float] = {}
-        with self._lock:
-            for start in range(0, len(rating_keys), 500):
-                chunk = rating_keys[start : start + 500]
-                rows = self._db().execute(
-                    f"SELECT rating_key, MAX(duration_ms) FROM plex_index WHERE rating_key IN ({','.join('?' * len(chunk))}) "
-                    "AND duration_ms > 0 GROUP BY rating_key",
-                    chunk,
-                )
-                found.update((rk, ms / 1000) for rk, ms in rows.fetchall())
-        return found
+        rows = self._in(
+            "SELECT rating_key, MAX(duration_ms) FROM plex_index WHERE rating_key IN ({marks}) "
+            "AND duration_ms > 0 GROUP BY rating_key",
+            rating_keys,
+        )
+        return {rk: ms / 1000 for rk, ms in rows}
 
     def replace_index(self, section_id: int, stamp: str, rows: list[tuple[int, str, int | None, int | None]]) -> None:
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             conn.execute("DELETE FROM plex_index WHERE section_id = ?", (section_id,))
             conn.executemany("INSERT INTO plex_index VALUES (?, ?, ?, ?, ?)", [(section_id, *row) for row in rows])
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"index_stamp:{section_id}", json.dumps(stamp)))

@@ -16,6 +16,7 @@ every class); a row it cannot read gives its scene id from the pickle's opcodes 
 from __future__ import annotations
 
 import calendar
+import contextlib
 import io
 import pickle
 import pickletools
@@ -26,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sync_queue import pq_insides, spool, sqlite
-from sync_queue.dlq import DLQ_FILE  # its file's name is ours
 from sync_queue.job import INTERACTIVE, Job
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 ORIGIN = "the public Stash2Plex plugin"
 QUEUE_NAME = "default"  # persist-queue's table name when none is given (its QueueManager gives none)
-DEAD_TABLE = "dead_letters"
+DEAD_FILE, DEAD_TABLE = "dlq.db", "dead_letters"  # (our own dead letters were kept in dlq.db too before state.db)
 MAX_ATTEMPTS = 1_000_000  # a retry count beyond any real one is a damaged row's (2**63-1 + 1 fits no table)
 HEALTH_KEY = "predecessor_taken"  # sync_health.json: the line, until a hook said it (sync_queue/health.py NOTICES)
 MARK = "predecessor_taken"  # ledger meta: {"queue": last row id, "dead": last row id, "line": what was said}
@@ -86,7 +86,7 @@ def present(data_dir: Path) -> bool:
     """Whether the data folder holds the predecessor's tables (a look that creates no file)."""
     for path, is_theirs in (
         (data_dir / spool.QUEUE_FOLDER / spool.QUEUE_FILE, lambda c: pq_insides.has_table(c, QUEUE_NAME)),
-        (data_dir / DLQ_FILE, lambda c: sqlite.has_table(c, DEAD_TABLE)),
+        (data_dir / DEAD_FILE, lambda c: sqlite.has_table(c, DEAD_TABLE)),
     ):
         if path.is_file():
             with _reading(path) as conn:
@@ -105,7 +105,7 @@ def find(data_dir: Path, after_queue: int = 0, after_dead: int = 0) -> Found:
             for _, data in pq_insides.not_done_rows(conn, QUEUE_NAME, after_queue):
                 _add_job(found, data)
             found.last_queue = max(after_queue, pq_insides.last_row(conn, QUEUE_NAME))
-    dead_file = data_dir / DLQ_FILE
+    dead_file = data_dir / DEAD_FILE
     if dead_file.is_file():
         with _reading(dead_file) as conn:
             if sqlite.has_table(conn, DEAD_TABLE):
@@ -120,17 +120,9 @@ def find(data_dir: Path, after_queue: int = 0, after_dead: int = 0) -> Found:
     return found
 
 
-class _reading:
+def _reading(path: Path) -> contextlib.closing[sqlite3.Connection]:
     """A connection that only reads (closed at the end; no schema, no pragma)."""
-
-    def __init__(self, path: Path) -> None:
-        self.conn = sqlite3.connect(str(path), timeout=10.0)
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self.conn
-
-    def __exit__(self, *exc: object) -> None:
-        self.conn.close()
+    return contextlib.closing(sqlite3.connect(str(path), timeout=10.0))
 
 
 def _add_job(found: Found, data: bytes) -> None:

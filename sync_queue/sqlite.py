@@ -1,4 +1,4 @@
-"""Opening our own SQLite files safely (DLQ, ledger, the queue's side tables).
+"""Opening our own SQLite files safely (the state database of ``Store``, the queue's side tables).
 
 WAL and a 10 s busy timeout (hooks, the drainer and tasks share the files); writes in
 ``immediate`` transactions (:func:`write`), whose ``BEGIN`` is the one statement that waits
@@ -17,12 +17,13 @@ import errno as _errno
 import functools
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from core.backoff import LOCKED, next_delay
 from core.errors import DataFileError, DiskRefused
@@ -343,40 +344,121 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
-class Store:
-    """One SQLite file of ours, opened on first use, safe to share between threads.
+STATE_FILE = "state.db"  # our records: the ledger, dead letters, statistics and the plays' journal
+_STATE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS moved_in (file TEXT PRIMARY KEY, at REAL NOT NULL);  -- an earlier version's file
+CREATE TABLE IF NOT EXISTS found_empty (at REAL NOT NULL);  -- the file was 0 bytes, not said yet
+"""
 
-    Subclasses set ``FILE`` and ``SCHEMA``. The worker's Plex threads use a store
-    concurrently; one sqlite3 connection must not run two transactions at once, so
-    every use goes through ``self._lock``.
+
+def move_in(conn: sqlite3.Connection, old: Path, schema: str, legacy: tuple[tuple[str, str], ...] = ()) -> None:
+    """Copy the rows of ``old``, the file an earlier version kept these tables in, into the state
+    database once. The copy and its mark (``moved_in``) are one write transaction, so a hook, the
+    drainer and ``watch`` opening at the same moment copy it once: the others find the mark.
+    ``old`` is only read and stays where it is (the public plugin's dead letters share
+    ``dlq.db``). ``legacy``: (a table of an older layout, its ``INSERT … SELECT … FROM old.<table>``)."""
+    done = "SELECT 1 FROM moved_in WHERE file = ?"
+    if not old.is_file() or conn.execute(done, (old.name,)).fetchone():
+        return
+    named = cast(_Connection, conn)
+    named.s2p_path, state = old, named.s2p_path  # a damaged old file is named in the error
+    try:
+        conn.execute("ATTACH DATABASE ? AS old", (str(old),))
+        try:
+            with write(conn):
+                if conn.execute(done, (old.name,)).fetchone() is None:
+                    _copy_all(conn, schema, legacy)
+                    conn.execute("INSERT INTO moved_in VALUES (?, ?)", (old.name, time.time()))
+        finally:
+            conn.execute("DETACH DATABASE old")
+    finally:
+        named.s2p_path = state
+
+
+def _copy_all(conn: sqlite3.Connection, schema: str, legacy: tuple[tuple[str, str], ...]) -> None:
+    tables = {row[0] for row in conn.execute("SELECT name FROM old.sqlite_master WHERE type = 'table'")}
+    for table in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", schema):
+        if table in tables:
+            _copy(conn, table)
+    for table, copy in legacy:
+        if table in tables:
+            conn.execute(copy)
+
+
+def _copy(conn: sqlite3.Connection, table: str) -> None:
+    """The rows of ``old.<table>``, by the columns both layouts have; a row already here wins."""
+    ours = [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
+    theirs = {row[1] for row in conn.execute(f"PRAGMA old.table_info({table})")}
+    columns = ", ".join(c for c in ours if c in theirs)
+    conn.execute(f"INSERT OR IGNORE INTO main.{table} ({columns}) SELECT {columns} FROM old.{table}")
+
+
+class Store:
+    """Some tables of the one state database (``state.db``), opened on first use, safe to
+    share between threads.
+
+    Subclasses set ``SCHEMA`` (their tables) and ``OLD_FILE`` (where earlier versions kept
+    them: :func:`move_in`). The worker's Plex threads use a store concurrently; one sqlite3
+    connection must not run two transactions at once, so every use goes through ``self._lock``.
     """
 
-    FILE = ""
+    OLD_FILE = ""
     SCHEMA = ""
+    LEGACY: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, directory: Path, clock=time.time) -> None:
-        self.path = directory / self.FILE
+        self.path = directory / STATE_FILE
         self.clock = clock
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
-        self.notice: str | None = None
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
             empty = _empty_file(self.path)
-            self._conn = connect(self.path, self.SCHEMA)
-            if empty:
-                self.notice = (
-                    f"{self.path} was empty (0 bytes; a crash or a full disk while it was first written?): "
-                    "it starts over as a new, empty file"
-                )
+            conn = connect(self.path, _STATE_SCHEMA + self.SCHEMA)
+            try:
+                move_in(conn, self.path.parent / self.OLD_FILE, self.SCHEMA, self.LEGACY)
+                if empty:  # said by the ledger's ``open``, whichever store found it
+                    with write(conn):
+                        conn.execute("INSERT INTO found_empty VALUES (?)", (self.clock(),))
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
         return self._conn
 
-    def open(self) -> str | None:
-        """Open the file now; a sentence worth logging when it was found empty, else None."""
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
-            self._db()
-        return self.notice
+            return self._db().execute(sql, args).fetchall()
+
+    def _one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        with self._lock:
+            return self._db().execute(sql, args).fetchone()
+
+    def _in(self, sql: str, keys: Sequence[Any], before: Sequence[Any] = ()) -> list[Any]:
+        """The rows of ``sql`` (whose ``{marks}`` is an ``IN`` list) for every key, 500 a statement."""
+        rows: list[Any] = []
+        for start in range(0, len(keys), 500):
+            chunk = list(keys[start : start + 500])
+            rows += self._rows(sql.format(marks=",".join("?" * len(chunk))), [*before, *chunk])
+        return rows
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (:func:`write`) under the store's lock."""
+        with self._lock, write(self._db()) as conn:
+            yield conn
+
+    def open(self) -> str | None:
+        """Open the file now; a sentence worth logging (once) when it was found empty, else None."""
+        if self._one("SELECT 1 FROM found_empty") is None:
+            return None
+        with self._writing() as conn:
+            conn.execute("DELETE FROM found_empty")
+        return (
+            f"{self.path} was empty (0 bytes; a crash or a full disk while it was first written?): "
+            "it starts over as a new, empty file"
+        )
 
     def close(self) -> None:
         with self._lock:

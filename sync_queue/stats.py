@@ -1,4 +1,4 @@
-"""Cumulative sync statistics (``stats.db``), summed over every run of every process.
+"""Cumulative sync statistics (in the state database), summed over every run of every process.
 
 Counts (``synced``, ``unchanged``: the worker's skips and what a bulk task does not
 queue, ``gone``, ``posters``, per error class ``failed`` and ``retried``), the Plex time
@@ -17,7 +17,6 @@ from typing import Any
 
 from sync_queue import sqlite
 
-STATS_FILE = "stats.db"
 MESSAGE_MAX = 200
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS totals (name TEXT PRIMARY KEY, value REAL NOT NULL);
@@ -26,7 +25,7 @@ CREATE TABLE IF NOT EXISTS latest (name TEXT PRIMARY KEY, at REAL NOT NULL, deta
 COUNTS = ("synced", "unchanged", "gone", "posters")
 PLEX_SECONDS, PLEX_JOBS = "plex_seconds", "plex_jobs"
 FAILED, RETRIED = "failed", "retried"
-# A run's counts only (a task's reply), not kept in stats.db: a job that waits is not an outcome.
+# A run's counts only (a task's reply), not kept: a job that waits is not an outcome.
 WAITING, WAITING_STASH = "waiting_for_plex", "waiting_for_stash"
 
 
@@ -113,7 +112,7 @@ def _short(message: str) -> str:
 
 
 class StatsStore(sqlite.Store):
-    FILE = STATS_FILE
+    OLD_FILE = "stats.db"
     SCHEMA = _SCHEMA
 
     def record(self, delta: Delta) -> None:
@@ -129,7 +128,7 @@ class StatsStore(sqlite.Store):
             ("success", delta.last_success_at, None),
             ("failure", delta.last_failure_at, json.dumps(delta.last_failure)),
         ]
-        with self._lock, sqlite.write(self._db()) as conn:
+        with self._writing() as conn:
             conn.executemany(
                 "INSERT INTO totals VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
                 totals,
@@ -142,12 +141,8 @@ class StatsStore(sqlite.Store):
 
     def snapshot(self) -> dict[str, Any]:
         """Everything recorded, ready for JSON (times as local ISO-8601)."""
-        with self._lock:
-            totals = dict(self._db().execute("SELECT name, value FROM totals").fetchall())
-            latest = {
-                name: (at, detail)
-                for name, at, detail in self._db().execute("SELECT name, at, detail FROM latest").fetchall()
-            }
+        totals = dict(self._rows("SELECT name, value FROM totals"))
+        latest = {name: (at, detail) for name, at, detail in self._rows("SELECT name, at, detail FROM latest")}
         failed, retried = _by_class(totals, FAILED), _by_class(totals, RETRIED)
         jobs = int(totals.get(PLEX_JOBS, 0))
         failure_at, failure = latest.get("failure", (None, None))

@@ -598,7 +598,7 @@ class World:
 
         from sync_queue.ledger import Ledger, owner_at
 
-        with contextlib.closing(sqlite3.connect(Path(self.plugin.data_dir) / "plays.db")) as db:
+        with contextlib.closing(sqlite3.connect(Path(self.plugin.data_dir) / "state.db")) as db:
             applied = db.execute("SELECT history_key, scene_id, written FROM plays WHERE NOT duplicate").fetchall()
         ledger = Ledger(Path(self.plugin.data_dir))
         try:

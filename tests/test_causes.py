@@ -136,10 +136,10 @@ def test_a_full_disk_is_named_with_its_folder_and_the_queue_is_kept(plugin):
 
 def test_an_empty_ledger_file_is_said(plugin):
     plugin.data_dir.mkdir(parents=True, exist_ok=True)
-    (plugin.data_dir / "ledger.db").write_bytes(b"")
+    (plugin.data_dir / "state.db").write_bytes(b"")
     run = plugin.task("queue_status")
     assert run.error is None
-    assert any("ledger.db was empty (0 bytes" in m for m in run.messages("warning")), run.logs
+    assert any("state.db was empty (0 bytes" in m for m in run.messages("warning")), run.logs
 
 
 def _readonly_error(tmp_path: Path) -> sqlite3.OperationalError:

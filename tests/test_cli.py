@@ -282,7 +282,7 @@ def test_every_plex_request_carries_one_persistent_client_identity(plugin):
     assert len(requests) > 3
     identifiers = {r["headers"].get("X-Plex-Client-Identifier") for r in requests}
     products = {r["headers"].get("X-Plex-Product") for r in requests}
-    with sqlite3.connect(plugin.data_dir / "ledger.db") as conn:
+    with sqlite3.connect(plugin.data_dir / "state.db") as conn:
         stored = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'client_id'").fetchone()[0])
     assert identifiers == {stored} and products == {"Stash2Plex"}
     assert stored != "stash2plex-tests"  # ours, not plexapi's environment default

@@ -47,7 +47,7 @@ def test_every_entry_goes_back_with_a_fresh_budget_and_leaves_the_dlq(queue, dlq
 
 
 def test_an_unreadable_entry_is_rebuilt_from_its_scene_id(queue, dlq, tmp_path):
-    with sqlite3.connect(tmp_path / "dlq.db") as conn:
+    with sqlite3.connect(tmp_path / "state.db") as conn:
         conn.execute("INSERT INTO dlq VALUES (7, '{not json', 'X', 'm', 1, ?, NULL)", (NOW,))
     assert dlq.requeue(queue, None, BULK, NOW) == Requeued(dead=[1, 2, 7], added=3, rebuilt=[7])
     assert [(j.scene_id, j.priority, j.attempt) for j in taken(queue)] == [(1, BULK, 0), (2, BULK, 0), (7, BULK, 0)]

@@ -42,7 +42,7 @@ def test_every_data_file_held_by_another_process_never_stalls_a_save_and_the_edi
     scenes = [plugin.add_scene(n) for n in range(10)]
     assert plugin.hook(plugin.stash.update_scene(scenes[0][0], title="Before")).error is None
     plugin.wait_drained()  # the data folder's files exist
-    assert {p.name for p in sqlite_files(plugin.data_dir)} >= {"data.db", "ledger.db", "stats.db"}
+    assert {p.name for p in sqlite_files(plugin.data_dir)} >= {"data.db", "state.db"}
     wanted: dict[int, str] = {}
     runs = []
     with held(plugin.data_dir, HOLD_S) as holder:

@@ -37,7 +37,7 @@ def test_the_page_counts_every_dead_letter_not_the_newest_thousand(plugin):
     dlq = DeadLetterQueue(plugin.data_dir)
     dlq.add(Job(scene_id=1), "PlexNotFound", "no Plex item", "one")
     dlq.close()
-    with sqlite3.connect(plugin.data_dir / "dlq.db") as conn:  # 1,500 more, quickly
+    with sqlite3.connect(plugin.data_dir / "state.db") as conn:  # 1,500 more, quickly
         row = conn.execute("SELECT job, error_class, message, attempts, failed_at, title FROM dlq").fetchone()
         conn.executemany(
             "INSERT INTO dlq VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -66,7 +66,7 @@ def test_one_unreadable_dead_letter_row_never_stops_retry_all(plugin):
         dlq.add(Job(scene_id=sid, attempt=4), "PlexNotFound", "no Plex item", f"Scene {sid}")
     dlq.close()
     broken = list(scenes)[1]
-    with sqlite3.connect(plugin.data_dir / "dlq.db") as conn:
+    with sqlite3.connect(plugin.data_dir / "state.db") as conn:
         conn.execute("UPDATE dlq SET job = '{not json' WHERE scene_id = ?", (broken,))
     for sid in scenes:
         plugin.stash.update_scene(sid, title=f"Retried {sid}")

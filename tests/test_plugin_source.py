@@ -141,4 +141,4 @@ def test_installed_from_the_zip_the_plugin_syncs_end_to_end(source, plugin, tmp_
 
     for package in ("core", "hooks", "tasks", "worker", "plex"):  # imported from the installed copy
         assert (installed.plugin_dir / package / "__pycache__").is_dir(), package
-    assert (installed.data_dir / "ledger.db").is_file()
+    assert (installed.data_dir / "state.db").is_file()

@@ -355,7 +355,7 @@ def test_jobs_and_dead_letters_queued_by_an_earlier_version_still_load(tmp_path,
     dlq.add(job(9, attempt=5), "PlexNotFound", "gone")
     dlq.close()
     assert _as_earlier_versions_stored(tmp_path / "queue" / "data.db") >= 2
-    assert _as_earlier_versions_stored(tmp_path / "dlq.db") == 1
+    assert _as_earlier_versions_stored(tmp_path / "state.db") == 1
     again = JobQueue(tmp_path / "queue", consumer=True, clock=clock)
     assert [t.job for t in again.take(10)] == [job(2, BULK)]
     clock.now = NOW + 30

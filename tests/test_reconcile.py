@@ -94,7 +94,7 @@ def test_reconcile_repairs_a_wiped_item_a_re_added_item_a_performer_merge_and_a_
     again = plugin.task("all")  # the ledger is right again: nothing to do
     assert again.output["queued"] == 0 and _edited_keys(plugin) == set()
 
-    for name in ("ledger.db", "ledger.db-wal", "ledger.db-shm"):
+    for name in ("state.db", "state.db-wal", "state.db-shm"):
         (plugin.data_dir / name).unlink(missing_ok=True)
     lost = plugin.task("reconcile").output
     assert lost["drift"]["ledger_missing"]["count"] == 4 and lost["repaired"] == 4

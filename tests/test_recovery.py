@@ -373,7 +373,7 @@ def test_url_credentials_never_reach_a_file_or_a_reply_and_files_are_private(plu
     for path in plugin.data_dir.rglob("*"):
         if path.is_file():
             assert PASSWORD.encode() not in path.read_bytes(), path
-    for name in ("dlq.db", "stats.db", "ledger.db", "queue/data.db", "drainer.log"):
+    for name in ("state.db", "queue/data.db", "drainer.log"):
         assert (plugin.data_dir / name).stat().st_mode & 0o077 == 0, name
 
 

@@ -223,7 +223,7 @@ def test_a_corrupt_breaker_file_is_reset_and_said(plugin):
 
 # -- dead-letter tasks -------------------------------------------------------------------------
 def _dlq_rows(plugin) -> list[tuple]:
-    with sqlite3.connect(plugin.data_dir / "dlq.db") as conn:
+    with sqlite3.connect(plugin.data_dir / "state.db") as conn:
         return conn.execute("SELECT scene_id, error_class, attempts FROM dlq ORDER BY scene_id").fetchall()
 
 
@@ -278,7 +278,7 @@ def test_dlq_tasks_group_retry_purge_clear(plugin):
         wait_for(lambda: not plugin.drainer_busy(), 20, "the drainer")
     plugin.task("process_queue")
     assert len(_dlq_rows(plugin)) == 2
-    with sqlite3.connect(plugin.data_dir / "dlq.db") as conn:
+    with sqlite3.connect(plugin.data_dir / "state.db") as conn:
         conn.execute("UPDATE dlq SET failed_at = failed_at - 31 * 86400 WHERE scene_id = ?", (a,))
     purge = plugin.task("purge_dlq")
     assert purge.error is None and purge.output.startswith("deleted 1 ")
@@ -303,11 +303,11 @@ def test_dlq_tasks_group_retry_purge_clear(plugin):
 
 
 # -- corrupt data files ---------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["queue/data.db", "ledger.db", "dlq.db", "stats.db"])
+@pytest.mark.parametrize("name", ["queue/data.db", "state.db"])
 def test_corrupt_data_file_is_named_and_left_untouched(plugin, name):
     sid, _ = plugin.add_scene(1)
     contexts = [plugin.stash.update_scene(sid, title="Before corruption")]
-    if name == "dlq.db":  # give the DLQ a row, so its table has pages to corrupt
+    if name == "state.db":  # give the DLQ a row, so its table has pages to corrupt
         contexts.append(plugin.stash.update_scene(plugin.stash.add_scene(title="x", files=[]), title="No file"))
     # Synced by a task that has exited when it answers: a background drainer that is still
     # closing its databases could write into the file after the test has corrupted it.
@@ -335,14 +335,13 @@ def test_corrupt_data_file_is_named_and_left_untouched(plugin, name):
 
 
 def _each_task_names_the_file_and_leaves_it(plugin, name: str, path: Path, garbage: bytes, how: str) -> None:
-    """Each task that opens the file says which file and what to do; none touches it.
-    (process_queue finds the queue empty: it records no stats, so it never opens stats.db.)"""
+    """Each task that opens the file says which file and what to do; none touches it."""
     opens = {
         "queue_status": True,
-        "process_queue": name not in ("dlq.db", "stats.db"),
-        "all": name != "dlq.db",
-        "retry_dlq": name == "dlq.db",
-        "purge_dlq": name == "dlq.db",
+        "process_queue": True,
+        "all": True,
+        "retry_dlq": name == "state.db",
+        "purge_dlq": name == "state.db",
         "clear_queue": name == "queue/data.db",
     }
     for mode, must_fail in opens.items():

@@ -1,4 +1,4 @@
-"""Cumulative statistics (stats.db): the store, the worker's per-batch bookkeeping, the
+"""Cumulative statistics (the state database): the store, the worker's per-batch bookkeeping, the
 ``queue_status`` rendering, and end to end through the emulators (hooks, the drainer,
 tasks, a SIGKILL)."""
 
@@ -14,7 +14,8 @@ from app.root import App
 from core.log import StashLog
 from sync_queue.job import BULK, INTERACTIVE, Job, Taken
 from sync_queue.queue import JobQueue
-from sync_queue.stats import STATS_FILE, Delta, StatsStore, iso_local
+from sync_queue.sqlite import STATE_FILE
+from sync_queue.stats import Delta, StatsStore, iso_local
 from tasks.queue_status import format_status
 from tests.runner import drainer_lock_held, start_plugin, task_document
 from validation.metadata import scene_from_stash
@@ -51,7 +52,7 @@ EMPTY = {
 def test_empty_store_snapshot_and_empty_delta_writes_nothing(tmp_path):
     store = StatsStore(tmp_path)
     store.record(Delta())
-    assert not (tmp_path / STATS_FILE).exists()
+    assert not (tmp_path / STATE_FILE).exists()
     assert store.snapshot() == EMPTY
     store.close()
 

@@ -126,7 +126,7 @@ def test_one_viewing_written_as_two_history_rows_is_one_play(plugin):
     sid, rk = synced_scene(plugin)
     plugin.plex.play_twice(rk, after_s=45, viewed_at=PLAYED)  # a 60 s item: rows 45 s apart
     plugin.plex.play(rk, viewed_at=PLAYED + 600)  # watched again later: a play of its own
-    with sqlite3.connect(plugin.data_dir / "ledger.db") as db:  # no cached index: Plex says the duration
+    with sqlite3.connect(plugin.data_dir / "state.db") as db:  # no cached index: Plex says the duration
         db.execute("DELETE FROM plex_index")
     run = task(plugin, "import_plays")
     assert run.error is None, run.stderr

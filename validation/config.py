@@ -83,7 +83,7 @@ OPTIONAL: dict[str, Fallback] = {
     "performer_photos": Fallback(False, PHOTOS_OFF),
     "performer_photo_base_url": Fallback("", PHOTOS_OFF, {"performer_photos": False}),
 }
-MAX_ACCOUNT_ID = 2**63 - 1  # the largest integer SQLite stores (plays.db keeps each account's place)
+MAX_ACCOUNT_ID = 2**63 - 1  # the largest integer SQLite stores (the plays' journal keeps each account's place)
 MAX_CONTENT_RATING = 64  # Plex's ratings are short (R, TV-MA, de/16); a long one made every edit's URL too long
 OWNER_ACCOUNT = 1  # the Plex server owner's account id (plexapi ``PlexSession.user``, ``MyPlexAccount.history``)
 
