@@ -13,79 +13,48 @@ value stops the sync (``ConfigError``), since it would change what is written to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from core.errors import ConfigError
 from validation import fields
 from validation.legacy import Adopted, translate
 from validation.pathmap import PathMap
 
-DEFAULTS: dict[str, Any] = {
-    "plex_libraries": "",
-    "path_map": "",
-    "loose_matching": False,
-    "preserve_plex_edits": False,
-    "trigger_plex_scan": False,
-    "case_insensitive_paths": False,
-    "plex_concurrency": 6,
-    "notify_urls": "",
-    "notify_plex_down_minutes": 10,
-    "private_logs": False,
-    "skip_fields": "",
-    "tags_as": "genres",
-    "collections": "studio",
-    "content_rating": "",
-    "tagline_from_code": False,
-    "title_template": "",
-    "sort_title_template": "",
-    "skip_tags": "",
-    "hide_tags": "",
-    "organized_only": False,
-    "import_plays": False,
-    "plays_accounts": "",
-    "import_resume": False,
-    "import_ratings": False,
-    "performer_photos": False,
-    "performer_photo_base_url": "",
-}
-
-
-@dataclass(frozen=True)
-class Fallback:
-    """What a bad value of an optional setting becomes: ``value``, with ``also`` set too
-    (a feature switched off), and the sentence that says so."""
-
-    value: Any
-    consequence: str
-    also: dict[str, Any] = field(default_factory=dict)
-
-
-PLAYS_OFF = "Plex plays are not imported until it is fixed"
-PHOTOS_OFF = "performer photos are not written until it is fixed"
-OPTIONAL: dict[str, Fallback] = {
-    "plex_concurrency": Fallback(DEFAULTS["plex_concurrency"], f"the default, {DEFAULTS['plex_concurrency']}, is used"),
-    "notify_urls": Fallback((), "no notification is sent until it is fixed"),
-    "notify_plex_down_minutes": Fallback(None, "no notice that Plex is down is sent until it is fixed"),
-    "title_template": Fallback("", "Stash's title is written until it is fixed"),
-    "sort_title_template": Fallback("", "Plex's own sort title is kept until it is fixed"),
-    "import_plays": Fallback(False, PLAYS_OFF),
-    # whose plays and resume points count is unknown: none are read
-    "plays_accounts": Fallback(
-        (),
-        "Plex plays and resume points are not brought to Stash until it is fixed",
-        {"import_plays": False, "import_resume": False},
-    ),
-    "import_resume": Fallback(False, "resume points are not brought to Stash until it is fixed"),
-    "import_ratings": Fallback(False, "ratings are not brought to Stash until it is fixed"),
-    "performer_photos": Fallback(False, PHOTOS_OFF),
-    "performer_photo_base_url": Fallback("", PHOTOS_OFF, {"performer_photos": False}),
-}
 MAX_ACCOUNT_ID = 2**63 - 1  # the largest integer SQLite stores (the plays' journal keeps each account's place)
 MAX_CONTENT_RATING = 64  # Plex's ratings are short (R, TV-MA, de/16); a long one made every edit's URL too long
 OWNER_ACCOUNT = 1  # the Plex server owner's account id (plexapi ``PlexSession.user``, ``MyPlexAccount.history``)
+
+
+def boolean(value: Any) -> bool:
+    """A switch's value as Stash or a command line gives it; ValueError when it is none."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    raise ValueError(f"must be true or false, got {value!r}")
+
+
+Switch = Annotated[bool, BeforeValidator(boolean)]  # every switch defaults to false (Stash shows unsaved as off)
+
+
+def _parsed(check: Callable[[str], tuple[str, ...]]) -> BeforeValidator:
+    """A list saved as text in Stash, read by ``check`` (a value read already passes)."""
+    return BeforeValidator(lambda value: value if isinstance(value, tuple) else check(_text(value)))
 
 
 class Settings(BaseModel):
@@ -96,17 +65,17 @@ class Settings(BaseModel):
     plex_url: str = Field(min_length=1)
     plex_token: str = Field(min_length=1, repr=False)
     plex_libraries: tuple[str, ...] = ()
-    case_insensitive_paths: bool = DEFAULTS["case_insensitive_paths"]
+    case_insensitive_paths: Switch = False
     # with the case rule above (validated first, also when path_map is not set): the one value matching reads
     path_map: PathMap = Field(default=None, validate_default=True)
-    loose_matching: bool = DEFAULTS["loose_matching"]
-    preserve_plex_edits: bool = DEFAULTS["preserve_plex_edits"]
-    trigger_plex_scan: bool = DEFAULTS["trigger_plex_scan"]
-    plex_concurrency: int = Field(default=DEFAULTS["plex_concurrency"], ge=1, le=16)
+    loose_matching: Switch = False
+    preserve_plex_edits: Switch = False
+    trigger_plex_scan: Switch = False
+    plex_concurrency: int = Field(default=6, ge=1, le=16)
     notify_urls: tuple[str, ...] = Field(default=(), repr=False)  # secrets: tokens live in these URLs
     # None: the notice is off (a bad value, OPTIONAL)
-    notify_plex_down_minutes: float | None = Field(default=DEFAULTS["notify_plex_down_minutes"], gt=0, le=10080)
-    private_logs: bool = DEFAULTS["private_logs"]
+    notify_plex_down_minutes: float | None = Field(default=10, gt=0, le=10080)
+    private_logs: Switch = False
 
     @field_validator("notify_urls", mode="before")
     @classmethod
@@ -133,22 +102,22 @@ class Settings(BaseModel):
             return DEFAULTS["notify_plex_down_minutes"]
         return _number_in(value, 0, 10080, "a number of minutes above 0, at most 10080 (a week)", whole=False)
 
-    skip_fields: tuple[str, ...] = ()
-    tags_as: str = DEFAULTS["tags_as"]
-    collections: tuple[str, ...] = (DEFAULTS["collections"],)
-    content_rating: str = DEFAULTS["content_rating"]
-    tagline_from_code: bool = DEFAULTS["tagline_from_code"]
-    title_template: str = DEFAULTS["title_template"]
-    sort_title_template: str = DEFAULTS["sort_title_template"]
-    skip_tags: tuple[str, ...] = ()
-    hide_tags: tuple[str, ...] = ()
-    organized_only: bool = DEFAULTS["organized_only"]
-    import_plays: bool = DEFAULTS["import_plays"]
+    skip_fields: Annotated[tuple[str, ...], _parsed(fields.check_fields)] = ()
+    tags_as: str = "genres"
+    collections: Annotated[tuple[str, ...], _parsed(fields.check_collections)] = ("studio",)
+    content_rating: str = ""
+    tagline_from_code: Switch = False
+    title_template: str = ""
+    sort_title_template: str = ""
+    skip_tags: Annotated[tuple[str, ...], _parsed(fields.names)] = ()
+    hide_tags: Annotated[tuple[str, ...], _parsed(fields.names)] = ()
+    organized_only: Switch = False
+    import_plays: Switch = False
     plays_accounts: tuple[int, ...] = ()
-    import_resume: bool = DEFAULTS["import_resume"]
-    import_ratings: bool = DEFAULTS["import_ratings"]
-    performer_photos: bool = DEFAULTS["performer_photos"]
-    performer_photo_base_url: str = DEFAULTS["performer_photo_base_url"]
+    import_resume: Switch = False
+    import_ratings: Switch = False
+    performer_photos: Switch = False
+    performer_photo_base_url: str = ""
     _adopted: Adopted = PrivateAttr(default_factory=Adopted)
     _problems: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -253,24 +222,6 @@ class Settings(BaseModel):
             raise ValueError("must be text like /stash/media=/plex/media;/other=/mnt/other")
         return PathMap.parse(value, bool(info.data.get("case_insensitive_paths")))
 
-    @field_validator(
-        "loose_matching",
-        "preserve_plex_edits",
-        "trigger_plex_scan",
-        "case_insensitive_paths",
-        "tagline_from_code",
-        "organized_only",
-        "private_logs",
-        "import_plays",
-        "import_resume",
-        "import_ratings",
-        "performer_photos",
-        mode="before",
-    )
-    @classmethod
-    def _boolean(cls, value: Any) -> bool:
-        return boolean(value)
-
     @field_validator("plays_accounts", mode="before")
     @classmethod
     def _accounts(cls, value: Any) -> tuple[int, ...]:
@@ -298,20 +249,10 @@ class Settings(BaseModel):
         the owner's token the owner's resume points only)."""
         return self.import_resume and OWNER_ACCOUNT in self.play_accounts
 
-    @field_validator("skip_fields", mode="before")
-    @classmethod
-    def _skip_fields(cls, value: Any) -> tuple[str, ...]:
-        return value if isinstance(value, tuple) else fields.check_fields(_text(value))
-
     @field_validator("tags_as", mode="before")
     @classmethod
     def _tags_as(cls, value: Any) -> str:
         return fields.check_choice(_text(value), fields.TAGS_AS)
-
-    @field_validator("collections", mode="before")
-    @classmethod
-    def _collections(cls, value: Any) -> tuple[str, ...]:
-        return value if isinstance(value, tuple) else fields.check_collections(_text(value))
 
     @field_validator("title_template", "sort_title_template", mode="before")
     @classmethod
@@ -329,11 +270,6 @@ class Settings(BaseModel):
             )
         return value
 
-    @field_validator("skip_tags", "hide_tags", mode="before")
-    @classmethod
-    def _tag_names(cls, value: Any) -> tuple[str, ...]:
-        return value if isinstance(value, tuple) else fields.names(_text(value))
-
     @field_validator("plex_concurrency", mode="before")
     @classmethod
     def _number(cls, value: Any) -> Any:
@@ -342,15 +278,46 @@ class Settings(BaseModel):
         return _number_in(value, 1, 16, "a whole number from 1 to 16")
 
 
-def boolean(value: Any) -> bool:
-    """A switch's value as Stash or a command line gives it; ValueError when it is none."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
-        return value.strip().lower() in ("true", "1", "yes")
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    raise ValueError(f"must be true or false, got {value!r}")
+def _as_saved(value: Any) -> Any:
+    """A default as Stash saves the setting: a list as text, no value as empty."""
+    return ", ".join(value) if isinstance(value, tuple) else "" if value is None else value
+
+
+DEFAULTS: dict[str, Any] = {
+    name: _as_saved(info.default) for name, info in Settings.model_fields.items() if not info.is_required()
+}
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """What a bad value of an optional setting becomes: ``value``, with ``also`` set too
+    (a feature switched off), and the sentence that says so."""
+
+    value: Any
+    consequence: str
+    also: dict[str, Any] = field(default_factory=dict)
+
+
+PLAYS_OFF = "Plex plays are not imported until it is fixed"
+PHOTOS_OFF = "performer photos are not written until it is fixed"
+OPTIONAL: dict[str, Fallback] = {
+    "plex_concurrency": Fallback(DEFAULTS["plex_concurrency"], f"the default, {DEFAULTS['plex_concurrency']}, is used"),
+    "notify_urls": Fallback((), "no notification is sent until it is fixed"),
+    "notify_plex_down_minutes": Fallback(None, "no notice that Plex is down is sent until it is fixed"),
+    "title_template": Fallback("", "Stash's title is written until it is fixed"),
+    "sort_title_template": Fallback("", "Plex's own sort title is kept until it is fixed"),
+    "import_plays": Fallback(False, PLAYS_OFF),
+    # whose plays and resume points count is unknown: none are read
+    "plays_accounts": Fallback(
+        (),
+        "Plex plays and resume points are not brought to Stash until it is fixed",
+        {"import_plays": False, "import_resume": False},
+    ),
+    "import_resume": Fallback(False, "resume points are not brought to Stash until it is fixed"),
+    "import_ratings": Fallback(False, "ratings are not brought to Stash until it is fixed"),
+    "performer_photos": Fallback(False, PHOTOS_OFF),
+    "performer_photo_base_url": Fallback("", PHOTOS_OFF, {"performer_photos": False}),
+}
 
 
 def _unset(value: Any) -> bool:
