@@ -11,6 +11,7 @@ standard library only.
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 
 FIELD, TAGS, POSTER = "field", "tags", "poster"
 RATING = "userRating"  # Plex takes it through plexapi's rate(), not edit()
@@ -22,26 +23,11 @@ PHOTO_ONLY = "image_path"
 PERFORMERS = f"performers {{ id name {PHOTO_ONLY} }}"
 
 
-class Synced:
-    """One thing written to a Plex item (a plain class: the hook imports this table, and
-    ``dataclasses`` would cost it more than the table itself)."""
-
-    __slots__ = ("name", "plex", "label", "stash", "inputs", "kind")
-
-    def __init__(
-        self,
-        name: str,  # the skip_fields name
-        plex: str,  # the Plex field (edit key) or tag type; "poster" for the poster
-        label: str,  # what the page in Stash's UI calls it
-        stash: tuple[str, ...] = (),  # the scene's GraphQL selections its value reads
-        inputs: tuple[str, ...] = (),  # SceneUpdateInput keys whose change can alter it
-        kind: str = FIELD,
-    ) -> None:
-        self.name, self.plex, self.label = name, plex, label
-        self.stash, self.inputs, self.kind = stash, inputs, kind
-
-    def __repr__(self) -> str:
-        return f"Synced({self.name!r}, {self.plex!r})"
+# One thing written to a Plex item: its skip_fields name; the Plex field (edit key) or tag type
+# ("poster" for the poster); what the page in Stash's UI calls it; the scene's GraphQL
+# selections its value reads; the SceneUpdateInput keys whose change can alter it; its kind.
+# A namedtuple: the hook imports this table, and ``collections`` comes with ``re`` already.
+Synced = namedtuple("Synced", "name plex label stash inputs kind", defaults=((), (), FIELD))
 
 
 SYNCED = (
