@@ -148,20 +148,13 @@ def owner_at(owners: list[tuple[float, int]], at: float) -> int:
 
 
 def _note_owner(conn: Any, rating_key: int, scene_id: int, now: float) -> None:
-    """Record that ``scene_id`` holds the item from ``now`` on, when it did not already. An item
-    linked before this record existed gets its owner then as its owner from the start."""
+    """Record that ``scene_id`` holds the item from ``now`` on, when it did not already (an item
+    released before any scene held it: nothing to record)."""
     last = conn.execute(
         "SELECT scene_id FROM item_owners WHERE rating_key = ? ORDER BY since DESC LIMIT 1", (rating_key,)
     ).fetchone()
-    if last is not None and last[0] == scene_id:
-        return
-    if last is None:
-        held = conn.execute("SELECT scene_id FROM items WHERE rating_key = ?", (rating_key,)).fetchone()
-        if held is None and scene_id == NO_OWNER:
-            return  # released before any scene held it: nothing to record
-        if held is not None and held[0] != scene_id:
-            conn.execute("INSERT OR REPLACE INTO item_owners VALUES (?, 0, ?)", (rating_key, held[0]))
-    conn.execute("INSERT OR REPLACE INTO item_owners VALUES (?, ?, ?)", (rating_key, now, scene_id))
+    if (last[0] if last else NO_OWNER) != scene_id:
+        conn.execute("INSERT OR REPLACE INTO item_owners VALUES (?, ?, ?)", (rating_key, now, scene_id))
 
 
 def _json(value: dict) -> str:
@@ -187,9 +180,31 @@ def entity_map(entities: dict[str, Any] | None) -> dict[str, list[int]]:
     return {k: sorted(int(i) for i in v) for k, v in sorted((entities or {}).items()) if v}
 
 
+# What a scene record said of its item before items had records of their own (the newest
+# record wins), and each item's owner then, as its owner from the start.
+_LEGACY = (
+    (
+        "scenes",
+        "INSERT OR IGNORE INTO items SELECT rating_key, scene_id, fields, written_tags FROM old.scenes "
+        "WHERE rating_key IS NOT NULL ORDER BY synced_at DESC",
+    ),
+    (
+        "scenes",
+        "INSERT OR IGNORE INTO item_posters SELECT rating_key, scene_id, poster_hash FROM old.scenes "
+        "WHERE rating_key IS NOT NULL AND poster_hash IS NOT NULL ORDER BY synced_at DESC",
+    ),
+    (
+        "scenes",
+        "INSERT OR IGNORE INTO item_owners SELECT rating_key, 0, scene_id FROM items "
+        "WHERE rating_key NOT IN (SELECT rating_key FROM item_owners)",
+    ),
+)
+
+
 class Ledger(sqlite.Store):
     OLD_FILE = "ledger.db"
     SCHEMA = _SCHEMA
+    LEGACY = _LEGACY
 
     # -- scenes ----------------------------------------------------------------
     def get_many(self, scene_ids: list[int]) -> dict[int, SceneRecord]:
@@ -248,19 +263,15 @@ class Ledger(sqlite.Store):
 
         Kept per item, not only per scene: when another scene takes an item over (a new
         scene at a deleted one's path, two items exchanging files), what was written
-        there for the previous owner is known and removed. An item written before this
-        record existed is found through the scene record that links it (the newest).
+        there for the previous owner is known and removed.
         """
-        columns = "SELECT rating_key, scene_id, fields, written_tags FROM"
-        rows = self._in(f"{columns} items WHERE rating_key IN ({{marks}})", rating_keys)
-        legacy = sorted(set(rating_keys) - {row[0] for row in rows})
-        rows += self._in(f"{columns} scenes WHERE rating_key IN ({{marks}}) ORDER BY synced_at", legacy)
+        sql = "SELECT rating_key, scene_id, fields, written_tags FROM items WHERE rating_key IN ({marks})"
+        rows = self._in(sql, rating_keys)
         return {rk: ItemRecord(rk, sid, json.loads(fields), json.loads(tags)) for rk, sid, fields, tags in rows}
 
     def owners(self, rating_keys: list[int]) -> dict[int, list[tuple[float, int]]]:
         """Each item's owners, oldest first: (since, on our clock; the scene, ``NO_OWNER`` after a
-        release). An item linked before this record existed has one owner since 0. Items no scene
-        ever held are left out."""
+        release). Items no scene ever held are left out."""
         found: dict[int, list[tuple[float, int]]] = {}
         for rk, since, sid in self._in(
             "SELECT rating_key, since, scene_id FROM item_owners WHERE rating_key IN ({marks}) "
@@ -268,8 +279,6 @@ class Ledger(sqlite.Store):
             rating_keys,
         ):
             found.setdefault(rk, []).append((since, sid))
-        for rk, record in self.items([k for k in rating_keys if k not in found]).items():
-            found[rk] = [(0.0, record.scene_id)]
         return found
 
     def item(self, rating_key: int) -> ItemRecord | None:
@@ -286,15 +295,8 @@ class Ledger(sqlite.Store):
 
     def item_poster(self, rating_key: int) -> tuple[int, str] | None:
         """(scene, SHA-1 of the image) of the poster Stash2Plex last uploaded to the item
-        and did not take back since; None when none is known. An item written before this
-        record existed is found through the newest scene record that links it."""
+        and did not take back since; None when none is known."""
         row = self._one("SELECT scene_id, poster_hash FROM item_posters WHERE rating_key = ?", (rating_key,))
-        if row is None:
-            row = self._one(
-                "SELECT scene_id, poster_hash FROM scenes WHERE rating_key = ? AND poster_hash IS NOT NULL "
-                "ORDER BY synced_at DESC LIMIT 1",
-                (rating_key,),
-            )
         return (row[0], row[1]) if row is not None else None
 
     def forget_poster(self, rating_key: int) -> None:

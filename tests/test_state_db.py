@@ -18,7 +18,7 @@ from core.errors import DataFileError
 from sync_queue import dlq, ledger, plays, stats
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import Job
-from sync_queue.ledger import Ledger, Pin
+from sync_queue.ledger import ItemRecord, Ledger, Pin
 from sync_queue.plays import PlayJournal
 from sync_queue.sqlite import STATE_FILE
 from sync_queue.stats import StatsStore
@@ -35,6 +35,8 @@ def _old_files(data_dir: Path) -> dict[str, bytes]:
             [
                 "INSERT INTO scenes VALUES (1, 11, '/p/1.mp4', 'h1', '{\"title\": \"t\"}', '{}', NULL, 'ph', 5.0)",
                 "INSERT INTO items VALUES (11, 1, '{\"title\": \"t\"}', '{}')",
+                # written before items had records of their own: the scene's record says what is on item 12
+                "INSERT INTO scenes VALUES (3, 12, '/p/2.mp4', 'h3', '{\"title\": \"u\"}', '{}', NULL, 'p3', 4.0)",
                 "INSERT INTO pins VALUES (2, 'skip', NULL, 6.0)",
                 "INSERT INTO meta VALUES ('client_id', '\"abc\"')",
                 "INSERT INTO plex_index VALUES (3, 11, '/p/1.mp4', 10, 60000)",
@@ -83,6 +85,8 @@ def _assert_moved_in(data_dir: Path) -> None:
     assert (record.poster_hash, record.entities, record.owner) == ("ph", {"tags": [4]}, 1)
     assert store.pins() == {2: Pin(2, "skip", None, 6.0)} and store.meta("client_id") == "abc"
     assert store.index_rows(3) == [(11, "/p/1.mp4", 10, 60000), (12, "/p/2.mp4", 20, 90000)]  # once, not twice
+    assert store.item(12) == ItemRecord(12, 3, {"title": "u"}, {}) and store.item_poster(12) == (3, "p3")
+    assert store.owners([11, 12]) == {11: [(0.0, 1)], 12: [(0.0, 3)]} and store.item_poster(11) == (1, "ph")
     store.close()
     dead = DeadLetterQueue(data_dir)
     assert dead.jobs() == ([JOB], []) and dead.entry(7)["reason"] == "not in Plex"
