@@ -132,17 +132,12 @@ def warning_due(
     else:
         return None
     marker = os.path.join(data_dir, WARNED_FILE)
-    try:
+    with contextlib.suppress(OSError):
         if now - os.stat(marker).st_mtime < every_s:
             return None
-    except OSError:
-        pass
-    try:
-        with open(marker, "a"):
-            pass
+    with contextlib.suppress(OSError):
+        open(marker, "a").close()
         os.utime(marker, (now, now))
-    except OSError:
-        pass
     return text
 
 
