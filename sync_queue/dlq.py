@@ -55,29 +55,26 @@ class DeadLetterQueue(sqlite.Store):
 
     def add(self, job: Job, error_class: str, message: str, title: str | None = None) -> None:
         """Record a job that will not succeed; replaces an older entry for the scene."""
-        with self._writing() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO dlq VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    job.scene_id,
-                    json.dumps(job.to_dict()),
-                    error_class,
-                    message[:4000],
-                    job.attempt + 1,
-                    self.clock(),
-                    title,
-                ),
-            )
+        self._put("REPLACE", job, error_class, message, job.attempt + 1, self.clock(), title)
 
     def adopt(self, job: Job, error_class: str, message: str, attempts: int, failed_at: float) -> bool:
         """Record a dead letter of another plugin's (sync_queue/predecessor.py) as it was;
         False when the scene has an entry of ours already (it is kept)."""
+        return self._put("IGNORE", job, error_class, message, attempts, failed_at, None)
+
+    def _put(
+        self,
+        conflict: str,
+        job: Job,
+        error_class: str,
+        message: str,
+        attempts: int,
+        failed_at: float,
+        title: str | None,
+    ) -> bool:
+        row = (job.scene_id, json.dumps(job.to_dict()), error_class, message[:4000], attempts, failed_at, title)
         with self._writing() as conn:
-            added = conn.execute(
-                "INSERT OR IGNORE INTO dlq VALUES (?, ?, ?, ?, ?, ?, NULL)",
-                (job.scene_id, json.dumps(job.to_dict()), error_class, message[:4000], attempts, failed_at),
-            )
-            return added.rowcount > 0
+            return conn.execute(f"INSERT OR {conflict} INTO dlq VALUES (?, ?, ?, ?, ?, ?, ?)", row).rowcount > 0
 
     def count(self) -> int:
         return self._one("SELECT COUNT(*) FROM dlq")[0]
