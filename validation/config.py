@@ -13,11 +13,15 @@ value stops the sync (``ConfigError``), since it would change what is written to
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -35,6 +39,7 @@ from validation.pathmap import PathMap
 
 MAX_ACCOUNT_ID = 2**63 - 1  # the largest integer SQLite stores (the plays' journal keeps each account's place)
 MAX_CONTENT_RATING = 64  # Plex's ratings are short (R, TV-MA, de/16); a long one made every edit's URL too long
+PLEX_EXAMPLE, PLEX_PORT = "http://192.168.1.10:32400", "Plex listens on 32400"
 OWNER_ACCOUNT = 1  # the Plex server owner's account id (plexapi ``PlexSession.user``, ``MyPlexAccount.history``)
 
 
@@ -52,9 +57,45 @@ def boolean(value: Any) -> bool:
 Switch = Annotated[bool, BeforeValidator(boolean)]  # every switch defaults to false (Stash shows unsaved as off)
 
 
-def _parsed(check: Callable[[str], tuple[str, ...]]) -> BeforeValidator:
-    """A list saved as text in Stash, read by ``check`` (a value read already passes)."""
+def _parsed(check: Callable[[str], Any]) -> BeforeValidator:
+    """A value saved as text in Stash, read by ``check`` (a list read already passes)."""
     return BeforeValidator(lambda value: value if isinstance(value, tuple) else check(_text(value)))
+
+
+def _address(value: str, example: str, port_hint: str) -> str:
+    """``value`` as a server's base address (trimmed, no trailing ``/``); ValueError naming what is wrong."""
+    value = value.strip().rstrip("/")
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"must start with http:// or https:// (e.g. {example}), got {_no_login(value)!r}")
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        raise ValueError(
+            f"has a port that is not a number from 1 to 65535 ({port_hint}), got {_no_login(value)!r}"
+        ) from None
+    if not parts.hostname:
+        raise ValueError(f"has no host name (e.g. {example}), got {_no_login(value)!r}")
+    return value
+
+
+def _no_login(url: str) -> str:
+    """``url`` as a message may repeat it: without a ``user:password@`` and with ``?…``/``#…``
+    in place of its query and fragment, where an API key or token may ride (with or without
+    a scheme: a value is often refused for lacking one).
+
+    >>> _no_login("admin:pw@stash.lan:9999/p?apikey=k#f"), _no_login("http://u:pw@h:1/#k?t=k")
+    ('stash.lan:9999/p?…', 'http://h:1/#…')
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    end = min((at for at in (rest.find("?"), rest.find("#")) if at >= 0), default=len(rest))
+    host, slash, path = rest[:end].partition("/")
+    cut = rest[end : end + 1]
+    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}{cut and cut + '…'}"
 
 
 class Settings(BaseModel):
@@ -62,7 +103,9 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    plex_url: str = Field(min_length=1)
+    plex_url: Annotated[str, AfterValidator(partial(_address, example=PLEX_EXAMPLE, port_hint=PLEX_PORT))] = Field(
+        min_length=1
+    )
     plex_token: str = Field(min_length=1, repr=False)
     plex_libraries: tuple[str, ...] = ()
     case_insensitive_paths: Switch = False
@@ -103,12 +146,12 @@ class Settings(BaseModel):
         return _number_in(value, 0, 10080, "a number of minutes above 0, at most 10080 (a week)", whole=False)
 
     skip_fields: Annotated[tuple[str, ...], _parsed(fields.check_fields)] = ()
-    tags_as: str = "genres"
+    tags_as: Annotated[str, _parsed(partial(fields.check_choice, allowed=fields.TAGS_AS))] = "genres"
     collections: Annotated[tuple[str, ...], _parsed(fields.check_collections)] = ("studio",)
     content_rating: str = ""
     tagline_from_code: Switch = False
-    title_template: str = ""
-    sort_title_template: str = ""
+    title_template: Annotated[str, _parsed(fields.check_template)] = ""
+    sort_title_template: Annotated[str, _parsed(fields.check_template)] = ""
     skip_tags: Annotated[tuple[str, ...], _parsed(fields.names)] = ()
     hide_tags: Annotated[tuple[str, ...], _parsed(fields.names)] = ()
     organized_only: Switch = False
@@ -158,11 +201,6 @@ class Settings(BaseModel):
                 value = ", ".join(str(v) for v in value)
             shown[name] = value
         return shown
-
-    @field_validator("plex_url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        return _address(value, "http://192.168.1.10:32400", "Plex listens on 32400")
 
     @field_validator("performer_photo_base_url", mode="before")
     @classmethod
@@ -249,16 +287,6 @@ class Settings(BaseModel):
         the owner's token the owner's resume points only)."""
         return self.import_resume and OWNER_ACCOUNT in self.play_accounts
 
-    @field_validator("tags_as", mode="before")
-    @classmethod
-    def _tags_as(cls, value: Any) -> str:
-        return fields.check_choice(_text(value), fields.TAGS_AS)
-
-    @field_validator("title_template", "sort_title_template", mode="before")
-    @classmethod
-    def _template(cls, value: Any) -> str:
-        return fields.check_template(_text(value).strip())
-
     @field_validator("content_rating", mode="before")
     @classmethod
     def _content_rating(cls, value: Any) -> str:
@@ -332,55 +360,13 @@ def _unset(value: Any) -> bool:
 def _number_in(value: Any, low: float, high: float, wanted: str, whole: bool = True) -> float | int:
     """``value`` (a number, or its text) within ``low``..``high`` (above ``low`` when not
     ``whole``); ValueError naming ``wanted`` otherwise."""
-    number: float | None = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            number = None
-    if number is None or not (low <= number <= high if whole else low < number <= high):  # NaN fails both
+    number = math.nan  # fails every range
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError, OverflowError):
+            number = float(value)
+    if not (low <= number <= high if whole else low < number <= high) or (whole and not number.is_integer()):
         raise ValueError(f"must be {wanted}, got {str(value)[:40]!r}")
-    if whole and not float(number).is_integer():
-        raise ValueError(f"must be {wanted}, got {str(value)[:40]!r}")
-    return int(number) if whole else float(number)
-
-
-def _address(value: str, example: str, port_hint: str) -> str:
-    """``value`` as a server's base address (trimmed, no trailing ``/``); ValueError naming what is wrong."""
-    value = value.strip().rstrip("/")
-    if not value.startswith(("http://", "https://")):
-        raise ValueError(f"must start with http:// or https:// (e.g. {example}), got {_no_login(value)!r}")
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-    except ValueError:
-        raise ValueError(
-            f"has a port that is not a number from 1 to 65535 ({port_hint}), got {_no_login(value)!r}"
-        ) from None
-    if not parts.hostname:
-        raise ValueError(f"has no host name (e.g. {example}), got {_no_login(value)!r}")
-    return value
-
-
-def _no_login(url: str) -> str:
-    """``url`` as a message may repeat it: without a ``user:password@`` and with ``?…``/``#…``
-    in place of its query and fragment, where an API key or token may ride (with or without
-    a scheme: a value is often refused for lacking one).
-
-    >>> _no_login("admin:pw@stash.lan:9999/p?apikey=k#f"), _no_login("http://u:pw@h:1/#k?t=k")
-    ('stash.lan:9999/p?…', 'http://h:1/#…')
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
-    end = min((at for at in (rest.find("?"), rest.find("#")) if at >= 0), default=len(rest))
-    host, slash, path = rest[:end].partition("/")
-    cut = rest[end : end + 1]
-    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}{cut and cut + '…'}"
+    return int(number) if whole else number
 
 
 def _in_stash(name: str) -> str:
@@ -391,10 +377,6 @@ def _text(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError(f"must be text, got {value!r}")
     return value
-
-
-def _message(error: ValidationError, missing=_in_stash) -> str:
-    return "; ".join(_message_of(item, missing) for item in error.errors()[:5])
 
 
 def _message_of(item: Any, missing=_in_stash) -> str:
@@ -423,9 +405,10 @@ def load_settings(saved: dict[str, Any] | None, missing=_in_stash) -> Settings:
     except ValidationError as exc:
         bad = {str(item["loc"][0]) for item in exc.errors() if item["loc"]}
         if not bad or not bad <= set(OPTIONAL):
-            raise ConfigError(_message(exc, missing)) from None
+            raise ConfigError("; ".join(_message_of(item, missing) for item in exc.errors()[:5])) from None
         problems = {
-            _name(item): f"{_message_of(item, missing)}; {OPTIONAL[_name(item)].consequence}" for item in exc.errors()
+            (name := str(item["loc"][0])): f"{_message_of(item, missing)}; {OPTIONAL[name].consequence}"
+            for item in exc.errors()
         }
         settings = Settings.model_validate({**values, **_fallbacks(bad)})
     settings._adopted = adopted
@@ -446,10 +429,6 @@ def _contradictions(settings: Settings) -> dict[str, str]:
             )
         }
     return {}
-
-
-def _name(item: Any) -> str:
-    return str(item["loc"][0])
 
 
 def _fallbacks(names: set[str]) -> dict[str, Any]:

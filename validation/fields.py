@@ -143,9 +143,10 @@ def check_collections(text: str) -> tuple[str, ...]:
 
 
 def check_template(text: str) -> str:
-    """A template whose every ``{name}`` is a known field (no formats, no attributes)."""
+    """A template (trimmed) whose every ``{name}`` is a known field (no formats, no attributes)."""
     import string  # here: the hook imports this module and never checks a template
 
+    text = text.strip()
     try:
         parts = list(string.Formatter().parse(text))
     except ValueError as exc:
