@@ -378,10 +378,7 @@ class Ledger(sqlite.Store):
     def pins(self, scene_ids: list[int] | None = None) -> dict[int, Pin]:
         """The pins of these scenes (every pin when None)."""
         query = "SELECT scene_id, answer, rating_key, pinned_at FROM pins"
-        if scene_ids is None:
-            rows = self._rows(query)
-        else:
-            rows = self._in(f"{query} WHERE scene_id IN ({{marks}})", scene_ids)
+        rows = self._rows(query) if scene_ids is None else self._in(f"{query} WHERE scene_id IN ({{marks}})", scene_ids)
         return {row[0]: Pin(*row) for row in rows}
 
     def pin_of(self, scene_id: int) -> Pin | None:

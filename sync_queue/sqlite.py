@@ -313,7 +313,7 @@ def connect(path: Path, schema: str) -> sqlite3.Connection:
         raise os_error(path, exc) from None
     try:
         conn = _open(path)
-        _apply_schema(conn, schema)
+        retry_locked(conn.executescript)(schema)
     except sqlite3.DatabaseError as exc:
         if is_locked(exc):
             raise
@@ -321,21 +321,11 @@ def connect(path: Path, schema: str) -> sqlite3.Connection:
     return conn
 
 
-@retry_locked
-def _begin(conn: sqlite3.Connection) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-
-
-@retry_locked
-def _apply_schema(conn: sqlite3.Connection, schema: str) -> None:
-    conn.executescript(schema)
-
-
 @contextlib.contextmanager
 def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One ``BEGIN IMMEDIATE`` transaction: the write lock is taken first, so no statement
     inside it waits (WAL); the ``BEGIN`` waits the busy timeout, then is tried again."""
-    _begin(conn)
+    retry_locked(conn.execute)("BEGIN IMMEDIATE")
     try:
         yield conn
     except BaseException:
