@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import namedtuple
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Annotated, Any
 
@@ -316,14 +316,9 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class Fallback:
-    """What a bad value of an optional setting becomes: ``value``, with ``also`` set too
-    (a feature switched off), and the sentence that says so."""
-
-    value: Any
-    consequence: str
-    also: dict[str, Any] = field(default_factory=dict)
+# What a bad value of an optional setting becomes: ``value``, with ``also`` set too (a feature
+# switched off), and the sentence that says so.
+Fallback = namedtuple("Fallback", "value consequence also", defaults=({},))
 
 
 PLAYS_OFF = "Plex plays are not imported until it is fixed"

@@ -112,14 +112,17 @@ def names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
 
 
-def check_fields(text: str) -> tuple[str, ...]:
+def _chosen(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """The names in ``text`` (lower case), each one of ``allowed``; ValueError naming the others."""
     chosen = tuple(n.lower() for n in names(text))
-    unknown = [n for n in chosen if n not in FIELDS]
+    unknown = [n for n in chosen if n not in allowed]
     if unknown:
-        raise ValueError(
-            f"{', '.join(repr(n) for n in unknown)} is not a field Stash2Plex writes; known fields: {', '.join(FIELDS)}"
-        )
+        raise ValueError(f"{', '.join(repr(n) for n in unknown)} is not {what}")
     return chosen
+
+
+def check_fields(text: str) -> tuple[str, ...]:
+    return _chosen(text, FIELDS, f"a field Stash2Plex writes; known fields: {', '.join(FIELDS)}")
 
 
 def check_choice(text: str, allowed: tuple[str, ...]) -> str:
@@ -130,16 +133,12 @@ def check_choice(text: str, allowed: tuple[str, ...]) -> str:
 
 
 def check_collections(text: str) -> tuple[str, ...]:
-    chosen = tuple(n.lower() for n in names(text))
-    if chosen == (NO_COLLECTIONS,):
+    if tuple(n.lower() for n in names(text)) == (NO_COLLECTIONS,):
         return ()
-    unknown = [n for n in chosen if n not in COLLECTION_SOURCES]
-    if unknown:
-        raise ValueError(
-            f"{', '.join(repr(n) for n in unknown)} is not a collection source; use any of "
-            f"{', '.join(COLLECTION_SOURCES)} separated by commas, or {NO_COLLECTIONS}"
-        )
-    return chosen
+    sources = ", ".join(COLLECTION_SOURCES)
+    return _chosen(
+        text, COLLECTION_SOURCES, f"a collection source; use any of {sources} separated by commas, or {NO_COLLECTIONS}"
+    )
 
 
 def check_template(text: str) -> str:
