@@ -196,6 +196,9 @@ def test_a_damaged_old_file_is_named_and_left_untouched(tmp_path):
 def test_a_state_database_found_empty_is_said_once_whichever_store_opened_it(tmp_path):
     tmp_path.mkdir(exist_ok=True)
     (tmp_path / STATE_FILE).write_bytes(b"")
-    DeadLetterQueue(tmp_path).count()  # the dead letters open it first
-    said = [Ledger(tmp_path).open(), Ledger(tmp_path).open()]
+    stores = [DeadLetterQueue(tmp_path), Ledger(tmp_path), Ledger(tmp_path)]
+    stores[0].count()  # the dead letters open it first
+    said = [stores[1].open(), stores[2].open()]
+    for store in stores:
+        store.close()
     assert said[0] is not None and "state.db was empty (0 bytes" in said[0] and said[1] is None
