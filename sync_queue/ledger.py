@@ -161,8 +161,9 @@ def _json(value: dict) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _write_item(conn: Any, record: ItemRecord) -> None:
-    """An item's record: what was written there, for which scene (its owner)."""
+def _write_item(conn: Any, record: ItemRecord, now: float) -> None:
+    """An item's record: what was written there, for which scene (its owner, noted from ``now``)."""
+    _note_owner(conn, record.rating_key, record.scene_id, now)
     row = (record.rating_key, record.scene_id, _json(record.fields), _json(record.written_tags))
     conn.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?)", row)
 
@@ -248,10 +249,8 @@ class Ledger(sqlite.Store):
                 if record.entities is not None:
                     _write_entities(conn, record.scene_id, record.entities)
                 if record.rating_key is not None:
-                    _note_owner(conn, record.rating_key, record.scene_id, now)
-                    _write_item(
-                        conn, ItemRecord(record.rating_key, record.scene_id, record.fields, record.written_tags)
-                    )
+                    item = ItemRecord(record.rating_key, record.scene_id, record.fields, record.written_tags)
+                    _write_item(conn, item, now)
                     if record.poster_hash is not None:  # the item shows this scene's upload
                         conn.execute(
                             "INSERT OR REPLACE INTO item_posters VALUES (?, ?, ?)",
@@ -290,8 +289,7 @@ class Ledger(sqlite.Store):
         final record is lost (a SIGKILL, a disk that filled up after Plex answered) leaves
         nothing on the item that the ledger does not know was written."""
         with self._writing() as conn:
-            _note_owner(conn, record.rating_key, record.scene_id, self.clock())
-            _write_item(conn, record)
+            _write_item(conn, record, self.clock())
 
     def item_poster(self, rating_key: int) -> tuple[int, str] | None:
         """(scene, SHA-1 of the image) of the poster Stash2Plex last uploaded to the item
