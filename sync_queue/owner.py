@@ -72,45 +72,41 @@ def _publish(path: Path, text: str) -> None:
         temp.unlink(missing_ok=True)
 
 
-def data_dir_of(base: Path, stash_dir: str | None, named: bool) -> Path:
-    """The data folder of the Stash whose config folder is ``stash_dir``, from ``base``
-    (``named``: the user set it). See the module docstring."""
-    if not stash_dir or (base.exists() and not base.is_dir()):
-        return base
-    mine = key(stash_dir)
-    if claim(base, stash_dir) == mine:
-        return base
-    if named:
-        raise DataFileError(
-            f"STASH2PLEX_DATA_DIR ({base}) holds the queue of another Stash (config folder {owner(base)}); "
-            f"two Stash instances cannot share one data folder. Give this Stash (config folder {mine}) "
-            "a STASH2PLEX_DATA_DIR of its own, or unset it: each Stash then gets its own folder by itself"
-        )
-    import hashlib  # not on a hook's usual path (this is the second Stash's first run)
-
-    own = base.with_name(f"{base.name}-{hashlib.sha256(mine.encode()).hexdigest()[:8]}")
-    claim(own, stash_dir)
-    return own
-
-
 DATA_DIR_VARIABLE = "STASH2PLEX_DATA_DIR"
 
 
 def data_folder(plugin_dir: str, stash_dir: str | None, env: dict[str, str]) -> str:
     """The data folder of a run: ``$STASH2PLEX_DATA_DIR`` when set, else ``<PluginDir>/data``;
-    the folder of the Stash that claimed it first, another Stash gets its own (:func:`data_dir_of`).
-    A folder this Stash claimed already is told from two small reads (a hook's usual case)."""
+    the folder of the Stash that claimed it first, another Stash gets its own beside it (see the
+    module docstring). A folder this Stash claimed already is told from two small reads (a hook's
+    usual case)."""
     named = env.get(DATA_DIR_VARIABLE)
     base = named or os.path.join(plugin_dir, "data")
     if stash_dir and os.path.isdir(base) and owner(base) == key(stash_dir):
         return base
     from pathlib import Path
 
-    folder = data_dir_of(Path(base), stash_dir, bool(named))
-    if folder.exists() and not folder.is_dir():
+    folder = Path(base)
+    if stash_dir and not _not_a_folder(folder) and claim(folder, stash_dir) != key(stash_dir):
+        if named:
+            raise DataFileError(
+                f"STASH2PLEX_DATA_DIR ({base}) holds the queue of another Stash (config folder {owner(base)}); "
+                f"two Stash instances cannot share one data folder. Give this Stash (config folder "
+                f"{key(stash_dir)}) a STASH2PLEX_DATA_DIR of its own, or unset it: each Stash then gets its "
+                "own folder by itself"
+            )
+        import hashlib  # not on a hook's usual path (this is the second Stash's first run)
+
+        folder = folder.with_name(f"{folder.name}-{hashlib.sha256(key(stash_dir).encode()).hexdigest()[:8]}")
+        claim(folder, stash_dir)
+    if _not_a_folder(folder):
         where = DATA_DIR_VARIABLE if named else "the plugin's data folder"
         raise DataFileError(
             f"{where} ({folder}) is a file, not a folder: point {DATA_DIR_VARIABLE} at a folder "
             "(or move that file away); nothing was queued or changed"
         )
     return str(folder)
+
+
+def _not_a_folder(path: Path) -> bool:
+    return path.exists() and not path.is_dir()

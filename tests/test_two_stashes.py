@@ -7,10 +7,12 @@ Plex item; neither drainer takes the other's jobs.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.errors import DataFileError
-from sync_queue.owner import OWNER_FILE, data_dir_of
+from sync_queue.owner import OWNER_FILE, data_folder
 from tests.conftest import STASH_API_KEY, STASH_COOKIE, Installed, Plugin
 from tests.emulators.stash_emulator import StashEmulator
 from tests.runner import drainer_lock_held
@@ -58,14 +60,15 @@ def test_a_data_folder_belongs_to_the_stash_that_used_it_first(tmp_path):
     base = tmp_path / "data"
     base.mkdir()
     (base / "ledger.db").write_bytes(b"an earlier version's data")  # unclaimed: taken over as it is
-    assert data_dir_of(base, "/home/a/.stash", named=False) == base
-    assert data_dir_of(base, "/home/a/.stash/", named=False) == base  # the same folder, written otherwise
-    other = data_dir_of(base, "/home/b/.stash", named=False)
+    plugin_dir, named = str(tmp_path), {"STASH2PLEX_DATA_DIR": str(base)}
+    assert data_folder(plugin_dir, "/home/a/.stash", {}) == str(base)
+    assert data_folder(plugin_dir, "/home/a/.stash/", {}) == str(base)  # the same folder, written otherwise
+    other = Path(data_folder(plugin_dir, "/home/b/.stash", {}))
     assert other.parent == tmp_path and other.name.startswith("data-") and len(other.name) == 13
-    assert data_dir_of(base, "/home/b/.stash", named=False) == other  # stable
-    assert data_dir_of(base, None, named=False) == base  # the command line: as given
+    assert data_folder(plugin_dir, "/home/b/.stash", {}) == str(other)  # stable
+    assert data_folder(plugin_dir, None, {}) == str(base)  # the command line: as given
     with pytest.raises(DataFileError, match="holds the queue of another Stash"):
-        data_dir_of(base, "/home/b/.stash", named=True)
+        data_folder(plugin_dir, "/home/b/.stash", named)
     (base / "ledger.db").read_bytes()  # untouched
 
 
