@@ -293,16 +293,11 @@ def create_private(path: Path) -> None:
 
 
 def _empty_file(path: Path) -> bool:
-    """A database file of 0 bytes (SQLite silently treats it as a new, empty database)."""
-    try:
-        if path.stat().st_size != 0:
-            return False
-    except OSError:
-        return False
-    try:
-        return Path(f"{path}-wal").stat().st_size == 0
-    except OSError:
-        return True
+    """A database file of 0 bytes, nothing in its WAL (SQLite silently treats it as a new, empty database)."""
+    wal = Path(f"{path}-wal")
+    with contextlib.suppress(OSError):
+        return path.stat().st_size == 0 and (not wal.exists() or wal.stat().st_size == 0)
+    return False
 
 
 def connect(path: Path, schema: str) -> sqlite3.Connection:
