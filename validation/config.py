@@ -40,6 +40,7 @@ from validation.pathmap import PathMap
 MAX_ACCOUNT_ID = 2**63 - 1  # the largest integer SQLite stores (the plays' journal keeps each account's place)
 MAX_CONTENT_RATING = 64  # Plex's ratings are short (R, TV-MA, de/16); a long one made every edit's URL too long
 PLEX_EXAMPLE, PLEX_PORT = "http://192.168.1.10:32400", "Plex listens on 32400"
+LIBRARIES = "library names separated by commas, e.g. 'Stash, Other Videos'"
 OWNER_ACCOUNT = 1  # the Plex server owner's account id (plexapi ``PlexSession.user``, ``MyPlexAccount.history``)
 
 
@@ -57,9 +58,9 @@ def boolean(value: Any) -> bool:
 Switch = Annotated[bool, BeforeValidator(boolean)]  # every switch defaults to false (Stash shows unsaved as off)
 
 
-def _parsed(check: Callable[[str], Any]) -> BeforeValidator:
+def _parsed(check: Callable[[str], Any], wanted: str = "text") -> BeforeValidator:
     """A value saved as text in Stash, read by ``check`` (a list read already passes)."""
-    return BeforeValidator(lambda value: value if isinstance(value, tuple) else check(_text(value)))
+    return BeforeValidator(lambda value: value if isinstance(value, tuple) else check(_text(value, wanted)))
 
 
 def _address(value: str, example: str, port_hint: str) -> str:
@@ -107,7 +108,7 @@ class Settings(BaseModel):
         min_length=1
     )
     plex_token: str = Field(min_length=1, repr=False)
-    plex_libraries: tuple[str, ...] = ()
+    plex_libraries: Annotated[tuple[str, ...], _parsed(fields.names, LIBRARIES)] = ()
     case_insensitive_paths: Switch = False
     # with the case rule above (validated first, also when path_map is not set): the one value matching reads
     path_map: PathMap = Field(default=None, validate_default=True)
@@ -242,15 +243,6 @@ class Settings(BaseModel):
             )
         return value
 
-    @field_validator("plex_libraries", mode="before")
-    @classmethod
-    def _libraries(cls, value: Any) -> tuple[str, ...]:
-        if value is None:
-            return ()
-        if isinstance(value, str):
-            return tuple(part.strip() for part in value.split(",") if part.strip())
-        raise ValueError("must be library names separated by commas, e.g. 'Stash, Other Videos'")
-
     @field_validator("path_map", mode="before")
     @classmethod
     def _path_map(cls, value: Any, info: ValidationInfo) -> PathMap:
@@ -368,9 +360,9 @@ def _in_stash(name: str) -> str:
     return "open Settings → Plugins → Stash2Plex and fill it in"
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, wanted: str = "text") -> str:
     if not isinstance(value, str):
-        raise ValueError(f"must be text, got {value!r}")
+        raise ValueError(f"must be {wanted}, got {value!r}")
     return value
 
 
