@@ -99,6 +99,95 @@ def _no_login(url: str) -> str:
     return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}{cut and cut + '…'}"
 
 
+def _notify_urls(value: Any) -> tuple[str, ...]:
+    from core.notify import problem, split_urls
+
+    if value is None:
+        return ()
+    if not isinstance(value, str):
+        raise ValueError("must be URLs separated by spaces or commas, e.g. ntfy://my-topic")
+    urls = split_urls(value)
+    for position, url in enumerate(urls, 1):
+        why = problem(url, position)
+        if why:
+            raise ValueError(why)  # never the URL itself: it holds tokens
+    return tuple(urls)
+
+
+def _minutes(value: Any) -> Any:
+    if value is None:
+        return None  # the fallback of a bad value (load_settings drops a saved None)
+    if _unset(value):
+        return DEFAULTS["notify_plex_down_minutes"]
+    return _number_in(value, 0, 10080, "a number of minutes above 0, at most 10080 (a week)", whole=False)
+
+
+def _photo_base(text: str) -> str:
+    """Plex stores and shows the photo URLs made from it: no credential may be part of it."""
+    if not text.strip():
+        return ""
+    value = _address(text, "http://192.168.1.20:9999", "Stash listens on 9999")
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value)
+    if "@" in parts.netloc:
+        raise ValueError(
+            f"must not carry a user name or password (Plex stores and shows the photo URLs), got "
+            f"{_no_login(value)!r}; give an address that serves performer images without a login"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError(
+            "must be an address without ?… or #… (Plex stores and shows the photo URLs: never put an API key "
+            "there), e.g. http://192.168.1.20:9999"
+        )
+    return value
+
+
+def _token(value: str) -> str:
+    value = value.strip()
+    if not value or any(ch.isspace() for ch in value):
+        raise ValueError(
+            "must be your Plex token without spaces (Plex Web → any item → Get Info → View XML → X-Plex-Token)"
+        )
+    odd = [ch for ch in value if ord(ch) > 0xFF or not ch.isprintable()]
+    if odd:
+        # HTTP headers carry Latin-1 only (http.client would raise UnicodeEncodeError mid-request)
+        raise ValueError(
+            f"contains the character {odd[0]!r}, which a Plex token never has and an HTTP header cannot "
+            "carry; copy the token again (Plex Web → any item → Get Info → View XML → X-Plex-Token)"
+        )
+    return value
+
+
+def _accounts(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if parts == ["0"]:
+        return ()  # what Stash may save for a never-set value: the default (the server owner)
+    bad = [p for p in parts if not (p.isascii() and p.isdigit() and 0 < int(p) <= MAX_ACCOUNT_ID)]
+    if bad:
+        raise ValueError(
+            "must be Plex account ids (whole numbers from 1 to 2^63-1) separated by commas "
+            f"(1 is the server owner), got {bad[0][:40]!r}"
+        )
+    return tuple(int(p) for p in parts)
+
+
+def _content_rating(text: str) -> str:
+    value = " ".join(text.split())
+    if len(value) > MAX_CONTENT_RATING:
+        raise ValueError(
+            f"must be at most {MAX_CONTENT_RATING} characters, a rating such as R or TV-MA "
+            f"(got {len(value)} characters)"
+        )
+    return value
+
+
+def _concurrency(value: Any) -> Any:
+    if _unset(value):
+        return DEFAULTS["plex_concurrency"]
+    return _number_in(value, 1, 16, "a whole number from 1 to 16")
+
+
 class Settings(BaseModel):
     """The validated settings. ``plex_token`` is a secret: never log this object."""
 
@@ -107,7 +196,7 @@ class Settings(BaseModel):
     plex_url: Annotated[str, AfterValidator(partial(_address, example=PLEX_EXAMPLE, port_hint=PLEX_PORT))] = Field(
         min_length=1
     )
-    plex_token: str = Field(min_length=1, repr=False)
+    plex_token: Annotated[str, AfterValidator(_token)] = Field(min_length=1, repr=False)
     plex_libraries: Annotated[tuple[str, ...], _parsed(fields.names, LIBRARIES)] = ()
     case_insensitive_paths: Switch = False
     # with the case rule above (validated first, also when path_map is not set): the one value matching reads
@@ -115,41 +204,17 @@ class Settings(BaseModel):
     loose_matching: Switch = False
     preserve_plex_edits: Switch = False
     trigger_plex_scan: Switch = False
-    plex_concurrency: int = Field(default=6, ge=1, le=16)
-    notify_urls: tuple[str, ...] = Field(default=(), repr=False)  # secrets: tokens live in these URLs
+    plex_concurrency: Annotated[int, BeforeValidator(_concurrency)] = Field(default=6, ge=1, le=16)
+    # secrets: tokens live in these URLs
+    notify_urls: Annotated[tuple[str, ...], BeforeValidator(_notify_urls)] = Field(default=(), repr=False)
     # None: the notice is off (a bad value, OPTIONAL)
-    notify_plex_down_minutes: float | None = Field(default=10, gt=0, le=10080)
+    notify_plex_down_minutes: Annotated[float | None, BeforeValidator(_minutes)] = Field(default=10, gt=0, le=10080)
     private_logs: Switch = False
-
-    @field_validator("notify_urls", mode="before")
-    @classmethod
-    def _notify_urls(cls, value: Any) -> tuple[str, ...]:
-        from core.notify import problem, split_urls
-
-        if value is None:
-            return ()
-        if not isinstance(value, str):
-            raise ValueError("must be URLs separated by spaces or commas, e.g. ntfy://my-topic")
-        urls = split_urls(value)
-        for position, url in enumerate(urls, 1):
-            why = problem(url, position)
-            if why:
-                raise ValueError(why)  # never the URL itself: it holds tokens
-        return tuple(urls)
-
-    @field_validator("notify_plex_down_minutes", mode="before")
-    @classmethod
-    def _minutes(cls, value: Any) -> Any:
-        if value is None:
-            return None  # the fallback of a bad value (load_settings drops a saved None)
-        if _unset(value):
-            return DEFAULTS["notify_plex_down_minutes"]
-        return _number_in(value, 0, 10080, "a number of minutes above 0, at most 10080 (a week)", whole=False)
 
     skip_fields: Annotated[tuple[str, ...], _parsed(fields.check_fields)] = ()
     tags_as: Annotated[str, _parsed(partial(fields.check_choice, allowed=fields.TAGS_AS))] = "genres"
     collections: Annotated[tuple[str, ...], _parsed(fields.check_collections)] = ("studio",)
-    content_rating: str = ""
+    content_rating: Annotated[str, _parsed(_content_rating)] = ""
     tagline_from_code: Switch = False
     title_template: Annotated[str, _parsed(fields.check_template)] = ""
     sort_title_template: Annotated[str, _parsed(fields.check_template)] = ""
@@ -157,11 +222,11 @@ class Settings(BaseModel):
     hide_tags: Annotated[tuple[str, ...], _parsed(fields.names)] = ()
     organized_only: Switch = False
     import_plays: Switch = False
-    plays_accounts: tuple[int, ...] = ()
+    plays_accounts: Annotated[tuple[int, ...], _parsed(_accounts)] = ()
     import_resume: Switch = False
     import_ratings: Switch = False
     performer_photos: Switch = False
-    performer_photo_base_url: str = ""
+    performer_photo_base_url: Annotated[str, _parsed(_photo_base)] = ""
     _adopted: Adopted = PrivateAttr(default_factory=Adopted)
     _problems: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -203,46 +268,6 @@ class Settings(BaseModel):
             shown[name] = value
         return shown
 
-    @field_validator("performer_photo_base_url", mode="before")
-    @classmethod
-    def _photo_base(cls, value: Any) -> str:
-        """Plex stores and shows the photo URLs made from it: no credential may be part of it."""
-        text = _text(value).strip()
-        if not text:
-            return ""
-        value = _address(text, "http://192.168.1.20:9999", "Stash listens on 9999")
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(value)
-        if "@" in parts.netloc:
-            raise ValueError(
-                f"must not carry a user name or password (Plex stores and shows the photo URLs), got "
-                f"{_no_login(value)!r}; give an address that serves performer images without a login"
-            )
-        if parts.query or parts.fragment:
-            raise ValueError(
-                "must be an address without ?… or #… (Plex stores and shows the photo URLs: never put an API key "
-                "there), e.g. http://192.168.1.20:9999"
-            )
-        return value
-
-    @field_validator("plex_token")
-    @classmethod
-    def _token(cls, value: str) -> str:
-        value = value.strip()
-        if not value or any(ch.isspace() for ch in value):
-            raise ValueError(
-                "must be your Plex token without spaces (Plex Web → any item → Get Info → View XML → X-Plex-Token)"
-            )
-        odd = [ch for ch in value if ord(ch) > 0xFF or not ch.isprintable()]
-        if odd:
-            # HTTP headers carry Latin-1 only (http.client would raise UnicodeEncodeError mid-request)
-            raise ValueError(
-                f"contains the character {odd[0]!r}, which a Plex token never has and an HTTP header cannot "
-                "carry; copy the token again (Plex Web → any item → Get Info → View XML → X-Plex-Token)"
-            )
-        return value
-
     @field_validator("path_map", mode="before")
     @classmethod
     def _path_map(cls, value: Any, info: ValidationInfo) -> PathMap:
@@ -251,22 +276,6 @@ class Settings(BaseModel):
         if value is not None and not isinstance(value, str):
             raise ValueError("must be text like /stash/media=/plex/media;/other=/mnt/other")
         return PathMap.parse(value, bool(info.data.get("case_insensitive_paths")))
-
-    @field_validator("plays_accounts", mode="before")
-    @classmethod
-    def _accounts(cls, value: Any) -> tuple[int, ...]:
-        if isinstance(value, tuple):
-            return value
-        parts = [p.strip() for p in _text(value).split(",") if p.strip()]
-        if parts == ["0"]:
-            return ()  # what Stash may save for a never-set value: the default (the server owner)
-        bad = [p for p in parts if not (p.isascii() and p.isdigit() and 0 < int(p) <= MAX_ACCOUNT_ID)]
-        if bad:
-            raise ValueError(
-                "must be Plex account ids (whole numbers from 1 to 2^63-1) separated by commas "
-                f"(1 is the server owner), got {bad[0][:40]!r}"
-            )
-        return tuple(int(p) for p in parts)
 
     @property
     def play_accounts(self) -> tuple[int, ...]:
@@ -278,24 +287,6 @@ class Settings(BaseModel):
         """Resume points come back: ``import_resume``, and the owner's plays count (Plex shows
         the owner's token the owner's resume points only)."""
         return self.import_resume and OWNER_ACCOUNT in self.play_accounts
-
-    @field_validator("content_rating", mode="before")
-    @classmethod
-    def _content_rating(cls, value: Any) -> str:
-        value = " ".join(_text(value).split())
-        if len(value) > MAX_CONTENT_RATING:
-            raise ValueError(
-                f"must be at most {MAX_CONTENT_RATING} characters, a rating such as R or TV-MA "
-                f"(got {len(value)} characters)"
-            )
-        return value
-
-    @field_validator("plex_concurrency", mode="before")
-    @classmethod
-    def _number(cls, value: Any) -> Any:
-        if _unset(value):
-            return DEFAULTS["plex_concurrency"]
-        return _number_in(value, 1, 16, "a whole number from 1 to 16")
 
 
 def _as_saved(value: Any) -> Any:
