@@ -5,7 +5,7 @@ Runs in the drainer's daemon thread and in the foreground tasks. Jobs come in ch
 page); unchanged scenes are acknowledged without a Plex request; the rest go through
 worker/pipeline.py, which runs this class's public steps with bounded, adaptive
 concurrency. The breaker is asked before any Plex work (while open, jobs wait without
-spending budget); outcomes reach ``stats.db`` at least every second.
+spending budget); outcomes reach the statistics (``state.db``) at least every second.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class Worker:
         self.waits, self.viewers, self.clock, self.sleep, self.timer = p.waits, p.viewers, p.clock, p.sleep, p.timer
         self.rng = parts.rng or random.Random()
         self.max_concurrency = self.concurrency = concurrency
-        self.delta = Delta()  # outcomes since the last checkpoint, then added to stats.db
+        self.delta = Delta()  # outcomes since the last checkpoint, then added to the statistics
         self.stats: Counter[str] = Counter()  # the run's (a task's reply): the checkpoints' deltas summed
         self.abort_error: Stash2PlexError | None = None  # what stopped the run (the reply raises it)
         # The breaker's state lives in a file shared by every process; within a batch the
@@ -199,7 +199,7 @@ class Worker:
         wait(max(0.05, min(NAP_MAX_S, due - self.clock())))
 
     def checkpoint(self) -> None:
-        """Add the outcomes since the last checkpoint to stats.db; drop old dead letters of
+        """Add the outcomes since the last checkpoint to the statistics; drop old dead letters of
         scenes now in sync (they would only mislead)."""
         delta, self.delta = self.delta, Delta()
         self.stats += delta.run_counts()
