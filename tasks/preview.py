@@ -32,7 +32,7 @@ def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: 
     ledger = app.ledger()
     report = PlanReport(mode, limit)
     seen = 0
-    for _, raw in scene_pages(app, PAGE_SIZE, updated_after):
+    for _, raw in scene_pages(app, PAGE_SIZE, updated_after, report.room):  # room() sets ``more``
         changed = set(sort_scenes(app.syncer(), ledger, raw)[0])  # out-of-scope scenes are never planned
         records = ledger.get_many(sorted(changed))
         work = []
@@ -47,8 +47,6 @@ def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: 
                     report.unmatched.append(unmatched_entry(None, sid, [], str(exc)))
         _plan_page(app.syncer(), work, report)
         seen += len(raw)
-        if not report.room():
-            break
     return report.finish(checked=seen)
 
 

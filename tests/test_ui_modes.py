@@ -199,3 +199,16 @@ def test_the_page_the_command_line_and_the_task_answer_one_plan_shape(plugin):
         assert page.output[key] == line[key], key
     assert [e["scene_id"] for e in page.output["scenes"]] == [sid] and page.output["scenes"][0]["rating_key"] == rk
     assert [u["scene_id"] for u in page.output["unmatched"]] == [lonely] and page.output["more"] is False
+
+
+def test_the_page_preview_says_more_only_when_scenes_are_left_out(plugin):
+    """The page lists ``PAGE_LIMIT`` scenes at most: exactly that many is the whole plan."""
+    from tasks.preview import PAGE_LIMIT
+
+    for n in range(1, PAGE_LIMIT + 1):
+        plugin.add_scene(n)
+    whole = operation(plugin, mode="ui_preview").output
+    assert (len(whole["scenes"]), whole["more"]) == (PAGE_LIMIT, False)
+    plugin.add_scene(PAGE_LIMIT + 1)
+    cut = operation(plugin, mode="ui_preview").output
+    assert (len(cut["scenes"]), cut["more"]) == (PAGE_LIMIT, True)
