@@ -68,6 +68,14 @@ STDIN_CASES = [
         error=True,
     ),
     Case("stdin-no-mode", "stdin", "error", "args.mode is missing", lambda p: _doc(p), error=True),
+    # text int() cannot read although str.isdigit() says digits: a clear error, not a crash
+    *(
+        Case(f"stdin-scene-id-{name}", "stdin", "error", "args.scene_id must be a Stash scene id", make, error=True)
+        for name, make in (
+            ("superscript", lambda p: _doc(p, mode="ui_scene", scene_id="²")),
+            ("5000-digits", lambda p: _doc(p, mode="ui_scene", scene_id="9" * 5000)),
+        )
+    ),
     Case(
         "stdin-not-utf8",
         "stdin",

@@ -72,7 +72,7 @@ def whole_arg(params: dict[str, Any], key: str, what: str, top: int = 2**63 - 1,
     value = params.get(key, default)
     if value is None:
         raise InputError(f"args.{key} is missing: this mode needs {what}")
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdecimal() and len(value.strip()) <= len(str(top)):  # int() reads it
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
         got = "" if isinstance(value, (dict, list)) else f", got {value!r:.60}"  # as document.shown: no whole objects
