@@ -176,6 +176,8 @@ def test_recent_syncs_only_what_changed_since_the_last_sync(plugin):
     sid, rk = scenes[2]
     plugin.stash.update_scene(sid, title="Changed for recent")
     plugin.plex.clear_requests()
+    plan = cli(plugin, "recent", "--dry-run", "--json").json()  # the plan of recent, not of all
+    assert (plan["mode"], plan["checked"], [s["scene_id"] for s in plan["scenes"]]) == ("recent", 1, [sid])
     done = cli(plugin, "recent", "--json")
     assert done.returncode == 0, done.stderr
     assert done.json()["checked"] == 1 and done.json()["synced"] == 1, done.stdout
