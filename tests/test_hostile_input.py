@@ -44,6 +44,14 @@ STDIN_CASES = [
     Case("stdin-not-json", "stdin", "error", "stdin is not JSON", lambda p: "{mode: all", error=True),
     Case("stdin-array", "stdin", "error", "must be a JSON object, got list", lambda p: "[1, 2]", error=True),
     Case(
+        "stdin-number-too-long",  # Python reads at most 4,300 digits of an int (a ValueError, not a JSONDecodeError)
+        "stdin",
+        "error",
+        "a number in it has more digits",
+        lambda p: '{"server_connection": %s, "args": {"mode": %s}}' % (json.dumps(_conn(p)), "9" * 5000),
+        error=True,
+    ),
+    Case(
         "stdin-no-connection",
         "stdin",
         "error",

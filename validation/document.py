@@ -85,6 +85,10 @@ def read_document(raw: str) -> dict:
         document = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InputError(f"stdin is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except ValueError:  # an int over Python's 4,300-digit limit (json reads it with int())
+        raise InputError(
+            "stdin is not a Stash plugin input: a number in it has more digits than Python reads"
+        ) from None
     except RecursionError:
         raise InputError("stdin is not a Stash plugin input: its JSON is nested too deeply") from None
     if not isinstance(document, dict):
