@@ -213,7 +213,9 @@ def _keys_arg(params: dict[str, Any]) -> list[int]:
     raw = params.get("rating_keys")
     parts = [p for p in raw.split(",") if p.strip()] if isinstance(raw, str) else raw if isinstance(raw, list) else None
     if not parts or len(parts) > MAX_THUMBS:
-        raise InputError(f'args.rating_keys must list 1 to {MAX_THUMBS} Plex ratingKeys (e.g. "12,34"), got {raw!r}')
+        raise InputError(
+            f'args.rating_keys must list 1 to {MAX_THUMBS} Plex ratingKeys (e.g. "12,34"), got {raw!r:.60}'
+        )
     return [whole_arg({"rating_keys": p}, "rating_keys", RATING_KEY) for p in parts]
 
 

@@ -59,7 +59,7 @@ def pin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     answer = str(params.get("answer") or PIN_ITEM)
     if answer not in ANSWERS:
-        raise InputError(f"args.answer must be one of {', '.join(ANSWERS)}, got {answer!r}")
+        raise InputError(f"args.answer must be one of {', '.join(ANSWERS)}, got {answer!r:.60}")
     reply: dict[str, Any] = {"scene_id": scene_id, "answer": answer, "rating_key": None}
     if answer == PIN_ITEM:
         reply["rating_key"] = whole_arg(params, "rating_key", RATING_KEY)

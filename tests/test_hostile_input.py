@@ -75,6 +75,14 @@ STDIN_CASES = [
         lambda p: _doc(p, mode="sync_everything"),
         error=True,
     ),
+    Case(
+        "stdin-long-mode",  # named, cut to 60 characters: a reply never echoes a whole value back
+        "stdin",
+        "error",
+        "args.mode 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx is not",
+        lambda p: _doc(p, mode="x" * 10_000),
+        error=True,
+    ),
     Case("stdin-no-mode", "stdin", "error", "args.mode is missing", lambda p: _doc(p), error=True),
     # text int() cannot read although str.isdigit() says digits: a clear error, not a crash
     *(

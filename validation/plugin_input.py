@@ -107,6 +107,6 @@ def parse_plugin_input(raw: str) -> PluginInput:
         )
     if args["mode"] not in STASH_MODES:
         raise InputError(
-            f"args.mode {args['mode']!r} is not a Stash2Plex mode; expected one of {', '.join(TASK_MODES)}"
+            f"args.mode {args['mode']!r:.60} is not a Stash2Plex mode; expected one of {', '.join(TASK_MODES)}"
         )
     return PluginInput(connection, args["mode"], args["params"], args["dry_run"])
