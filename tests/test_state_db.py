@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import re
 import sqlite3
 from pathlib import Path
 
@@ -181,15 +182,30 @@ def test_a_journal_of_before_servers_were_recorded_is_moved_in_under_no_server(t
     journal.close()
 
 
-def test_a_damaged_old_file_is_named_and_left_untouched(tmp_path):
-    tmp_path.mkdir(exist_ok=True)
-    garbage = b"SQLite format 3\x00" + bytes(range(256)) * 64
-    (tmp_path / "ledger.db").write_bytes(garbage)
-    store = Ledger(tmp_path)
+STORES = {"ledger.db": Ledger, "dlq.db": DeadLetterQueue, "stats.db": StatsStore, "plays.db": PlayJournal}
+
+
+@pytest.mark.parametrize("how", ["whole", "pages"])
+@pytest.mark.parametrize("name", sorted(STORES))
+def test_a_damaged_old_file_is_named_and_left_untouched(tmp_path, name, how):
+    """Not a database at all, or a sound header and schema over garbage tables: the copy stops
+    naming the old file, copies nothing and marks nothing; moved aside, the store opens."""
+    original = _old_files(tmp_path)[name]
+    noise = bytes(range(256)) * 64
+    garbage = b"SQLite format 3\x00" + noise if how == "whole" else original[:4096] + noise
+    (tmp_path / name).write_bytes(garbage)
+    store = STORES[name](tmp_path)
     with pytest.raises(DataFileError) as raised:
-        store.count()
-    assert str(tmp_path / "ledger.db") in str(raised.value) and "move the file" in str(raised.value)
-    assert (tmp_path / "ledger.db").read_bytes() == garbage
+        store.open()
+    assert str(tmp_path / name) in str(raised.value) and "move the file" in str(raised.value)
+    assert (tmp_path / name).read_bytes() == garbage
+    with sqlite3.connect(tmp_path / STATE_FILE) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM moved_in WHERE file = ?", (name,)).fetchone() == (0,)
+        tables = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", STORES[name].SCHEMA)
+        assert [conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in tables] == [0] * len(tables)
+    conn.close()
+    (tmp_path / name).rename(tmp_path / f"{name}.damaged")
+    assert store.open() is None
     store.close()
 
 
