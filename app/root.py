@@ -472,7 +472,7 @@ class App:
                 handle(event)
 
             self._parts["listener"] = PlexListener(
-                partial(Connection, self.plex()), heard, self.log, self.breaker(), fold_at=fold_at
+                partial(Connection, self.plex()), heard, self.log, self.breaker(), fold_at=fold_at, rng=self._rng()
             )
         return cast("PlexListener", self._parts["listener"])
 

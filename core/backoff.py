@@ -83,14 +83,19 @@ def schedule(attempt: int, policy: RetryPolicy, now: float, rng: random.Random) 
     return now + next_delay(attempt - 1, policy, rng)
 
 
-def probe_wait(failures: int, first: float = 2.0, cap: float = 60.0) -> float:
+def probe_wait(failures: int, first: float = 2.0, cap: float = 60.0, rng: random.Random | None = None) -> float:
     """Seconds before probing a server that is down again, after ``failures`` failed tries
     in a row: 2, 4, 8, … capped at 60 s (a short outage costs seconds, a long one a
-    request a minute). No jitter: one process probes, not many jobs.
+    request a minute). No jitter: one process probes, not many jobs. With ``rng``, a draw
+    from the upper half (AWS's "equal jitter"), for clients that lost a server together:
+    they spread out, and none comes back sooner than half the wait.
 
     >>> [probe_wait(n) for n in range(7)]
     [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    >>> round(probe_wait(2, rng=random.Random(1)), 3)
+    4.537
     """
     if failures < 0:
         raise ValueError(f"failures must be >= 0, got {failures}")
-    return cap if failures >= 32 else min(cap, first * 2**failures)
+    wait = cap if failures >= 32 else min(cap, first * 2**failures)
+    return wait if rng is None else rng.uniform(wait / 2, wait)

@@ -122,3 +122,14 @@ def test_schedule_rejects_zero_failures() -> None:
 def test_invalid_policies_are_rejected(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_probe_wait_with_an_rng_draws_from_the_upper_half_of_each_wait() -> None:
+    """Equal jitter: listeners that lost Plex together spread out, none sooner than half the wait."""
+    from core.backoff import probe_wait
+
+    rng = random.Random(3)
+    assert [round(probe_wait(n, rng=rng), 3) for n in range(7)] == [1.238, 3.088, 5.48, 12.831, 26.012, 31.966, 30.395]
+    rng = random.Random(5)
+    for n in range(40):
+        assert probe_wait(n) / 2 <= probe_wait(n, rng=rng) <= probe_wait(n)

@@ -4,6 +4,7 @@ threads, waits recorded instead of slept; the real websocket is in test_listener
 from __future__ import annotations
 
 import io
+import random
 import threading
 
 from core.backoff import probe_wait
@@ -12,7 +13,7 @@ from core.log import StashLog
 from plex.notifications import ItemProcessed
 from validation.pathmap import PathMap
 from worker.breaker import BreakerState, State
-from worker.listen import PlexListener
+from worker.listen import STABLE_S, PlexListener
 from worker.waits import PlexWaits
 
 
@@ -40,11 +41,14 @@ class FakeConnection:
 
 
 class Script:
-    """Each start either raises, or opens a connection that ends at once, or stays open."""
+    """Each start either raises, or opens a connection that ends ``STABLE_S`` later ("open") or
+    at once ("brief"), or one that never opens ("silent"), or one that stays open; ``now`` is
+    the listener's clock."""
 
     def __init__(self, steps: list[str]) -> None:
         self.steps, self.started, self.done = list(steps), 0, threading.Event()
         self.open: FakeConnection | None = None
+        self.now = 0.0
 
     def __call__(self, handler):
         self.started += 1
@@ -56,25 +60,40 @@ class Script:
             self.open = conn
             self.done.set()
         else:
-            conn.ended.set()  # opened (or not), then closed by Plex
+            self.now += STABLE_S if step == "open" else 0.0
+            conn.ended.set()  # closed by Plex
         return conn
 
 
-def run_until_stays(script: Script, breaker=None) -> tuple[PlexListener, list[float]]:
+def run_until_stays(script: Script, breaker=None, log=None) -> tuple[PlexListener, list[float]]:
     waits: list[float] = []
-    listener = PlexListener(script, lambda e: None, StashLog(io.StringIO()), breaker, sleep=waits.append)
+    listener = PlexListener(
+        script,
+        lambda e: None,
+        log or StashLog(io.StringIO()),
+        breaker,
+        sleep=waits.append,
+        clock=lambda: script.now,
+        rng=random.Random(7),
+    )
     listener.ensure_started()
     assert script.done.wait(5)
     return listener, waits
 
 
-def test_failed_connections_back_off_and_an_open_one_that_closed_reconnects_at_once():
-    script = Script(["refused", "refused", "refused", "open", "silent", "stay"])
-    listener, waits = run_until_stays(script)
+def test_failed_or_short_connections_back_off_and_a_long_one_that_closed_reconnects_at_once():
+    """A connection Plex closed as it opened counts as a failure (a reconnect loop otherwise);
+    one open ``STABLE_S`` was healthy: at once, and the failures start again from none."""
+    script = Script(["refused", "refused", "open", "brief", "brief", "silent", "stay"])
+    out = io.StringIO()
+    listener, waits = run_until_stays(script, log=StashLog(out))
     listener.close()
-    assert waits == [probe_wait(0), probe_wait(1), probe_wait(2), 0.0, probe_wait(0)]
-    assert script.started == 6 and script.open is not None and script.open.stopped
-    assert listener.status.connects == 2 and listener.status.connected is False
+    jitter = random.Random(7)  # the waits: 2, 4, at once, 2, 4, 8 s, each drawn from its upper half
+    assert waits == [probe_wait(n, rng=jitter) for n in (0, 1)] + [0.0] + [probe_wait(n, rng=jitter) for n in (0, 1, 2)]
+    assert [round(w, 3) for w in waits] == [1.324, 2.302, 0.0, 1.651, 2.145, 6.144]
+    assert script.started == 7 and script.open is not None and script.open.stopped
+    assert listener.status.connects == 4 and listener.status.connected is False
+    assert out.getvalue().count("Plex closed the notification websocket 0.0 s after opening it") == 2
 
 
 class OpenBreaker:

@@ -151,6 +151,24 @@ def test_watch_stays_connected_until_sigterm(plugin, tmp_path):
     assert notes.listening == 0
 
 
+def test_a_plex_that_closes_each_connection_at_once_is_tried_again_later_and_later(plugin, tmp_path):
+    """Plex (or a proxy in front of it) accepts the websocket and closes it at once, every
+    time: each such connection counts as a failed one, so the waits between them grow (it
+    was connected again at once: hundreds of handshakes a second)."""
+    notes = plugin.plex.notifications
+    notes.close_at_once = True
+    proc = start_watch(plugin, tmp_path / "watch.log")
+    try:
+        until(lambda: notes.connections >= 2 or proc.poll() is not None, 20, "watch connects, then again")
+        time.sleep(2.0)  # watch runs on: the next wait is 2 to 4 s
+        opened = notes.connections
+    finally:
+        proc.kill()
+        proc.wait()
+    assert opened <= 3, f"{opened} connections"
+    assert "closed the notification websocket" in (tmp_path / "watch.log").read_text()
+
+
 def to_a_thread(pid: int, signum: int) -> None:
     """``signum`` to a thread of ``pid`` other than its main one (Linux's tgkill; elsewhere
     to the process, where the kernel picks the thread)."""

@@ -2,16 +2,18 @@
 
 A connection to Plex's notification websocket (a thread) ends when Plex closes it and never
 retries (plex/notifications.py). ``PlexListener`` opens a new one: at once after a connection that was
-open, else after ``probe_wait`` (the drainer's backoff for a server that is down), never while the
-shared circuit breaker is open. Events go through a queue to a thread of their own, so a handler's
-Plex request never delays the socket's reads; there a flood is folded (``worker/coalesce.py``: one
-look per item, section or session a second). Events are triggers, never the only path: a job
-waiting for Plex keeps its timed retry.
+open ``STABLE_S``, else after ``probe_wait`` (the drainer's backoff for a server that is down, with
+jitter), never while the shared circuit breaker is open; one that Plex (or a proxy) closed sooner
+counts as failed, or closing each at once would be a reconnect loop. Events go through a queue to
+a thread of their own, so a handler's Plex request never delays the socket's reads; there a flood
+is folded (``worker/coalesce.py``: one look per item, section or session a second). Events are
+triggers, never the only path: a job waiting for Plex keeps its timed retry.
 """
 
 from __future__ import annotations
 
 import queue
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.backoff import probe_wait
-from core.errors import PlexNotFound, Stash2PlexError
+from core.errors import PlexNotFound, PlexUnavailable, Stash2PlexError
 from plex.notifications import Connected, ItemProcessed, LibraryScanned, Notification, read_notifications
 from worker.breaker import State
 from worker.coalesce import Coalescer
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 
 WATCH_S = 0.25  # how often the supervisor looks whether the connection's thread still runs
 CLOSE_S = 3.0  # close() waits this long in all: ``docker stop`` sends SIGKILL 10 s after SIGTERM
+STABLE_S = 10.0  # a connection open this long was a healthy one: when it ends, connect again at once
 
 
 @dataclass
@@ -58,9 +61,11 @@ class PlexListener:
         sleep: Callable[[float], object] | None = None,
         clock: Callable[[], float] = time.monotonic,
         fold_at: int | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self._connect, self._handle, self.log, self.breaker = connect, handle, log, breaker
         self._clock, self._coalescer = clock, Coalescer(fold_at=fold_at)
+        self._rng, self._opened_at = rng or random.Random(), 0.0
         self.status = ListenerStatus()
         self._stop = threading.Event()
         self._sleep = sleep or self._stop.wait  # tests record the waits instead
@@ -95,13 +100,18 @@ class PlexListener:
             if hold > 0:
                 self._sleep(hold)
                 continue
-            was_open = self._listen_once()
+            lasted = self._listen_once()
             if self._stop.is_set():
                 return
-            failures = 0 if was_open else failures + 1
-            if was_open:
+            healthy = lasted is not None and lasted >= STABLE_S
+            if healthy:
                 self.log.info("the Plex notification connection closed; connecting again")
-            self._sleep(0.0 if was_open else probe_wait(failures - 1))
+            elif lasted is not None:
+                self.on_error(
+                    PlexUnavailable(f"Plex closed the notification websocket {lasted:.1f} s after opening it")
+                )
+            failures = 0 if healthy else failures + 1
+            self._sleep(0.0 if healthy else probe_wait(failures - 1, rng=self._rng))
 
     def _breaker_hold(self) -> float:
         if self.breaker is None:
@@ -113,26 +123,27 @@ class PlexListener:
         except Stash2PlexError:
             return 0.0
 
-    def _listen_once(self) -> bool:
-        """One connection, until it ends; True when it was open."""
+    def _listen_once(self) -> float | None:
+        """One connection, until it ends; how long it was open (None: it never opened)."""
         connects = self.status.connects
         try:
             connection = self._connect(self)
         except Stash2PlexError as exc:
             self.on_error(exc)
-            return False
+            return None
         connection.start()
         while connection.is_alive() and not self._stop.is_set():
             connection.join(WATCH_S)
         if self._stop.is_set():
             connection.stop()
         self.status.connected = False
-        return self.status.connects > connects
+        return self._clock() - self._opened_at if self.status.connects > connects else None
 
     # -- what the connection reports (on its thread: keep it short) ----------------------
     def on_open(self) -> None:
         self.status.connected, self.status.last_error = True, ""
         self.status.connects += 1
+        self._opened_at = self._clock()
         self.log.info("listening to Plex's notifications")
         self._events.put(Connected())
 

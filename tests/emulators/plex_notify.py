@@ -36,7 +36,9 @@ Switches for tests: ``flood(message, count)`` (one notification many times in on
 burst), ``close_all()`` (a clean close frame: plexapi's listener thread
 just ends), ``drop_all()`` (the TCP connection cut: a PMS restart), ``connections``
 (how many handshakes were accepted), ``refuse`` (answer every handshake with 503),
-``muted`` (send nothing).
+``muted`` (send nothing), ``close_at_once`` (accept each handshake, then the close frame
+``close_all`` sends, at once: a PMS or a reverse proxy in front of it that ends every
+connection as it opens; the contract §3: a clean close only ends the client's thread).
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ def read_frame(rfile) -> tuple[int, bytes] | None:
     mask = rfile.read(4) if head[1] & 0x80 else b"\0\0\0\0"
     data = rfile.read(n)
     return opcode, bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+
+GOING_AWAY = frame(CLOSE, struct.pack("!H", 1001))  # RFC 6455 §7.4.1: a server going down
 
 
 def container(kind: str, array: str, entries: list[dict[str, Any]]) -> dict:
@@ -178,6 +183,7 @@ class Notifications:
         self.connections = 0  # handshakes accepted so far
         self.refuse = False
         self.muted = False  # send nothing (a PMS whose events never come)
+        self.close_at_once = False  # close each connection as soon as it is accepted
         self.sent: list[dict] = []
 
     @property
@@ -207,6 +213,8 @@ class Notifications:
             self.connections += 1
         handler.close_connection = True
         try:
+            if self.close_at_once:
+                self._send(conn, send_lock, GOING_AWAY)
             self._read(handler.rfile, conn, send_lock)
         finally:
             with self._lock:
@@ -261,7 +269,7 @@ class Notifications:
         with self._lock:
             clients = list(self._clients.items())
         for conn, lock in clients:
-            self._send(conn, lock, frame(CLOSE, struct.pack("!H", 1001)))
+            self._send(conn, lock, GOING_AWAY)
 
     def drop_all(self) -> None:
         """Cut every listener's TCP connection without a close frame."""
