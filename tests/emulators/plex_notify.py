@@ -35,7 +35,8 @@ pong, a close with a close) and nothing else. What PMS sends, as the contract
 Switches for tests: ``flood(message, count)`` (one notification many times in one
 burst), ``close_all()`` (a clean close frame: plexapi's listener thread
 just ends), ``drop_all()`` (the TCP connection cut: a PMS restart), ``connections``
-(how many handshakes were accepted), ``refuse`` (answer every handshake with 503),
+(how many handshakes were accepted), ``read_all()`` (returns once every listener has read
+all sent before: a ping after it, answered by a pong), ``refuse`` (answer every handshake with 503),
 ``muted`` (send nothing), ``close_at_once`` (accept each handshake, then the close frame
 ``close_all`` sends, at once: a PMS or a reverse proxy in front of it that ends every
 connection as it opens; the contract §3: a clean close only ends the client's thread).
@@ -185,6 +186,9 @@ class Notifications:
         self.muted = False  # send nothing (a PMS whose events never come)
         self.close_at_once = False  # close each connection as soon as it is accepted
         self.sent: list[dict] = []
+        self._pongs = threading.Condition()
+        self._ponged: dict[bytes, int] = {}  # a ping's payload → how many listeners answered it
+        self._pings = 0
 
     @property
     def listening(self) -> int:
@@ -231,6 +235,10 @@ class Notifications:
             opcode, payload = got
             if opcode == PING:
                 self._send(conn, send_lock, frame(PONG, payload))
+            elif opcode == PONG:
+                with self._pongs:
+                    self._ponged[payload] = self._ponged.get(payload, 0) + 1
+                    self._pongs.notify_all()
             elif opcode == CLOSE:
                 self._send(conn, send_lock, frame(CLOSE, payload[:2]))
                 return
@@ -263,6 +271,21 @@ class Notifications:
             self.sent.extend([message] * count)
         for conn, lock in clients:
             self._send(conn, lock, data)
+
+    def read_all(self, timeout: float = 10.0) -> None:
+        """Return once every listener has read everything sent before: a ping after it, which a
+        client must answer with a pong once it reads it (RFC 6455 §5.5.2-3; websocket-client's
+        ``_core.py`` ``recv_data_frame`` answers it, having handed each frame before it to
+        ``on_message``, as frames are read in order)."""
+        with self._lock:
+            clients = list(self._clients.items())
+            self._pings += 1
+            payload = f"read-all {self._pings}".encode()
+        for conn, lock in clients:
+            self._send(conn, lock, frame(PING, payload))
+        with self._pongs:
+            if not self._pongs.wait_for(lambda: self._ponged.get(payload, 0) >= len(clients), timeout):
+                raise TimeoutError(f"{len(clients)} listener(s) did not answer a ping within {timeout} s")
 
     def close_all(self) -> None:
         """A clean close frame (status 1001, going away) to every listener."""
