@@ -90,9 +90,12 @@ class LibraryIndex:
 
     @property
     def sections(self) -> list[SectionInfo]:
-        if self.listing:
-            return self._sections  # the first listing runs: Plex named the sections already
-        self.index()
+        """The configured sections as last read: one request when none were, never a listing
+        (the scene panel and a pin ask which library an item is in, not what it holds)."""
+        if not self._sections:
+            with self._lock:  # a listing that runs names them first
+                if not self._sections:
+                    self._sections = pick_sections(self.client.sections(), self.libraries)
         return self._sections
 
     @property

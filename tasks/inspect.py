@@ -42,7 +42,7 @@ def run(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     }
     record = app.ledger().get_many([scene_id]).get(scene_id)
     result["ledger"] = dataclasses.asdict(record) if record is not None else None
-    found = verdict(syncer, scene, record)
+    found = verdict(syncer, scene, record, read_item=True)  # the panel's answer, word for word
     result["verdict"] = {"kind": found.kind, "why": found.why}
     try:
         preview = syncer.preview(scene, record)

@@ -184,7 +184,7 @@ def _scene_state(app: Context, scene_id: int, record: SceneRecord | None, answer
     except InvalidMetadata as exc:
         answer["reason"] = str(exc)
         return "changed"
-    found = verdict(app.syncer(), scene, record)
+    found = verdict(app.syncer(), scene, record, read_item=True)  # one scene: no listing
     if found.kind == UNCHANGED:
         return "in_sync"
     if found.kind == STALE and never:

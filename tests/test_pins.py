@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.ledger import Ledger
+from tests.runner import drainer_lock_held
 from tests.test_cli import cli
-from tests.test_ui_modes import operation
+from tests.test_ui_modes import listings, operation
 
 SIZE = 5555
 
@@ -77,6 +78,17 @@ def test_a_pin_syncs_at_once_and_holds_through_all_reconcile_and_index_reloads(p
     shown = operation(plugin, mode="ui_scene", scene_id=sid).output
     assert shown["pin"] == {"answer": "item", "rating_key": second} and shown["state"] == "in_sync"
     assert shown["rating_key"] == second
+
+
+def test_a_pin_after_a_plex_scan_checks_its_item_without_listing_the_library(plugin):
+    """Which library the item is in takes the sections (one request), not their listing."""
+    sid, _, second = ambiguous(plugin)
+    plugin.plex.add_item(1, "/plex/media/z/scanned-in.mp4")  # a scan
+    plugin.plex.clear_requests()
+    with drainer_lock_held(plugin.data_dir):  # the pin's own requests only, not its sync's
+        run = operation(plugin, mode="ui_pin", scene_id=str(sid), rating_key=str(second))
+    assert run.error is None and run.output["library"] == "Stash", run.stderr
+    assert listings(plugin) == []
 
 
 def test_a_pin_to_an_item_plex_deleted_goes_back_to_the_inbox(plugin):

@@ -212,3 +212,44 @@ def test_the_page_preview_says_more_only_when_scenes_are_left_out(plugin):
     plugin.add_scene(PAGE_LIMIT + 1)
     cut = operation(plugin, mode="ui_preview").output
     assert (len(cut["scenes"]), cut["more"]) == (PAGE_LIMIT, True)
+
+
+def listings(plugin) -> list[dict]:
+    """Plex's section listings (``GET /library/sections/<id>/all``) since the requests were cleared."""
+    return [r for r in plugin.plex.requests_matching("GET", "/library/sections/") if r["path"].endswith("/all")]
+
+
+def test_the_scene_panel_after_a_plex_scan_reads_its_item_not_the_whole_library(plugin):
+    """A scan moves the section's ``scannedAt``: the panel's link check reads the linked item
+    (a library may hold 100,000 items) and leaves the listing to the syncs that need it."""
+    (synced, rk), _, _ = three_scene_states(plugin)
+    plugin.plex.add_item(1, "/plex/media/scanned-in.mp4")  # a scan
+    plugin.plex.clear_requests()
+    panel = operation(plugin, mode="ui_scene", scene_id=synced).output
+    assert (panel["state"], panel["library"]) == ("in_sync", "Stash"), panel
+    assert listings(plugin) == []
+    assert len(plugin.plex.metadata_reads(rk)) <= 2  # the link check's read and the library's
+
+
+def test_the_scene_panel_reads_an_item_deleted_replaced_or_left_out_as_changed(plugin):
+    """The panel's link check on the item itself keeps the index's verdicts: an item Plex
+    deleted, one whose file was replaced and one in a library plex_libraries leaves out."""
+    plugin.plex.add_section("Other", ["/plex/media/other"], key=2)
+    (deleted, kd), (replaced, kr) = plugin.add_scene(1), plugin.add_scene(2)
+    left_out = plugin.stash.add_scene(title="Other", files=[{"path": "/stash/media/other/o.mp4", "duration": 60.0}])
+    kl = plugin.plex.add_item(2, "/plex/media/other/o.mp4", duration_ms=60000)
+    assert plugin.task("all").error is None
+    plugin.wait_drained()
+    plugin.plex.remove_item(kd)
+    plugin.plex.move_file(kr, "/plex/media/replacement.mp4")
+    plugin.configure(plex_libraries="Stash")
+    plugin.plex.clear_requests()
+    expected = {
+        deleted: f"Plex item {kd} no longer exists",
+        replaced: f"Plex no longer lists item {kr} at /plex/media/scene-00002.mp4 (a rescan may have re-added it)",
+        left_out: f"Plex item {kl} is in a library that plex_libraries leaves out",
+    }
+    for scene_id, reason in expected.items():
+        panel = operation(plugin, mode="ui_scene", scene_id=scene_id).output
+        assert (panel["state"], panel["reason"]) == ("changed", reason), panel
+    assert listings(plugin) == []

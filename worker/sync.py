@@ -123,23 +123,34 @@ class Syncer:
         skipped = [t for t in scene.tags if t.casefold() in self.choices.skipped]
         return f"it carries the tag {skipped[0]!r} (skip_tags)" if skipped else None
 
-    def link_problem(self, record: SceneRecord) -> str | None:
+    def link_problem(self, record: SceneRecord, read_item: bool = False) -> str | None:
         """Why the ledger's item is no longer the scene's as written (None: it is).
 
         The state hash says what Stash2Plex wrote; this says the item it wrote is still
         the scene's and still there (a rescan can re-add a file as a new item with fresh
-        metadata). It reads the cached index, reloaded per section stamp once per process;
-        when Plex cannot be asked, the hash alone decides (a sync could not run anyway).
+        metadata). It reads the cached index, reloaded per section stamp once per process,
+        or with ``read_item`` the item's detail view (one request, never a listing: after a
+        scan the scene panel would wait for the listing of the whole library); when Plex
+        cannot be asked, the hash alone decides (a sync could not run anyway).
         """
         if record.rating_key is None or not record.plex_path:
             return "no Plex item is linked"
         if record.owner not in (None, record.scene_id):
             return f"Plex item {record.rating_key} was written for scene {record.owner} since (it changed owner)"
         try:
-            held = self.index.index().by_path(record.plex_path)
+            if read_item:
+                state = self.locator.read(record.rating_key, fresh=True)
+                problem = self.locator.unusable(state, record.rating_key)
+                if problem is not None or state is None:
+                    return problem
+                key = self.settings.path_map.key
+                held = key(record.plex_path) in {key(f) for f in state.files}
+            else:
+                listed = self.index.index().by_path(record.plex_path)
+                held = any(f.rating_key == record.rating_key for f in listed)
         except Stash2PlexError:
             return None
-        if any(f.rating_key == record.rating_key for f in held):
+        if held:
             return None
         return f"Plex no longer lists item {record.rating_key} at {record.plex_path} (a rescan may have re-added it)"
 

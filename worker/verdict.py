@@ -7,7 +7,8 @@ The worker (what a job needs), ``all``/``recent`` and every preview (what to que
   the inbox leave the scene out; its Plex item is left as it is.
 - ``unchanged``: what was last written (the ledger's state hash) is what Stash wants now,
   nothing was written to that item for another scene since, and Plex's listing still shows
-  the item at the path written. No Plex request is needed.
+  the item at the path written (the scene panel and ``inspect`` ask the item itself: one
+  request, where a scan would have the index list the whole library first).
 - ``stale``: anything else; ``why`` says which.
 
 ``sort_scenes`` applies it to a Stash page: what ``all``/``recent`` queue and every preview
@@ -36,8 +37,9 @@ class Verdict:
     why: str
 
 
-def verdict(syncer: Syncer, scene: SceneMetadata, record: SceneRecord | None) -> Verdict:
-    """The scene's verdict from its ledger ``record`` (None: never written)."""
+def verdict(syncer: Syncer, scene: SceneMetadata, record: SceneRecord | None, read_item: bool = False) -> Verdict:
+    """The scene's verdict from its ledger ``record`` (None: never written); ``read_item``:
+    the link is checked on the item itself, not the index (``Syncer.link_problem``)."""
     why = syncer.out_of_scope(scene)
     if why is not None:
         return Verdict(OUT_OF_SCOPE, why)
@@ -45,7 +47,7 @@ def verdict(syncer: Syncer, scene: SceneMetadata, record: SceneRecord | None) ->
         return Verdict(STALE, "never written to Plex")
     if record.state_hash != syncer.state_hash(scene):
         return Verdict(STALE, "changed in Stash (or in the settings) since the last write")
-    why = syncer.link_problem(record)
+    why = syncer.link_problem(record, read_item)
     if why is not None:
         return Verdict(STALE, why)
     return Verdict(UNCHANGED, f"Plex item {record.rating_key} shows what was last written")
