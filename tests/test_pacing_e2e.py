@@ -1,5 +1,7 @@
 """Pacing against a Plex of few workers (the emulator's ``LoadModel``), end to end: ``all``
-as Stash runs it, Plex's own count of the requests waiting for a worker or being served.
+as Stash runs it, judged by Plex's own count of our requests there (waiting for a worker or
+being served) as each request arrived: counts, not time-weighted means, which a loaded machine
+stretches (docs/performance.md has the figures, from benchmarks).
 
 A one-worker Plex gets no queue from us; a session that starts playing in the middle of
 ``all`` leaves Plex a worker once the plugin has seen it in ``/status/sessions`` (no listener runs).
@@ -30,8 +32,14 @@ def test_a_one_worker_plex_gets_no_queue_from_all(plugin):
     run = plugin.task("all")
     plugin.plex.on_request = None
     assert run.error is None and run.output["synced"] == 30, run.stderr[-3000:]
-    # about one of ours waits while the other is served, never the queue of 3-4 of a limit grown to 6
-    assert load.mean_waiting() <= 1.0, (load.mean_waiting(), load.peak_waiting)
+    found = [ahead for method, ahead in load.arrivals if method != "GET"]  # per write: ours at Plex
+    # The limit settles at the workers + 1 (one of ours served, the next waiting); the slow start
+    # may overshoot to 4 for a round before it. Over the run's second half, a write that finds
+    # two of ours waiting already is rare: with the limit grown to plex_concurrency (or held by
+    # thresholds of 2 and 4 waiting) most writes do.
+    later = found[len(found) // 2 :]
+    queued = sum(ahead >= 3 for ahead in later)
+    assert len(later) >= 20 and queued <= len(later) // 4, (queued, len(later), found)
 
 
 def test_a_session_that_starts_playing_mid_run_leaves_plex_a_worker(plugin):
@@ -40,6 +48,7 @@ def test_a_session_that_starts_playing_mid_run_leaves_plex_a_worker(plugin):
     load = plugin.plex.load = LoadModel(workers=2, write_s=0.04, read_s=0.01)
     marks: dict[str, float] = {}
     uploads = [0]
+    before: list[int] = []  # per request from the 8th upload to the session: ours at Plex
 
     def script(record: dict) -> None:
         if record["path"] == "/status/sessions" and record["time"] >= marks.get("playing", math.inf):
@@ -50,12 +59,12 @@ def test_a_session_that_starts_playing_mid_run_leaves_plex_a_worker(plugin):
         if uploads[0] == 8:
             load.measure()  # past the start: the limit has found Plex's workers
         if uploads[0] == 30:
-            marks["before"] = load.mean_at_plex()
+            before.extend(ahead for _, ahead in load.arrivals)
             plugin.plex.start_playback(rk)
             marks["playing"] = time.time()
         if "measured" not in marks and uploads[0] >= marks.get("seen", math.inf) + SETTLE_UPLOADS:
             marks["measured"] = uploads[0]
-            load.measure()  # the means afresh, with the bound in force
+            load.measure()  # the arrivals afresh, with the bound in force
 
     rk = plugin.plex.add_item(1, "/plex/media/watched.mp4")
     plugin.plex.on_request = script
@@ -63,7 +72,8 @@ def test_a_session_that_starts_playing_mid_run_leaves_plex_a_worker(plugin):
     plugin.plex.on_request = None
     assert run.error is None and run.output["synced"] == scenes, run.stderr[-3000:]
     assert "measured" in marks, f"the run ended too soon after the plugin saw the session: {marks}"
-    before, after = marks["before"], load.mean_at_plex()
-    # two workers: three of ours at Plex keep both busy; with someone watching, one of ours at most
-    assert before >= 2.0, (before, after, marks)
-    assert after <= 1.25, (before, after, marks)
+    after = [ahead for _, ahead in load.arrivals]
+    # two workers: before, three of ours at Plex keep both busy (a request often finds two there);
+    # with someone watching, one of ours at most, so none ever finds another of ours at Plex
+    assert sum(ahead >= 2 for ahead in before) >= len(before) // 4, (before, marks)
+    assert len(after) >= 10 and max(after) == 0, (after, marks)

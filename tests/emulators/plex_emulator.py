@@ -1048,7 +1048,10 @@ class LoadModel:
     POST or DELETE, ``read_s`` per GET. Waiting is FIFO (a ``threading.Semaphore``
     wakes waiters in order). ``waiting`` and ``served`` count the requests now waiting
     for a worker and being served; ``mean_waiting()``/``mean_at_plex()`` are their
-    time-weighted means since ``measure()``, ``peak_waiting`` the most at once.
+    time-weighted means since ``measure()``, ``peak_waiting`` the most at once (benchmarks).
+    ``arrivals`` lists each request since ``measure()`` in order as (method, how many requests
+    were at Plex, waiting or served, when it came; tests: counts, where the time-weighted means
+    move with a loaded machine's scheduling).
     """
 
     def __init__(self, workers: int = 4, write_s: float = 0.040, read_s: float = 0.010) -> None:
@@ -1063,9 +1066,12 @@ class LoadModel:
         self.peak_waiting = 0
         self._since = self._last = time.perf_counter()
         self._area_waiting = self._area_at_plex = 0.0
+        self.arrivals: list[tuple[str, int]] = []
 
     def serve(self, method: str, stopping: threading.Event) -> None:
         """Hold a worker for this request's service time (after waiting for one)."""
+        with self._lock:
+            self.arrivals.append((method, self.waiting + self._busy))
         if self._slots.acquire(blocking=False):
             self._count(busy=1)
         else:  # every worker busy: wait in line
@@ -1100,6 +1106,7 @@ class LoadModel:
             self._since = self._last
             self._area_waiting = self._area_at_plex = 0.0
             self.peak_waiting, self.peak_busy = self.waiting, self._busy
+            self.arrivals = []
 
     def measure_from_first_write(self) -> Callable[[dict], None]:
         """A ``PlexEmulator.on_request`` that starts the means at the first write (a plugin's
