@@ -47,18 +47,18 @@ def job_waiting_for_plex(plugin, path: str, title: str) -> int:
     return sid
 
 
-def test_an_item_an_agentless_section_adds_is_written_within_5_s_of_its_scan(plugin):
+def test_an_item_an_agentless_section_adds_is_written_when_its_scan_ends(plugin):
     """The section has no metadata agent (as "Other Videos" sections holding Stash content
-    have): Plex's processing of the new item ends at timeline state 1, never state 5."""
+    have): Plex's processing of the new item ends at timeline state 1, never state 5. The
+    listener's event wakes the job (its log line says so), long before its timed retry
+    (28.7 s away: the wait below only stops a hung test)."""
     job_waiting_for_plex(plugin, "/stash/media/new/fresh.mp4", "Fresh Scene")
     before = len(plex_requests(plugin))
     time.sleep(0.5)  # the drainer idles: nothing asks Plex while the job waits
     assert len(plex_requests(plugin)) == before
 
-    added = time.monotonic()
     rk = plugin.plex.add_item(1, "/plex/media/new/fresh.mp4", size=SIZE, duration_ms=60_000)
-    until(lambda: plugin.plex.item(rk)["fields"]["title"] == "Fresh Scene", 5, "written", plugin)
-    assert time.monotonic() - added < 5
+    until(lambda: plugin.plex.item(rk)["fields"]["title"] == "Fresh Scene", 20, "written", plugin)
     assert "1 waiting job(s) go now" in plugin.drainer_log()
     states = [
         e["state"] for m in plugin.plex.notifications.sent for e in m["NotificationContainer"].get("TimelineEntry", [])
