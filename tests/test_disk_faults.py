@@ -7,9 +7,13 @@ from __future__ import annotations
 import os
 import time
 
+from sync_queue.sqlite import BUSY_TIMEOUT_S
 from tests.disk_faults import held, raise_file_size_limit, sqlite_files
 
-HOOK_BOUND_S = 2.0
+# A hook that waited for a held or full file would spend SQLite's busy timeout before giving up
+# (it did, before the spool): each must answer sooner. How fast it answers is the benchmark's
+# (docs/performance.md, "Hook"), not this suite's.
+HOOK_BOUND_S = BUSY_TIMEOUT_S
 # Held longer than SQLite's busy timeout (sync_queue/sqlite.py BUSY_TIMEOUT_S), so a statement
 # of the drainer that waits for it gives up, as in the 30 s of a backup tool; S2P_HOLD_S=30
 # holds for those 30 s (the product logic is the same, the suite waits less).
@@ -55,7 +59,7 @@ def test_every_data_file_held_by_another_process_never_stalls_a_save_and_the_edi
             runs.append(plugin.hook(plugin.stash.update_scene(sid, title=wanted[rk])))
         holder.wait_released(HOLD_S + 10)
     for run in runs:
-        assert run.wall <= HOOK_BOUND_S and run.error is None, (run.wall, run.reply, run.stderr[-2000:])
+        assert run.wall < HOOK_BOUND_S and run.error is None, (run.wall, run.reply, run.stderr[-2000:])
         assert "Traceback" not in run.stderr and not run.messages("error"), run.logs
     warnings = [m for run in runs for m in run.messages("warning")]
     assert len(warnings) == 1 and ("busy" in warnings[0] or "locked" in warnings[0]), warnings
@@ -94,7 +98,7 @@ def test_after_a_full_disk_the_drainer_resumes_by_itself_and_pending_counts_scen
             wanted[rk] = f"Saved on a full disk {round_}"
             run = plugin.hook(plugin.stash.update_scene(sid, title=wanted[rk]), file_size_limit=FULL_AT)
             assert run.error is None and "Traceback" not in run.stderr, (run.reply, run.stderr[-2000:])
-            assert run.wall <= HOOK_BOUND_S, run.wall
+            assert run.wall < HOOK_BOUND_S, run.wall
     deadline = time.monotonic() + 20
     while "full" not in str(_health(plugin).get("failing")) and time.monotonic() < deadline:
         time.sleep(0.05)
