@@ -263,7 +263,7 @@ def bench_hook(runs: int = 21) -> None:
     from tests.bench.storm import TRIVIAL_PLUGIN
 
     print(f"\nHook cost: {runs} hooks, each for a scene not yet queued, alternating with the trivial plugin")
-    lab = Lab(2 * runs + 1, latency=0)
+    lab = Lab(2 * runs + IMPORT_RUNS, latency=0)
     try:
         trivial = Path(lab.data_dir).parent / "trivial.py"
         trivial.write_text(TRIVIAL_PLUGIN)
@@ -271,7 +271,7 @@ def bench_hook(runs: int = 21) -> None:
         baseline = [*argv[:-1], str(trivial)]  # the same interpreter and flags, the trivial script
         document = json.dumps(hook_document(lab.connection, {"id": 1, "type": "Scene.Update.Post"})).encode()
         with drainer_lock_held(Path(lab.data_dir)):  # a drainer "is running": the hook only enqueues
-            scene = iter(range(1, 2 * runs + 1))
+            scene = iter(range(1, 2 * runs + IMPORT_RUNS + 1))
             lab.hook(lab.stash.update_scene(next(scene), title="warm-up"))
             launch(baseline, document, lab.env)
             walls, base = [], []
@@ -286,6 +286,7 @@ def bench_hook(runs: int = 21) -> None:
                 for i in range(runs - 1)
             ]
             base_kb = [launch(baseline, document, lab.env, 0.001).peak_kb for _ in range(5)]
+            imports = _import_times(lab, argv, baseline, document, scene)
         med, b = statistics.median(walls), statistics.median(base)
         pairs = statistics.median(w / x for w, x in zip(walls, base))
         line(
@@ -303,8 +304,73 @@ def bench_hook(runs: int = 21) -> None:
             ratio(max(hook_kb), max(base_kb)),
             "<= 25 MB",
         )
+        _report_imports(*imports)
     finally:
         lab.close()
+
+
+IMPORT_RUNS = 5
+
+
+def _self_times(stderr: str) -> dict[str, float]:
+    """Seconds each module's own import took (without what it imported), from ``-X importtime``'s
+    lines (``import time: self | cumulative | name``): they add up to the run's import time."""
+    found = {}
+    for row in stderr.splitlines():
+        if row.startswith("import time:") and row.count("|") == 2:
+            own, _, name = row[len("import time:") :].split("|")
+            if own.strip().isdigit():
+                found[name.strip()] = int(own) / 1e6
+    return found
+
+
+def _import_times(lab: Lab, argv: list[str], baseline: list[str], document: bytes, scene) -> tuple:
+    """``IMPORT_RUNS`` hooks (each for a scene not yet queued) and trivial plugins, alternating,
+    under ``python -X importtime``: what each imports at the top level and what it costs."""
+    timed = [argv[0], "-X", "importtime", *argv[1:]]
+    timed_base = [baseline[0], "-X", "importtime", *baseline[1:]]
+    hooks, trivial = [], []
+    for i in range(IMPORT_RUNS):
+        trivial.append(_self_times(launch(timed_base, document, lab.env).stderr))
+        context = lab.stash.update_scene(next(scene), title=f"imports {i}")
+        run = launch(timed, json.dumps(hook_document(lab.connection, context)).encode(), lab.env)
+        assert run.output and run.output.endswith(" queued"), run.reply
+        hooks.append(_self_times(run.stderr))
+    return hooks, trivial
+
+
+def _report_imports(hooks: list[dict[str, float]], trivial: list[dict[str, float]]) -> None:
+    """The hook's imports in parts that add up (each module's own time): ours (the repository's
+    packages), json's modules, the rest of what the trivial plugin imports too (the interpreter's
+    start), the standard library's beyond it; beside the trivial plugin's, medians of the runs."""
+    ours = {p.name.removesuffix(".py") for p in REPO.iterdir() if p.is_dir() or p.suffix == ".py"} - {"tests"}
+    base_names = set().union(*trivial)
+
+    def part(name: str) -> str:
+        if name.split(".")[0] in ours:
+            return "our modules"
+        if name.split(".")[0] in ("json", "_json"):
+            return "json"
+        return "what the trivial plugin imports too" if name in base_names else "stdlib beyond the trivial plugin's"
+
+    names = ("our modules", "json", "what the trivial plugin imports too", "stdlib beyond the trivial plugin's")
+    parts: dict[str, list[float]] = {name: [] for name in names}
+    for found in hooks:
+        for name in names:
+            parts[name].append(sum(t for module, t in found.items() if part(module) == name))
+    base = statistics.median(sum(found.values()) for found in trivial)
+    print(f"  hook imports under -X importtime, each module's own time (median of {len(hooks)}):")
+    for name, seconds in parts.items():
+        line(f"    {name}", f"{statistics.median(seconds) * 1000:.1f} ms")
+    whole = statistics.median(sum(found.values()) for found in hooks)
+    line(
+        "    all the hook's imports",
+        f"{whole * 1000:.1f} ms",
+        f"{base * 1000:.1f} ms trivial plugin",
+        ratio(whole, base),
+    )
+    extra = sorted({n for found in hooks for n in found if part(n) == "stdlib beyond the trivial plugin's"})
+    print(f"    stdlib modules beyond the trivial plugin's: {', '.join(extra) or 'none'}", flush=True)
 
 
 # -- queue -------------------------------------------------------------------------------
