@@ -12,7 +12,7 @@ import ipaddress
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -437,6 +437,22 @@ class StashClient:
         if updated_after:
             variables["scene_filter"] = {"updated_at": {"value": updated_after, "modifier": "GREATER_THAN"}}
         return self._find(_FIND_PAGE, variables, f"fetching page {page} of scenes")
+
+    def scene_pages(
+        self, size: int, updated_after: str | None = None, wanted: Callable[[], bool] = lambda: True
+    ) -> Iterator[tuple[int, list[dict]]]:
+        """Stash's scenes (those updated after ``updated_after``) page by page, each with how many
+        there are, while ``wanted()`` (asked before a page is read, never after the last)."""
+        page, seen = 1, 0
+        while wanted():
+            total, raw = self.scenes_page(page, size, updated_after)
+            if not raw:
+                return
+            yield total, raw
+            seen += len(raw)
+            if seen >= total or len(raw) < size:
+                return
+            page += 1
 
     def play_history(self, scene_id: int) -> list[str] | None:
         """The scene's plays, as Stash gives them (``Scene.play_history``, RFC3339, newest

@@ -9,7 +9,6 @@ the steps several tasks take (no task imports another).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -75,20 +74,3 @@ def queue_state(app: Context) -> dict[str, Any]:
     counts = app.producer_queue().counts()
     in_flight = counts["in_flight"] if app.drainer_running() else 0  # no consumer: they only wait
     return {**counts, "in_flight": in_flight, "next_retry_at": iso_local(counts["next_retry_at"])}
-
-
-def scene_pages(
-    app: Context, size: int, updated_after: str | None = None, wanted: Callable[[], bool] = lambda: True
-) -> Iterator[tuple[int, list[dict]]]:
-    """Stash's scenes (those updated after ``updated_after``) page by page, each with how many
-    there are, while ``wanted()`` (asked before a page is read, never after the last)."""
-    page, seen = 1, 0
-    while wanted():
-        total, raw = app.stash().scenes_page(page, size, updated_after)
-        if not raw:
-            return
-        yield total, raw
-        seen += len(raw)
-        if seen >= total or len(raw) < size:
-            return
-        page += 1

@@ -13,7 +13,7 @@ from typing import Any
 
 from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
 from stash.timestamps import recent_since
-from tasks.context import Context, scene_pages
+from tasks.context import Context
 from validation.metadata import SceneMetadata, scene_from_stash
 from worker.preview import PlanReport, plan_entry, publish, unmatched_entry, writes
 from worker.verdict import sort_scenes
@@ -32,7 +32,7 @@ def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: 
     ledger = app.ledger()
     report = PlanReport(mode, limit)
     seen = 0
-    for _, raw in scene_pages(app, PAGE_SIZE, updated_after, report.room):  # room() sets ``more``
+    for _, raw in app.stash().scene_pages(PAGE_SIZE, updated_after, report.room):  # room() sets ``more``
         changed = set(sort_scenes(app.syncer(), ledger, raw)[0])  # out-of-scope scenes are never planned
         records = ledger.get_many(sorted(changed))
         work = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
-from tasks.context import Context, scene_pages
+from tasks.context import Context
 from validation.metadata import scene_from_stash
 from worker.breaker import plex_answered
 from worker.preview import PlanReport, plan_entry, publish, unmatched_entry
@@ -66,7 +66,7 @@ def run(app: Context) -> dict[str, Any]:
         reconciler = Reconciler(app.syncer(), app.ledger(), settings)
         progress = ProgressReporter(app.log, 0, "scenes")
         ids = set[int]()
-        for total, raw in scene_pages(app, PAGE_SIZE):
+        for total, raw in app.stash().scene_pages(PAGE_SIZE):
             _page(app, reconciler, raw, report, plan)
             ids.update(int(item["id"]) for item in raw)
             progress.update(len(ids), total)

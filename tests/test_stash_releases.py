@@ -106,6 +106,7 @@ CALLS = {
     "scenes_after": lambda c, sid: (c.scenes_after(0, 10), c.scenes_after(0, 10, "2020-01-01T00:00:00Z")),
     "newest_updated_at": lambda c, sid: c.newest_updated_at(),
     "scenes_page": lambda c, sid: (c.scenes_page(1, 10), c.scenes_page(1, 10, "2020-01-01T00:00:00Z")),
+    "scene_pages": lambda c, sid: (list(c.scene_pages(10)), list(c.scene_pages(10, "2020-01-01T00:00:00Z"))),
     "tag_parents": lambda c, sid: c.tag_parents(),
     "tag_tree": lambda c, sid: c.tag_tree(),
     "version": lambda c, sid: c.version(),

@@ -30,18 +30,9 @@ def _folder(path: str) -> str:
 
 def find_unmatched(settings: Settings, index: PathIndex, stash: StashClient) -> list[dict[str, Any]]:
     """One entry per scene no Plex item is accepted for: id, title, paths, folder, reason."""
-    found: list[dict[str, Any]] = []
-    page, seen = 1, 0
-    while True:
-        total, raw = stash.scenes_page(page, PAGE_SIZE)
-        for item in raw:
-            entry = _check(item, index, not settings.loose_matching)
-            if entry is not None:
-                found.append(entry)
-        seen += len(raw)
-        if not raw or seen >= total or len(raw) < PAGE_SIZE:
-            return found
-        page += 1
+    strict = not settings.loose_matching
+    entries = (_check(item, index, strict) for _, raw in stash.scene_pages(PAGE_SIZE) for item in raw)
+    return [entry for entry in entries if entry is not None]
 
 
 def _check(item: dict, index: PathIndex, strict: bool) -> dict[str, Any] | None:
