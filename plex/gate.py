@@ -20,20 +20,53 @@ class _Waited(threading.local):
     seconds = 0.0  # this thread's requests' time at Plex since it last asked
 
 
-class PlexRequests:
-    def __init__(self) -> None:
+class Limiter:
+    """At most ``limit`` holders at once (None: no bound); the limit may change at any time
+    (pacing). Once ``closed``, waiters go in at once (and see ``closed``: they begin nothing).
+    ``acquire`` returns a ticket; ``release(ticket)`` says whether its holder was alone
+    (no other holder from its entry to its exit: what Plex does unloaded, worker/gradient.py).
+    The pipeline bounds its syncs with one (worker/pipeline.py), ``PlexRequests`` the requests."""
+
+    def __init__(self, limit: int | None = None) -> None:
         self._cond = threading.Condition()
-        self.limit: int | None = None
+        self.limit = limit
         self.active = 0
-        self._waited = _Waited()
+        self.closed = False
+        self._entries = 0
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
 
     def bound(self, limit: int | None) -> None:
-        """At most ``limit`` requests at Plex at once from now on (None: no bound)."""
+        """At most ``limit`` holders at once from now on (None: no bound)."""
         if limit == self.limit:
-            return
+            return  # the common case, once per settled scene: no lock, no wake-ups
         with self._cond:
             self.limit = limit
             self._cond.notify_all()
+
+    def acquire(self) -> tuple[int, bool]:
+        with self._cond:
+            while self.limit is not None and self.active >= self.limit and not self.closed:
+                self._cond.wait()
+            self.active += 1
+            self._entries += 1
+            return self._entries, self.active == 1
+
+    def release(self, ticket: tuple[int, bool]) -> bool:
+        with self._cond:
+            self.active -= 1
+            self._cond.notify()
+            entry, first = ticket
+            return first and entry == self._entries
+
+
+class PlexRequests(Limiter):
+    def __init__(self) -> None:
+        super().__init__()
+        self._waited = _Waited()
 
     def install(self, session: Any, adapter: Any) -> None:
         """Bound ``adapter``'s requests and time the answers of ``session``'s."""
@@ -48,18 +81,12 @@ class PlexRequests:
     def _bounded(self, send: Callable[..., Any]) -> Callable[..., Any]:
         def bounded_send(request: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
-            with self._cond:
-                while self.limit is not None and self.active >= self.limit:
-                    self._cond.wait()
-                self.active += 1
-            held = time.perf_counter() - started  # ours, not Plex's: taken off the answer's time
-            self._waited.seconds -= held
+            ticket = self.acquire()
+            self._waited.seconds -= time.perf_counter() - started  # ours, not Plex's: taken off the answer's time
             try:
                 return send(request, **kwargs)
             finally:
-                with self._cond:
-                    self.active -= 1
-                    self._cond.notify()
+                self.release(ticket)
 
         return bounded_send
 

@@ -2,8 +2,8 @@
 
 take a chunk (users' edits first) → breaker → Stash data → triage → one Plex detail read for the
 chunk → staged → submitted → writer threads → settled. The caller's thread does the queue, triage
-and settling, keeping ``limit × SUBMIT_DEPTH`` syncs handed ahead; :class:`Limiter` bounds the
-syncs in Plex, :class:`Pacer` adapts the bound (worker/gradient.py). One scene is never in flight
+and settling, keeping ``limit × SUBMIT_DEPTH`` syncs handed ahead; a ``Limiter`` (plex/gate.py) bounds
+the syncs in Plex, :class:`Pacer` adapts the bound (worker/gradient.py). One scene is never in flight
 twice (of its jobs taken meanwhile, ``one_per_scene`` syncs after it); nothing is taken while the
 breaker is not closed; ``stop`` leaves taken, unstarted jobs unacked.
 """
@@ -18,6 +18,7 @@ from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoo
 from typing import TYPE_CHECKING, Any
 
 from core.errors import PlexNotFound, StashUnavailable, TransientError
+from plex.gate import Limiter
 from sync_queue.job import BULK, Taken
 from sync_queue.queue import one_per_scene
 from worker.breaker import State
@@ -39,47 +40,6 @@ READ_AHEAD = 2  # writer threads beyond the Plex slots: they read the next cover
 GATHER_S = 0.01  # how long a round of settling waits for more syncs to finish
 CHECKPOINT_S = 1.0  # statistics and dead-letter cleanup at least this often
 CHECKPOINT_JOBS = 100
-
-
-class Limiter:
-    """At most ``limit`` holders at once; the limit may change at any time (pacing).
-    Once ``closed``, waiters go in at once (and see ``closed``: they begin nothing).
-    ``acquire`` returns a ticket; ``release(ticket)`` says whether its holder was alone
-    (no other holder from its entry to its exit: what Plex does unloaded, worker/gradient.py)."""
-
-    def __init__(self, limit: int) -> None:
-        self._cond = threading.Condition()
-        self.limit = limit
-        self.active = 0
-        self.closed = False
-        self._entries = 0
-
-    def close(self) -> None:
-        with self._cond:
-            self.closed = True
-            self._cond.notify_all()
-
-    def set(self, limit: int) -> None:
-        if limit == self.limit:
-            return  # the common case, once per settled scene: no lock, no wake-ups
-        with self._cond:
-            self.limit = limit
-            self._cond.notify_all()
-
-    def acquire(self) -> tuple[int, bool]:
-        with self._cond:
-            while self.active >= self.limit and not self.closed:
-                self._cond.wait()
-            self.active += 1
-            self._entries += 1
-            return self._entries, self.active == 1
-
-    def release(self, ticket: tuple[int, bool]) -> bool:
-        with self._cond:
-            self.active -= 1
-            self._cond.notify()
-            entry, first = ticket
-            return first and entry == self._entries
 
 
 class Pacer:
@@ -285,7 +245,7 @@ class Pipeline:
             self.busy.add(item.job.scene_id)
 
     def _submit(self, pool: ThreadPoolExecutor) -> None:
-        while self.staged and len(self.pending) < self.limiter.limit * SUBMIT_DEPTH:
+        while self.staged and len(self.pending) < self.pacer.limit * SUBMIT_DEPTH:
             entry = self.staged.popleft()
             self.pending[pool.submit(self._write, *entry[:3])] = entry
 
@@ -323,7 +283,7 @@ class Pipeline:
                 self.progress(w.run_counts())
         self.latency.viewing = w.viewers is not None and w.viewers.watching(poll=bulk)  # a bulk run polls sessions
         w.syncer.client.requests.bound(self.latency.headroom)
-        self.limiter.set(self.pacer.limit)
+        self.limiter.bound(self.pacer.limit)
         self._checkpoint()
 
     def _release(self, scene_id: int, chunk: _Chunk) -> None:
