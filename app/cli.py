@@ -15,19 +15,16 @@ import json
 import re
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from app.root import COMMAND_LINE, App, env_name, flag
 from app.terminal import TerminalLog
 from core.errors import Stash2PlexError
 from core.log import Redactor, capture_library_logs
 from validation.modes import COMMAND_LINE_MODES, MODES, function
 from validation.plugin_input import ServerConnection
 
-if TYPE_CHECKING:
-    from app.root import App
-
-ENV_PREFIX = "STASH2PLEX_"
 DEFAULT_STASH_URL = "http://localhost:9999"
 _PLUGIN_DIR = Path(__file__).resolve().parent.parent
 DRY_RUN_TEXT = "write nothing, print the plan (per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why)"
@@ -68,10 +65,6 @@ def setting_names() -> list[str]:
     return list(Settings.model_fields)
 
 
-def env_name(setting: str) -> str:
-    return ENV_PREFIX + setting.upper()
-
-
 def _plugin_yml(plugin_dir: Path) -> str:
     """Stash2Plex.yml's text ("" when it cannot be read), read without a YAML parser."""
     try:
@@ -103,24 +96,22 @@ def _add_options(parser: argparse.ArgumentParser, nested: bool, described: dict[
     from validation.legacy import RENAMED_INVERTED
 
     extra: dict[str, Any] = {"default": argparse.SUPPRESS} if nested else {}
-    flag: dict[str, Any] = {"action": "store_true", **extra}
+    switch: dict[str, Any] = {"action": "store_true", **extra}
     for name, text, default in (
         ("stash_url", "Stash's address", f"; default {DEFAULT_STASH_URL}"),
         ("stash_api_key", "Stash's API key, Settings → Security", ""),
         ("data_dir", "queue and ledger folder", "; default <plugin>/data"),
     ):
-        parser.add_argument(f"--{name.replace('_', '-')}", help=f"{text} [{env_name(name)}{default}]", **extra)
-    parser.add_argument("--json", help="print the result as JSON (for scripts)", **flag)
-    parser.add_argument("--no-progress", help="no progress bar", **flag)
-    parser.add_argument("-v", "--verbose", help="also print debug lines", **flag)
+        parser.add_argument(flag(name), help=f"{text} [{env_name(name)}{default}]", **extra)
+    parser.add_argument("--json", help="print the result as JSON (for scripts)", **switch)
+    parser.add_argument("--no-progress", help="no progress bar", **switch)
+    parser.add_argument("-v", "--verbose", help="also print debug lines", **switch)
     group = parser.add_argument_group("plugin settings, as Stash's settings page names them (docs/configuration.md)")
     for name in setting_names():
         text = described.get(name, "").replace("%", "%%")  # argparse formats help with %
-        group.add_argument(
-            f"--{name.replace('_', '-')}", dest=name, metavar="VALUE", help=f"{text} [{env_name(name)}]", **extra
-        )
+        group.add_argument(flag(name), dest=name, metavar="VALUE", help=f"{text} [{env_name(name)}]", **extra)
     for name in RENAMED_INVERTED:  # renamed settings, still read (with a warning naming the new one)
-        group.add_argument(f"--{name.replace('_', '-')}", dest=name, help=argparse.SUPPRESS, **extra)
+        group.add_argument(flag(name), dest=name, help=argparse.SUPPRESS, **extra)
 
 
 def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
@@ -189,7 +180,6 @@ def connection_for(url: str, api_key: str | None, plugin_dir: Path) -> ServerCon
 
 
 def _app(args: argparse.Namespace, env: dict[str, str], log: TerminalLog, plugin_dir: Path) -> App:
-    from app.root import COMMAND_LINE, App
     from validation.legacy import RENAMED_INVERTED
 
     connection = connection_for(

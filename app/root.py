@@ -62,15 +62,24 @@ HANDOVER_WAIT_S = 900.0
 DRAINER_LOG_MAX_BYTES = 5_000_000
 WATCH_LOCK = "watch.lock"
 WATCH_SINCE_KEY = "watch_started_at"  # ledger meta: when the running ``watch`` started (epoch s)
+ENV_PREFIX = "STASH2PLEX_"  # a setting's environment variable on the command line: its name in capitals after it
 STASH_UI, COMMAND_LINE = "stash", "cli"  # where a run's messages are read
+
+
+def env_name(setting: str) -> str:
+    return ENV_PREFIX + setting.upper()
+
+
+def flag(setting: str) -> str:
+    return "--" + setting.replace("_", "-")
 
 
 def where_to_set(setting: str, surface: str) -> str:
     """Where the user changes ``setting``, in the words of the place they read the message."""
     if surface == COMMAND_LINE:
         if not setting:
-            return "give the setting as a --flag or STASH2PLEX_ variable (Stash2Plex.py --help)"
-        return f"--{setting.replace('_', '-')} or {'STASH2PLEX_' + setting.upper()}"
+            return f"give the setting as a --flag or {ENV_PREFIX} variable (Stash2Plex.py --help)"
+        return f"{flag(setting)} or {env_name(setting)}"
     return "Settings → Plugins → Stash2Plex"
 
 
