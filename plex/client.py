@@ -231,11 +231,11 @@ class PlexClient:
                     (
                         key,
                         part.attrib.get("file", ""),
-                        _int(part.attrib.get("size")),
-                        _int(part.attrib.get("duration") or video.attrib.get("duration")),
+                        as_int(part.attrib.get("size")),
+                        as_int(part.attrib.get("duration") or video.attrib.get("duration")),
                     )
                 )
-        return rows, _int(root.attrib.get("totalSize")) or 0
+        return rows, as_int(root.attrib.get("totalSize")) or 0
 
     def item_state(self, rating_key: int) -> PlexItemState:
         """Read an item's detail view (one request); raises PlexNotFound when gone."""
@@ -269,9 +269,9 @@ class PlexClient:
                 return self._split_read(sorted(asked))
         states: dict[int, PlexItemState] = {}
         for video in root:
-            key = _int(video.attrib.get("ratingKey"))
+            key = as_int(video.attrib.get("ratingKey"))
             if key in asked and key not in states:
-                states[key] = self._remember(_state_from_xml(video, _int(root.attrib.get("librarySectionID"))))
+                states[key] = self._remember(_state_from_xml(video, as_int(root.attrib.get("librarySectionID"))))
         if len(asked) == 1 and not states and len(root):
             raise TransientError(
                 f"Plex answered item {root[0].attrib.get('ratingKey')} when asked for item {min(asked)} "
@@ -425,16 +425,17 @@ def _state_from_xml(video, section_id: int | None) -> PlexItemState:
     parts = [part.attrib for media in video.iter("Media") for part in media.iter("Part")]
     return PlexItemState(
         rating_key=int(attrs["ratingKey"]),
-        section_id=_int(attrs.get("librarySectionID")) or section_id or 0,
+        section_id=as_int(attrs.get("librarySectionID")) or section_id or 0,
         files=tuple(p.get("file", "") for p in parts),
         fields=_fields_of(attrs),
         tags={t: tuple(e.attrib.get("tag", "") for e in video.findall(_tag_element(t))) for t in TAG_TYPES},
         locked=frozenset(f.attrib.get("name", "") for f in video.findall("Field") if f.attrib.get("locked") == "1"),
         parts=tuple(
-            (p.get("file", ""), _int(p.get("size")), _int(p.get("duration") or attrs.get("duration"))) for p in parts
+            (p.get("file", ""), as_int(p.get("size")), as_int(p.get("duration") or attrs.get("duration")))
+            for p in parts
         ),
         thumb=attrs.get("thumb", ""),
-        rated_at=_int(attrs.get("lastRatedAt")),
+        rated_at=as_int(attrs.get("lastRatedAt")),
         photos={
             role.attrib.get("tag", "").casefold(): role.attrib["thumb"]
             for role in video.findall("Role")
@@ -471,7 +472,9 @@ def _who_asks() -> dict[str, str]:
     return {k: v for k, v in plexapi.BASE_HEADERS.items() if v is not None}
 
 
-def _int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
+    """A number Plex sends, as an int (None when absent or not one): PMS sends ids as
+    strings and sometimes ints (Tautulli casts ``sectionID``)."""
     try:
         return int(value)
     except (TypeError, ValueError):

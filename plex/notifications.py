@@ -20,9 +20,10 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from core.errors import PlexAuthError, PlexUnavailable, Stash2PlexError
+from plex.client import as_int
 from plex.errors import plex_errors
 
 LIBRARY = "com.plexapp.plugins.library"
@@ -70,14 +71,6 @@ class Connected:
 Notification = ItemProcessed | LibraryScanned | PlaybackState | Connected
 
 
-def _int(value: Any) -> int | None:
-    """PMS sends ids as strings and sometimes ints (Tautulli casts ``sectionID``)."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def read_notifications(container: dict) -> list[Notification]:
     """The events we act on in one ``NotificationContainer`` (PMS may batch several); the rest is skipped:
     >>> read_notifications({"type": "timeline", "size": 6, "TimelineEntry": [
@@ -112,7 +105,7 @@ def _entries(container: dict, array: str) -> list[dict]:
 
 def _look_again(entry: dict) -> bool:
     """The entry says the item is there to look at (the module's docstring says which)."""
-    state, metadata = _int(entry.get("state")), entry.get("metadataState")
+    state, metadata = as_int(entry.get("state")), entry.get("metadataState")
     if state == CREATED:
         return metadata == "created"
     if state == PROGRESS:
@@ -123,14 +116,14 @@ def _look_again(entry: dict) -> bool:
 def _timeline(entry: dict) -> ItemProcessed | None:
     if entry.get("identifier") != LIBRARY or not _look_again(entry):
         return None
-    item, section = _int(entry.get("itemID")), _int(entry.get("sectionID"))
+    item, section = as_int(entry.get("itemID")), as_int(entry.get("sectionID"))
     if item is None or section is None:
         return None
-    return ItemProcessed(item, section, _int(entry.get("updatedAt")) or 0)
+    return ItemProcessed(item, section, as_int(entry.get("updatedAt")) or 0)
 
 
 def _playing(entry: dict) -> PlaybackState | None:
-    key, state = _int(entry.get("ratingKey")), entry.get("state")
+    key, state = as_int(entry.get("ratingKey")), entry.get("state")
     if key is None or not isinstance(state, str):
         return None
     return PlaybackState(key, state, str(entry.get("sessionKey") or ""))
@@ -141,7 +134,7 @@ def _activity(entry: dict) -> LibraryScanned | None:
     if entry.get("event") != "ended" or not isinstance(activity, dict) or activity.get("type") != SECTION_SCAN:
         return None
     context = activity.get("Context")
-    return LibraryScanned(_int(context.get("librarySectionID")) if isinstance(context, dict) else None)
+    return LibraryScanned(as_int(context.get("librarySectionID")) if isinstance(context, dict) else None)
 
 
 def _status(entry: dict) -> LibraryScanned | None:
