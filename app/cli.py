@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from app.faults import in_words
 from app.root import COMMAND_LINE, App, env_name, flag
 from app.terminal import TerminalLog
-from core.errors import Stash2PlexError
 from core.log import Redactor, capture_library_logs
 from validation.modes import COMMAND_LINE_MODES, MODES, function
 from validation.plugin_input import ServerConnection
@@ -292,15 +292,19 @@ def _run(
             app.take_over()  # as every task does (tasks/__init__.py run_task)
             return watch(app, once=args.once)
         output = run_task(mode, app, options)
-    except (UsageError, Stash2PlexError) as exc:
+    except UsageError as exc:
         log.error(str(exc))
-        return 2 if isinstance(exc, UsageError) else 1
+        return 2
     except KeyboardInterrupt:
         log.error("interrupted; nothing is lost: queued jobs stay queued for the next run or process_queue")
         return 130
-    except Exception as exc:  # a bug: say so plainly; the traceback with --verbose
-        log.error(f"unexpected {type(exc).__name__}: {exc}")
-        log.debug(traceback.format_exc())
+    except Exception as exc:
+        error = in_words(exc)
+        if error is not None:
+            log.error(str(error))
+        else:  # a bug: say so plainly; the traceback with --verbose
+            log.error(f"unexpected {type(exc).__name__}: {exc}")
+            log.debug(traceback.format_exc())
         return 1
     finally:
         if app is not None:

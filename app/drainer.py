@@ -18,11 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from app.faults import in_words
 from core.backoff import probe_wait
 from core.errors import ConfigError, DiskRefused, PlexAuthError, Stash2PlexError, StashUnavailable
 from core.log import Redactor, StashLog, capture_library_logs
 from core.platform import HeldLock, lower_priority, retry_for
-from sync_queue.sqlite import disk_fault, os_fault
 from validation.plugin_input import ServerConnection
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
             return None
     if "error" in outcome:
         # the disk refusing waits for it (DISK_WAIT); a damaged data folder never heals by itself: stop
-        error = disk_fault(outcome["error"]) or os_fault(outcome["error"]) or outcome["error"]
+        error = in_words(outcome["error"]) or outcome["error"]
         from app.root import fix_for
 
         # recorded for the next hook and queue_status before the log says it: the line is the end

@@ -154,17 +154,13 @@ def _task(raw: str, env: dict[str, str], log: StashLog) -> Any:
 def _answer(stdout: TextIO, log: StashLog, work: Callable[[], Any], reply_none: bool = True) -> int:
     """Run ``work`` and write exactly one reply: its output, or the error in words (a
     traceback only for a bug of ours). ``reply_none=False``: an output of None writes nothing."""
-    from core.errors import Stash2PlexError
-
     try:
         output = work()
     except Exception as exc:
-        error: BaseException = exc
-        if isinstance(exc, OSError):
-            from sync_queue.sqlite import os_fault
+        from app.faults import in_words
 
-            error = os_fault(exc) or exc  # a data file the disk refused, named
-        if isinstance(error, Stash2PlexError):
+        error = in_words(exc)
+        if error is not None:
             message = log.redact(str(error))
             log.error(message)
         else:  # a bug: the reply names it, the log holds the traceback

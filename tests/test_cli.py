@@ -230,6 +230,20 @@ def test_status_is_local_and_readable(plugin):
     assert cli(plugin, "queue_status", "--json").json()["stats"]["synced"] == 1
 
 
+@pytest.mark.parametrize("culprit", ["queue/inbox.spool", "drainer.lock"])
+def test_a_damaged_data_folder_is_named_on_the_command_line_without_a_traceback(tmp_path, culprit):
+    """A folder where the plugin keeps a file (the hooks' spool, the drainer's lock): the
+    command line names the path and what to do, as a hook's and a task's reply do, not an
+    unexpected error (tests/test_hook_inbox.py, the same damage through a hook)."""
+    data = tmp_path / "data"
+    (data / culprit).mkdir(parents=True)
+    env = {**os.environ, "STASH2PLEX_DATA_DIR": str(data), "STASH2PLEX_STASH_URL": "http://127.0.0.1:1"}
+    code, out, err = run_command([sys.executable, ENTRY, "status"], env, timeout=60)
+    assert code == 1 and out == "", err
+    assert "unexpected" not in err and "Traceback" not in err, err
+    assert f"{data / culprit} is a folder where Stash2Plex keeps a file" in err and "Move it" in err, err
+
+
 def test_ctrl_c_stops_cleanly_and_loses_nothing(plugin, tmp_path):
     scenes = [plugin.add_scene(n) for n in range(60)]
     plugin.plex.latency = 0.1  # slow enough to interrupt mid-run
