@@ -93,6 +93,11 @@ class ConfigError(Stash2PlexError):
     """A plugin setting is missing or malformed; the message names the setting."""
 
 
+# Plex down, the token refused, a bad setting: every further scene of a bulk task (a preview,
+# reconcile) would fail the same way, so the task stops on them instead of failing scene by scene.
+FAILS_EVERY_SCENE = (PlexUnavailable, PlexAuthError, ConfigError)
+
+
 class RunStopped(Stash2PlexError):
     """The run stopped (token rejected, bad setting) before this job reached Plex; it stays
     queued as it was."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
+from core.errors import FAILS_EVERY_SCENE, InvalidMetadata, Stash2PlexError
 from stash.timestamps import recent_since
 from tasks.context import Context
 from validation.metadata import SceneMetadata, scene_from_stash
@@ -58,8 +58,8 @@ def _plan_page(syncer: Any, work: list[tuple[SceneMetadata, Any]], report: PlanR
                 return
             try:
                 preview = syncer.preview(scene, record)
-            except (PlexUnavailable, PlexAuthError, ConfigError):
-                raise  # every further scene would fail the same way
+            except FAILS_EVERY_SCENE:
+                raise
             except Stash2PlexError as exc:
                 report.unmatched.append(unmatched_entry(scene, scene.id, syncer.locator.mapped_paths(scene), str(exc)))
                 continue

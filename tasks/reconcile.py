@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import ConfigError, InvalidMetadata, PlexAuthError, PlexUnavailable, Stash2PlexError
+from core.errors import FAILS_EVERY_SCENE, InvalidMetadata, Stash2PlexError
 from tasks.context import Context
 from validation.metadata import scene_from_stash
 from worker.breaker import plex_answered
@@ -93,7 +93,7 @@ def _release_gone(app: Context, candidates: set[int], report: DriftReport) -> No
         for sid, record in sorted(records.items()):
             try:
                 released = app.syncer().releaser.release_gone(sid, record)
-            except (PlexUnavailable, PlexAuthError, ConfigError):
+            except FAILS_EVERY_SCENE:
                 raise
             except Stash2PlexError as exc:
                 report.counts["failed"] += 1
@@ -157,8 +157,8 @@ def _settle(
         return
     try:
         result = reconciler.repair(finding)
-    except (PlexUnavailable, PlexAuthError, ConfigError):
-        raise  # every further scene would fail the same way
+    except FAILS_EVERY_SCENE:
+        raise
     except Stash2PlexError as exc:
         report.counts["failed"] += 1
         report.add("failed", sid)
