@@ -28,6 +28,7 @@ from validation.plugin_input import ServerConnection
 
 PLUGIN_ID = "Stash2Plex"
 REQUEST_TIMEOUT_S = 30.0
+PAGE_SIZE = 500  # scenes per request of a walk through the library
 IMAGE_DEADLINE_S = 60.0  # a whole screenshot download: the read timeout never ends a trickle
 SCENE_FIELDS = SCENE_SELECTION  # what the synced fields read, photos on (validation/fields.py)
 _FIND_BY_IDS = (
@@ -439,7 +440,7 @@ class StashClient:
         return self._find(_FIND_PAGE, variables, f"fetching page {page} of scenes")
 
     def scene_pages(
-        self, size: int, updated_after: str | None = None, wanted: Callable[[], bool] = lambda: True
+        self, size: int = PAGE_SIZE, updated_after: str | None = None, wanted: Callable[[], bool] = lambda: True
     ) -> Iterator[tuple[int, list[dict]]]:
         """Stash's scenes (those updated after ``updated_after``) page by page, each with how many
         there are, while ``wanted()`` (asked before a page is read, never after the last)."""

@@ -18,7 +18,6 @@ from validation.metadata import SceneMetadata, scene_from_stash
 from worker.preview import PlanReport, plan_entry, publish, unmatched_entry, writes
 from worker.verdict import sort_scenes
 
-PAGE_SIZE = 500
 PAGE_LIMIT = 50  # scenes the page lists at most (``more`` says there are others)
 
 
@@ -32,7 +31,7 @@ def plan_sync(app: Context, mode: str, updated_after: str | None = None, limit: 
     ledger = app.ledger()
     report = PlanReport(mode, limit)
     seen = 0
-    for _, raw in app.stash().scene_pages(PAGE_SIZE, updated_after, report.room):  # room() sets ``more``
+    for _, raw in app.stash().scene_pages(updated_after=updated_after, wanted=report.room):  # room() sets ``more``
         changed = set(sort_scenes(app.syncer(), ledger, raw)[0])  # out-of-scope scenes are never planned
         records = ledger.get_many(sorted(changed))
         work = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.errors import FAILS_EVERY_SCENE, InvalidMetadata, Stash2PlexError
+from stash.client import PAGE_SIZE
 from tasks.context import Context
 from validation.metadata import scene_from_stash
 from worker.breaker import plex_answered
@@ -21,7 +22,6 @@ from worker.progress import ProgressReporter
 from worker.reconcile import Finding, Reconciler
 from worker.verdict import OUT_OF_SCOPE, verdict
 
-PAGE_SIZE = 500
 FIRST_FEW = 5
 
 
@@ -66,7 +66,7 @@ def run(app: Context) -> dict[str, Any]:
         reconciler = Reconciler(app.syncer(), app.ledger(), settings)
         progress = ProgressReporter(app.log, 0, "scenes")
         ids = set[int]()
-        for total, raw in app.stash().scene_pages(PAGE_SIZE):
+        for total, raw in app.stash().scene_pages():
             _page(app, reconciler, raw, report, plan)
             ids.update(int(item["id"]) for item in raw)
             progress.update(len(ids), total)

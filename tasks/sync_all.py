@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Full, Queue
 from typing import Any
 
+from stash.client import PAGE_SIZE
 from stash.timestamps import recent_since
 from sync_queue.job import BULK, Job
 from sync_queue.ledger import ALL_CHECKED_AT
@@ -26,7 +27,6 @@ from worker.progress import ProgressReporter, finish, sum_done
 from worker.verdict import sort_scenes
 from worker.worker import READ_AT
 
-PAGE_SIZE = 500
 FIRST_PAGE_SIZE = 100  # Stash answers a small page sooner: the first writes start while the next page is read
 SLICE = 100  # jobs queued at once (a put is a SQLite transaction each)
 LOW_WATER = 150  # queued jobs of ours not taken yet: below this the next slice is queued

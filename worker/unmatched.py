@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from stash.client import StashClient
     from validation.config import Settings
 
-PAGE_SIZE = 500
 COMMAND = "python Stash2Plex.py unmatched"
 
 
@@ -31,7 +30,7 @@ def _folder(path: str) -> str:
 def find_unmatched(settings: Settings, index: PathIndex, stash: StashClient) -> list[dict[str, Any]]:
     """One entry per scene no Plex item is accepted for: id, title, paths, folder, reason."""
     strict = not settings.loose_matching
-    entries = (_check(item, index, strict) for _, raw in stash.scene_pages(PAGE_SIZE) for item in raw)
+    entries = (_check(item, index, strict) for _, raw in stash.scene_pages() for item in raw)
     return [entry for entry in entries if entry is not None]
 
 
