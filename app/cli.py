@@ -19,14 +19,13 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from app.faults import in_words
-from app.root import COMMAND_LINE, App, env_name, flag
+from app.root import COMMAND_LINE, PLUGIN_DIR, App, env_name, flag
 from app.terminal import TerminalLog
 from core.log import Redactor, capture_library_logs
 from validation.modes import COMMAND_LINE_MODES, MODES, function
 from validation.plugin_input import ServerConnection
 
 DEFAULT_STASH_URL = "http://localhost:9999"
-_PLUGIN_DIR = Path(__file__).resolve().parent.parent
 DRY_RUN_TEXT = "write nothing, print the plan (per scene: the Plex item, each field current → new, tags +added/−removed, unmatched scenes and why)"
 # The command line's own processes (not tasks: app/main.py runs them): their line in --help, their switch.
 PROCESSES = {
@@ -127,10 +126,10 @@ def build_parser(plugin_dir: Path | None = None) -> argparse.ArgumentParser:
         "environment variable named beside it (prefer that for secrets: flags show in 'ps'). Order: flag, "
         "variable, the setting saved in Stash, the default.",
     )
-    parser.add_argument("--version", action="version", version=f"Stash2Plex {version(plugin_dir or _PLUGIN_DIR)}")
+    parser.add_argument("--version", action="version", version=f"Stash2Plex {version(plugin_dir or PLUGIN_DIR)}")
     parser.add_argument("--dry-run", action="store_true", help=f"{', '.join(DRY_RUN_COMMANDS)}: {DRY_RUN_TEXT}")
     parser.set_defaults(scene_id=None, rating_key=None, once=False, serve=False)
-    described = setting_help(plugin_dir or _PLUGIN_DIR)
+    described = setting_help(plugin_dir or PLUGIN_DIR)
     _add_options(parser, nested=False, described=described)
     # No help= per command: the description above lists them, once.
     commands = parser.add_subparsers(dest="command", metavar="command", required=True, help="see the list above")

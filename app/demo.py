@@ -28,10 +28,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from app.root import ENTRY_SCRIPT, PLUGIN_DIR
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import Job
 
-CHECKOUT = Path(__file__).resolve().parent.parent
 STUDIOS = ["Northern Lights", "Blue Harbor", "Redwood Films"]
 PERFORMERS = ["Ava Stone", "Ben Hart", "Cleo Park", "Dan Moss", "Eve Lane", "Finn Cole"]
 TAGS = ["Outdoor", "Interview", "Behind the Scenes", "4K", "Classic", "Drama", "Travel"]
@@ -66,7 +66,7 @@ class Demo:
         from tests.runner import run_command
 
         env = {**os.environ, **self.env, "STASH2PLEX_STASH_URL": self.stash.url}
-        code, out, err = run_command([sys.executable, str(CHECKOUT / "Stash2Plex.py"), *args], env, 120)
+        code, out, err = run_command([sys.executable, str(ENTRY_SCRIPT), *args], env, 120)
         if code != 0:
             raise RuntimeError(f"{' '.join(args)} failed: {err.strip()}")
         return out
@@ -279,12 +279,12 @@ def _stash_ui(stash: Any, env: dict[str, str]) -> Any:
     if not (build / "index.html").is_file() or not (schema / "schema.graphql").is_file():
         return None
     ui = stash.serve_ui(build, schema)
-    ui.install_plugin(CHECKOUT, env)
+    ui.install_plugin(PLUGIN_DIR, env)
     return ui
 
 
 def main(stdout: TextIO, stderr: TextIO, env: dict[str, str], serve: bool = False) -> int:
-    if not (CHECKOUT / "tests" / "emulators").is_dir():
+    if not (PLUGIN_DIR / "tests" / "emulators").is_dir():
         stderr.write(
             "the demo needs a source checkout of Stash2Plex (its tests/ folder holds the emulators); "
             "an installed plugin leaves it out. Clone the repository and run: "

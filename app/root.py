@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "Stash2Plex.py"
+PLUGIN_DIR = Path(__file__).resolve().parent.parent  # the checkout, or the folder Stash installed us in
+ENTRY_SCRIPT = PLUGIN_DIR / "Stash2Plex.py"
 HANDOVER_WAIT_S = 900.0
 DRAINER_LOG_MAX_BYTES = 5_000_000
 WATCH_LOCK = "watch.lock"
