@@ -38,11 +38,9 @@ _FIND_BY_IDS = (
 _TAG_TREE = (
     "query S2PTagTree($filter: FindFilterType) { findTags(filter: $filter) { count tags { id name parents { id } } } }"
 )
-# Two names for one query: the pages of a walk through the library by id, and by page number.
-_FIND_AFTER, _FIND_PAGE = (
-    "query %s($filter: FindFilterType, $scene_filter: SceneFilterType) {"
-    " findScenes(filter: $filter, scene_filter: $scene_filter) { count scenes { %s } } }" % (name, SCENE_FIELDS)
-    for name in ("S2PScenesAfter", "S2PScenesPage")
+_FIND_AFTER = (
+    "query S2PScenesAfter($filter: FindFilterType, $scene_filter: SceneFilterType) {"
+    " findScenes(filter: $filter, scene_filter: $scene_filter) { count scenes { %s } } }" % SCENE_FIELDS
 )
 _NEWEST = (
     'query S2PNewest { findScenes(filter: {per_page: 1, sort: "updated_at", direction: DESC})'
@@ -432,28 +430,22 @@ class StashClient:
         scenes = (data.get("findScenes") or {}).get("scenes") or []
         return str(scenes[0].get("updated_at") or "") or None if scenes else None
 
-    def scenes_page(self, page: int, per_page: int, updated_after: str | None = None) -> tuple[int, list[dict]]:
-        """One page of scenes in id order, optionally only those updated after a time."""
-        variables: dict[str, Any] = {"filter": {"page": page, "per_page": per_page, "sort": "id", "direction": "ASC"}}
-        if updated_after:
-            variables["scene_filter"] = {"updated_at": {"value": updated_after, "modifier": "GREATER_THAN"}}
-        return self._find(_FIND_PAGE, variables, f"fetching page {page} of scenes")
-
     def scene_pages(
         self, size: int = PAGE_SIZE, updated_after: str | None = None, wanted: Callable[[], bool] = lambda: True
     ) -> Iterator[tuple[int, list[dict]]]:
-        """Stash's scenes (those updated after ``updated_after``) page by page, each with how many
-        there are, while ``wanted()`` (asked before a page is read, never after the last)."""
-        page, seen = 1, 0
+        """Stash's scenes (those updated after ``updated_after``) page by page, by id
+        (``scenes_after``: a scene deleted meanwhile makes none slip), each with how many there
+        are, while ``wanted()`` (asked before a page is read, never after the last)."""
+        last_id, seen = 0, 0
         while wanted():
-            total, raw = self.scenes_page(page, size, updated_after)
+            left, raw = self.scenes_after(last_id, size, updated_after)
             if not raw:
                 return
-            yield total, raw
+            yield seen + left, raw
             seen += len(raw)
-            if seen >= total or len(raw) < size:
+            if len(raw) < size or len(raw) >= left:
                 return
-            page += 1
+            last_id = max(int(scene["id"]) for scene in raw)
 
     def play_history(self, scene_id: int) -> list[str] | None:
         """The scene's plays, as Stash gives them (``Scene.play_history``, RFC3339, newest

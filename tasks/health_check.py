@@ -246,7 +246,7 @@ def _count_unmatched(app: Context, report: _Report) -> None:
 def _check_path_map(app: Context, settings: Settings, report: _Report) -> None:
     paths = settings.path_map
     try:
-        _, scenes = app.stash().scenes_page(1, SAMPLE_SIZE)
+        _, scenes = app.stash().scenes_after(0, SAMPLE_SIZE)
         index = app.index().index()
     except Stash2PlexError as exc:
         report.bad(f"path map not checked: {exc}")
