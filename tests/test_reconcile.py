@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import EDGE_RELEASES
 from tests.runner import run_plugin, task_document
 from tests.test_cli import cli
+from tests.test_write_time import run_deleting_after_the_first_page
 
 
 def _server(plugin):
@@ -359,17 +360,5 @@ def test_reconcile_checks_every_scene_while_scenes_of_the_first_page_are_deleted
     """Scenes deleted in Stash while reconcile works through it (after its first page was
     read) make none of the rest slip past: the pages go by id (``StashClient.scene_pages``),
     where by page number the next page began 30 scenes too late and 20 were never checked."""
-    ids = [plugin.stash.add_scene(title=f"S{n}", files=[]) for n in range(1, 521)]  # no Plex work
-    done = []
-
-    def delete_after_the_first_page(record):
-        if record["operation"].startswith("S2PScenes") and not done:
-            for sid in ids[50:80]:  # read on the first page (of 500)
-                plugin.stash.delete_scene(sid)
-            done.append(True)
-
-    plugin.stash.on_graphql = delete_after_the_first_page
-    run = plugin.task("reconcile")
-    plugin.stash.on_graphql = None
-    assert done and run.error is None, run.stderr[-2000:]
+    run = run_deleting_after_the_first_page(plugin, "reconcile", range(50, 80))  # on the first page (of 500)
     assert run.output["checked"] == 520, run.output

@@ -231,20 +231,29 @@ def test_a_login_page_instead_of_the_image_is_not_uploaded_and_the_job_retries(p
 
 
 # -- 8. all sees every scene while scenes are deleted ----------------------------------
-def test_all_checks_every_scene_while_scenes_of_the_first_page_are_deleted(plugin):
-    ids = [plugin.stash.add_scene(title=f"S{n}", files=[]) for n in range(1, 521)]  # no Plex work
+def run_deleting_after_the_first_page(plugin, mode: str, deleted: range) -> object:
+    """``mode`` run over 520 scenes without a file (no Plex work); the scenes ``ids[deleted]``
+    are deleted in Stash once it has read its first page of scenes."""
+    ids = [plugin.stash.add_scene(title=f"S{n}", files=[]) for n in range(1, 521)]
     done = []
 
     def delete_after_the_first_page(record):
         if record["operation"] in ("S2PScenesAfter", "S2PScenesPage") and not done:  # (the old name too)
-            for sid in ids[50:80]:  # read on the first page (of 100)
+            for sid in (ids[i] for i in deleted):
                 plugin.stash.delete_scene(sid)
             done.append(True)
 
     plugin.stash.on_graphql = delete_after_the_first_page
-    run = plugin.task("all")
-    plugin.stash.on_graphql = None
-    assert run.error is None, run.stderr[-2000:]
+    try:
+        run = plugin.task(mode)
+    finally:
+        plugin.stash.on_graphql = None
+    assert done and run.error is None, run.stderr[-2000:]
+    return run
+
+
+def test_all_checks_every_scene_while_scenes_of_the_first_page_are_deleted(plugin):
+    run = run_deleting_after_the_first_page(plugin, "all", range(50, 80))  # read on the first page (of 100)
     assert run.output["checked"] == 520
     asked = [r["variables"]["scene_filter"]["id"]["value"] for r in plugin.stash.graphql_requests("S2PScenesAfter")]
     assert asked == [0, 100]  # by id: the deleted scenes make none of the rest slip
