@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 
 from core.errors import Stash2PlexError
+from plex.client import as_int
 from plex.errors import plex_errors
 from plex.notifications import PlaybackState
 
@@ -39,12 +40,10 @@ def sessions(client) -> list[Session]:
     found = []
     for node in root:
         user, player, a = node.find("User"), node.find("Player"), node.attrib
-        account = user.attrib.get("id", "") if user is not None else ""
-        if a.get("sessionKey") and a.get("ratingKey", "").isdigit():
+        key, account = as_int(a.get("ratingKey")), as_int(user.attrib.get("id")) if user is not None else None
+        if a.get("sessionKey") and key is not None:
             state = player.attrib.get("state", "") if player is not None else ""
-            found.append(
-                Session(a["sessionKey"], int(a["ratingKey"]), int(account) if account.isdigit() else None, state)
-            )
+            found.append(Session(a["sessionKey"], key, account, state))
     return found
 
 
