@@ -431,21 +431,26 @@ class StashClient:
         return str(scenes[0].get("updated_at") or "") or None if scenes else None
 
     def scene_pages(
-        self, size: int = PAGE_SIZE, updated_after: str | None = None, wanted: Callable[[], bool] = lambda: True
+        self,
+        size: int = PAGE_SIZE,
+        updated_after: str | None = None,
+        wanted: Callable[[], bool] = lambda: True,
+        first: int | None = None,
     ) -> Iterator[tuple[int, list[dict]]]:
         """Stash's scenes (those updated after ``updated_after``) page by page, by id
         (``scenes_after``: a scene deleted meanwhile makes none slip), each with how many there
-        are, while ``wanted()`` (asked before a page is read, never after the last)."""
-        last_id, seen = 0, 0
+        are, while ``wanted()`` (asked before a page is read, never after the last); the first
+        page holds ``first`` scenes when given."""
+        last_id, seen, asked = 0, 0, first or size
         while wanted():
-            left, raw = self.scenes_after(last_id, size, updated_after)
+            left, raw = self.scenes_after(last_id, asked, updated_after)
             if not raw:
                 return
             yield seen + left, raw
             seen += len(raw)
-            if len(raw) < size or len(raw) >= left:
+            if len(raw) < asked or len(raw) >= left:
                 return
-            last_id = max(int(scene["id"]) for scene in raw)
+            last_id, asked = max(int(scene["id"]) for scene in raw), size
 
     def play_history(self, scene_id: int) -> list[str] | None:
         """The scene's plays, as Stash gives them (``Scene.play_history``, RFC3339, newest

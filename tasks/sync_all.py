@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from queue import Full, Queue
 from typing import Any
 
@@ -57,33 +57,23 @@ class PageFeed:
         self._reader.start()
 
     def _read(self) -> None:
-        stash, seen = self.app.stash(), 0
+        pages = self.app.stash().scene_pages(PAGE_SIZE, self.updated_after, first=FIRST_PAGE_SIZE)
         # The next page is asked for while this one is sorted (hashing is CPU here, the
         # page is Stash's work): one page in flight, one being sorted, one handed over.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stash-page") as fetcher:
             try:
-                size = FIRST_PAGE_SIZE
                 asked = time.time()  # a page's age, against entity events (worker.READ_AT)
-                pending: Future | None = fetcher.submit(stash.scenes_after, 0, size, self.updated_after)
-                while pending is not None and not self._stop.is_set():
-                    remaining, scenes = pending.result()
-                    pending, read_at = None, asked
-                    if len(scenes) == size:
-                        size = PAGE_SIZE
-                        last_id = max(int(s["id"]) for s in scenes)
-                        asked = time.time()
-                        pending = fetcher.submit(stash.scenes_after, last_id, PAGE_SIZE, self.updated_after)
+                pending = fetcher.submit(next, pages, None)
+                while not self._stop.is_set():
+                    page, read_at = pending.result(), asked
+                    if page is None:
+                        break
+                    asked = time.time()
+                    pending = fetcher.submit(next, pages, None)
+                    total, scenes = page
                     for scene in scenes:
                         scene[READ_AT] = read_at
-                    if scenes:
-                        self._put(
-                            (
-                                seen + remaining,
-                                scenes,
-                                *sort_scenes(self.syncer, self.ledger, scenes, note_skipped=True),
-                            )
-                        )
-                        seen += len(scenes)
+                    self._put((total, scenes, *sort_scenes(self.syncer, self.ledger, scenes, note_skipped=True)))
             except BaseException as exc:  # handed to the caller's thread, which raises it
                 self._put(exc)
                 return
