@@ -71,7 +71,7 @@ def _work(app: App, lock: HeldLock, stop: threading.Event, outcome: dict) -> Non
                 return
             linger_s = app.seconds("STASH2PLEX_DRAINER_LINGER_S", LINGER_S, zero_ok=True)
             outcome["stats"] = work(worker, stop=stop, wait_for_retries=True)
-            while worker.abort_error is None and _work_arrives(queue, stop, linger_s):
+            while worker.abort_error is None and _work_arrives(app, queue, stop, linger_s):
                 if app.settings_changed():  # saved while it lingered: the new job goes by them, as in a task
                     outcome["settings_changed"] = True
                     return
@@ -82,9 +82,11 @@ def _work(app: App, lock: HeldLock, stop: threading.Event, outcome: dict) -> Non
         outcome["error"] = exc
 
 
-def _work_arrives(queue: JobQueue, stop: threading.Event, linger_s: float) -> bool:
+def _work_arrives(app: App, queue: JobQueue, stop: threading.Event, linger_s: float) -> bool:
     """Wait up to ``linger_s`` for a job (or an entity event) to be ready (with 0: one look);
     False when none came or the drainer was told to stop."""
+    if linger_s:  # from here on a job that arrives waits for a settings check (tests wait for this line)
+        app.log.debug(f"the queue is empty; the drainer waits up to {linger_s:g} s for more")
     ready = retry_for(lambda: stop.is_set() or queue.ready_count() > 0, linger_s, LINGER_POLL_S, sleep=stop.wait)
     return ready and not stop.is_set()
 
