@@ -40,6 +40,7 @@ LINGER_POLL_S = 0.2
 FIX_CHECK_S = 3.0  # after a wrong setting stopped the run: how often the saved settings are compared
 FIX_WAIT_S = 600.0  # and for how long
 FIX_WAIT_LOCK = "drainer.fix.lock"  # held by the one drainer waiting for the fix
+STARTS_OVER = "the plugin settings changed; the drainer starts over with them"
 DISK_WAIT = "disk"  # drain_once: our own disk refused (full, a file held); wait, then again
 
 
@@ -128,7 +129,7 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
             outcome["settings_changed"] = True  # as the worker notes it between runs (_work)
             stop.set()
     if outcome.get("settings_changed"):
-        log.info("the plugin settings changed; the drainer starts over with them")
+        log.info(STARTS_OVER)
         if "error" not in outcome:
             return None
     if "error" in outcome:
@@ -168,7 +169,7 @@ def _settings_fixed(app: App, log: StashLog) -> bool:
         changed = retry_for(lambda: app.drainer_running() or app.settings_changed(), wait_s, FIX_CHECK_S)
         if not changed or app.drainer_running():
             return False
-        log.info("the plugin settings changed; the drainer starts over with them")
+        log.info(STARTS_OVER)
         return True
     finally:
         waiting.release()
@@ -229,6 +230,11 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
         overrides, surface = payload.get("settings_overrides") or {}, payload.get("surface") or STASH_UI
         return App(connection, env, log, Path(payload["data_dir"]), overrides, surface, log_read=False)
 
+    return _rounds(new_app, log)
+
+
+def _rounds(new_app: Callable[[], App], log: StashLog) -> int:
+    """Drain until no job waits; new parts (``new_app``) after the settings changed or the disk came back."""
     app = new_app()
     disk_failures = 0
     try:
@@ -253,5 +259,9 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
             if not clean or app.handover_requested() or not app.producer_queue().pending():
                 return 0
             log.info("jobs arrived while finishing; draining again")
+            if app.settings_changed():  # the hook found the lock held and only nudged: its job goes by them
+                log.info(STARTS_OVER)
+                app.close()
+                app = new_app()
     finally:
         app.close()

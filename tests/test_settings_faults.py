@@ -8,11 +8,13 @@ Any other bad value stops the sync in the drainer and in ``process_queue`` alike
 
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
 
 from core.errors import ConfigError
+from core.log import Redactor, StashLog
 from tests.conftest import POLL_S
 from tests.runner import drainer_lock_held
 from validation.config import DEFAULTS, MAX_ACCOUNT_ID, OPTIONAL, load_settings
@@ -143,6 +145,53 @@ def test_the_drainer_and_process_queue_refuse_alike(plugin, name, value, says):
     assert run.error and run.error.startswith(says), run.error
     assert plugin.plex.item(rk)["fields"]["title"] == "Good settings"
     assert plugin.status()["pending"] == 1
+
+
+def test_a_job_that_came_as_the_drainer_left_goes_by_the_settings_saved_since(tmp_path, monkeypatch):
+    """Its hook found the lock still held and only nudged. The drainer drains again (app/drainer.py
+    ``_rounds``) and compares the settings first, as a lingering one does: the job is not written
+    with the old ones. (The moment is a few milliseconds wide: played here with an App of what
+    ``_rounds`` reads.)"""
+    from app import drainer
+
+    apps: list = []
+    rounds: list[str] = []
+
+    class App:
+        lock_path = tmp_path / "drainer.lock"
+
+        def __init__(self) -> None:
+            self.settings, self.closed = "new" if apps else "old", False  # saved in Stash during the first round
+            apps.append(self)
+
+        def take_over(self, start_drainer: bool) -> None:
+            pass
+
+        def handover_requested(self) -> bool:
+            return False
+
+        def producer_queue(self) -> App:
+            return self
+
+        def pending(self) -> int:
+            return 1 if len(rounds) == 1 else 0  # the hook's job, queued as the first round ended
+
+        def settings_changed(self) -> bool:
+            return self.settings == "old"
+
+        def close(self) -> None:
+            self.closed = True
+
+    def drain_once(app, log, lock) -> bool:
+        rounds.append(app.settings)
+        lock.release()
+        return True
+
+    monkeypatch.setattr(drainer, "drain_once", drain_once)
+    out = io.StringIO()
+    assert drainer._rounds(App, StashLog(out, Redactor(), plain=True)) == 0
+    assert rounds == ["old", "new"] and all(app.closed for app in apps), rounds
+    assert drainer.STARTS_OVER in out.getvalue()
 
 
 def test_the_command_line_decides_as_the_plugin_does(plugin):
