@@ -113,9 +113,10 @@ class SettingsWatch:
 
 
 def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
-    """Run the worker in a daemon thread until the queue is empty or a task takes over.
-    True: a clean run; False: it stopped on an error; None: the settings changed;
-    ``DISK_WAIT``: our own disk refused (full, or a data file held by another program)."""
+    """Run the worker in a daemon thread until the queue is empty or a task takes over,
+    then let go of the lock. True: a clean run; False: it stopped on an error; None: the
+    settings changed; ``DISK_WAIT``: our own disk refused (full, or a data file held by
+    another program), the lock still held for the wait (``_disk_back``)."""
     stop = threading.Event()
     outcome: dict = {}
     thread = threading.Thread(target=_work, args=(app, lock, stop, outcome), name="s2p-worker", daemon=True)
@@ -128,13 +129,15 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
         elif not stop.is_set() and watch.changed():
             outcome["settings_changed"] = True  # as the worker notes it between runs (_work)
             stop.set()
+    # the disk refusing waits for it (DISK_WAIT); a damaged data folder never heals by itself: stop
+    error = (in_words(outcome["error"]) or outcome["error"]) if "error" in outcome else None
+    if not isinstance(error, DiskRefused):
+        lock.release()  # before the last look (main) and the wait for a fix (_settings_fixed)
     if outcome.get("settings_changed"):
         log.info(STARTS_OVER)
-        if "error" not in outcome:
+        if error is None:
             return None
-    if "error" in outcome:
-        # the disk refusing waits for it (DISK_WAIT); a damaged data folder never heals by itself: stop
-        error = in_words(outcome["error"]) or outcome["error"]
+    if error is not None:
         from app.root import fix_for
 
         # recorded for the next hook and queue_status before the log says it: the line is the end
@@ -175,23 +178,21 @@ def _settings_fixed(app: App, log: StashLog) -> bool:
         waiting.release()
 
 
-def _disk_back(app: App, log: StashLog, failures: int) -> bool:
-    """After our own disk refused: hold the lock (hooks then only queue) and wait 2, 4, 8 …
-    60 s (``probe_wait``) while jobs wait, then try again. False when nothing waits (looked at
-    once more after letting go of the lock, as the hooks expect), or a task asked for the
-    lock, or another drainer has it."""
-    lock = HeldLock(app.lock_path)
-    if not lock.acquire(patience=LOCK_PATIENCE_S):
+def _disk_back(app: App, log: StashLog, lock: HeldLock, failures: int) -> bool:
+    """After our own disk refused, still holding the lock of the run it stopped (never let go
+    in between: a hook then would start a second drainer, and this one would give up):
+    wait 2, 4, 8 … 60 s (``probe_wait``) while jobs wait. True: try again, the lock held.
+    False, the lock let go: nothing waits (looked at once more after letting go, as the
+    hooks expect), or a task asked for the lock."""
+    if not _work_waits(app):
+        lock.release()  # a hook that found it held only nudged: look once more, let go
+        return _work_waits(app)
+    wait = probe_wait(failures)
+    log.info(f"the jobs wait for the disk; the drainer tries again in {wait:.0f} s")
+    if retry_for(app.handover_requested, wait, WATCH_INTERVAL_S):
+        lock.release()  # a task asked: it goes first
         return False
-    try:
-        if not _work_waits(app):
-            lock.release()  # a hook that found it held only nudged: look once more, let go
-            return _work_waits(app)
-        wait = probe_wait(failures)
-        log.info(f"the jobs wait for the disk; the drainer tries again in {wait:.0f} s")
-        return not retry_for(app.handover_requested, wait, WATCH_INTERVAL_S)  # a task asked: it goes first
-    finally:
-        lock.release()
+    return True
 
 
 def _work_waits(app: App) -> bool:
@@ -236,17 +237,17 @@ def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:
 def _rounds(new_app: Callable[[], App], log: StashLog) -> int:
     """Drain until no job waits; new parts (``new_app``) after the settings changed or the disk came back."""
     app = new_app()
+    lock = HeldLock(app.lock_path)
     disk_failures = 0
     try:
         app.take_over(start_drainer=False)  # the public plugin's jobs, for this drainer
         while True:
-            lock = HeldLock(app.lock_path)
-            if not lock.acquire(patience=LOCK_PATIENCE_S):
+            if not lock.acquire(patience=LOCK_PATIENCE_S):  # held still after a disk wait
                 return 0  # another drainer (or a task) is at work
-            clean = drain_once(app, log, lock)  # releases the lock when done
+            clean = drain_once(app, log, lock)  # lets go of the lock, unless the disk refused
             if clean == DISK_WAIT:
                 app.close()  # its connections may be mid-transaction: new parts for the next try
-                if not _disk_back(app, log, disk_failures):
+                if not _disk_back(app, log, lock, disk_failures):
                     return 0
                 disk_failures += 1
             if clean is None or clean == DISK_WAIT:  # new settings, or a disk that came back
@@ -265,3 +266,4 @@ def _rounds(new_app: Callable[[], App], log: StashLog) -> int:
                 app = new_app()
     finally:
         app.close()
+        lock.release()

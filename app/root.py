@@ -230,18 +230,21 @@ class App:
     @contextlib.contextmanager
     def consumer(self, lock: HeldLock | None = None, wait_s: float = HANDOVER_WAIT_S) -> Iterator[JobQueue]:
         """Become the one consumer: take the drainer lock (asking a running drainer
-        to hand over) unless ``lock`` is already held, open the queue with
-        auto_resume, release both at the end."""
-        lock = lock or HeldLock(self.lock_path)
-        if not lock.acquire(patience=0.5):
+        to hand over), open the queue with auto_resume, close it at the end and let go
+        of the lock. A ``lock`` given (the drainer's, held) stays held: its holder lets go."""
+        held = lock or HeldLock(self.lock_path)
+        if not held.acquire(patience=0.5):
             self.log.info("a background drainer is working; asking it to hand over")
-            self._wait_for_handover(lock, wait_s)
-        queue = JobQueue(self.queue_dir, consumer=True)
+            self._wait_for_handover(held, wait_s)
         try:
-            yield queue
+            queue = JobQueue(self.queue_dir, consumer=True)
+            try:
+                yield queue
+            finally:
+                queue.close()
         finally:
-            queue.close()
-            lock.release()
+            if lock is None:
+                held.release()
 
     def take_over(self, start_drainer: bool = True) -> None:
         """The public Stash2Plex plugin's waiting jobs and dead letters, once, at the start of
