@@ -133,6 +133,12 @@ def test_a_drainer_killed_after_plex_took_its_edit_leaves_no_tag_the_ledger_does
         time.sleep(0.02)
     plugin.plex.on_request = None
     assert killed == [True]
+    # SIGKILL is sent, not done: the drainer holds its lock until the kernel has ended it (at
+    # its low priority on a busy machine, a while), and a hook meanwhile would only nudge it
+    deadline = time.monotonic() + 20
+    while plugin.drainer_busy() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not plugin.drainer_busy(), "the killed drainer still holds its lock"
     assert plugin.plex.item(rk)["tags"]["actor"] == ["Ann Lee"]  # Plex took the edit
     assert plugin.hook(plugin.stash.update_scene(sid, performers=[], tags=[])).error is None
     plugin.wait_drained()
