@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from app.faults import in_words
 from app.root import COMMAND_LINE, PLUGIN_DIR, App, env_name, flag
 from app.terminal import TerminalLog
 from core.log import Redactor, capture_library_logs
+from sync_queue.sqlite import in_words
 from validation.modes import COMMAND_LINE_MODES, MODES, function
 from validation.plugin_input import ServerConnection
 

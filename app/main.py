@@ -157,7 +157,7 @@ def _answer(stdout: TextIO, log: StashLog, work: Callable[[], Any], reply_none: 
     try:
         output = work()
     except Exception as exc:
-        from app.faults import in_words
+        from sync_queue.sqlite import in_words
 
         error = in_words(exc)
         if error is not None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from core.backoff import LOCKED, next_delay
-from core.errors import DataFileError, DiskRefused
+from core.errors import DataFileError, DiskRefused, Stash2PlexError
 
 BUSY_TIMEOUT_S = 10.0
 
@@ -205,6 +205,14 @@ def os_fault(exc: BaseException) -> DataFileError | None:
     if isinstance(exc, OSError) and exc.filename and exc.errno in DISK_ERRNOS | MISPLACED_ERRNOS:
         return os_error(Path(exc.filename), exc)
     return None
+
+
+def in_words(exc: BaseException) -> Stash2PlexError | None:
+    """Which errors are ours, told in words, and which are unexpected (a bug of ours, worth
+    its traceback): one answer for a hook's or a task's reply, the command line, the drainer
+    and a scene's sync. Ours as raised, a data file the disk refused or the data folder
+    damaged named with the path and what to do; None when it is unexpected."""
+    return disk_fault(exc) or os_fault(exc) or (exc if isinstance(exc, Stash2PlexError) else None)
 
 
 @contextlib.contextmanager

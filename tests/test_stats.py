@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import io
 import signal
 import time
 
 from app.root import App
+from core.errors import DiskRefused
 from core.log import StashLog
 from sync_queue.job import BULK, INTERACTIVE, Job, Taken
 from sync_queue.queue import JobQueue
@@ -228,6 +230,24 @@ def test_jobs_of_one_scene_staged_together_sync_it_once_and_the_users_edit_is_th
         process_batch(worker, [bulk, *taken(sid)])  # as deferred jobs of a scene in flight come back
         assert dict(worker.stats) == {"synced": 1, "posters": 1}
         assert f"\x01i\x02scene {sid} → Plex item {rk} (" in out.getvalue()  # the user's edit: at info
+
+
+def test_a_data_file_the_disk_refuses_during_a_sync_is_logged_in_words_not_as_a_bug(plugin):
+    """The ledger's file refused mid-sync (a full disk): the scene's log line names the file
+    and what to do, as a task's reply does (sync_queue/sqlite.py ``in_words``), without the
+    traceback of an unexpected error; the run stops on it, the job held with its budget (worker/settle.py)."""
+    sid, _rk = plugin.add_scene(1)
+    with real_worker(plugin, [10.0, 10.2]) as (worker, stats, app):
+        worker.log = StashLog(out := io.StringIO())
+        state = str(plugin.data_dir / STATE_FILE)
+
+        def full(record) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device", state)
+
+        app.ledger().claim = full
+        process_batch(worker, taken(sid))
+        assert "Traceback" not in out.getvalue() and "unexpected" not in out.getvalue(), out.getvalue()
+        assert isinstance(worker.abort_error, DiskRefused) and state in str(worker.abort_error)
 
 
 def test_jobs_held_by_an_open_breaker_add_up_in_the_run_and_stay_out_of_stats_db(plugin, tmp_path):

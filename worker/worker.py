@@ -35,7 +35,7 @@ from core.errors import (
 )
 from sync_queue.job import BULK, EntityEvent, Job, Taken
 from sync_queue.spool import IMAGE_ONLY
-from sync_queue.sqlite import disk_fault
+from sync_queue.sqlite import disk_fault, in_words
 from sync_queue.stats import Delta
 from validation.metadata import entities_of, scene_from_stash
 from worker.breaker import BreakerState, State
@@ -445,7 +445,7 @@ class Worker:
             result, error = self.syncer.sync(scene, record, scan_allowed=not item.job.scan_requested), None
         except Exception as exc:  # a bug must cost one job a retry, not the whole drainer
             result, error = None, exc
-            if not isinstance(exc, Stash2PlexError):
+            if in_words(exc) is None:
                 self.log.error(f"scene {scene.id}: unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         seconds = self.timer() - started
         if error is None:
