@@ -221,6 +221,27 @@ def take_aside(path: str, taken: str) -> bool:
     return True
 
 
+def write_whole(path: str, text: str, publish: Callable[[str, str], None] = os.replace) -> None:
+    """Write the file ``path`` whole or not at all: ``text`` goes to a temp file beside it
+    (the same folder, so the move is atomic), on disk before ``publish`` moves it in; the
+    temp file never stays. ``os.replace``: a reader sees the old file or the new, never half
+    of one; ``os.link``: ``path`` is made only when absent (FileExistsError otherwise). On
+    Windows a replace raises PermissionError while another process has ``path`` open (it
+    moves no file open without delete sharing): the caller's OSError, as a full disk is."""
+    import _thread
+
+    temp = f"{path}.{os.getpid()}.{_thread.get_ident()}.tmp"
+    try:
+        with open(temp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        publish(temp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(temp)
+
+
 def discard(path: str) -> bool:
     """Delete ``path``; False when it is gone already or (Windows) another process has it
     open, a reader: it stays for the next try."""

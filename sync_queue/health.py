@@ -13,6 +13,8 @@ import json
 import os
 import time
 
+from core.platform import write_whole
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
 if TYPE_CHECKING:
     from pathlib import Path
@@ -34,17 +36,8 @@ def read(data_dir: Path | str) -> dict[str, Any]:
 
 
 def _write(data_dir: Path | str, state: dict[str, Any]) -> None:
-    import threading
-
-    path = os.path.join(data_dir, HEALTH_FILE)
-    temp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        with open(temp, "w", encoding="utf-8") as file:
-            file.write(json.dumps(state, ensure_ascii=False))
-        os.replace(temp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.remove(temp)  # a full disk must not stop a sync for a hint
+    with contextlib.suppress(OSError):  # a full disk must not stop a sync for a hint
+        write_whole(os.path.join(data_dir, HEALTH_FILE), json.dumps(state, ensure_ascii=False))
 
 
 class HealthFile:

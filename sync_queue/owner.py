@@ -15,6 +15,7 @@ import json
 import os
 
 from core.errors import DataFileError
+from core.platform import write_whole
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
 if TYPE_CHECKING:
@@ -52,24 +53,14 @@ def claim(folder: Path, stash_dir: str) -> str:
         return found
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        _publish(folder / OWNER_FILE, json.dumps({"stash_config_dir": stash_dir}))
+        # made whole or not at all, so a run reading it meanwhile never sees it half written
+        # (an empty file read as "cannot be read" failed a concurrent hook)
+        write_whole(str(folder / OWNER_FILE), json.dumps({"stash_config_dir": stash_dir}), publish=os.link)
     except FileExistsError:  # two first runs: the other won
         return owner(folder) or key(stash_dir)
     except OSError:
         return key(stash_dir)  # a folder we cannot write fails later with its own clear error
     return key(stash_dir)
-
-
-def _publish(path: Path, text: str) -> None:
-    """Create ``path`` whole or not at all (FileExistsError when it exists): written under
-    another name and linked in, so a run reading it meanwhile never sees it half written
-    (an empty file read as "cannot be read" failed a concurrent hook)."""
-    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    try:
-        os.link(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
 
 
 DATA_DIR_VARIABLE = "STASH2PLEX_DATA_DIR"

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -24,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from core.backoff import probe_wait
 from core.errors import Stash2PlexError
-from core.platform import file_lock
+from core.platform import file_lock, write_whole
 
 if TYPE_CHECKING:
     from core.log import StashLog
@@ -234,17 +232,8 @@ class BreakerStore:
         return CLOSED
 
     def _write(self, s: BreakerState) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                target = {} if self.target is None else {"target": self.target}
-                handle.write(json.dumps({**asdict(s), "state": s.state.value, **target}, sort_keys=True))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        target = {} if self.target is None else {"target": self.target}
+        write_whole(str(self.path), json.dumps({**asdict(s), "state": s.state.value, **target}, sort_keys=True))
 
 
 @dataclass
