@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.root import ENTRY_SCRIPT, PLUGIN_DIR
+from core.log import shortened
 from sync_queue.dlq import DeadLetterQueue
 from sync_queue.job import Job
 
@@ -228,7 +229,7 @@ def _item_diff(before: dict, after: dict) -> list[str]:
 
 
 def _short(value: str) -> str:
-    return repr(value if len(value) <= 50 else value[:49] + "…") if value else "(empty)"
+    return repr(shortened(value, 50)) if value else "(empty)"
 
 
 def _counts(output: dict[str, Any]) -> str:

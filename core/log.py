@@ -66,6 +66,23 @@ class Redactor:
         return text if self.private is None else self.private(text)
 
 
+ELLIPSIS = "…"
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` as it is when it has at most ``limit`` characters, else cut to ``limit``
+    with an ellipsis, never inside a character (no combining mark left without its base)
+    and with no space before the ellipsis."""
+    if len(text) <= limit:
+        return text
+    import unicodedata
+
+    cut = text[: limit - 1]
+    while cut and unicodedata.combining(cut[-1]):
+        cut = cut[:-1]
+    return cut.rstrip() + ELLIPSIS
+
+
 def _cut(line: str) -> str:
     encoded = line.encode("utf-8", "replace")
     if len(encoded) <= MAX_LINE_BYTES:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from core.log import ELLIPSIS, shortened
 from plex.client import PlexItemState
 from validation.fields import RATING, TAG_TYPES
 
@@ -28,7 +28,6 @@ from validation.fields import RATING, TAG_TYPES
 # large_client_header_buffers (4 × 8k, the line and its CRLF in one buffer), answer 414.
 REQUEST_LINE_LIMIT = 8190
 EDIT_URL_BUDGET = REQUEST_LINE_LIMIT - len("PUT  HTTP/1.1")
-ELLIPSIS = "…"
 
 
 @dataclass(frozen=True)
@@ -249,15 +248,6 @@ def edit_params(plan: ItemPlan, locked: bool = True) -> dict[str, Any]:
     return params
 
 
-def _shortened(text: str, length: int) -> str:
-    """``text`` cut to ``length`` characters plus an ellipsis, never inside a character
-    (no combining mark is left without its base, no trailing space before the ellipsis)."""
-    cut = text[:length]
-    while cut and unicodedata.combining(cut[-1]):
-        cut = cut[:-1]
-    return cut.rstrip() + ELLIPSIS
-
-
 def fit_plan(
     desired: Desired,
     plex: PlexItemState,
@@ -292,7 +282,7 @@ def fit_plan(
     low, high = 0, len(summary) - 1
     while low <= high:
         middle = (low + high) // 2
-        cut = _shortened(summary, middle)
+        cut = shortened(summary, middle + 1)
         trial = planned(cut)
         if fields_length(trial) <= budget:
             best, low = (trial, len(cut)), middle + 1

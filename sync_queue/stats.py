@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.log import shortened
 from sync_queue import sqlite
 
 MESSAGE_MAX = 200
@@ -107,8 +108,7 @@ class Delta:
 
 
 def _short(message: str) -> str:
-    line = " ".join(message.split())
-    return line if len(line) <= MESSAGE_MAX else line[: MESSAGE_MAX - 1] + "…"
+    return shortened(" ".join(message.split()), MESSAGE_MAX)
 
 
 class StatsStore(sqlite.Store):

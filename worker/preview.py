@@ -11,6 +11,7 @@ import time
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
+from core.log import shortened
 from plex.plan import ItemPlan
 from validation.fields import LABELS
 from validation.metadata import SceneMetadata
@@ -66,7 +67,7 @@ def writes(entry: dict[str, Any]) -> bool:
 
 def _short(value: str, limit: int = 60) -> str:
     value = value.replace("\n", " ")
-    return repr(value if len(value) <= limit else value[: limit - 1] + "…")
+    return repr(shortened(value, limit))
 
 
 def entry_lines(entry: dict[str, Any]) -> list[str]:
