@@ -81,7 +81,9 @@ def where_to_set(setting: str, surface: str) -> str:
         if not setting:
             return f"give the setting as a --flag or {ENV_PREFIX} variable (Stash2Plex.py --help)"
         return f"{flag(setting)} or {env_name(setting)}"
-    return "Settings → Plugins → Stash2Plex"
+    from validation.config import SETTINGS_PAGE
+
+    return SETTINGS_PAGE
 
 
 def fix_for(error: BaseException, surface: str) -> str:
@@ -301,17 +303,14 @@ class App:
     @part
     def settings(self) -> Settings:
         from core.notify import secrets_of
-        from validation.config import load_settings
+        from validation.config import in_stash, load_settings
 
         saved = self._saved_settings()
         self._settings_print = _fingerprint(saved)
+        on_command_line = self.surface == COMMAND_LINE
         settings = load_settings(
             saved,
-            missing=lambda name: (
-                f"give it with {where_to_set(name, COMMAND_LINE)}"
-                if self.surface == COMMAND_LINE
-                else f"open {where_to_set(name, STASH_UI)} and fill it in"
-            ),
+            missing=(lambda name: f"give it with {where_to_set(name, COMMAND_LINE)}") if on_command_line else in_stash,
         )
         self.stash().read_photos(settings.performer_photos)  # image_path costs Stash a look-up
         self._set_private(settings.private_logs)

@@ -347,8 +347,11 @@ def _number_in(value: Any, low: float, high: float, wanted: str, whole: bool = T
     return int(number) if whole else number
 
 
-def _in_stash(name: str) -> str:
-    return "open Settings → Plugins → Stash2Plex and fill it in"
+SETTINGS_PAGE = "Settings → Plugins → Stash2Plex"  # where Stash's user sets them
+
+
+def in_stash(name: str) -> str:
+    return f"open {SETTINGS_PAGE} and fill it in"
 
 
 def _text(value: Any, wanted: str = "text") -> str:
@@ -357,7 +360,7 @@ def _text(value: Any, wanted: str = "text") -> str:
     return value
 
 
-def _message_of(item: Any, missing=_in_stash) -> str:
+def _message_of(item: Any, missing=in_stash) -> str:
     """One validation error as a sentence naming the setting."""
     name = ".".join(str(p) for p in item["loc"]) or "settings"
     reason = item["msg"].removeprefix("Value error, ")
@@ -366,7 +369,7 @@ def _message_of(item: Any, missing=_in_stash) -> str:
     return f"setting {name}: {reason}"
 
 
-def load_settings(saved: dict[str, Any] | None, missing=_in_stash) -> Settings:
+def load_settings(saved: dict[str, Any] | None, missing=in_stash) -> Settings:
     """Validate the saved settings map (``{}`` when none were saved): the one reader of
     settings for every run.
 
