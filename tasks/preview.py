@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import FAILS_EVERY_SCENE, InvalidMetadata, Stash2PlexError
+from core.errors import InvalidMetadata, one_scene
 from stash.timestamps import recent_since
 from tasks.context import Context
 from validation.metadata import SceneMetadata, scene_from_stash
@@ -55,12 +55,11 @@ def _plan_page(syncer: Any, work: list[tuple[SceneMetadata, Any]], report: PlanR
         for scene, record in work:
             if not report.room():
                 return
-            try:
-                preview = syncer.preview(scene, record)
-            except FAILS_EVERY_SCENE:
-                raise
-            except Stash2PlexError as exc:
-                report.unmatched.append(unmatched_entry(scene, scene.id, syncer.locator.mapped_paths(scene), str(exc)))
+            preview, error = one_scene(syncer.preview, scene, record)
+            if preview is None:  # failed this scene only
+                report.unmatched.append(
+                    unmatched_entry(scene, scene.id, syncer.locator.mapped_paths(scene), str(error))
+                )
                 continue
             entry = plan_entry(scene, preview.rating_key, preview.how, preview.plan, preview.poster)
             if writes(entry):

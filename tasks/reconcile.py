@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import FAILS_EVERY_SCENE, InvalidMetadata, Stash2PlexError
+from core.errors import InvalidMetadata, one_scene
 from stash.client import PAGE_SIZE
 from tasks.context import Context
 from validation.metadata import scene_from_stash
@@ -37,6 +37,11 @@ class DriftReport:
         entry["count"] += 1
         if len(entry["first"]) < FIRST_FEW:
             entry["first"].append(scene_id)
+
+    def count(self, kind: str, scene_id: int) -> None:
+        """A scene counted (``failed``, ``released``) and listed among the kind's first few."""
+        self.counts[kind] += 1
+        self.add(kind, scene_id)
 
     def as_dict(self) -> dict[str, Any]:
         ordered = dict(sorted(self.kinds.items(), key=lambda kv: -kv[1]["count"]))
@@ -91,18 +96,12 @@ def _release_gone(app: Context, candidates: set[int], report: DriftReport) -> No
         alive = app.stash().scenes_by_id(chunk)
         records = app.ledger().get_many([sid for sid in chunk if sid not in alive])
         for sid, record in sorted(records.items()):
-            try:
-                released = app.syncer().releaser.release_gone(sid, record)
-            except FAILS_EVERY_SCENE:
-                raise
-            except Stash2PlexError as exc:
-                report.counts["failed"] += 1
-                report.add("failed", sid)
-                app.log.warning(f"scene {sid} (deleted in Stash): its Plex item was not released: {exc}")
-                continue
-            for key in released:
-                report.counts["released"] += 1
-                report.add("released", sid)
+            released, error = one_scene(app.syncer().releaser.release_gone, sid, record)
+            if error is not None:
+                report.count("failed", sid)
+                app.log.warning(f"scene {sid} (deleted in Stash): its Plex item was not released: {error}")
+            for key in released or ():
+                report.count("released", sid)
                 app.log.info(
                     f"scene {sid} no longer exists in Stash: Plex item {key} released (no scene holds its file)"
                 )
@@ -155,14 +154,10 @@ def _settle(
                 plan_entry(finding.scene, finding.rating_key, finding.how, finding.plan, finding.poster, finding.drift)
             )
         return
-    try:
-        result = reconciler.repair(finding)
-    except FAILS_EVERY_SCENE:
-        raise
-    except Stash2PlexError as exc:
-        report.counts["failed"] += 1
-        report.add("failed", sid)
-        app.log.warning(f"scene {sid}: not repaired: {exc}")
+    result, error = one_scene(reconciler.repair, finding)
+    if error is not None:
+        report.count("failed", sid)
+        app.log.warning(f"scene {sid}: not repaired: {error}")
         return
     if finding.drift:
         report.counts["repaired"] += 1
