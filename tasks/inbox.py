@@ -14,14 +14,14 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from core.errors import InputError, InvalidMetadata, PlexNotFound, Stash2PlexError
+from core.errors import InputError, PlexNotFound, Stash2PlexError
 from plex.client import PlexItemState
 from plex.matcher import PathIndex, PlexFile, SceneFile, distinct_items, duration_agrees, match_scene, size_agrees
 from plex.suggest import suggest_rule, unsettled
 from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import BULK
 from tasks.context import Context, queue_again
-from validation.metadata import scene_from_stash
+from validation.metadata import scene_or_why
 from validation.plugin_input import RATING_KEY, whole_arg
 
 ORDER = {"ambiguous": 0, "unmatched": 1, "loose": 2}
@@ -88,14 +88,9 @@ def _details(
     by_size: dict[int, list[PlexFile]] | None = None
     shown = [{**entry, "files": [], "candidates": [], "screenshot": None} for entry in page]
     for item in shown:
-        scene_raw = raw.get(item["scene_id"])
-        if scene_raw is None:
-            item["reason"] = f"scene {item['scene_id']} is not in Stash any more"
-            continue
-        try:
-            scene = scene_from_stash(scene_raw)
-        except InvalidMetadata as exc:
-            item["reason"] = str(exc)
+        scene, why = scene_or_why(raw.get(item["scene_id"]), item["scene_id"])
+        if scene is None:
+            item["reason"] = why
             continue
         item["title"] = scene.title or item["title"]
         item["screenshot"] = scene.screenshot  # Stash's own URL: the browser reads it from Stash

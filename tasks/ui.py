@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from core.errors import ConfigError, InputError, InvalidMetadata, PlexAuthError, Stash2PlexError
+from core.errors import ConfigError, InputError, PlexAuthError, Stash2PlexError
 from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import INTERACTIVE
 from sync_queue.ledger import ALL_CHECKED_AT, SceneRecord
 from sync_queue.stats import iso_local
 from tasks.context import Context, queue_again, queue_state
-from validation.metadata import scene_from_stash
+from validation.config import SETTINGS_PAGE
+from validation.metadata import scene_or_why
 from validation.plugin_input import scene_id_arg
 from worker.photos import photo_notice
 from worker.verdict import OUT_OF_SCOPE, STALE, UNCHANGED, verdict
@@ -46,8 +47,7 @@ DEAD_LETTERS = {
     ),
     "PlexAuthError": (
         "Plex refused the token",
-        "Plex rejected the token. Set a valid Plex token (plex_token) in Settings → Plugins → Stash2Plex, "
-        "then Retry all.",
+        f"Plex rejected the token. Set a valid Plex token (plex_token) in {SETTINGS_PAGE}, then Retry all.",
     ),
     "InvalidMetadata": (
         "Stash holds a value Plex cannot take",
@@ -174,15 +174,11 @@ def _scene_state(app: Context, scene_id: int, record: SceneRecord | None, answer
         return "waiting"
     never = record is None or record.state_hash is None
     raw = app.stash().scenes_by_id([scene_id]).get(scene_id)
-    if raw is None:
-        if never:
-            return "never_synced"
-        answer["reason"] = f"scene {scene_id} is not in Stash any more"
-        return "changed"
-    try:
-        scene = scene_from_stash(raw)
-    except InvalidMetadata as exc:
-        answer["reason"] = str(exc)
+    if raw is None and never:
+        return "never_synced"
+    scene, why = scene_or_why(raw, scene_id)
+    if scene is None:
+        answer["reason"] = why
         return "changed"
     found = verdict(app.syncer(), scene, record, read_item=True)  # one scene: no listing
     if found.kind == UNCHANGED:

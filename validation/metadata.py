@@ -257,3 +257,14 @@ def scene_from_stash(raw: dict[str, Any]) -> SceneMetadata:
         ) from None
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidMetadata(f"scene {raw.get('id')!r} cannot be synced: malformed data from Stash ({exc})") from None
+
+
+def scene_or_why(raw: dict[str, Any] | None, scene_id: int) -> tuple[SceneMetadata | None, str]:
+    """(the scene Stash sent, ""), or (None, why it cannot be shown): gone from Stash, or
+    its data not valid (the scene panel and the inbox say it alike)."""
+    if raw is None:
+        return None, f"scene {scene_id} is not in Stash any more"
+    try:
+        return scene_from_stash(raw), ""
+    except InvalidMetadata as exc:
+        return None, str(exc)
