@@ -51,6 +51,14 @@ def label(url: str) -> str:
     return f"{parts.scheme.lower()}://{host if ':' not in host else f'[{host}]'}{port}"
 
 
+def unusable(position: int, url: str) -> str:
+    """Why notification entry ``position`` is not used (named by its host only)."""
+    return (
+        f"entry {position} ({label(url)}) is not a URL Apprise can use; "
+        "check it against Apprise's documentation of that service"
+    )
+
+
 def secrets_of(url: str) -> list[str]:
     """The parts of ``url`` to redact wherever they might appear."""
     parts = urlsplit(url)
@@ -152,10 +160,7 @@ class Notifier:
         try:
             plugin = service(url, self.timeout)
             if plugin is None:
-                self.log.warning(
-                    f"notification entry {position} ({name}) is not a URL Apprise can use; "
-                    "check it against Apprise's documentation of that service"
-                )
+                self.log.warning(f"notification {unusable(position, url)}")
                 return
             reasons = _reasons().lines.setdefault(threading.get_ident(), [])
             if plugin.notify(body=message, title=title, notify_type=kind):

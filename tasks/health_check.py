@@ -107,14 +107,11 @@ def _check_watch(app: Context, settings: Settings, report: _Report) -> None:
 
 def _check_notify_urls(settings: Settings, report: _Report) -> None:
     """Whether Apprise can use each notification URL (named by position and host only)."""
-    from core.notify import label, service
+    from core.notify import service, unusable
 
     for position, url in enumerate(settings.notify_urls, 1):
         if service(url) is None:
-            report.bad(
-                f"setting notify_urls: entry {position} ({label(url)}) is not a URL Apprise can use; "
-                "check it against Apprise's documentation of that service"
-            )
+            report.bad(f"setting notify_urls: {unusable(position, url)}")
 
 
 def _report_settings(settings: Settings, report: _Report) -> None:
