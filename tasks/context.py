@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from stash.timestamps import recent_since
 from sync_queue.stats import iso_local
 
 if TYPE_CHECKING:
@@ -74,3 +75,11 @@ def queue_state(app: Context) -> dict[str, Any]:
     counts = app.producer_queue().counts()
     in_flight = counts["in_flight"] if app.drainer_running() else 0  # no consumer: they only wait
     return {**counts, "in_flight": in_flight, "next_retry_at": iso_local(counts["next_retry_at"])}
+
+
+def recent_start(app: Context, newest: str | None) -> str | None:
+    """Where ``recent`` (and its preview) starts: after the last run's newest ``updated_at``
+    (stash/timestamps.py ``recent_since``), said in the log."""
+    since = recent_since(app.ledger().meta("last_sync_at"), newest)
+    app.log.info(f"syncing scenes updated after {since}")
+    return since

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.errors import InvalidMetadata, one_scene
-from stash.timestamps import recent_since
-from tasks.context import Context
+from tasks.context import Context, recent_start
 from validation.metadata import SceneMetadata, scene_from_stash
 from worker.preview import PlanReport, plan_entry, publish, unmatched_entry, writes
 from worker.verdict import sort_scenes
@@ -74,8 +73,7 @@ def plan(app: Context) -> dict[str, Any]:
     """The dry run of ``all`` (the task "Preview sync" and ``all --dry-run``) or of ``recent``."""
     since = None
     if app.options["mode"] == "recent":
-        since = recent_since(app.ledger().meta("last_sync_at"), app.stash().newest_updated_at())
-        app.log.info(f"syncing scenes updated after {since}")
+        since = recent_start(app, app.stash().newest_updated_at())
     planned = plan_sync(app, str(app.options["mode"]), since)
     return publish(planned, app.data_dir, app.log, bool(app.options.get("full_reply")))
 

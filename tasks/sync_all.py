@@ -16,12 +16,11 @@ from queue import Full, Queue
 from typing import Any
 
 from stash.client import PAGE_SIZE
-from stash.timestamps import recent_since
 from sync_queue.job import BULK, Job
 from sync_queue.ledger import ALL_CHECKED_AT
 from sync_queue.queue import JobQueue
 from sync_queue.stats import Delta
-from tasks.context import Context
+from tasks.context import Context, recent_start
 from worker.pipeline import work
 from worker.progress import ProgressReporter, finish, sum_done
 from worker.verdict import sort_scenes
@@ -162,8 +161,7 @@ def run(app: Context) -> dict[str, Any]:
     marker = app.stash().newest_updated_at()  # read first: whatever changes during the run is newer
     updated_after = None
     if label == "recent":
-        updated_after = recent_since(app.ledger().meta("last_sync_at"), marker)
-        app.log.info(f"syncing scenes updated after {updated_after}")
+        updated_after = recent_start(app, marker)
     with app.consumer() as queue:
         worker = app.worker(queue, probe_now=True)
         reporter = ProgressReporter(app.log, 0, "scenes")
