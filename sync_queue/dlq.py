@@ -73,8 +73,7 @@ class DeadLetterQueue(sqlite.Store):
         title: str | None,
     ) -> bool:
         row = (job.scene_id, json.dumps(job.to_dict()), error_class, message[:4000], attempts, failed_at, title)
-        with self._writing() as conn:
-            return conn.execute(f"INSERT OR {conflict} INTO dlq VALUES (?, ?, ?, ?, ?, ?, ?)", row).rowcount > 0
+        return self._write(f"INSERT OR {conflict} INTO dlq VALUES (?, ?, ?, ?, ?, ?, ?)", row) > 0
 
     def count(self) -> int:
         return self._one("SELECT COUNT(*) FROM dlq")[0]

@@ -369,8 +369,7 @@ class Ledger(sqlite.Store):
         return [row[0] for row in rows]
 
     def set_rating_seen(self, scene_id: int, rating_key: int, stash: int | None, plex: str) -> None:
-        with self._writing() as conn:
-            conn.execute("INSERT OR REPLACE INTO ratings_seen VALUES (?, ?, ?, ?)", (scene_id, rating_key, stash, plex))
+        self._write("INSERT OR REPLACE INTO ratings_seen VALUES (?, ?, ?, ?)", (scene_id, rating_key, stash, plex))
 
     # -- pins: a user's answers, honoured before the matcher -----------------------
     def pins(self, scene_ids: list[int] | None = None) -> dict[int, Pin]:
@@ -394,22 +393,19 @@ class Ledger(sqlite.Store):
 
     def unpin(self, scene_id: int) -> bool:
         """Forget the scene's answer; False when it had none."""
-        with self._writing() as conn:
-            return conn.execute("DELETE FROM pins WHERE scene_id = ?", (scene_id,)).rowcount > 0
+        return self._write("DELETE FROM pins WHERE scene_id = ?", (scene_id,)) > 0
 
     # -- matches accepted by file name only (the inbox shows them for a check) -------
     def note_loose(self, scene_id: int, rating_key: int, reason: str, title: str = "") -> None:
         """The scene's item was accepted by file name only (``reason`` says how)."""
-        with self._writing() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO loose_matches VALUES (?, ?, ?, ?, ?)",
-                (scene_id, rating_key, reason, title, self.clock()),
-            )
+        self._write(
+            "INSERT OR REPLACE INTO loose_matches VALUES (?, ?, ?, ?, ?)",
+            (scene_id, rating_key, reason, title, self.clock()),
+        )
 
     def settle_loose(self, scene_id: int) -> None:
         """The scene's item was found by its exact path (or pinned) since: not loose any more."""
-        with self._writing() as conn:
-            conn.execute("DELETE FROM loose_matches WHERE scene_id = ?", (scene_id,))
+        self._write("DELETE FROM loose_matches WHERE scene_id = ?", (scene_id,))
 
     def loose_ids(self) -> set[int]:
         return {row[0] for row in self._rows("SELECT scene_id FROM loose_matches")}
@@ -428,8 +424,7 @@ class Ledger(sqlite.Store):
         return json.loads(row[0]) if row else default
 
     def set_meta(self, key: str, value: Any) -> None:
-        with self._writing() as conn:
-            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+        self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
     # -- Plex section index cache ---------------------------------------------------
     def index_rows(self, section_id: int) -> list[tuple[int, str, int | None, int | None]]:

@@ -120,8 +120,7 @@ class PlayJournal(sqlite.Store):
         return (int(row[0]), int(row[1])) if row else None
 
     def set_since(self, server: str, account_id: int, viewed_at: int, floor: int) -> None:
-        with self._writing() as conn:
-            conn.execute("INSERT OR REPLACE INTO marks VALUES (?, ?, ?, ?)", (server, account_id, viewed_at, floor))
+        self._write("INSERT OR REPLACE INTO marks VALUES (?, ?, ?, ?)", (server, account_id, viewed_at, floor))
 
     # -- plays of items no scene is linked to yet --------------------------------------
     def keep(self, server: str, plays: list[tuple[str, int, int, int]]) -> None:

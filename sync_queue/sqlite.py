@@ -442,12 +442,16 @@ class Store:
         with self._lock, write(self._db()) as conn:
             yield conn
 
+    def _write(self, sql: str, args: Sequence[Any] = ()) -> int:
+        """One statement in a write transaction of its own; the rows it changed."""
+        with self._writing() as conn:
+            return conn.execute(sql, args).rowcount
+
     def open(self) -> str | None:
         """Open the file now; a sentence worth logging (once) when it was found empty, else None."""
         if self._one("SELECT 1 FROM found_empty") is None:
             return None
-        with self._writing() as conn:
-            conn.execute("DELETE FROM found_empty")
+        self._write("DELETE FROM found_empty")
         return (
             f"{self.path} was empty (0 bytes; a crash or a full disk while it was first written?): "
             "it starts over as a new, empty file"
