@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from core.errors import InputError
+from core.log import shortened
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads it as True)
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ HOOK_TRIGGERS = SCENE_HOOKS + tuple(ENTITY_HOOKS)
 
 
 def shown(value: Any) -> str:
-    return f" (got {str(value)[:60]!r})" if not isinstance(value, (dict, list)) else ""
+    return f" (got {shortened(str(value), 60)!r})" if not isinstance(value, (dict, list)) else ""
 
 
 def text(data: dict, key: str, where: str, required: bool = True, default: str = "") -> str:
