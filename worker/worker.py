@@ -35,7 +35,7 @@ from core.errors import (
 )
 from sync_queue.job import BULK, EntityEvent, Job, Taken
 from sync_queue.spool import IMAGE_ONLY
-from sync_queue.sqlite import disk_fault, in_words
+from sync_queue.sqlite import in_words
 from sync_queue.stats import Delta
 from validation.metadata import entities_of, scene_from_stash
 from worker.breaker import BreakerState, State
@@ -535,7 +535,7 @@ class Worker:
             case Action.HOLD:
                 self.queue.postpone(item, until)  # stays unacked: the next consumer gets it back
                 if not isinstance(error, RunStopped):
-                    self._abort((disk_fault(error) if error is not None else None) or error)
+                    self._abort(in_words(error) if error is not None else None)  # a disk's refusal in words
             case Action.RETRY:
                 self._retry(item, decision, error)
             case Action.DLQ:
