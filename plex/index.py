@@ -37,12 +37,18 @@ _KIND = {"show": "a TV show library", "artist": "a music library", "photo": "a p
 STALE_S = 30.0
 
 
+def missing_sections(available: list[SectionInfo], wanted: tuple[str, ...]) -> list[str]:
+    """The names in ``wanted`` that no section has (titles compared trimmed, in any case)."""
+    titles = {s.title.strip().lower() for s in available}
+    return [name for name in wanted if name.strip().lower() not in titles]
+
+
 def pick_sections(available: list[SectionInfo], wanted: tuple[str, ...]) -> list[SectionInfo]:
     """The configured sections (all movie/video sections when none are named)."""
     if not wanted:
         return [s for s in available if s.type in VIDEO_SECTION_TYPES]
     by_title = {s.title.strip().lower(): s for s in available}
-    missing = [name for name in wanted if name.strip().lower() not in by_title]
+    missing = missing_sections(available, wanted)
     if missing:
         names = ", ".join(repr(s.title) for s in available) or "none"
         raise ConfigError(

@@ -14,7 +14,7 @@ from typing import Any
 
 from core.errors import ConfigError, PlexAuthError, PlexUnavailable, Stash2PlexError, StashUnavailable
 from core.log import StashLog
-from plex.index import VIDEO_SECTION_TYPES, pick_sections
+from plex.index import VIDEO_SECTION_TYPES, missing_sections, pick_sections
 from plex.matcher import CHOOSE
 from plex.suggest import suggest_rule, unsettled
 from tasks.context import Context
@@ -202,8 +202,7 @@ def _check_libraries(app: Context, settings: Settings, report: _Report) -> bool:
     try:
         chosen = pick_sections(available, settings.plex_libraries)
     except ConfigError as exc:
-        titles = {s.title.strip().lower() for s in available}
-        info["missing"] = [n for n in settings.plex_libraries if n.strip().lower() not in titles]
+        info["missing"] = missing_sections(available, settings.plex_libraries)
         report.bad(str(exc))
         return False
     info["configured"] = [s.title for s in chosen]

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from core.errors import PlexUnavailable
-from plex.client import LIST_PAGE_SIZE, PlexClient
-from plex.index import LibraryIndex
+from core.errors import ConfigError, PlexUnavailable
+from plex.client import LIST_PAGE_SIZE, PlexClient, SectionInfo
+from plex.index import LibraryIndex, missing_sections, pick_sections
 from sync_queue.ledger import Ledger
 
 
@@ -125,3 +125,14 @@ def test_two_libraries_are_never_matched_early(plex, tmp_path):
         time.sleep(0.02)
     assert len(seen) > 5 and not any(seen)
     assert [s.key for s in index.sections] == [1, 2]  # the listing itself worked
+
+
+def test_libraries_named_in_the_settings_are_found_by_trimmed_title_in_any_case():
+    """plex_libraries against Plex's sections: one comparison for the sync and Health check's list."""
+    available = [SectionInfo(1, "Stash", "movie", "0"), SectionInfo(2, "Music", "artist", "0")]
+    assert missing_sections(available, (" stash ", "Films")) == ["Films"]
+    assert pick_sections(available, ("STASH",)) == [available[0]]
+    with pytest.raises(
+        ConfigError, match=r"names 'Films', which Plex does not have\. Plex libraries: 'Stash', 'Music'"
+    ):
+        pick_sections(available, (" stash ", "Films"))
