@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from core.log import MAX_LINE_BYTES, Redactor, StashLog, capture_library_logs
+from core.log import MAX_LINE_BYTES, Redactor, StashLog, capture_library_logs, shortened
 
 STASH_LINE_LIMIT = (
     64 * 1024
@@ -237,3 +237,10 @@ def test_drainer_log_is_rotated_past_its_limit(tmp_path):
     rotate(log, 100)
     assert not log.exists() and (tmp_path / "drainer.log.1").read_bytes() == b"y" * 101  # one older copy
     rotate(tmp_path / "absent.log", 100)  # nothing to rotate: no error
+
+
+def test_shortened_keeps_a_short_text_and_cuts_a_long_one_to_the_limit_never_inside_a_character():
+    assert shortened("abcd", 4) == "abcd"
+    assert shortened("abcdef", 4) == "abc…"
+    assert shortened("ab cdef", 4) == "ab…"  # no space before the ellipsis
+    assert shortened("abe\u0301fg", 5) == "abe…"  # the accent is not left without its letter

@@ -17,6 +17,7 @@ from core.errors import (
     StashRefused,
     StashUnavailable,
     TransientError,
+    one_scene,
 )
 from sync_queue.job import Job
 from worker.settle import (
@@ -139,3 +140,19 @@ def test_not_found_gives_up_on_the_twelfth_failure_naming_the_paths():
 def test_other_transient_failures_do_not_start_the_not_found_clock():
     decision = decide(JOB, TransientError("reset"), NOW, rng())
     assert decision.job.not_found_since is None and decision.job.scan_requested is False
+
+
+def test_a_bulk_tasks_scene_fails_alone_unless_its_error_fails_every_scene():
+    """core/errors.py ``one_scene``: preview's and reconcile's step for one scene."""
+
+    def fails(error: Exception) -> None:
+        raise error
+
+    assert one_scene(int, "7") == (7, None)
+    missing = PlexNotFound("no item")
+    assert one_scene(fails, missing) == (None, missing)
+    for every in (PlexUnavailable("down"), ConfigError("bad")):
+        with pytest.raises(type(every)):
+            one_scene(fails, every)
+    with pytest.raises(KeyError):  # not ours: a bug, not a failed scene
+        one_scene(fails, KeyError("x"))

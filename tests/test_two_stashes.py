@@ -7,11 +7,13 @@ Plex item; neither drainer takes the other's jobs.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from core.errors import DataFileError
+from core.platform import write_whole
 from sync_queue.owner import OWNER_FILE, data_folder
 from tests.conftest import STASH_API_KEY, STASH_COOKIE, Installed, Plugin
 from tests.emulators.stash_emulator import StashEmulator
@@ -97,3 +99,13 @@ def test_a_claim_is_never_seen_half_written(tmp_path):
         stop.set()
         reader.join()
     assert errors == [] and not list(folder.glob("*.tmp"))
+
+
+def test_a_small_file_is_replaced_whole_or_made_only_when_absent_and_no_temp_file_stays(tmp_path):
+    """core/platform.py ``write_whole``: the breaker's and the health file's replace, the owner's link."""
+    path = str(tmp_path / OWNER_FILE)
+    write_whole(path, "one")
+    write_whole(path, "two")
+    with pytest.raises(FileExistsError):
+        write_whole(path, "three", publish=os.link)
+    assert Path(path).read_text(encoding="utf-8") == "two" and os.listdir(tmp_path) == [OWNER_FILE]
