@@ -14,6 +14,7 @@ import time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, TextIO
 
 # user:password@ in any URL (http://user:pass@host, also inside longer texts)
@@ -81,6 +82,11 @@ def shortened(text: str, limit: int) -> str:
     while cut and unicodedata.combining(cut[-1]):
         cut = cut[:-1]
     return cut.rstrip() + ELLIPSIS
+
+
+def first_ids(ids: Sequence[int], total: int) -> str:
+    """Ids as a message lists them: those given, and ", …" when there are ``total`` in all."""
+    return ", ".join(map(str, ids)) + (", …" if total > len(ids) else "")
 
 
 def _cut(line: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from core.log import first_ids
 from sync_queue.job import INTERACTIVE
 from tasks.context import Context, queue_again
 
@@ -37,7 +38,7 @@ def retry_dlq(app: Context) -> str:
     """Every DLQ entry back into the queue with a fresh retry budget."""
     requeued = queue_again(app, None, INTERACTIVE)
     if rebuilt := requeued.rebuilt:
-        shown = ", ".join(str(sid) for sid in rebuilt[:10]) + (", …" if len(rebuilt) > 10 else "")
+        shown = first_ids(rebuilt[:10], len(rebuilt))
         app.log.warning(
             f"{len(rebuilt)} dead-letter entr{'y' if len(rebuilt) == 1 else 'ies'} could not be read "
             f"(scenes {shown}); queued again by scene id, every other entry as it was"

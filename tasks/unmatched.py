@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.log import first_ids
 from plex.suggest import Unsettled, suggest_rule
 from tasks.context import Context
 from worker.unmatched import find_unmatched
@@ -56,12 +57,12 @@ def unmatched_lines(result: dict[str, Any]) -> list[str]:
         return ["every scene has a Plex item"]
     lines = [f"{result['count']:,} scenes have no Plex item, in {len(result['groups']):,} folders:"]
     for group in result["groups"]:
-        ids = ", ".join(map(str, group["scene_ids"])) + (" …" if group["count"] > len(group["scene_ids"]) else "")
+        ids = first_ids(group["scene_ids"], group["count"])
         lines.append(f"  {group['folder']}: {group['count']:,} (scenes {ids})")
         lines.append(f"      looked for {group['example']['looked_for']}")
     if result.get("suggested_path_map"):
         fixes = result["fixes"]
-        ids = ", ".join(map(str, fixes["scene_ids"])) + (" …" if fixes["scenes"] > len(fixes["scene_ids"]) else "")
+        ids = first_ids(fixes["scene_ids"], fixes["scenes"])
         lines.append(
             f"path_map rule '{result['suggested_path_map']}' would match {fixes['scenes']:,} scenes exactly, "
             f"each to the one Plex item of its file name (scenes {ids}); add it to the path_map setting"

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from core.log import MAX_LINE_BYTES, Redactor, StashLog, capture_library_logs, shortened
+from core.log import MAX_LINE_BYTES, Redactor, StashLog, capture_library_logs, first_ids, shortened
 
 STASH_LINE_LIMIT = (
     64 * 1024
@@ -244,3 +244,8 @@ def test_shortened_keeps_a_short_text_and_cuts_a_long_one_to_the_limit_never_ins
     assert shortened("abcdef", 4) == "abc…"
     assert shortened("ab cdef", 4) == "ab…"  # no space before the ellipsis
     assert shortened("abe\u0301fg", 5) == "abe…"  # the accent is not left without its letter
+
+
+def test_first_ids_mark_that_there_are_more():
+    assert first_ids([3, 4], 2) == "3, 4"
+    assert first_ids([3, 4], 9) == "3, 4, …"

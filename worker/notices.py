@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from core.log import first_ids
 from core.notify import FAILURE, SUCCESS, WARNING
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ class RunNotices:
         lines = []
         for error_class, group in sorted(groups.items(), key=lambda item: -item[1]["count"]):
             n = group["count"]
-            ids = ", ".join(str(sid) for sid in group["scenes"]) + (", …" if n > len(group["scenes"]) else "")
+            ids = first_ids(group["scenes"], n)
             lines.append(f"{n} × {error_class} (scenes {ids}): {group['message'][:300]}")
         title = f"Stash2Plex: {total} scene{'s' if total != 1 else ''} moved to the dead-letter queue"
         return title, "\n".join(lines)
