@@ -10,13 +10,6 @@ deleted. Library errors are translated once per client: ``plex/errors.py``, ``st
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's path)
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import TypeVar
-
-    T = TypeVar("T")
-
 
 class Stash2PlexError(Exception):
     """Root of every error Stash2Plex raises on purpose."""
@@ -103,18 +96,6 @@ class ConfigError(Stash2PlexError):
 # Plex down, the token refused, a bad setting: every further scene of a bulk task (a preview,
 # reconcile) would fail the same way, so the task stops on them instead of failing scene by scene.
 FAILS_EVERY_SCENE = (PlexUnavailable, PlexAuthError, ConfigError)
-
-
-def one_scene(work: Callable[..., T], *args: object) -> tuple[T | None, Stash2PlexError | None]:
-    """``work(*args)`` for one scene of a bulk task: (its result, None), or (None, the error)
-    when it failed this scene only; one that fails every scene (``FAILS_EVERY_SCENE``)
-    raises, and the task stops on it."""
-    try:
-        return work(*args), None
-    except FAILS_EVERY_SCENE:
-        raise
-    except Stash2PlexError as exc:
-        return None, exc
 
 
 class RunStopped(Stash2PlexError):

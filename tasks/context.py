@@ -9,10 +9,12 @@ the steps several tasks take (no task imports another).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from core.errors import FAILS_EVERY_SCENE, Stash2PlexError
 from stash.timestamps import recent_since
 from sync_queue.stats import iso_local
 
@@ -83,3 +85,18 @@ def recent_start(app: Context, newest: str | None) -> str | None:
     since = recent_since(app.ledger().meta("last_sync_at"), newest)
     app.log.info(f"syncing scenes updated after {since}")
     return since
+
+
+T = TypeVar("T")
+
+
+def one_scene(work: Callable[..., T], *args: object) -> tuple[T | None, Stash2PlexError | None]:
+    """``work(*args)`` for one scene of a bulk task: (its result, None), or (None, the error)
+    when it failed this scene only; one that fails every scene (``FAILS_EVERY_SCENE``)
+    raises, and the task stops on it."""
+    try:
+        return work(*args), None
+    except FAILS_EVERY_SCENE:
+        raise
+    except Stash2PlexError as exc:
+        return None, exc

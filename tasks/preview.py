@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import InvalidMetadata, one_scene
-from tasks.context import Context, recent_start
+from core.errors import InvalidMetadata
+from tasks.context import Context, one_scene, recent_start
 from validation.metadata import SceneMetadata, scene_from_stash
 from worker.preview import PlanReport, plan_entry, publish, unmatched_entry, writes
 from worker.verdict import sort_scenes

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import InvalidMetadata, one_scene
+from core.errors import InvalidMetadata
 from stash.client import PAGE_SIZE
-from tasks.context import Context
+from tasks.context import Context, one_scene
 from validation.metadata import scene_from_stash
 from worker.breaker import plex_answered
 from worker.preview import PlanReport, plan_entry, publish, unmatched_entry

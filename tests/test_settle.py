@@ -17,9 +17,9 @@ from core.errors import (
     StashRefused,
     StashUnavailable,
     TransientError,
-    one_scene,
 )
 from sync_queue.job import Job
+from tasks.context import one_scene
 from worker.settle import (
     STASH_RECHECK_S,
     UNAVAILABLE_RECHECK_S,
@@ -143,7 +143,7 @@ def test_other_transient_failures_do_not_start_the_not_found_clock():
 
 
 def test_a_bulk_tasks_scene_fails_alone_unless_its_error_fails_every_scene():
-    """core/errors.py ``one_scene``: preview's and reconcile's step for one scene."""
+    """tasks/context.py ``one_scene``: preview's and reconcile's step for one scene."""
 
     def fails(error: Exception) -> None:
         raise error
