@@ -18,11 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from app.faults import in_words
 from core.backoff import probe_wait
 from core.errors import ConfigError, DiskRefused, PlexAuthError, Stash2PlexError, StashUnavailable
 from core.log import Redactor, StashLog, capture_library_logs
 from core.platform import HeldLock, lower_priority, retry_for
+from sync_queue.sqlite import in_words
 from validation.plugin_input import ServerConnection
 
 if TYPE_CHECKING:
