@@ -122,13 +122,17 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
     thread = threading.Thread(target=_work, args=(app, lock, stop, outcome), name="s2p-worker", daemon=True)
     thread.start()
     watch = SettingsWatch(app)
-    while thread.is_alive():
-        thread.join(WATCH_INTERVAL_S)
-        if app.handover_requested():
-            stop.set()
-        elif not stop.is_set() and watch.changed():
-            outcome["settings_changed"] = True  # as the worker notes it between runs (_work)
-            stop.set()
+    try:
+        while thread.is_alive():
+            thread.join(WATCH_INTERVAL_S)
+            if app.handover_requested():
+                stop.set()
+            elif not stop.is_set() and watch.changed():
+                outcome["settings_changed"] = True  # as the worker notes it between runs (_work)
+                stop.set()
+    finally:  # a look failing here: the syncs in flight settle before the lock goes (_rounds)
+        stop.set()
+        thread.join()
     # the disk refusing waits for it (DISK_WAIT); a damaged data folder never heals by itself: stop
     error = (in_words(outcome["error"]) or outcome["error"]) if "error" in outcome else None
     if not isinstance(error, DiskRefused):

@@ -8,6 +8,8 @@ import errno
 import io
 from pathlib import Path
 
+import pytest
+
 from app import drainer
 from core.log import Redactor, StashLog
 from core.platform import HeldLock, is_locked
@@ -99,3 +101,32 @@ def test_a_run_the_disk_stopped_leaves_the_drainer_holding_its_lock(plugin, monk
     finally:
         lock.release()
         app.close()
+
+
+def test_an_error_of_the_watching_thread_lets_the_jobs_in_flight_settle_before_the_lock_goes(tmp_path, monkeypatch):
+    """A look at a task's request failing mid-run (too many open files): the drainer's lock is
+    let go only once its worker has stopped, never while a sync is still in flight (a hook
+    would start a second drainer, which would take the in-flight jobs again)."""
+    seen: dict = {}
+
+    def in_flight(app, lock, stop, outcome) -> None:  # the worker, a sync in flight until told to stop
+        seen["stopped"] = stop.wait(5)
+        seen["held"] = is_locked(app.lock_path)
+
+    class _Failing(_App):
+        def take_over(self, start_drainer: bool) -> None:
+            pass
+
+        def nudged_at(self) -> float:
+            return 0.0
+
+        def handover_requested(self) -> bool:
+            raise OSError(errno.EMFILE, "Too many open files", str(self.lock_path))
+
+        def close(self) -> None:
+            self.queue.queue.close()
+
+    monkeypatch.setattr(drainer, "_work", in_flight)
+    with pytest.raises(OSError):
+        drainer._rounds(lambda: _Failing(tmp_path), StashLog(io.StringIO(), Redactor(), plain=True))  # type: ignore[arg-type,return-value]
+    assert seen == {"stopped": True, "held": True}
