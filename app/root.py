@@ -233,7 +233,8 @@ class App:
     def consumer(self, lock: HeldLock | None = None, wait_s: float = HANDOVER_WAIT_S) -> Iterator[JobQueue]:
         """Become the one consumer: take the drainer lock (asking a running drainer
         to hand over), open the queue with auto_resume, close it at the end and let go
-        of the lock. A ``lock`` given (the drainer's, held) stays held: its holder lets go."""
+        of the lock, then start the drainer a hook meanwhile would have. A ``lock`` given (the
+        drainer's, held) stays held: its holder lets go, and looks once more (app/drainer.py)."""
         held = lock or HeldLock(self.lock_path)
         if not held.acquire(patience=0.5):
             self.log.info("a background drainer is working; asking it to hand over")
@@ -247,6 +248,8 @@ class App:
         finally:
             if lock is None:
                 held.release()
+                if spool.holds_work(str(self.queue_dir)):  # a hook found it held and only nudged
+                    self.ensure_drainer()
 
     def take_over(self, start_drainer: bool = True) -> None:
         """The public Stash2Plex plugin's waiting jobs and dead letters, once, at the start of

@@ -72,7 +72,7 @@ def run(
         return f"{what}: nothing to sync"
     for record in records:
         spool.put(data_dir, record)
-    # Looked at after the write: a drainer holding the lock now looks once more after
+    # Looked at after the write: its holder now (a drainer or a task) looks once more after
     # letting go of it, so it sees the line; a free lock means none will: start one.
     started = not is_locked(os.path.join(data_dir, spool.LOCK_FILE))
     busy_s = 0.0 if started else spool.moving_for(os.path.join(data_dir, spool.QUEUE_FOLDER), now)

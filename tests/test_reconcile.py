@@ -362,3 +362,21 @@ def test_reconcile_checks_every_scene_while_scenes_of_the_first_page_are_deleted
     where by page number the next page began 30 scenes too late and 20 were never checked."""
     run = run_deleting_after_the_first_page(plugin, "reconcile", range(50, 80))  # on the first page (of 500)
     assert run.output["checked"] == 520, run.output
+
+
+def test_an_edit_saved_while_reconcile_holds_the_drainer_lock_is_drained_after_it(plugin):
+    """Its hook found the lock held (reconcile takes it: no drainer writes meanwhile) and only
+    nudged; the task, letting go, starts the drainer that hook would have."""
+    sid, rk = plugin.add_scene(1)
+    hooked: list = []
+
+    def edit_meanwhile(record: dict) -> None:
+        if not hooked and plugin.drainer_busy():
+            hooked.append(plugin.hook(plugin.stash.update_scene(sid, title="Saved during reconcile")))
+
+    plugin.plex.on_request = edit_meanwhile
+    assert plugin.task("reconcile").error is None
+    plugin.plex.on_request = None
+    assert hooked and hooked[0].error is None
+    plugin.wait_drained(timeout=15)
+    assert plugin.plex.item(rk)["fields"]["title"] == "Saved during reconcile"
