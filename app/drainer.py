@@ -188,23 +188,14 @@ def _disk_back(app: App, log: StashLog, lock: HeldLock, failures: int) -> bool:
     wait 2, 4, 8 … 60 s (``probe_wait``) while jobs wait. True: try again, the lock held.
     False, the lock let go: nothing waits (looked at once more after letting go, as the
     hooks expect), or a task asked for the lock."""
-    if not _work_waits(app):
-        lock.release()  # a hook that found it held only nudged: look once more, let go
-        return _work_waits(app)
+    if not app.work_waits():
+        return app.let_go(lock, start=False)  # work waiting again: this drainer goes on
     wait = probe_wait(failures)
     log.info(f"the jobs wait for the disk; the drainer tries again in {wait:.0f} s")
     if retry_for(app.handover_requested, wait, WATCH_INTERVAL_S):
         lock.release()  # a task asked: it goes first
         return False
     return True
-
-
-def _work_waits(app: App) -> bool:
-    """Whether jobs (or the hooks' spool) wait; True when the queue cannot even be read."""
-    try:
-        return app.producer_queue().pending() > 0
-    except (Stash2PlexError, sqlite3.Error, OSError):
-        return True
 
 
 def _remember_error(app: App, text: str | None) -> None:

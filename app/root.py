@@ -233,8 +233,8 @@ class App:
     def consumer(self, lock: HeldLock | None = None, wait_s: float = HANDOVER_WAIT_S) -> Iterator[JobQueue]:
         """Become the one consumer: take the drainer lock (asking a running drainer
         to hand over), open the queue with auto_resume, close it at the end and let go
-        of the lock, then start the drainer a hook meanwhile would have. A ``lock`` given (the
-        drainer's, held) stays held: its holder lets go, and looks once more (app/drainer.py)."""
+        of the lock, then start the drainer a hook meanwhile would have (``let_go``). A ``lock`` given
+        (the drainer's, held) stays held: its holder lets go, and looks once more (app/drainer.py)."""
         held = lock or HeldLock(self.lock_path)
         if not held.acquire(patience=0.5):
             self.log.info("a background drainer is working; asking it to hand over")
@@ -246,10 +246,28 @@ class App:
             finally:
                 queue.close()
         finally:
-            if lock is None:
-                held.release()
-                if spool.holds_work(str(self.queue_dir)):  # a hook found it held and only nudged
-                    self.ensure_drainer()
+            if lock is None:  # only the hooks' lines: jobs a task left (a bad token) start no drainer
+                self.let_go(held, spool_only=True)
+
+    def let_go(self, lock: HeldLock, spool_only: bool = False, start: bool = True) -> bool:
+        """Let go of the drainer lock, then look once more whether work waits (a hook that
+        found the lock held only nudged: docs/architecture.md, the hook's step 5) and, if so,
+        ``start`` a drainer. ``spool_only``: the hooks' spool alone, else every pending job
+        (True when the queue cannot even be read). The drainer itself goes on instead (start=False)."""
+        lock.release()
+        waits = spool.holds_work(str(self.queue_dir)) if spool_only else self.work_waits()
+        if waits and start:
+            self.ensure_drainer()
+        return waits
+
+    def work_waits(self) -> bool:
+        """Whether jobs (or the hooks' spool) wait; True when the queue cannot even be read."""
+        import sqlite3
+
+        try:
+            return self.producer_queue().pending() > 0
+        except (Stash2PlexError, sqlite3.Error, OSError):
+            return True
 
     def take_over(self, start_drainer: bool = True) -> None:
         """The public Stash2Plex plugin's waiting jobs and dead letters, once, at the start of
@@ -549,13 +567,9 @@ class App:
         from worker.drift import DriftWatch
         from worker.reconcile import Reconciler
 
-        def after_lock() -> None:  # a hook that found the lock held started no drainer
-            if self.producer_queue().pending():
-                self.ensure_drainer()
-
         reconciler = Reconciler(self.syncer(), self.ledger(), self.settings())
         return DriftWatch(
-            reconciler, self.ledger(), self.stash(), lambda: HeldLock(self.lock_path), self.log, after_lock
+            reconciler, self.ledger(), self.stash(), lambda: HeldLock(self.lock_path), self.log, self.let_go
         )
 
     @part

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from app import drainer
+from app.root import App
 from core.log import Redactor, StashLog
 from core.platform import HeldLock, is_locked
 from sync_queue import health, spool
@@ -46,6 +47,7 @@ class _App:
         return self.handover
 
     handover = False
+    work_waits, let_go = App.work_waits, App.let_go  # the real look (and let go) over this queue
 
 
 def _held(app: _App) -> HeldLock:

@@ -37,7 +37,7 @@ class DriftWatch:
     stash: StashClient
     lock: Callable[[], HeldLock]  # a factory of the drainer lock (acquire(patience), release)
     log: StashLog
-    after_lock: Callable[[], None] | None = None  # called after the lock is let go (a hook that found it held)
+    let_go: Callable[[HeldLock], object]  # lets go of the lock and looks once more (App.let_go)
     clock: Callable[[], float] = time.time
     pending: dict[int, int] = field(default_factory=dict)  # ratingKey → the newest event's updatedAt
     _mutex: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -60,9 +60,7 @@ class DriftWatch:
         try:
             return sum(self._one(rk, at) for rk, at in sorted(pending.items()))
         finally:
-            lock.release()
-            if self.after_lock is not None:
-                self.after_lock()
+            self.let_go(lock)  # a hook that found it held started no drainer
 
     def _pend(self, items: dict[int, int]) -> None:
         with self._mutex:
