@@ -255,3 +255,26 @@ def test_a_dry_run_says_plexs_own_poster_comes_back_where_the_write_restores_it(
     assert plugin.task("all").error is None
     _shows(plugin, ka, sb)
     _shows(plugin, kb, sa)
+
+
+def test_a_dry_run_leaves_a_poster_chosen_in_plex_where_the_write_leaves_it(plugin):
+    """As above, but the user has since chosen another poster on A's item in Plex (plexapi
+    mixins/resources.py ``setPoster`` → media.py ``BaseResource.select``: ``PUT
+    /library/metadata/{id}/poster?url=<ratingKey>``, which PMS selects and locks): the write
+    leaves that choice alone (no poster chosen, the lock kept), and the preview says so."""
+    from tests.test_cli import cli
+
+    (sa, ka), (sb, kb) = _two_scenes(plugin, b_cover=False)
+    item = _server(plugin).fetchItem(ka)
+    item.setPoster(next(p for p in item.posters() if p.ratingKey.startswith("media://")))
+    _exchange(plugin.plex, ka, kb)
+    plan = cli(plugin, "all", "--dry-run", "--json").json()
+    by_scene = {e["scene_id"]: e for e in plan["scenes"]}
+    assert (by_scene[sb]["rating_key"], by_scene[sb]["poster"]) == (ka, "none"), by_scene
+    assert "poster: Plex's own back" not in cli(plugin, "all", "--dry-run").stdout
+    plugin.plex.clear_requests()
+    assert plugin.task("all").error is None
+    assert plugin.plex.requests_matching("PUT", f"/library/metadata/{ka}/poster") == []
+    assert "thumb" in plugin.plex.item(ka)["locks"]  # the user's choice, not unlocked as a restore does
+    _shows(plugin, ka, sb)
+    _shows(plugin, kb, sa)

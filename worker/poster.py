@@ -106,7 +106,16 @@ class Posters:
         uploaded = self.ledger.item_poster(rating_key)
         if uploaded is None or uploaded[0] == scene.id:
             return Cover("none")  # nothing of ours, or the scene's own earlier cover (kept, as before)
+        if self._shown(rating_key, uploaded[1]) is None:
+            return Cover("none", digest=uploaded[1])  # another poster was chosen in Plex since: it stays
         return Cover("restore", digest=uploaded[1])
+
+    def _shown(self, rating_key: int, digest: str) -> list[tuple[str, bool]] | None:
+        """The item's posters while it shows the one Stash2Plex uploaded (``upload://posters/<SHA-1
+        of the bytes>``, ``digest``); None once another was chosen in Plex."""
+        posters = self.client.posters(rating_key)
+        shown = next((key for key, selected in posters if selected), None)
+        return posters if shown == f"upload://posters/{digest}" else None
 
     def restore(self, rating_key: int, digest: str) -> None:
         """Plex's own poster back on the item, when it shows the one Stash2Plex uploaded
@@ -118,9 +127,8 @@ class Posters:
         again (tests/test_mixins.py ``_test_mixins_edit_image``), so Plex may choose anew
         at a refresh (with none of its own listed, only the lock is released). A poster the
         user uploaded before ours is not chosen again: which one showed before is not kept."""
-        posters = self.client.posters(rating_key)
-        shown = next((key for key, selected in posters if selected), None)
-        if shown != f"upload://posters/{digest}":
+        posters = self._shown(rating_key, digest)
+        if posters is None:
             return  # another poster was chosen in Plex since: it stays
         theirs = [key for key, _ in posters if not key.startswith("upload://")]
         own = next((key for key in theirs if key.startswith(("media://", "metadata://"))), None)
@@ -129,7 +137,7 @@ class Posters:
         self.client.edit(rating_key, {"thumb.locked": 0})
 
     def write(self, scene: SceneMetadata, record: SceneRecord) -> str:
-        """uploaded | unchanged | none (no cover in Stash: Plex keeps its own poster) |
+        """uploaded | unchanged | none (no cover in Stash: Plex keeps the poster it shows) |
         restored (no cover, and the item showed another scene's upload: Plex's own is back).
         Raises PosterNotUpdated when the image could not be fetched, checked or uploaded; an
         error that holds or postpones every job (a refused Stash session, Plex down) is raised
@@ -147,6 +155,7 @@ class Posters:
                 record.poster_hash = cover.digest
             elif cover.outcome == "restore":
                 self.restore(record.rating_key, cover.digest)
+            if cover.outcome in ("restore", "none") and cover.digest:  # no upload of ours shows any more
                 self.ledger.forget_poster(record.rating_key)
         except PosterNotUpdated:
             raise
