@@ -166,7 +166,10 @@ def test_disabled_plugin_and_unconfigured_plex_give_clear_messages(stash_ui, ui_
     message = page.locator(".s2p-message", has_text="No Plex token set")
     message.wait_for()
     assert page.inner_text(".s2p-plex .s2p-token") == "not set"
-    stash_ui.ui.plugins["Stash2Plex"].enabled = False  # Settings → Plugins while the page is open
+    # Settings → Plugins while the page is open: a status poll already on its way gets Stash's
+    # refusal (pkg/plugin/plugins.go Cache.RunPlugin), which the page then says in words
+    ui_page.expected.append("plugin Stash2Plex is disabled")
+    stash_ui.ui.plugins["Stash2Plex"].enabled = False
     page.locator(".navbar a[href='/scenes']").first.click()
     page.locator(".s2p-nav-link:visible").first.click()
     page.locator(".s2p-message", has_text="Stash2Plex is disabled").wait_for()
