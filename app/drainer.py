@@ -9,9 +9,7 @@ lingers ``LINGER_S`` when idle and looks once more after releasing the lock
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -147,15 +145,13 @@ def drain_once(app: App, log: StashLog, lock: HeldLock) -> bool | str | None:
         # recorded for the next hook and queue_status before the log says it: the line is the end
         reason = str(error) if isinstance(error, Stash2PlexError) else f"{type(error).__name__}: {error}"
         app.health().failing(log.redact(reason), fix_for(error, app.surface))
-        _remember_error(app, f"{type(error).__name__}: {error}")
         log.error(f"drainer stopped: {type(error).__name__}: {error}")
         if isinstance(error, (ConfigError, PlexAuthError)) and _settings_fixed(app, log):
             return None
         return DISK_WAIT if isinstance(error, DiskRefused) else False
     from worker.progress import counts_text
 
-    _remember_error(app, None)  # a clean run: an old reason would only mislead queue_status
-    app.health().ok()
+    app.health().ok()  # a clean run: an old reason would only mislead the hooks and queue_status
     log.info(f"drainer finished: {counts_text(outcome.get('stats') or {})}")
     return True
 
@@ -196,17 +192,6 @@ def _disk_back(app: App, log: StashLog, lock: HeldLock, failures: int) -> bool:
         lock.release()  # a task asked: it goes first
         return False
     return True
-
-
-def _remember_error(app: App, text: str | None) -> None:
-    """Keep the reason (or its absence) for queue_status: the drainer has no reply to give
-    (a full disk or a held ledger: the health file says it)."""
-    with contextlib.suppress(Stash2PlexError, sqlite3.Error, OSError):
-        ledger = app.ledger()
-        if text is not None:
-            ledger.set_meta("last_drainer_error", {"error": app.log.redact(text), "at": time.time()})
-        elif ledger.meta("last_drainer_error") is not None:
-            ledger.set_meta("last_drainer_error", None)
 
 
 def main(stdin: TextIO, stderr: TextIO, env: dict[str, str]) -> int:

@@ -68,11 +68,22 @@ class HealthFile:
             return new
 
     def failing(self, reason: str, fix: str = "") -> None:
-        self.update(failing={"reason": reason, "fix": fix, "at": self.clock()})
+        """The drainer stopped on ``reason``; ``stopped`` tells it from Plex's outage, recorded
+        here too while a drainer still runs (worker/notices.py)."""
+        self.update(failing={"reason": reason, "fix": fix, "at": self.clock(), "stopped": True})
 
     def ok(self) -> None:
         if "failing" in self.state():
             self.update(failing=None)
+
+
+def drainer_stop(state: dict[str, Any]) -> dict[str, Any] | None:
+    """Why the last background drainer stopped, as the replies' ``last_drainer_error``
+    (``{error, at}``); None after a clean run and while the failing is Plex's outage."""
+    failing = state.get("failing")
+    if isinstance(failing, dict) and failing.get("stopped") and failing.get("reason"):
+        return {"error": str(failing["reason"]), "at": failing.get("at")}
+    return None
 
 
 # One-time notices (worker/photos.py; app/root.py ``take_over``): recorded with ``told`` false by a

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.privacy import Placeholders
+from sync_queue.health import drainer_stop
 from sync_queue.stats import iso_local
 from tasks.context import Context, queue_state
 
@@ -26,7 +27,7 @@ def run(app: Context) -> dict[str, Any]:
         "last_full_sync": ledger.meta("last_sync_at"),
         "synced_scenes": ledger.count(),
         "stats": stats,
-        "last_drainer_error": ledger.meta("last_drainer_error"),
+        "last_drainer_error": drainer_stop(app.health().state()),
     }
     private = app.private()
     if private is not None:

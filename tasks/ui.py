@@ -13,6 +13,7 @@ from typing import Any
 
 from core.errors import ConfigError, InputError, PlexAuthError, Stash2PlexError
 from sync_queue.dlq import INBOX_KINDS
+from sync_queue.health import drainer_stop
 from sync_queue.job import INTERACTIVE
 from sync_queue.ledger import ALL_CHECKED_AT, SceneRecord
 from sync_queue.stats import iso_local
@@ -73,7 +74,7 @@ def status(app: Context) -> dict[str, Any]:
     queue = queue_state(app)  # before the dead letters: a job done meanwhile is a dead letter by then
     ledger, dlq = app.ledger(), app.dlq()
     entries, by_reason = dlq.entries(DLQ_LIMIT), dlq.summary(newest=0)["by_reason"]
-    watch = app.watch_state()
+    watch, health = app.watch_state(), app.health().state()
     try:
         settings = app.settings()
         problems = list(settings.problems)  # bad optional values, each turns one feature off
@@ -88,9 +89,9 @@ def status(app: Context) -> dict[str, Any]:
         "last_full_sync": ledger.meta("last_sync_at"),
         "synced_scenes": ledger.count(),
         "stats": app.stats().snapshot(),
-        "last_drainer_error": ledger.meta("last_drainer_error"),
+        "last_drainer_error": drainer_stop(health),
         "settings_problems": problems,
-        "performer_photos": photo_notice(app.health().state()),
+        "performer_photos": photo_notice(health),
         "checked_at": iso_local(ledger.meta(ALL_CHECKED_AT)),
         "watch": watch,
     }

@@ -123,6 +123,7 @@ def test_an_outage_longer_than_the_threshold_and_its_end_are_notified(plugin, re
     assert "Plex has been unreachable for" in down["json"]["message"]
     health = json.loads((plugin.data_dir / "sync_health.json").read_text())
     assert health["plex_down_notified"] is True and health["failing"]["reason"].startswith("Plex is unavailable")
+    assert plugin.status()["last_drainer_error"] is None  # the drainer waits for Plex: it has not stopped
     plugin.plex.accept_connections()
     back = receiver.wait_for(2)[1]
     assert back["json"]["title"] == "Stash2Plex: Plex is reachable again"

@@ -141,6 +141,7 @@ def test_the_drainer_and_process_queue_refuse_alike(plugin, name, value, says):
     stopped = f"drainer stopped: ConfigError: {says}"  # it starts over with the bad value, then stops
     _until(plugin, lambda: stopped in plugin.drainer_log())
     assert plugin.plex.item(rk)["fields"]["title"] == "Good settings", plugin.drainer_log()
+    assert says in plugin.status()["last_drainer_error"]["error"]  # the health file's record, as hooks read it
     run = plugin.task("process_queue")
     assert run.error and run.error.startswith(says), run.error
     assert plugin.plex.item(rk)["fields"]["title"] == "Good settings"
