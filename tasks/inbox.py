@@ -21,6 +21,7 @@ from plex.suggest import suggest_rule, unsettled
 from sync_queue.dlq import INBOX_KINDS
 from sync_queue.job import BULK
 from tasks.context import Context, queue_again
+from validation.document import got
 from validation.metadata import scene_or_why
 from validation.plugin_input import RATING_KEY, whole_arg
 
@@ -208,9 +209,7 @@ def _keys_arg(params: dict[str, Any]) -> list[int]:
     raw = params.get("rating_keys")
     parts = [p for p in raw.split(",") if p.strip()] if isinstance(raw, str) else raw if isinstance(raw, list) else None
     if not parts or len(parts) > MAX_THUMBS:
-        raise InputError(
-            f'args.rating_keys must list 1 to {MAX_THUMBS} Plex ratingKeys (e.g. "12,34"), got {raw!r:.60}'
-        )
+        raise InputError(f'args.rating_keys must list 1 to {MAX_THUMBS} Plex ratingKeys (e.g. "12,34"), got {got(raw)}')
     return [whole_arg({"rating_keys": p}, "rating_keys", RATING_KEY) for p in parts]
 
 

@@ -16,6 +16,7 @@ from core.errors import InputError, PlexNotFound
 from sync_queue.job import INTERACTIVE
 from sync_queue.ledger import ANSWERS, PIN_ITEM
 from tasks.context import Context, queue_again
+from validation.document import got
 from validation.plugin_input import RATING_KEY, scene_id_arg, whole_arg
 
 
@@ -59,7 +60,7 @@ def pin(app: Context, params: dict[str, Any]) -> dict[str, Any]:
     scene_id = scene_id_arg(params)
     answer = str(params.get("answer") or PIN_ITEM)
     if answer not in ANSWERS:
-        raise InputError(f"args.answer must be one of {', '.join(ANSWERS)}, got {answer!r:.60}")
+        raise InputError(f"args.answer must be one of {', '.join(ANSWERS)}, got {got(answer)}")
     reply: dict[str, Any] = {"scene_id": scene_id, "answer": answer, "rating_key": None}
     if answer == PIN_ITEM:
         reply["rating_key"] = whole_arg(params, "rating_key", RATING_KEY)

@@ -79,7 +79,7 @@ STDIN_CASES = [
         "stdin-long-mode",  # named, cut to 60 characters: a reply never echoes a whole value back
         "stdin",
         "error",
-        "args.mode 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx is not",
+        "args.mode '" + "x" * 58 + "… is not",
         lambda p: _doc(p, mode="x" * 10_000),
         error=True,
     ),

@@ -140,7 +140,7 @@ def test_thumbs_are_plex_posters_as_image_data_without_the_token(plugin):
     bad = operation(plugin, mode="ui_thumbs", rating_keys="")
     assert bad.error == "args.rating_keys must list 1 to 600 Plex ratingKeys (e.g. \"12,34\"), got ''"
     long = operation(plugin, mode="ui_thumbs", rating_keys=",".join(["1"] * 5000))  # over 600: named, not echoed whole
-    assert long.error.endswith("got " + repr(",".join(["1"] * 5000))[:60])
+    assert long.error.endswith("got " + repr(",".join(["1"] * 5000))[:59] + "…")
 
 
 def test_with_plex_down_the_inbox_still_lists_its_scenes_and_says_why_no_candidates(plugin):

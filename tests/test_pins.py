@@ -119,7 +119,7 @@ def test_pinning_to_a_missing_item_is_refused_and_not_in_plex_and_skip_settle_th
     bad = operation(plugin, mode="ui_pin", scene_id=sid, answer="maybe")
     assert bad.error == "args.answer must be one of item, not_in_plex, skip, got 'maybe'"
     long = operation(plugin, mode="ui_pin", scene_id=sid, answer="x" * 10_000)  # a reply is no echo chamber
-    assert long.error == "args.answer must be one of item, not_in_plex, skip, got " + repr("x" * 10_000)[:60]
+    assert long.error == "args.answer must be one of item, not_in_plex, skip, got " + repr("x" * 10_000)[:59] + "…"
     assert operation(plugin, mode="ui_unpin", scene_id=sid).output == {
         "scene_id": sid,
         "unpinned": True,

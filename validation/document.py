@@ -44,6 +44,12 @@ ENTITY_HOOKS = {
 HOOK_TRIGGERS = SCENE_HOOKS + tuple(ENTITY_HOOKS)
 
 
+def got(value: Any) -> str:
+    """A value a message names: its repr cut to 60 characters (a reply never echoes a whole
+    value back)."""
+    return shortened(repr(value), 60)
+
+
 def shown(value: Any) -> str:
     return f" (got {shortened(str(value), 60)!r})" if not isinstance(value, (dict, list)) else ""
 

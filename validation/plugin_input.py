@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import InputError
-from validation.document import args_values, connection_values, read_document
+from validation.document import args_values, connection_values, got, read_document
 from validation.modes import STASH_MODES, TASK_MODES
 
 
@@ -75,8 +75,8 @@ def whole_arg(params: dict[str, Any], key: str, what: str, top: int = 2**63 - 1,
     if isinstance(value, str) and value.strip().isdecimal() and len(value.strip()) <= len(str(top)):  # int() reads it
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-        got = "" if isinstance(value, (dict, list)) else f", got {value!r:.60}"  # as document.shown: no whole objects
-        raise InputError(f"args.{key} must be {what}{got}")
+        named = "" if isinstance(value, (dict, list)) else f", got {got(value)}"  # as document.shown: no whole objects
+        raise InputError(f"args.{key} must be {what}{named}")
     return value
 
 
@@ -107,6 +107,6 @@ def parse_plugin_input(raw: str) -> PluginInput:
         )
     if args["mode"] not in STASH_MODES:
         raise InputError(
-            f"args.mode {args['mode']!r:.60} is not a Stash2Plex mode; expected one of {', '.join(TASK_MODES)}"
+            f"args.mode {got(args['mode'])} is not a Stash2Plex mode; expected one of {', '.join(TASK_MODES)}"
         )
     return PluginInput(connection, args["mode"], args["params"], args["dry_run"])
